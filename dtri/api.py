@@ -1,0 +1,59 @@
+"""The Python API: a thin layer that opens a session, shapes the input and runs the pipeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dask.utils import parse_bytes
+
+from dtri.inputs import as_edge_frame, input_on_gpu
+from dtri.orient import ORIENTATIONS
+from dtri.pipeline import CountResult, count_pipeline
+from dtri.session import open_session, resolve_backend
+
+
+def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None = None,
+          header: bool | None = None, backend: str = "auto", scheduler: str | None = None,
+          scheduler_file: str | None = None, workers: int | None = None,
+          memory_budget: int | str | None = None, bins: int | None = None,
+          orientation: str = "degree", blocksize: int | str = "64MiB",
+          npartitions: int | None = None, storage_options: dict | None = None,
+          progress: bool = False) -> CountResult:
+    """Count the triangles of an undirected graph exactly, with the run's statistics.
+
+    ``edges``: a path, glob, directory or fsspec URL of edge files (SNAP text, CSV/TSV, Matrix
+    Market, Parquet, optionally ``.gz``/``.bz2``), a Dask/pandas/cuDF DataFrame, or an
+    ``(m, 2)`` NumPy/CuPy array. The input is read as a simple undirected graph: directions,
+    duplicate edges and self-loops do not change the count.
+
+    ``backend``: ``auto`` (cuDF when it imports and a GPU is visible), ``cpu`` or ``gpu``.
+    ``scheduler``: ``tcp://host:port`` of a running cluster, or ``threads``/``synchronous``;
+    default: the active ``distributed.Client``, else a local cluster started for this run.
+    ``memory_budget``: bytes (``"2GiB"`` works) one worker may plan for; default a quarter of
+    the worker's memory (GPU memory on the GPU backend). ``bins``: number of radix bins (a power
+    of two), default from the sizes. ``orientation``: ``degree`` or ``id``.
+    """
+    if orientation not in ORIENTATIONS:
+        raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
+    budget = parse_bytes(memory_budget) if isinstance(memory_budget, str) else memory_budget
+    chosen = resolve_backend(backend, input_on_gpu(edges))
+    with open_session(chosen, scheduler, scheduler_file, workers) as session:
+        frame = as_edge_frame(edges, chosen, columns=columns, npartitions=npartitions,
+                              **_read_options(edges, format, header, blocksize, storage_options))
+        return count_pipeline(frame, session, orientation=orientation, bins=bins,
+                              memory_budget=budget, progress=progress)
+
+
+def _read_options(edges: Any, format: str, header: bool | None, blocksize: int | str,
+                  storage_options: dict | None) -> dict[str, Any]:
+    from dtri.inputs import is_path_like
+
+    if not is_path_like(edges):
+        return {}
+    return {"format": format, "header": header, "blocksize": blocksize,
+            "storage_options": storage_options}
+
+
+def count_triangles(edges: Any, **options: Any) -> int:
+    """Exact number of triangles of the undirected graph ``edges`` (see :func:`count`)."""
+    return count(edges, **options).triangles

@@ -1,0 +1,74 @@
+"""Radix bins: closure keys and edge keys split by their most significant bits.
+
+A packed key is ``(v << bits) | w``; its top ``log2(nbins)`` bits are the top bits of ``v``,
+so bin ``k`` of the wedges can only hit edges in bin ``k`` of the edges, and each join task
+needs one bin of the edge set, never all of it. The split of a wedge batch is one stable MSD
+radix pass (stable argsort of the bin digit, a true radix sort in NumPy for 16-bit digits and
+in CuPy/CUB), which keeps the keys of each bin contiguous without a full sort.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dtri.dispatch import array_module
+
+MAX_BIN_BITS = 16
+
+
+def key_bits(vertices: int) -> int:
+    """Width of a vertex id (dense ids ``0 .. vertices - 1``) inside a packed 64-bit key."""
+    return max(1, (vertices - 1).bit_length())
+
+
+def bin_shift(bits: int, nbins: int) -> int:
+    """Right shift that turns a packed key into its bin number."""
+    return 2 * bits - (nbins.bit_length() - 1)
+
+
+def pack_edges(src: Any, dst: Any, bits: int) -> Any:
+    """Packed keys of oriented edges; sorted when the edges are sorted by (src, dst)."""
+    xp = array_module(src)
+    return (src.astype(xp.int64) << bits) | dst.astype(xp.int64)
+
+
+def radix_split(keys: Any, shift: int, nbins: int) -> dict[int, Any]:
+    """Stable split of ``keys`` into bins by ``keys >> shift``; only non-empty bins are kept."""
+    xp = array_module(keys)
+    if keys.shape[0] == 0:
+        return {}
+    digit = (keys >> shift).astype(xp.uint16 if nbins <= 1 << 16 else xp.int64)
+    order = xp.argsort(digit, kind="stable")
+    binned = keys[order]
+    bounds = xp.searchsorted(digit[order], xp.arange(nbins + 1), side="left").tolist()
+    return {
+        k: binned[bounds[k] : bounds[k + 1]]
+        for k in range(nbins)
+        if bounds[k + 1] > bounds[k]
+    }
+
+
+def bin_key_range(k: int, shift: int) -> tuple[int, int]:
+    """Half-open range of packed keys that falls in bin ``k``."""
+    return k << shift, (k + 1) << shift
+
+
+def slice_bin(sorted_keys: Any, k: int, shift: int) -> Any:
+    """The part of an ascending key array that lies in bin ``k``."""
+    xp = array_module(sorted_keys)
+    low, high = bin_key_range(k, shift)
+    start, stop = xp.searchsorted(sorted_keys, xp.asarray([low, high], dtype=xp.int64)).tolist()
+    return sorted_keys[start:stop]
+
+
+def choose_bin_count(edges: int, workers: int, task_budget: int, requested: int | None,
+                     bits: int) -> int:
+    """Number of radix bins: the requested power of two, or enough that every worker gets a
+    bin and one bin of the edge keys (8 bytes each) uses at most a quarter of a task's budget."""
+    limit = 1 << min(bits, MAX_BIN_BITS)
+    if requested is not None:
+        if requested < 1 or requested & (requested - 1):
+            raise ValueError(f"bins must be a power of two, got {requested}")
+        return min(requested, limit)
+    wanted = max(workers, -(-edges * 8 * 4 // max(task_budget, 1)), 1)
+    return min(1 << (wanted - 1).bit_length(), limit)

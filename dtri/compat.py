@@ -1,0 +1,42 @@
+"""Work-arounds for the Python and library versions dtri supports.
+
+Python 3.11's ``functools.cached_property`` guards every instance of a class with one
+class-wide lock (bpo-43468; Python 3.12 removed the lock). dask-expr computes divisions
+(e.g. the quantiles of ``sort_values``) inside such properties, by submitting work to the
+scheduler and waiting; when the scheduler runs in the same process (``LocalCluster``) and
+materializes an expression that needs the same property, both sides wait forever. Lifting
+the lock gives 3.11 the 3.12 behaviour: a property may, rarely, be computed twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+
+
+def lift_cached_property_locks() -> int:
+    """On Python < 3.12, drop the class-wide locks of dask-expr's cached properties.
+
+    Idempotent and cheap; returns how many locks it lifted (0 on Python >= 3.12).
+    """
+    if sys.version_info >= (3, 12):
+        return 0
+    from dask._expr import Expr
+
+    classes: set[type] = set()
+    pending: list[type] = [Expr]
+    while pending:
+        cls = pending.pop()
+        if cls not in classes:
+            classes.add(cls)
+            pending.extend(cls.__subclasses__())
+    lifted = 0
+    for cls in classes:
+        for attribute in vars(cls).values():
+            if isinstance(attribute, functools.cached_property) and not isinstance(
+                getattr(attribute, "lock", None), contextlib.nullcontext
+            ):
+                attribute.lock = contextlib.nullcontext()  # type: ignore[attr-defined]
+                lifted += 1
+    return lifted

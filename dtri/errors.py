@@ -1,0 +1,27 @@
+"""Errors a user can act on: each names what was wrong and, for files, where."""
+
+from __future__ import annotations
+
+
+class DtriError(Exception):
+    """Base class of every error dtri raises on purpose (the CLI prints it as one line)."""
+
+
+class InputError(DtriError, ValueError):
+    """Input that is not an edge list dtri can read, with the file and line when known."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        super().__init__(message, path, line)
+        self.message = message
+        self.path = path
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return f"{where}{self.message}"
+
+
+class ConfigurationError(DtriError, ValueError):
+    """An option or environment that cannot work (unknown backend, no GPU for a GPU run...)."""

@@ -1,0 +1,239 @@
+"""The pipeline: read → canonicalize → orient → sort → plan → edge bins → wedges/bins/join → reduce.
+
+Each DataFrame stage is persisted on the workers before the next one starts, which times it
+and lets its predecessor be released; no stage gathers the edge list in one process. The
+counting phase is a task graph whose keys are named after their stage (``dtri-wedges``,
+``dtri-bins``, ``dtri-join``, ``dtri-reduce``), so the Dask dashboard tells the story:
+
+* ``dtri-edge-bins-k``: bin ``k`` of the packed, sorted edge keys (one bin of the edge set);
+* ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, a wedge-number range
+  sized by prefix sums to fit the memory budget, radix-split into bins;
+* ``dtri-bins-(p, j, k)``: bin ``k`` of that batch, picked where the batch lives so that only
+  that bin travels;
+* ``dtri-join-(p, j, k)``: how many of those keys are edges of bin ``k``;
+* ``dtri-reduce``: the exact sum, a tree of Python ints.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from contextlib import redirect_stdout
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+from dask.base import tokenize
+
+from dtri.bins import bin_shift, choose_bin_count, key_bits, pack_edges, radix_split, slice_bin
+from dtri.canonicalize import canonicalize
+from dtri.dispatch import array_module, column_to_array
+from dtri.errors import ConfigurationError
+from dtri.join import count_closed
+from dtri.orient import orient, vertex_degrees, vertex_ranks
+from dtri.session import Session
+from dtri.sort import PartitionSummary, partition_summary, sort_adjacency
+from dtri.wedges import BYTES_PER_WEDGE, batch_ranges, closure_keys
+
+MAX_KEY_BITS = 31
+REDUCE_FAN_IN = 32
+
+
+@dataclass
+class CountResult:
+    """A count and the statistics of the run that produced it."""
+
+    triangles: int
+    vertices: int
+    edges: int
+    wedges: int
+    bins: int
+    batches: int
+    partitions: int
+    backend: str
+    workers: int
+    orientation: str
+    memory_budget: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return asdict(self)
+
+
+class StageTimer:
+    """Persists each stage's collections on the cluster, with wall time and optional progress."""
+
+    def __init__(self, session: Session, progress: bool):
+        self.session = session
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+
+    def persist(self, stage: str, *collections: Any) -> tuple[Any, ...]:
+        start = time.perf_counter()
+        persisted = self._run(dask.persist, *collections)
+        self.seconds[stage] = round(time.perf_counter() - start, 6)
+        return persisted
+
+    def compute(self, stage: str, *collections: Any) -> tuple[Any, ...]:
+        start = time.perf_counter()
+        values = self._run(dask.compute, *collections)
+        self.seconds[stage] = round(time.perf_counter() - start, 6)
+        return values
+
+    def _run(self, action: Any, *collections: Any) -> tuple[Any, ...]:
+        client = self.session.client
+        if client is None:
+            if not self.progress:
+                return action(*collections)
+            from dask.diagnostics import ProgressBar
+
+            with ProgressBar(out=sys.stderr):
+                return action(*collections)
+        if action is dask.persist:
+            results = client.persist(list(collections))
+            futures = results
+        else:
+            futures = client.compute(list(collections))
+        if self.progress:
+            from distributed import progress
+
+            with redirect_stdout(sys.stderr):  # keep stdout for the result (and --json)
+                progress(futures)
+                print(file=sys.stderr)
+        from distributed import wait
+
+        wait(futures)
+        return tuple(results) if action is dask.persist else tuple(client.gather(futures))
+
+
+def _task(stage: str, func: Any, *args: Any, key: tuple) -> Any:
+    """A delayed call whose key names its stage (``dtri-<stage>-<token>-<index...>``)."""
+    index = "-".join(str(part) for part in key)
+    name = f"dtri-{stage}-{tokenize(func, *args)}-{index}"
+    return dask.delayed(func, pure=True)(*args, dask_key_name=name)
+
+
+def edge_bin(k: int, shift: int, bits: int, *partitions: Any) -> Any:
+    """Bin ``k`` of the packed edge keys, ascending, from the partitions that overlap it."""
+    pieces = []
+    for frame in partitions:
+        keys = pack_edges(column_to_array(frame["src"]), column_to_array(frame["dst"]), bits)
+        pieces.append(slice_bin(keys, k, shift))
+    return array_module(pieces[0]).concatenate(pieces)
+
+
+def wedge_bins(frame: Any, first: int, last: int, bits: int, shift: int, nbins: int) -> dict:
+    """Closure keys of wedges ``first .. last - 1`` of one partition, radix-split into bins."""
+    src = column_to_array(frame["src"])
+    dst = column_to_array(frame["dst"])
+    return radix_split(closure_keys(src, dst, first, last, bits), shift, nbins)
+
+
+def pick_bin(bins: dict, k: int) -> Any:
+    """One bin of a split batch (``None`` when the batch has no key there)."""
+    return bins.get(k)
+
+
+def join_bin(closure: Any, edge_keys: Any) -> int:
+    """Closed wedges among one batch's keys of one bin."""
+    return 0 if closure is None else count_closed(closure, edge_keys)
+
+
+def total(*counts: int) -> int:
+    """Exact sum of partial counts."""
+    return sum(int(c) for c in counts)
+
+
+def reduce_tree(counts: list[Any]) -> Any:
+    """Sum delayed counts in a tree of fan-in ``REDUCE_FAN_IN`` (``dtri-reduce`` tasks)."""
+    level = 0
+    while len(counts) > 1 or level == 0:
+        counts = [
+            _task("reduce", total, *counts[i : i + REDUCE_FAN_IN], key=(level, i))
+            for i in range(0, max(len(counts), 1), REDUCE_FAN_IN)
+        ]
+        level += 1
+    return counts[0]
+
+
+def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
+    """The wedge stage needs every source's edges in one partition; fail loudly if not."""
+    ranges = [(s.first_src, s.last_src) for s in summaries if s.edges]
+    for (_, last), (first, _) in itertools.pairwise(ranges):
+        if first <= last:
+            raise RuntimeError(
+                f"internal error: source {first} is split across sorted partitions; "
+                "please report this with the input that caused it"
+            )
+
+
+def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = "degree",
+                   bins: int | None = None, memory_budget: int | None = None,
+                   progress: bool = False) -> CountResult:
+    """Run every stage on ``edges`` (a Dask DataFrame with integer ``src``, ``dst``)."""
+    started = time.perf_counter()
+    timer = StageTimer(session, progress)
+    task_budget = session.task_budget(memory_budget)
+
+    (edges,) = timer.persist("read", edges)
+    (canonical,) = timer.persist("canonicalize", canonicalize(edges))
+    del edges
+    (ranks,) = timer.persist("rank", vertex_ranks(vertex_degrees(canonical), orientation))
+    (oriented,) = timer.persist("orient", orient(canonical, ranks))
+    del canonical
+    (sorted_edges,) = timer.persist("sort", sort_adjacency(oriented))
+    del oriented
+
+    parts = sorted_edges.to_delayed()
+    summary_tasks = [_task("plan", partition_summary, part, key=(p,))
+                     for p, part in enumerate(parts)]
+    rank_sizes = [_task("plan", len, part, key=("ranks", r))
+                  for r, part in enumerate(ranks.to_delayed())]
+    rank_sizes, summaries = timer.compute("plan", rank_sizes, summary_tasks)
+    vertices = sum(rank_sizes)
+    del ranks
+    summaries = [PartitionSummary(*s) for s in summaries]
+    check_whole_adjacency(summaries)
+    edge_count = sum(s.edges for s in summaries)
+    wedge_count = sum(s.wedges for s in summaries)
+
+    bits = key_bits(int(vertices))
+    if bits > MAX_KEY_BITS:
+        raise ConfigurationError(
+            f"{vertices} vertices need {bits}-bit ids; packed keys support up to 2**31 vertices"
+        )
+    nbins = choose_bin_count(edge_count, session.workers, task_budget, bins, bits)
+    shift = bin_shift(bits, nbins)
+    batch_size = max(1, task_budget // BYTES_PER_WEDGE)
+    batches = [(p, j, first, last)
+               for p, s in enumerate(summaries)
+               for j, (first, last) in enumerate(batch_ranges(s.wedges, batch_size))]
+
+    src_shift = bits - (nbins.bit_length() - 1)
+    edge_bins = {}
+    for k in range(nbins):
+        low, high = k << src_shift, ((k + 1) << src_shift) - 1
+        overlapping = [parts[p] for p, s in enumerate(summaries)
+                       if s.edges and s.first_src <= high and s.last_src >= low]
+        if overlapping:
+            edge_bins[k] = _task("edge-bins", edge_bin, k, shift, bits, *overlapping, key=(k,))
+    edge_bins = dict(zip(edge_bins, timer.persist("edge_bins", *edge_bins.values()), strict=True))
+
+    joins = []
+    for p, j, first, last in batches:
+        split = _task("wedges", wedge_bins, parts[p], first, last, bits, shift, nbins, key=(p, j))
+        for k, edge_keys in edge_bins.items():
+            picked = _task("bins", pick_bin, split, k, key=(p, j, k))
+            joins.append(_task("join", join_bin, picked, edge_keys, key=(p, j, k)))
+    (triangles,) = timer.compute("wedges_join", reduce_tree(joins))
+    timer.seconds["total"] = round(time.perf_counter() - started, 6)
+
+    return CountResult(
+        triangles=int(triangles), vertices=int(vertices), edges=edge_count, wedges=wedge_count,
+        bins=nbins, batches=len(batches), partitions=len(parts), backend=session.backend,
+        workers=session.workers, orientation=orientation,
+        memory_budget=task_budget * session.threads_per_worker, seconds=timer.seconds,
+    )

@@ -1,0 +1,561 @@
+"""Read edge lists (SNAP text, CSV/TSV, Matrix Market, Parquet) into a lazy Dask DataFrame.
+
+Every reader yields exactly two int64 columns, ``src`` and ``dst``, holding the vertex ids as
+written in the file.  Text files are cut into newline-aligned byte ranges, one task each, and
+parsed with pandas' C parser; a block the fast parser does not read cleanly is re-read line by
+line, so that a bad input is reported as ``path:line: message`` rather than silently dropped,
+rounded or reinterpreted.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import IO, Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from dask.utils import parse_bytes
+from fsspec import AbstractFileSystem
+from fsspec.core import has_magic, url_to_fs
+from fsspec.utils import infer_compression, read_block
+
+from dtri.errors import ConfigurationError, InputError
+
+FORMATS: tuple[str, ...] = ("snap", "csv", "tsv", "mtx", "parquet")
+BACKENDS: tuple[str, ...] = ("pandas", "cudf")
+INT64_MAX = 2**63 - 1
+WHITESPACE = "whitespace"
+
+_EXTENSIONS = {".mtx": "mtx", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_BLANKS = re.compile(rb"[ \t]+")
+_PERCENT_TO_HASH = bytes.maketrans(b"%", b"#")
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, which pandas also skips
+_CHUNK = 1 << 20
+_META = pd.DataFrame({"src": np.empty(0, np.int64), "dst": np.empty(0, np.int64)})
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the data lines of one text file split into fields."""
+
+    sep: str  # WHITESPACE, "," or "\t"
+    comments: bytes  # characters that start a comment running to the end of the line
+    usecols: tuple[int, int]  # 0-based positions of the source and target fields
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    """One task's share of a text file: lines starting after ``offset``, for ``length`` bytes.
+
+    Offsets count decompressed bytes.  Like ``fsspec.utils.read_block``, a block at offset 0
+    starts at the first byte, any other at the byte after the first newline at or after its
+    offset; it ends after the first newline at or after ``offset + length`` (``None``: at EOF).
+    """
+
+    fs: AbstractFileSystem
+    path: str
+    name: str  # the path as shown in errors
+    compression: str | None
+    offset: int
+    length: int | None
+    layout: Layout
+
+
+class _LineError(Exception):
+    """A bad data line; the caller adds the path and line number."""
+
+
+# ---------------------------------------------------------------------------- finding files
+
+
+def _display_name(fs: AbstractFileSystem, path: str) -> str:
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return path if "file" in protocols else fs.unstrip_protocol(path)
+
+
+def _hidden(relative: str) -> bool:
+    return any(part.startswith((".", "_")) for part in relative.split("/"))
+
+
+def _directory_files(fs: AbstractFileSystem, path: str) -> list[str]:
+    """Regular files under a directory, sorted, skipping names that start with '.' or '_'."""
+    root = path.rstrip("/") + "/"
+    found = fs.find(path, withdirs=False, detail=True)
+    return sorted(
+        p
+        for p, info in found.items()
+        if info.get("type") == "file" and not _hidden(p[len(root) :] if p.startswith(root) else p)
+    )
+
+
+def _files_at(fs: AbstractFileSystem, path: str) -> list[str]:
+    if fs.isfile(path):
+        return [path]
+    if fs.isdir(path):
+        return _directory_files(fs, path)
+    if not has_magic(path):
+        return []
+    files: list[str] = []
+    for match, info in sorted(fs.glob(path, detail=True).items()):
+        if info.get("type") == "directory":
+            files.extend(_directory_files(fs, match))
+        else:
+            files.append(match)
+    return files
+
+
+def expand_paths(
+    urlpath: str | os.PathLike | list[str], storage_options: dict | None = None
+) -> list[tuple[AbstractFileSystem, str, str]]:
+    """(filesystem, path, display name) of every file a path, glob, directory or list names."""
+    items = list(urlpath) if isinstance(urlpath, list | tuple) else [urlpath]
+    found = []
+    for item in map(os.fspath, items):
+        fs, path = url_to_fs(item, **(storage_options or {}))
+        files = _files_at(fs, path)
+        if not files:
+            raise InputError("no such file or no files match", path=item)
+        found.extend((fs, p, item if p == path else _display_name(fs, p)) for p in files)
+    return found
+
+
+# ---------------------------------------------------------------------------- formats
+
+
+def _format_from_name(path: str) -> str | None:
+    name = path.rstrip("/").lower()
+    if infer_compression(name) is not None:
+        name = os.path.splitext(name)[0]
+    return _EXTENSIONS.get(os.path.splitext(name)[1])
+
+
+def detect_format(path: str | os.PathLike, storage_options: dict | None = None) -> str:
+    """Guess a format from the file name (after .gz/.bz2); a directory of parquet files is
+    'parquet'; anything unrecognised is 'snap', the plain whitespace-separated edge list."""
+    path = os.fspath(path)
+    by_name = _format_from_name(path)
+    if by_name is not None:
+        return by_name
+    fs, fspath = url_to_fs(path, **(storage_options or {}))
+    if fs.isdir(fspath) and any(
+        _format_from_name(p) == "parquet" for p in _directory_files(fs, fspath)
+    ):
+        return "parquet"
+    return "snap"
+
+
+# ---------------------------------------------------------------------------- file preambles
+
+
+def _strip_comment(line: bytes, comments: bytes) -> bytes:
+    """The line up to its first comment character (b"#", or b"#%" where '%' also comments)."""
+    marked = line.translate(_PERCENT_TO_HASH) if b"%" in comments else line
+    cut = marked.find(b"#")
+    return line if cut < 0 else line[:cut]
+
+
+def _decode(line: bytes) -> str:
+    return line.decode("utf-8", "backslashreplace").rstrip("\r\n")
+
+
+def _first_data_line(
+    f: IO[bytes], sep: str, comments: bytes, lineno: int = 0, pos: int = 0
+) -> tuple[bytes | None, int, int]:
+    """Read on to the first line that is neither blank nor a comment.
+
+    Returns (that line or None at EOF, its 1-based number, the offset just after it).
+    """
+    for line in iter(f.readline, b""):
+        lineno, pos = lineno + 1, pos + len(line)
+        line = line.removeprefix(_BOM) if lineno == 1 else line
+        if _split_fields(_strip_comment(line, comments), sep):
+            return line, lineno, pos
+    return None, lineno, pos
+
+
+def _split_fields(body: bytes, sep: str) -> list[str]:
+    """Fields of a line whose comment is already cut off; [] for a blank line."""
+    body = body.removesuffix(b"\n").removesuffix(b"\r")
+    if not body.strip(b" \t"):
+        return []
+    if sep == WHITESPACE:
+        return [_decode(t) for t in _BLANKS.split(body.strip(b" \t"))]
+    row = next(csv.reader([body.decode("utf-8", "surrogateescape")], delimiter=sep))
+    return [field.strip(" \t") for field in row]
+
+
+def _read_mtx_preamble(f: IO[bytes], name: str) -> int:
+    """Check the Matrix Market banner and size line; return the offset of the first entry."""
+    banner = f.readline()
+    words = _decode(banner.removeprefix(_BOM)).lower().split()
+    if not words or words[0] != "%%matrixmarket" or len(words) < 4 or words[1] != "matrix":
+        raise InputError("expected a '%%MatrixMarket matrix coordinate ...' first line", name, 1)
+    if words[2] != "coordinate":
+        raise InputError(
+            f"Matrix Market format {words[2]!r} is not supported, only 'coordinate' "
+            "(a dense 'array' matrix is not an edge list)",
+            name,
+            1,
+        )
+    line, lineno, pos = _first_data_line(f, WHITESPACE, b"#%", lineno=1, pos=len(banner))
+    if line is not None:
+        size = _split_fields(_strip_comment(line, b"#%"), WHITESPACE)
+        if len(size) != 3 or not all(_INTEGER.fullmatch(s) for s in size):
+            raise InputError(
+                f"expected a size line 'rows cols nnz', got {_decode(line)!r}", name, lineno
+            )
+    return pos
+
+
+def _looks_like_header(fields: list[str]) -> bool:
+    """True when every field is a non-empty name that does not parse as a number."""
+
+    def numeric(field: str) -> bool:
+        try:
+            float(field)
+        except ValueError:
+            return False
+        return True
+
+    return bool(fields) and all(field and not numeric(field) for field in fields)
+
+
+def _resolve_columns(
+    columns: tuple[str | int, str | int] | None, header: list[str] | None, name: str
+) -> tuple[int, int]:
+    """0-based positions of the source and target columns."""
+    if columns is None:
+        return (0, 1)
+    if len(columns) != 2:
+        raise InputError(f"columns must name exactly two columns, got {columns!r}", name)
+    positions = []
+    for column in columns:
+        if isinstance(column, int):
+            if column < 0:
+                raise InputError(f"column positions are 0-based, got {column}", name)
+            positions.append(column)
+        elif header is None:
+            raise InputError(f"column {column!r} given by name, but the file has no header", name)
+        elif column not in header:
+            raise InputError(f"no column {column!r}; the columns are {header}", name)
+        else:
+            positions.append(header.index(column))
+    if positions[0] == positions[1]:
+        raise InputError(f"source and target are the same column {columns!r}", name)
+    return (positions[0], positions[1])
+
+
+def _text_layout(
+    fs: AbstractFileSystem,
+    path: str,
+    name: str,
+    fmt: str,
+    columns: tuple[str | int, str | int] | None,
+    header: bool | None,
+) -> tuple[Layout, int]:
+    """The file's layout and the offset where its data lines start (after any header)."""
+    compression = infer_compression(path)
+    if fmt in ("snap", "mtx"):
+        start = 0
+        if fmt == "mtx":
+            with fs.open(path, "rb", compression=compression) as f:
+                start = _read_mtx_preamble(f, name)
+        if columns is not None and not all(isinstance(c, int) for c in columns):
+            raise InputError(f"{fmt} files have no column names; give 0-based positions", name)
+        return Layout(WHITESPACE, b"#%", _resolve_columns(columns, None, name)), start
+    sep = "," if fmt == "csv" else "\t"
+    names, start = None, 0
+    if header is not False:
+        with fs.open(path, "rb", compression=compression) as f:
+            line, _, end = _first_data_line(f, sep, b"#")
+        fields = [] if line is None else _split_fields(_strip_comment(line, b"#"), sep)
+        if header or (header is None and _looks_like_header(fields)):
+            names, start = fields, end
+    return Layout(sep, b"#", _resolve_columns(columns, names, name)), start
+
+
+# ---------------------------------------------------------------------------- planning blocks
+
+
+def _plan_text_file(
+    fs: AbstractFileSystem, path: str, name: str, layout: Layout, start: int, blocksize: int
+) -> list[TextBlock]:
+    """Cut one file's data lines (from offset ``start``) into blocks, as read_edges describes."""
+    compression = infer_compression(path)
+    size = fs.size(path)
+    first = start - 1 if start > 0 else 0  # the header's newline, so data starts at `start`
+
+    def block(k: int, length: int | None) -> TextBlock:
+        offset = first + k * blocksize
+        return TextBlock(fs, path, name, compression, offset, length, layout)
+
+    if compression is None:
+        count = max(1, math.ceil((size - first) / blocksize))
+        return [block(k, blocksize) for k in range(count)]
+    if size < blocksize / 4:
+        return [block(0, None)]
+    count = math.ceil(4 * size / blocksize)
+    return [block(k, blocksize if k < count - 1 else None) for k in range(count)]
+
+
+# ---------------------------------------------------------------------------- reading blocks
+
+
+def _skip(f: IO[bytes], count: int) -> bool:
+    """Read and drop ``count`` bytes; False when the stream ends first."""
+    while count > 0:
+        chunk = f.read(min(count, _CHUNK))
+        if not chunk:
+            return False
+        count -= len(chunk)
+    return True
+
+
+def _split_after_newline(f: IO[bytes], data: bytes, at: int) -> tuple[bytes, bytes]:
+    """Read on until ``data`` has a newline at index >= at; split just after it (or at EOF)."""
+    search = at
+    while (i := data.find(b"\n", search)) < 0:
+        chunk = f.read(_CHUNK)
+        if not chunk:
+            return data, b""
+        search, data = max(len(data), at), data + chunk
+    return data[: i + 1], data[i + 1 :]
+
+
+def _read_stream_block(f: IO[bytes], offset: int, length: int | None) -> bytes:
+    """``read_block(f, offset, length, b"\\n")`` for a stream read only forward (decompressing)."""
+    if not _skip(f, offset):
+        return b""
+    data, start = b"", offset
+    if offset > 0:
+        head, data = _split_after_newline(f, b"", 0)
+        if not head.endswith(b"\n"):
+            return b""
+        start = offset + len(head)
+    if length is None:
+        return data + f.read()
+    want = offset + length - start  # the block ends at the first newline at index >= want
+    if want < 0 or offset + length == 0:
+        return b""
+    while len(data) < want and (chunk := f.read(want - len(data))):
+        data += chunk
+    return _split_after_newline(f, data, want)[0]
+
+
+def _read_block_bytes(block: TextBlock) -> bytes:
+    with block.fs.open(block.path, "rb", compression=block.compression) as f:
+        if block.compression is None:
+            return read_block(f, block.offset, block.length, delimiter=b"\n")
+        return _read_stream_block(f, block.offset, block.length)
+
+
+def _first_line_number(block: TextBlock) -> int:
+    """1-based line number of the block's first line: counts newlines, so used on errors only."""
+    if block.offset == 0:
+        return 1
+    newlines, left = 0, block.offset
+    with block.fs.open(block.path, "rb", compression=block.compression) as f:
+        while left > 0 and (chunk := f.read(min(left, _CHUNK))):
+            newlines, left = newlines + chunk.count(b"\n"), left - len(chunk)
+    return newlines + 2  # the block starts after the first newline at or after its offset
+
+
+# ---------------------------------------------------------------------------- parsing blocks
+
+
+def _valid_ids(column: pd.Series) -> bool:
+    kind = column.dtype.kind
+    if kind == "i":
+        return len(column) == 0 or column.min() >= 0
+    return kind == "u" and (len(column) == 0 or column.max() <= INT64_MAX)
+
+
+def _parse_fast(data: bytes, layout: Layout) -> pd.DataFrame | None:
+    """Parse with pandas' C parser; None when the result is anything but clean int64 ids."""
+    if layout.sep == WHITESPACE:
+        data = data.translate(_PERCENT_TO_HASH)
+    try:
+        table = pd.read_csv(
+            io.BytesIO(data),
+            sep=r"\s+" if layout.sep == WHITESPACE else layout.sep,
+            header=None,
+            usecols=list(layout.usecols),
+            comment="#",
+            lineterminator="\n",
+            quoting=csv.QUOTE_NONE if layout.sep == WHITESPACE else csv.QUOTE_MINIMAL,
+            engine="c",
+        )
+    except Exception:  # any trouble at all: the exact parser says what it is
+        return None
+    src, dst = (table[c] for c in layout.usecols)
+    if not (_valid_ids(src) and _valid_ids(dst)):
+        return None
+    return pd.DataFrame({"src": src.to_numpy(np.int64), "dst": dst.to_numpy(np.int64)})
+
+
+def _vertex_id(token: str, line: str) -> int:
+    if not _INTEGER.fullmatch(token):
+        raise _LineError(f"expected two non-negative integer vertex ids, got {line!r}")
+    value = int(token)
+    if value < 0:
+        raise _LineError(f"negative vertex id {token} (vertex ids must be >= 0), in {line!r}")
+    if value > INT64_MAX:
+        raise _LineError(f"vertex id {token} is larger than 2**63-1, in {line!r}")
+    return value
+
+
+def _edge(line: bytes, layout: Layout) -> tuple[int, int] | None:
+    """The (source, target) of one line; None for blank and comment lines."""
+    fields = _split_fields(_strip_comment(line, layout.comments), layout.sep)
+    if not fields:
+        return None
+    i, j = layout.usecols
+    text = _decode(line).strip()
+    if len(fields) <= max(i, j):
+        wanted = "two" if (i, j) == (0, 1) else str(max(i, j) + 1)
+        raise _LineError(f"expected at least {wanted} columns (source and target), got {text!r}")
+    return _vertex_id(fields[i], text), _vertex_id(fields[j], text)
+
+
+def _parse_exact(data: bytes, block: TextBlock) -> pd.DataFrame:
+    """Line by line: the right rows, or an InputError for the first bad line."""
+    edges = []
+    data = data.removeprefix(_BOM) if block.offset == 0 else data
+    for index, line in enumerate(data.split(b"\n")):
+        try:
+            edge = _edge(line, block.layout)
+        except _LineError as error:
+            raise InputError(str(error), block.name, _first_line_number(block) + index) from None
+        if edge is not None:
+            edges.append(edge)
+    ids = np.array(edges, dtype=np.int64).reshape(-1, 2)
+    return pd.DataFrame({"src": ids[:, 0], "dst": ids[:, 1]})
+
+
+def parse_block(block: TextBlock) -> pd.DataFrame:
+    """Read and parse one block into an int64 ``src``/``dst`` frame (a from_map task)."""
+    data = _read_block_bytes(block)
+    frame = _parse_fast(data, block.layout)
+    return frame if frame is not None else _parse_exact(data, block)
+
+
+# ---------------------------------------------------------------------------- parquet
+
+
+def _negative_in_footer(fs: AbstractFileSystem, path: str, columns: list[str]) -> str | None:
+    """A negative id recorded in a parquet file's row-group statistics, if any (footer only)."""
+    import pyarrow.parquet as pq
+
+    with fs.open(path, "rb") as f:
+        meta = pq.ParquetFile(f).metadata
+    for group in range(meta.num_row_groups):
+        for k in range(meta.num_columns):
+            chunk = meta.row_group(group).column(k)
+            stats = chunk.statistics
+            named = chunk.path_in_schema in columns and stats is not None and stats.has_min_max
+            if named and isinstance(stats.min, int) and stats.min < 0:
+                return f"negative vertex id {stats.min} in column {chunk.path_in_schema!r}"
+    return None
+
+
+def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
+    """Cast a parquet partition to int64 after checking for nulls, negatives and overflow."""
+    for column, original in zip(("src", "dst"), names, strict=True):
+        ids = frame[column]
+        if ids.isna().any():
+            raise InputError(f"missing (null) vertex id in column {original!r}", label)
+        if len(ids) and ids.min() < 0:
+            raise InputError(f"negative vertex id {ids.min()} in column {original!r}", label)
+        if len(ids) and ids.dtype.kind == "u" and ids.max() > INT64_MAX:
+            raise InputError(f"vertex id {ids.max()} is larger than 2**63-1", label)
+    return frame.astype("int64")
+
+
+def _read_parquet(
+    files: list[tuple[AbstractFileSystem, str, str]],
+    columns: tuple[str | int, str | int] | None,
+    storage_options: dict | None,
+    backend: str,
+) -> dd.DataFrame:
+    label = files[0][2] if len(files) == 1 else f"{files[0][2]} (one of {len(files)} files)"
+    urls = [fs.unstrip_protocol(path) for fs, path, _ in files]
+    with dask.config.set({"dataframe.backend": backend}):
+        table = dd.read_parquet(urls, storage_options=storage_options, parquet_file_extension=None)
+    names = [str(name) for name in table.columns]
+    if columns is None:
+        columns = ("src", "dst") if {"src", "dst"} <= set(names) else (0, 1)
+    positions = _resolve_columns(columns, names, label)
+    if max(positions) >= len(names):
+        raise InputError(f"no column {max(positions)}; the columns are {names}", label)
+    picked = [names[k] for k in positions]
+    source, target = picked
+    for column in picked:
+        if table.dtypes[column].kind not in "iu":
+            dtype = table.dtypes[column]
+            raise InputError(f"column {column!r} has type {dtype}, not integer ids", label)
+    for fs, path, name in files:
+        if (problem := _negative_in_footer(fs, path, picked)) is not None:
+            raise InputError(problem, name)
+    table = table[picked].rename(columns={source: "src", target: "dst"})
+    meta = table._meta.astype("int64")
+    return table.map_partitions(_checked_ids, label, (source, target), meta=meta)
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def read_edges(
+    urlpath: str | os.PathLike | list[str],
+    format: str = "auto",
+    *,
+    columns: tuple[str | int, str | int] | None = None,
+    header: bool | None = None,
+    blocksize: int | str = "64MiB",
+    storage_options: dict | None = None,
+    dataframe_backend: str = "pandas",
+) -> dd.DataFrame:
+    """Lazily read edge lists into a Dask DataFrame with int64 columns ``src`` and ``dst``.
+
+    ``urlpath`` is a path, glob, directory or fsspec URL, or a list of those.  ``format`` is
+    one of FORMATS or "auto" (by file name, see detect_format).  ``columns`` picks the source
+    and target by name (csv/tsv with a header, parquet) or 0-based position.  ``header``
+    (csv/tsv only): None treats the first non-comment line as a header when every field of it
+    is a non-numeric name.  Only parquet is read with ``dataframe_backend``; text is parsed
+    with pandas.
+
+    Uncompressed text is split into ``blocksize`` byte ranges aligned to newlines.  A gzip or
+    bz2 stream cannot be entered in the middle, so a compressed file smaller than blocksize/4
+    is one block, and a larger one ceil(4 * compressed size / blocksize) blocks, block k
+    decompressing from the start up to decompressed offset k * blocksize and the last one
+    reading on to EOF: quadratic decompression work in exchange for parallel parsing and about
+    one block of text per task (the last takes whatever lies past the estimate).  Recompress
+    big inputs as many smaller files to avoid both.
+    """
+    if format != "auto" and format not in FORMATS:
+        raise ConfigurationError(f"unknown format {format!r}; expected 'auto' or one of {FORMATS}")
+    if dataframe_backend not in BACKENDS:
+        raise ConfigurationError(f"unknown dataframe backend {dataframe_backend!r}")
+    size = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
+    if size <= 0:
+        raise ConfigurationError(f"blocksize must be positive, got {blocksize!r}")
+    if columns is not None:  # NumPy integers count as positions too
+        columns = tuple(int(c) if isinstance(c, np.integer) else c for c in columns)
+    files = expand_paths(urlpath, storage_options)
+    formats = [format if format != "auto" else _format_from_name(p) or "snap" for _, p, _ in files]
+    if "parquet" in formats:
+        if set(formats) != {"parquet"}:
+            raise InputError("cannot read parquet and text files together", files[0][2])
+        return _read_parquet(files, columns, storage_options, dataframe_backend)
+    blocks: list[TextBlock] = []
+    for (fs, path, name), fmt in zip(files, formats, strict=True):
+        layout, start = _text_layout(fs, path, name, fmt, columns, header)
+        blocks.extend(_plan_text_file(fs, path, name, layout, start, size))
+    return dd.from_map(parse_block, blocks, meta=_META, label="read-edges", enforce_metadata=False)
