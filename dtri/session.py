@@ -90,13 +90,13 @@ def _start_local_cluster(backend: str, workers: int | None) -> Any:
         from dask_cuda import LocalCUDACluster
 
         return LocalCUDACluster(
-            n_workers=workers, dashboard_address=":0", silence_logs=logging.ERROR
+            n_workers=workers, dashboard_address=":0", silence_logs=logging.CRITICAL
         )
     from distributed import LocalCluster
 
     return LocalCluster(
         n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-        dashboard_address=":0", silence_logs=logging.ERROR,
+        dashboard_address=":0", silence_logs=logging.CRITICAL,
     )
 
 
@@ -131,8 +131,8 @@ def open_session(backend: str, scheduler: str | None = None, scheduler_file: str
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     lift_cached_property_locks()
     with ExitStack() as stack:
-        if backend == "gpu":
-            # Dask's p2p shuffle of cuDF partitions is far slower than the task shuffle.
+        if backend == "gpu" or address in LOCAL_SCHEDULERS:
+            # p2p needs distributed workers, and on cuDF it is far slower than the task shuffle.
             stack.enter_context(dask.config.set({"dataframe.shuffle.method": "tasks"}))
         if address in LOCAL_SCHEDULERS:
             stack.enter_context(dask.config.set(scheduler=address))

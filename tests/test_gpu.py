@@ -1,0 +1,85 @@
+"""The cuDF/CuPy backend: the same kernels and the same counts as on the CPU (needs a GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import dtri
+from dtri.bins import bin_shift, radix_split
+from dtri.dispatch import array_module, column_to_array, to_host
+from dtri.join import count_closed
+from dtri.wedges import closure_keys, count_wedges
+from tests.conftest import networkx_triangles
+from tests.test_pipeline import messy_graphs
+
+pytestmark = pytest.mark.gpu
+
+
+def test_dispatch_finds_cupy_and_cudf():
+    import cudf
+    import cupy
+
+    series = cudf.Series([3, 1, 2])
+    assert array_module(column_to_array(series)) is cupy
+    assert to_host(column_to_array(series)).tolist() == [3, 1, 2]
+
+
+def test_kernels_agree_with_numpy():
+    import cupy
+
+    rng = np.random.default_rng(3)
+    pairs = np.unique(np.sort(rng.integers(0, 500, (5_000, 2)), axis=1), axis=0)
+    pairs = pairs[pairs[:, 0] < pairs[:, 1]]
+    src, dst = pairs[:, 0].copy(), pairs[:, 1].copy()
+    total = count_wedges(src)
+    assert count_wedges(cupy.asarray(src)) == total
+    cpu = closure_keys(src, dst, 10, total - 10, 9)
+    gpu = closure_keys(cupy.asarray(src), cupy.asarray(dst), 10, total - 10, 9)
+    assert (cupy.asnumpy(gpu) == cpu).all()
+    shift = bin_shift(9, 8)
+    cpu_bins, gpu_bins = radix_split(cpu, shift, 8), radix_split(gpu, shift, 8)
+    assert sorted(cpu_bins) == sorted(gpu_bins)
+    for k in cpu_bins:
+        assert (cupy.asnumpy(gpu_bins[k]) == cpu_bins[k]).all()  # stable on both
+    edge_keys = np.sort((src << 9) | dst)
+    assert count_closed(gpu, cupy.asarray(edge_keys)) == count_closed(cpu, edge_keys)
+
+
+@given(edges=messy_graphs())
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_gpu_counts_equal_networkx(edges):
+    result = dtri.count(edges, backend="gpu", scheduler="synchronous", npartitions=3,
+                        memory_budget=300, bins=4)
+    assert result.backend == "gpu"
+    assert result.triangles == networkx_triangles(edges)
+
+
+def test_cupy_and_cudf_inputs_pick_the_gpu_backend():
+    import cudf
+    import cupy
+
+    edges = np.array([(0, 1), (1, 2), (2, 0), (2, 3), (3, 0)])
+    result = dtri.count(cupy.asarray(edges), scheduler="synchronous")
+    assert (result.backend, result.triangles) == ("gpu", 2)
+    frame = cudf.DataFrame({"a": edges[:, 0], "b": edges[:, 1]})
+    assert dtri.count_triangles(frame, columns=("a", "b"), scheduler="synchronous") == 2
+
+
+def test_parquet_reads_straight_into_cudf(tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    edges = rng.integers(0, 300, (4_000, 2))
+    pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}).to_parquet(tmp_path / "g.parquet")
+    result = dtri.count(tmp_path / "g.parquet", backend="gpu", scheduler="synchronous")
+    assert result.triangles == networkx_triangles(edges)
+
+
+def test_local_cuda_cluster_counts_exactly():
+    rng = np.random.default_rng(11)
+    edges = rng.integers(0, 2_000, (40_000, 2))
+    result = dtri.count(edges, backend="gpu", npartitions=4, memory_budget="1MiB")
+    assert result.workers >= 1 and result.batches > 1
+    assert result.triangles == networkx_triangles(edges)

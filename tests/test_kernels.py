@@ -1,0 +1,95 @@
+"""The array kernels of the wedge, bin and join stages against brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dtri.bins import bin_shift, choose_bin_count, key_bits, pack_edges, radix_split, slice_bin
+from dtri.join import count_closed
+from dtri.wedges import batch_ranges, closure_keys, count_wedges, wedges_per_edge
+
+
+def sorted_oriented(pairs: set[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    ordered = sorted(pairs)
+    src = np.array([p[0] for p in ordered], dtype=np.int64)
+    dst = np.array([p[1] for p in ordered], dtype=np.int64)
+    return src, dst
+
+
+oriented_graphs = st.sets(
+    st.tuples(st.integers(0, 30), st.integers(0, 30)).filter(lambda p: p[0] < p[1]), max_size=120
+)
+
+
+@given(oriented_graphs, st.integers(1, 50))
+@settings(max_examples=150, deadline=None)
+def test_closure_keys_are_all_wedges_in_any_batching(pairs, batch):
+    src, dst = sorted_oriented(pairs)
+    bits = key_bits(31)
+    expected = sorted(
+        (v << bits) | w
+        for u in set(src.tolist())
+        for v, w in itertools.combinations(sorted(dst[src == u].tolist()), 2)
+    )
+    total = count_wedges(src)
+    assert total == len(expected)
+    produced = [closure_keys(src, dst, first, last, bits) for first, last in
+                batch_ranges(total, batch)]
+    keys = np.concatenate(produced) if produced else np.empty(0, np.int64)
+    assert sorted(keys.tolist()) == expected
+
+
+def test_wedges_per_edge_splits_c_d_2_by_position():
+    src = np.array([0, 0, 0, 0, 3, 3, 7])
+    assert wedges_per_edge(src).tolist() == [3, 2, 1, 0, 1, 0, 0]
+    assert count_wedges(src) == 6 + 1
+
+
+def test_batch_ranges_cover_exactly():
+    assert batch_ranges(10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert batch_ranges(0, 4) == []
+    with pytest.raises(ValueError):
+        batch_ranges(3, 0)
+
+
+@given(st.lists(st.integers(0, (1 << 20) - 1), max_size=200), st.sampled_from([1, 2, 4, 16]))
+@settings(max_examples=100, deadline=None)
+def test_radix_split_is_a_stable_partition_by_top_bits(values, nbins):
+    keys = np.array(values, dtype=np.int64)
+    shift = bin_shift(10, nbins)
+    split = radix_split(keys, shift, nbins)
+    for k, part in split.items():
+        assert (part >> shift == k).all()
+        assert part.tolist() == [v for v in values if v >> shift == k]  # stable: input order
+    assert sum(len(p) for p in split.values()) == len(values)
+
+
+def test_slice_bin_and_pack_edges():
+    src = np.array([0, 0, 1, 2, 3])
+    dst = np.array([1, 3, 2, 3, 3])
+    keys = pack_edges(src, dst, 2)
+    assert keys.tolist() == [1, 3, 6, 11, 15]
+    shift = bin_shift(2, 2)
+    assert slice_bin(keys, 0, shift).tolist() == [1, 3, 6]
+    assert slice_bin(keys, 1, shift).tolist() == [11, 15]
+
+
+def test_count_closed_counts_members():
+    edges = np.array([2, 5, 9, 12])
+    assert count_closed(np.array([5, 9, 9, 1, 13, 12]), edges) == 4
+    assert count_closed(np.empty(0, np.int64), edges) == 0
+    assert count_closed(np.array([1]), np.empty(0, np.int64)) == 0
+
+
+def test_bin_count_choice():
+    assert choose_bin_count(1000, 4, 10**9, None, 20) == 4
+    assert choose_bin_count(1000, 1, 8 * 1000, None, 20) == 4  # edges use <= 1/4 of a task
+    assert choose_bin_count(10, 1, 10**9, 8, 20) == 8
+    assert choose_bin_count(10, 1, 10**9, 1 << 20, 3) == 8  # never more bins than id space
+    with pytest.raises(ValueError, match="power of two"):
+        choose_bin_count(10, 1, 10**9, 3, 20)

@@ -1,0 +1,120 @@
+"""The whole pipeline against NetworkX, over partitions, bins, budgets and orientations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dtri
+from dtri.errors import ConfigurationError, InputError
+from tests.conftest import networkx_triangles
+
+SPARSE_IDS = st.sampled_from([0, 1, 7, 10**15, 2**62, 2**63 - 1, 123_456_789_012])
+
+
+@st.composite
+def messy_graphs(draw) -> np.ndarray:
+    """Edge lists with self-loops, duplicates, both directions and sparse huge ids."""
+    n = draw(st.integers(1, 25))
+    ids = draw(st.lists(st.one_of(st.integers(0, 60), SPARSE_IDS), min_size=n, max_size=n,
+                        unique=True))
+    index = st.integers(0, n - 1)
+    pairs = draw(st.lists(st.tuples(index, index), max_size=150))
+    pairs += draw(st.lists(st.sampled_from(pairs), max_size=20)) if pairs else []  # duplicates
+    pairs += [(v, u) for u, v in draw(st.lists(st.sampled_from(pairs), max_size=20))] \
+        if pairs else []  # reversed duplicates
+    return np.array([(ids[u], ids[v]) for u, v in pairs], dtype=np.int64).reshape(-1, 2)
+
+
+@given(edges=messy_graphs(), npartitions=st.integers(1, 5),
+       bins=st.sampled_from([None, 1, 2, 4, 16]),
+       memory_budget=st.sampled_from([None, 100, 300, 2_000]),
+       orientation=st.sampled_from(["degree", "id"]))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_counts_equal_networkx(edges, npartitions, bins, memory_budget, orientation):
+    result = dtri.count(edges, scheduler="synchronous", npartitions=npartitions, bins=bins,
+                        memory_budget=memory_budget, orientation=orientation, backend="cpu")
+    assert result.triangles == networkx_triangles(edges)
+    assert result.vertices == len(np.unique(edges))
+    assert result.edges == len({(min(u, v), max(u, v)) for u, v in edges.tolist() if u != v})
+
+
+def test_small_budget_forces_many_batches():
+    complete = np.array([(u, v) for u in range(12) for v in range(u + 1, 12)])
+    result = dtri.count(complete, scheduler="synchronous", memory_budget=200, npartitions=3)
+    assert result.triangles == 220  # C(12, 3)
+    assert result.wedges == 220  # in a complete graph every wedge closes
+    assert result.batches > 50
+
+
+def test_threads_scheduler_and_pandas_input_with_named_columns():
+    frame = pd.DataFrame({"weight": [1.0, 2.0, 3.0], "a": [1, 2, 3], "b": [2, 3, 1]})
+    assert dtri.count_triangles(frame, columns=("a", "b"), scheduler="threads") == 1
+
+
+def test_dask_dataframe_input_keeps_its_partitions():
+    import dask.dataframe as dd
+
+    frame = dd.from_pandas(pd.DataFrame({"src": [0, 1, 2, 2], "dst": [1, 2, 0, 3]}),
+                           npartitions=2)
+    result = dtri.count(frame, scheduler="synchronous")
+    assert (result.triangles, result.vertices, result.edges) == (1, 4, 4)
+
+
+@pytest.mark.parametrize("edges", [np.empty((0, 2), np.int64), np.array([[3, 3], [5, 5]])])
+def test_empty_and_loop_only_graphs_have_no_triangles(edges):
+    result = dtri.count(edges, scheduler="synchronous")
+    assert (result.triangles, result.edges, result.wedges) == (0, 0, 0)
+    assert result.vertices == len(np.unique(edges))
+
+
+def test_counts_beyond_32_bits_stay_exact():
+    assert dtri.count_triangles(np.array([(0, 1), (1, 2), (0, 2)]) + 2**40,
+                                scheduler="synchronous") == 1
+
+
+def test_bad_inputs_and_options_are_refused_clearly():
+    with pytest.raises(InputError, match="negative vertex id"):
+        dtri.count(np.array([[0, -1]]), scheduler="synchronous")
+    with pytest.raises(InputError, match="integers"):
+        dtri.count(pd.DataFrame({"src": [0.5], "dst": [1.0]}), scheduler="synchronous")
+    with pytest.raises(InputError, match="shape"):
+        dtri.count(np.zeros((3, 3), np.int64), scheduler="synchronous")
+    with pytest.raises(ValueError, match="power of two"):
+        dtri.count(np.array([[0, 1]]), scheduler="synchronous", bins=3)
+    with pytest.raises(ValueError, match="orientation"):
+        dtri.count(np.array([[0, 1]]), scheduler="synchronous", orientation="random")
+    with pytest.raises(ConfigurationError, match="backend"):
+        dtri.count(np.array([[0, 1]]), scheduler="synchronous", backend="tpu")
+
+
+def test_gpu_backend_without_gpu_says_what_is_missing():
+    from dtri.session import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is visible here")
+    with pytest.raises(ConfigurationError, match="cuDF"):
+        dtri.count(np.array([[0, 1]]), backend="gpu", scheduler="synchronous")
+
+
+def test_distributed_cluster_counts_exactly(dask_client, backend):
+    rng = np.random.default_rng(7)
+    edges = rng.integers(0, 400, size=(6_000, 2))
+    result = dtri.count(edges, backend=backend, npartitions=4, memory_budget="64KiB")
+    assert result.triangles == networkx_triangles(edges)
+    assert result.workers == len(dask_client.scheduler_info(n_workers=-1)["workers"])
+    assert result.batches > 1
+    assert set(result.seconds) >= {"read", "canonicalize", "orient", "sort", "plan",
+                                   "wedges_join", "total"}
+
+
+def test_task_names_show_the_stages(dask_client, backend):
+    dtri.count(np.array([(0, 1), (1, 2), (0, 2), (2, 3)]), backend=backend)
+    prefixes = dask_client.run_on_scheduler(
+        lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    for stage in ("dtri-canonicalize", "dtri-degree", "dtri-orient", "dtri-plan",
+                  "dtri-edge-bins", "dtri-wedges", "dtri-bins", "dtri-join", "dtri-reduce"):
+        assert stage in prefixes, prefixes
