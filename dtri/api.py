@@ -18,7 +18,7 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
           memory_budget: int | str | None = None, bins: int | None = None,
           orientation: str = "degree", blocksize: int | str = "64MiB",
           npartitions: int | None = None, storage_options: dict | None = None,
-          progress: bool = False) -> CountResult:
+          join: str = "auto", progress: bool = False) -> CountResult:
     """Count the triangles of an undirected graph exactly, with the run's statistics.
 
     ``edges``: a path, glob, directory or fsspec URL of edge files (SNAP text, CSV/TSV, Matrix
@@ -31,7 +31,10 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
     default: the active ``distributed.Client``, else a local cluster started for this run.
     ``memory_budget``: bytes (``"2GiB"`` works) one worker may plan for; default a quarter of
     the worker's memory (GPU memory on the GPU backend). ``bins``: number of radix bins (a power
-    of two), default from the sizes. ``orientation``: ``degree`` or ``id``.
+    of two), default from the sizes. ``orientation``: ``degree`` or ``id``. ``join``: ``wedges``
+    (materialise closure keys in budget-sized batches, radix-bin, sorted search), ``intersect``
+    (fused list intersection, no wedge written; a CUDA kernel on GPUs) or ``auto`` (per
+    partition, from its wedge count: the fused kernel for large ones on the GPU).
     """
     if orientation not in ORIENTATIONS:
         raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
@@ -41,7 +44,8 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
         frame = as_edge_frame(edges, chosen, columns=columns, npartitions=npartitions,
                               **_read_options(edges, format, header, blocksize, storage_options))
         return count_pipeline(frame, session, orientation=orientation, bins=bins,
-                              memory_budget=budget, progress=progress)
+                              memory_budget=budget, join=join, partitions=npartitions,
+                              progress=progress)
 
 
 def _read_options(edges: Any, format: str, header: bool | None, blocksize: int | str,

@@ -11,6 +11,9 @@ counting phase is a task graph whose keys are named after their stage (``dtri-we
 * ``dtri-bins-(p, j, k)``: bin ``k`` of that batch, picked where the batch lives so that only
   that bin travels;
 * ``dtri-join-(p, j, k)``: how many of those keys are edges of bin ``k``;
+* ``dtri-intersect-(p, k)``: instead of the three above, for partitions the planner gives to
+  the fused join (:mod:`dtri.intersect`): triangles closed by partition ``p``'s edges whose
+  target lies in bin ``k``, by list intersection against bin ``k`` as CSR (``dtri-edge-csr``);
 * ``dtri-reduce``: the exact sum, a tree of Python ints.
 """
 
@@ -31,6 +34,7 @@ from dtri.bins import bin_shift, choose_bin_count, key_bits, pack_edges, radix_s
 from dtri.canonicalize import canonicalize
 from dtri.dispatch import array_module, column_to_array
 from dtri.errors import ConfigurationError
+from dtri.intersect import bin_csr, count_intersections
 from dtri.join import count_closed
 from dtri.orient import orient, vertex_degrees, vertex_ranks
 from dtri.session import Session
@@ -55,6 +59,7 @@ class CountResult:
     backend: str
     workers: int
     orientation: str
+    join: str
     memory_budget: int
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -125,6 +130,16 @@ def edge_bin(k: int, shift: int, bits: int, *partitions: Any) -> Any:
     return array_module(pieces[0]).concatenate(pieces)
 
 
+def edge_bin_csr(keys: Any, bits: int, low: int, high: int) -> Any:
+    """Bin keys as CSR for the fused join."""
+    return bin_csr(keys, bits, low, high)
+
+
+def intersect_bin(frame: Any, csr: Any) -> int:
+    """Triangles closed by one partition's edges that point into one bin."""
+    return count_intersections(column_to_array(frame["src"]), column_to_array(frame["dst"]), csr)
+
+
 def wedge_bins(frame: Any, first: int, last: int, bits: int, shift: int, nbins: int) -> dict:
     """Closure keys of wedges ``first .. last - 1`` of one partition, radix-split into bins."""
     src = column_to_array(frame["src"])
@@ -159,6 +174,40 @@ def reduce_tree(counts: list[Any]) -> Any:
     return counts[0]
 
 
+JOINS = ("auto", "wedges", "intersect")
+INTERSECT_MIN_WEDGES = 1 << 20
+"""With ``join="auto"`` on the GPU, partitions with more wedges than this use the fused join."""
+
+
+def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
+    """``wedges`` (materialise closure keys, sort-free radix bins, sorted search) or
+    ``intersect`` (fused list intersection, no wedge written) for one partition.
+
+    ``auto``: the fused CUDA kernel on the GPU once the prefix sums show enough wedges to pay
+    for its launches; the materialising join on the CPU, where its vectorised sorted search
+    beats the vectorised intersection.
+    """
+    if join not in JOINS:
+        raise ValueError(f"join must be one of {JOINS}, got {join!r}")
+    if join != "auto":
+        return join
+    return "intersect" if backend == "gpu" and summary.wedges > INTERSECT_MIN_WEDGES else "wedges"
+
+
+BYTES_PER_EDGE_IN_FLIGHT = 16 * 8
+"""Working memory per input edge in the DataFrame stages: an int64 pair, copied a few times by
+the shuffles, merges and sorts."""
+
+
+def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
+    """As few partitions as the budget allows, but one per worker at least.
+
+    Each partition is a task in every DataFrame stage and shuffles cost per partition pair,
+    so a graph that fits one GPU is best handled as one partition per GPU.
+    """
+    return max(session.workers, -(-rows * BYTES_PER_EDGE_IN_FLIGHT // task_budget), 1)
+
+
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
     """The wedge stage needs every source's edges in one partition; fail loudly if not."""
     ranges = [(s.first_src, s.last_src) for s in summaries if s.edges]
@@ -172,13 +221,21 @@ def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
 
 def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = "degree",
                    bins: int | None = None, memory_budget: int | None = None,
+                   join: str = "auto", partitions: int | None = None,
                    progress: bool = False) -> CountResult:
-    """Run every stage on ``edges`` (a Dask DataFrame with integer ``src``, ``dst``)."""
+    """Run every stage on ``edges`` (a Dask DataFrame with integer ``src``, ``dst``).
+
+    ``partitions``: keep the input's partitioning (the caller chose it); by default it is
+    refitted to the workers and the memory budget (:func:`fitted_partitions`).
+    """
     started = time.perf_counter()
     timer = StageTimer(session, progress)
     task_budget = session.task_budget(memory_budget)
 
     (edges,) = timer.persist("read", edges)
+    if partitions is None and (wanted := fitted_partitions(len(edges), session, task_budget)) \
+            != edges.npartitions:
+        (edges,) = timer.persist("repartition", edges.repartition(npartitions=wanted))
     (canonical,) = timer.persist("canonicalize", canonicalize(edges))
     del edges
     (ranks,) = timer.persist("rank", vertex_ranks(vertex_degrees(canonical), orientation))
@@ -212,22 +269,44 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
                for p, s in enumerate(summaries)
                for j, (first, last) in enumerate(batch_ranges(s.wedges, batch_size))]
 
+    strategy = [choose_join(join, session.backend, s) for s in summaries]
+    batches = [(p, j, first, last)
+               for p, s in enumerate(summaries) if strategy[p] == "wedges"
+               for j, (first, last) in enumerate(batch_ranges(s.wedges, batch_size))]
+
     src_shift = bits - (nbins.bit_length() - 1)
+    bin_sources = {}  # bin -> [low, high) of its sources, for bins that hold any edge
     edge_bins = {}
     for k in range(nbins):
-        low, high = k << src_shift, ((k + 1) << src_shift) - 1
+        low, high = k << src_shift, min((k + 1) << src_shift, int(vertices))
         overlapping = [parts[p] for p, s in enumerate(summaries)
-                       if s.edges and s.first_src <= high and s.last_src >= low]
+                       if s.edges and s.first_src < high and s.last_src >= low]
         if overlapping:
+            bin_sources[k] = (low, high)
             edge_bins[k] = _task("edge-bins", edge_bin, k, shift, bits, *overlapping, key=(k,))
-    edge_bins = dict(zip(edge_bins, timer.persist("edge_bins", *edge_bins.values()), strict=True))
+    csr_bins = {}
+    if "intersect" in strategy:
+        csr_bins = {k: _task("edge-csr", edge_bin_csr, keys, bits, *bin_sources[k], key=(k,))
+                    for k, keys in edge_bins.items()}
+    needed = {**({("keys", k): t for k, t in edge_bins.items()} if batches else {}),
+              **{("csr", k): t for k, t in csr_bins.items()}}
+    persisted = dict(zip(needed, timer.persist("edge_bins", *needed.values()), strict=True))
+
+    def reachable(summary: PartitionSummary) -> list[int]:
+        """Bins that targets of this partition's edges can fall in (targets > first source)."""
+        return [k for k, (low, high) in bin_sources.items()
+                if high > summary.first_src + 1 and low <= summary.last_dst]
 
     joins = []
     for p, j, first, last in batches:
         split = _task("wedges", wedge_bins, parts[p], first, last, bits, shift, nbins, key=(p, j))
-        for k, edge_keys in edge_bins.items():
+        for k in reachable(summaries[p]):
             picked = _task("bins", pick_bin, split, k, key=(p, j, k))
-            joins.append(_task("join", join_bin, picked, edge_keys, key=(p, j, k)))
+            joins.append(_task("join", join_bin, picked, persisted["keys", k], key=(p, j, k)))
+    for p, s in enumerate(summaries):
+        if strategy[p] == "intersect" and s.wedges:
+            joins.extend(_task("intersect", intersect_bin, parts[p], persisted["csr", k],
+                               key=(p, k)) for k in reachable(s))
     (triangles,) = timer.compute("wedges_join", reduce_tree(joins))
     timer.seconds["total"] = round(time.perf_counter() - started, 6)
 
@@ -235,5 +314,6 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         triangles=int(triangles), vertices=int(vertices), edges=edge_count, wedges=wedge_count,
         bins=nbins, batches=len(batches), partitions=len(parts), backend=session.backend,
         workers=session.workers, orientation=orientation,
+        join="+".join(sorted(set(strategy))) or "wedges",
         memory_budget=task_budget * session.threads_per_worker, seconds=timer.seconds,
     )

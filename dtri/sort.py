@@ -3,7 +3,7 @@
 After the sort each partition holds whole adjacency lists (all edges of a source land in one
 partition because partitions are split by source value), sorted, which is what the wedge
 stage needs. :func:`partition_summary` then measures each partition: edges, wedges (prefix
-sums of C(d, 2)) and its source range, all before any wedge is written.
+sums of C(d, 2)), its source range and largest target, all before any wedge is written.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class PartitionSummary(NamedTuple):
     wedges: int
     first_src: int
     last_src: int
+    last_dst: int
 
 
 def sort_adjacency(oriented: dd.DataFrame) -> dd.DataFrame:
@@ -34,5 +35,7 @@ def partition_summary(frame) -> PartitionSummary:
     """Edge count, wedge count and first/last source of one sorted partition."""
     src = column_to_array(frame["src"])
     if src.shape[0] == 0:
-        return PartitionSummary(0, 0, -1, -1)
-    return PartitionSummary(int(src.shape[0]), count_wedges(src), int(src[0]), int(src[-1]))
+        return PartitionSummary(0, 0, -1, -1, -1)
+    last_dst = int(column_to_array(frame["dst"]).max())
+    return PartitionSummary(int(src.shape[0]), count_wedges(src), int(src[0]), int(src[-1]),
+                            last_dst)

@@ -83,3 +83,39 @@ def test_local_cuda_cluster_counts_exactly():
     result = dtri.count(edges, backend="gpu", npartitions=4, memory_budget="1MiB")
     assert result.workers >= 1 and result.batches > 1
     assert result.triangles == networkx_triangles(edges)
+
+
+def test_cuda_intersection_kernel_matches_the_vectorised_reference():
+    import cupy
+
+    from dtri.bins import key_bits, pack_edges
+    from dtri.intersect import _count_vectorised, bin_csr, count_intersections, edge_lists
+
+    rng = np.random.default_rng(9)
+    # a skewed graph: a few hubs with long lists (warp-wide groups) and many short lists
+    hubs = rng.integers(0, 20, 30_000)
+    edges = np.concatenate([np.stack([hubs, rng.integers(0, 3_000, 30_000)], 1),
+                            rng.integers(0, 3_000, (30_000, 2))])
+    edges = np.unique(np.sort(edges[edges[:, 0] != edges[:, 1]], axis=1), axis=0)
+    src, dst = edges[:, 0].copy(), edges[:, 1].copy()
+    bits = key_bits(3_000)
+    keys = pack_edges(src, dst, bits)
+    for low, high in [(0, 1_000), (1_000, 3_000)]:
+        in_bin = (src >= low) & (src < high)
+        cpu_csr = bin_csr(keys[in_bin], bits, low, high)
+        gpu_csr = bin_csr(cupy.asarray(keys[in_bin]), bits, low, high)
+        expected = count_intersections(src, dst, cpu_csr)
+        assert count_intersections(cupy.asarray(src), cupy.asarray(dst), gpu_csr) == expected
+        lists = edge_lists(cupy.asarray(src), cupy.asarray(dst), gpu_csr)[:4]
+        assert _count_vectorised(cupy.asarray(dst).astype(cupy.int32), gpu_csr.dst,
+                                 *lists) == expected
+
+
+@pytest.mark.parametrize("join", ["wedges", "intersect"])
+def test_both_joins_on_the_gpu(join):
+    rng = np.random.default_rng(13)
+    edges = rng.integers(0, 1_500, (20_000, 2))
+    result = dtri.count(edges, backend="gpu", scheduler="synchronous", join=join, bins=4,
+                        npartitions=3)
+    assert result.join == join
+    assert result.triangles == networkx_triangles(edges)

@@ -93,3 +93,23 @@ def test_bin_count_choice():
     assert choose_bin_count(10, 1, 10**9, 1 << 20, 3) == 8  # never more bins than id space
     with pytest.raises(ValueError, match="power of two"):
         choose_bin_count(10, 1, 10**9, 3, 20)
+
+
+@given(oriented_graphs, st.integers(1, 4))
+@settings(max_examples=150, deadline=None)
+def test_fused_intersection_counts_triangles_bin_by_bin(pairs, nbins):
+    import networkx as nx
+
+    from dtri.intersect import bin_csr, count_intersections
+
+    src, dst = sorted_oriented(pairs)
+    bits = key_bits(31)
+    keys = pack_edges(src, dst, bits)
+    width = -(-31 // nbins)
+    found = 0
+    for low in range(0, 31, width):
+        high = min(low + width, 31)
+        in_bin = (src >= low) & (src < high)
+        found += count_intersections(src, dst, bin_csr(keys[in_bin], bits, low, high))
+    graph = nx.Graph(list(pairs))
+    assert found == sum(nx.triangles(graph).values()) // 3

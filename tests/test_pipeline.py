@@ -32,14 +32,17 @@ def messy_graphs(draw) -> np.ndarray:
 @given(edges=messy_graphs(), npartitions=st.integers(1, 5),
        bins=st.sampled_from([None, 1, 2, 4, 16]),
        memory_budget=st.sampled_from([None, 100, 300, 2_000]),
-       orientation=st.sampled_from(["degree", "id"]))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_counts_equal_networkx(edges, npartitions, bins, memory_budget, orientation):
+       orientation=st.sampled_from(["degree", "id"]),
+       join=st.sampled_from(["auto", "wedges", "intersect"]))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_counts_equal_networkx(edges, npartitions, bins, memory_budget, orientation, join):
     result = dtri.count(edges, scheduler="synchronous", npartitions=npartitions, bins=bins,
-                        memory_budget=memory_budget, orientation=orientation, backend="cpu")
+                        memory_budget=memory_budget, orientation=orientation, backend="cpu",
+                        join=join)
     assert result.triangles == networkx_triangles(edges)
     assert result.vertices == len(np.unique(edges))
     assert result.edges == len({(min(u, v), max(u, v)) for u, v in edges.tolist() if u != v})
+    assert result.join in {"wedges", "intersect"} and (join == "auto" or result.join == join)
 
 
 def test_small_budget_forces_many_batches():
@@ -87,6 +90,8 @@ def test_bad_inputs_and_options_are_refused_clearly():
         dtri.count(np.array([[0, 1]]), scheduler="synchronous", bins=3)
     with pytest.raises(ValueError, match="orientation"):
         dtri.count(np.array([[0, 1]]), scheduler="synchronous", orientation="random")
+    with pytest.raises(ValueError, match="join"):
+        dtri.count(np.array([[0, 1], [1, 2]]), scheduler="synchronous", join="hash")
     with pytest.raises(ConfigurationError, match="backend"):
         dtri.count(np.array([[0, 1]]), scheduler="synchronous", backend="tpu")
 
