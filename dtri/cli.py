@@ -10,6 +10,7 @@ import click
 from dask.utils import format_bytes, parse_bytes
 
 from dtri.orient import ORIENTATIONS
+from dtri.pipeline import JOINS
 from dtri.read import FORMATS
 from dtri.session import BACKENDS
 
@@ -50,8 +51,19 @@ def main() -> None:
     cuDF (GPU) or pandas (CPU) partitions."""
 
 
+def _fail(message: Any, code: int = 2) -> None:
+    """Print one ``dtri: error:`` line on stderr and exit."""
+    click.echo(f"dtri: error: {message}", err=True)
+    sys.exit(code)
+
+
 @main.command(epilog=INPUT_MEANING)
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
+@click.option("--generate", "spec", metavar="SPEC",
+              help="Count a generated graph instead of PATHS: rmat:SCALE[:EDGE_FACTOR] "
+                   "(Graph500 R-MAT) or gnm:N:M, built on the workers.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the --generate graph.")
 @click.option("--format", "fmt", type=click.Choice(("auto", *FORMATS)), default="auto",
               show_default=True,
               help="Input format; auto picks by extension (.mtx, .csv, .tsv, .parquet, else SNAP "
@@ -78,33 +90,49 @@ def main() -> None:
               help="Number of radix bins, a power of two (default: from the sizes).")
 @click.option("--orientation", type=click.Choice(ORIENTATIONS), default="degree",
               show_default=True, help="Orient edges by (degree, id) or by id.")
+@click.option("--join", type=click.Choice(JOINS), default="auto", show_default=True,
+              help="wedges: write closure keys in budget-sized batches, radix-bin, sorted "
+                   "search; intersect: fused sorted-list intersection, no wedge written (a CUDA "
+                   "kernel on GPUs); auto: per partition from its wedge count.")
 @click.option("--blocksize", default="64MiB", show_default=True,
               help="Bytes of text per read partition.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the count and "
                                                         "the statistics.")
 @click.option("--progress/--no-progress", default=None,
               help="Dask progress bars on stderr (default: when stderr is a terminal).")
-def count(paths: tuple[str, ...], fmt: str, columns: str | None, header: bool | None,
-          backend: str, scheduler: str | None, scheduler_file: str | None, workers: int | None,
-          memory_budget: int | None, bins: int | None, orientation: str, blocksize: str,
-          as_json: bool, progress: bool | None) -> None:
-    """Count the triangles of the graph in PATHS (files, globs, directories or URLs)."""
+def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns: str | None,
+          header: bool | None, backend: str, scheduler: str | None, scheduler_file: str | None,
+          workers: int | None, memory_budget: int | None, bins: int | None, orientation: str,
+          join: str, blocksize: str, as_json: bool, progress: bool | None) -> None:
+    """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
+    the graph that --generate SPEC makes."""
     from dtri.api import count as run_count
     from dtri.errors import DtriError
 
+    if bool(paths) == bool(spec):
+        _fail("give PATHS or --generate SPEC, not both" if paths
+              else "give PATHS to count, or --generate SPEC")
     try:
+        if spec:
+            from dtri.generate import from_spec
+            from dtri.session import resolve_backend
+
+            backend = resolve_backend(backend, False)
+            edges: Any = from_spec(spec, seed=seed, backend=backend)
+        else:
+            edges = list(paths)
         result = run_count(
-            list(paths), format=fmt, columns=_columns(columns), header=header, backend=backend,
+            edges, format=fmt, columns=_columns(columns), header=header, backend=backend,
             scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
-            memory_budget=memory_budget, bins=bins, orientation=orientation,
+            memory_budget=memory_budget, bins=bins, orientation=orientation, join=join,
             blocksize=blocksize,
             progress=sys.stderr.isatty() if progress is None else progress,
         )
     except (DtriError, ValueError, OSError) as error:
-        click.echo(f"dtri: error: {error}", err=True)
-        sys.exit(2)
+        _fail(error)
     if as_json:
-        click.echo(json.dumps({"paths": list(paths), **result.to_dict()}))
+        source = {"generate": spec, "seed": seed} if spec else {"paths": list(paths)}
+        click.echo(json.dumps({**source, **result.to_dict()}))
         return
     click.echo(f"triangles      {result.triangles}")
     click.echo(f"vertices       {result.vertices}")
@@ -115,3 +143,113 @@ def count(paths: tuple[str, ...], fmt: str, columns: str | None, header: bool | 
     click.echo(f"backend        {result.backend} ({result.workers} workers, memory budget "
                f"{format_bytes(result.memory_budget)}/worker, {result.orientation} orientation)")
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
+
+
+GENERATE_FORMATS = ("parquet", "snap", "csv")
+
+
+@main.command()
+@click.argument("spec")
+@click.option("-o", "--output", "out", required=True,
+              help="Directory (or fsspec URL) to write; it must not exist or be empty.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator.")
+@click.option("--partitions", type=click.IntRange(min=1),
+              help="Number of partitions, i.e. of files written (default: at most 16Mi edges "
+                   "each).")
+@click.option("--format", "fmt", type=click.Choice(GENERATE_FORMATS), default="parquet",
+              show_default=True,
+              help="parquet: src,dst int64 columns; snap: 'src dst' lines in part-*.txt; csv: "
+                   "part-*.csv with a src,dst header.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="cpu", show_default=True,
+              help="Generate with NumPy/pandas (cpu) or CuPy/cuDF (gpu); the edges are the "
+                   "same.")
+@click.option("--scheduler", default="threads", show_default=True,
+              help="Dask scheduler: threads, synchronous, or the address of a running one.")
+@click.option("--scheduler-file", type=click.Path(dir_okay=False),
+              help="Scheduler file written by 'dask scheduler --scheduler-file'.")
+def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, backend: str,
+             scheduler: str, scheduler_file: str | None) -> None:
+    """Write the edge list of a generated graph SPEC (rmat:SCALE[:EDGE_FACTOR] or gnm:N:M).
+
+    One file per partition; 'dtri count OUT' reads it back. The edges are the same for a
+    given SPEC and --seed whatever --partitions and --backend are.
+    """
+    from fsspec.core import url_to_fs
+
+    from dtri.errors import DtriError
+    from dtri.generate import from_spec
+    from dtri.session import open_session, resolve_backend
+
+    try:
+        chosen = resolve_backend(backend, False)
+        frame = from_spec(spec, seed=seed, npartitions=partitions, backend=chosen)
+        fs, path = url_to_fs(out)
+        if fs.exists(path) and (not fs.isdir(path) or fs.ls(path)):
+            raise DtriError(f"{out} already exists; give a new or empty directory")
+        fs.makedirs(path, exist_ok=True)
+        with open_session(chosen, scheduler, scheduler_file):
+            if fmt == "parquet":
+                frame.to_parquet(out, write_index=False)
+            else:
+                # Text is written from pandas: cuDF partitions are copied to the host first.
+                text = frame.to_backend("pandas") if chosen == "gpu" else frame
+                suffix = "txt" if fmt == "snap" else "csv"
+                text.to_csv(f"{out.rstrip('/')}/part-*.{suffix}",
+                            name_function=lambda i: f"{i:05d}", index=False,
+                            sep=" " if fmt == "snap" else ",", header=fmt == "csv")
+    except (DtriError, ValueError, OSError) as error:
+        _fail(error)
+    click.echo(f"wrote {spec} (seed {seed}) to {out}: {frame.npartitions} {fmt} file"
+               f"{'s' if frame.npartitions != 1 else ''}")
+
+
+@main.command()
+@click.argument("graphs", nargs=-1, required=True)
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
+              help="Backend of dtri's runs (and of the generated graphs).")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Runs of dtri and of each peer; the best time is reported.")
+@click.option("--peers", default="auto", show_default=True,
+              help="Other counters to compare with: auto (pylibcugraph on gpu; networkit and "
+                   "networkx on cpu), none, or a comma-separated list of pylibcugraph, "
+                   "networkit, networkx.")
+@click.option("--output", type=click.Path(dir_okay=False),
+              help="Also append each JSON line to this file.")
+@click.option("--scheduler", envvar="DASK_SCHEDULER_ADDRESS",
+              help="Address of a running Dask scheduler, or 'threads'/'synchronous'. Default: "
+                   "a local cluster, started once for the whole benchmark.")
+@click.option("--scheduler-file", type=click.Path(dir_okay=False),
+              help="Scheduler file written by 'dask scheduler --scheduler-file'.")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="Workers of the local cluster (default: one per GPU, or per core).")
+@click.option("--memory-budget", type=ByteSize(), help="Memory one worker may plan for.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the generated graphs.")
+def bench(graphs: tuple[str, ...], backend: str, repeat: int, peers: str, output: str | None,
+          scheduler: str | None, scheduler_file: str | None, workers: int | None,
+          memory_budget: int | None, seed: int) -> None:
+    """Time dtri on each GRAPH (a spec such as rmat:16, or a path) and compare with peers.
+
+    Prints one JSON line per graph: its size and count, dtri's end-to-end and in-memory
+    seconds (with the stages), edges per second, and each peer's seconds, count and whether
+    it agrees. Exits with status 1 if a peer's count differs from dtri's.
+    """
+    from dtri.bench import BenchDisagreement, BenchOptions, run_bench
+    from dtri.errors import DtriError
+
+    def emit(record: dict[str, Any]) -> None:
+        line = json.dumps(record)
+        click.echo(line)
+        if output:
+            with open(output, "a") as handle:
+                handle.write(line + "\n")
+
+    options = BenchOptions(backend=backend, repeat=repeat, peers=peers, scheduler=scheduler,
+                           scheduler_file=scheduler_file, workers=workers, seed=seed,
+                           memory_budget=memory_budget)
+    try:
+        run_bench(list(graphs), options, emit)
+    except BenchDisagreement as error:
+        _fail(error, code=1)
+    except (DtriError, ValueError, OSError) as error:
+        _fail(error)

@@ -25,7 +25,7 @@ def test_help_documents_every_option():
     text = runner.invoke(main, ["count", "--help"]).output
     for option in ("--format", "--columns", "--header", "--backend", "--scheduler",
                    "--scheduler-file", "--workers", "--memory-budget", "--bins",
-                   "--orientation", "--blocksize", "--json", "--progress"):
+                   "--orientation", "--join", "--blocksize", "--json", "--progress"):
         assert option in text
     assert "self-loops" in text and "undirected" in text
 

@@ -1,0 +1,394 @@
+"""``dtri bench``: time dtri against other triangle counters on the same graphs.
+
+For each graph (a generator spec such as ``rmat:16`` or a path) one record, a JSON-ready
+dict, holds:
+
+* the graph's size (``n`` vertices and ``m`` simple undirected edges, as dtri counts them),
+  its oriented ``wedges`` and ``triangles``, the ``device`` and ``backend``;
+* ``dtri.end_to_end_seconds``: :func:`dtri.count` from the source (reading the files, or
+  generating the edges on the workers) to the count, with ``dtri.stage_seconds`` of that run;
+* ``dtri.in_memory_seconds``: :func:`dtri.count` of the edge list already materialized on the
+  workers (a persisted Dask DataFrame: cuDF partitions in GPU memory, or pandas partitions),
+  with its ``in_memory_stage_seconds`` and ``edges_per_second`` (``m`` over that time);
+* ``peers``: for each other tool, ``seconds``, ``triangles``, ``agrees`` and what was timed,
+  or ``{"skipped": reason}`` when it is not installed or does not apply.
+
+dtri's times and the peers' are each the best of ``repeat`` runs. The peers all get the same
+simple undirected edge list: the canonical edges (dense ids, ``u < v``, no duplicates or
+loops), computed once from the materialized edges and not timed; each peer's own graph
+construction from that list is timed along with its count. One session (cluster) serves the
+whole benchmark, so no time goes to starting workers.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import numpy as np
+
+from dtri.dispatch import array_module, column_to_array, to_host
+from dtri.errors import DtriError
+from dtri.generate import from_spec, is_spec
+
+NETWORKX_MAX_EDGES = 2_000_000
+"""Larger graphs skip NetworkX, which would take minutes and gigabytes of Python objects."""
+
+AUTO_PEERS = {"gpu": ("pylibcugraph",), "cpu": ("networkit", "networkx")}
+
+
+class BenchDisagreement(DtriError):
+    """A peer's count differs from dtri's: the benchmark's numbers cannot be trusted."""
+
+
+class PeerSkipped(Exception):
+    """A peer that cannot run here; its message is the reason reported."""
+
+
+@dataclass
+class CanonicalEdges:
+    """A simple undirected graph: ``src < dst`` dense ids in ``[0, vertices)``, no duplicates.
+
+    The arrays are NumPy or CuPy (``int64``), where the materialized edge list was.
+    """
+
+    src: Any
+    dst: Any
+    vertices: int
+
+    @property
+    def edges(self) -> int:
+        return len(self.src)
+
+    def host(self) -> tuple[np.ndarray, np.ndarray]:
+        return to_host(self.src), to_host(self.dst)
+
+
+def canonical_edges(src: Any, dst: Any) -> CanonicalEdges:
+    """Dense-id, deduplicated, loop-free ``u < v`` edges of any NumPy/CuPy edge list."""
+    xp = array_module(src)
+    ids = xp.unique(xp.concatenate([src, dst]))
+    if len(ids) >= 2**31:
+        raise DtriError(f"{len(ids)} vertices: peers are only run below 2**31 vertices")
+    u = xp.searchsorted(ids, src).astype(xp.int64)
+    v = xp.searchsorted(ids, dst).astype(xp.int64)
+    low, high = xp.minimum(u, v), xp.maximum(u, v)
+    del u, v
+    keep = low != high
+    keys = xp.unique((low[keep] << 32) | high[keep])
+    return CanonicalEdges(keys >> 32, keys & 0xFFFFFFFF, len(ids))
+
+
+# ---------------------------------------------------------------------------- peers
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Another triangle counter: ``prepare`` (untimed) shapes its input, ``run`` (timed)
+    builds its graph and returns the triangle count."""
+
+    name: str
+    method: str
+    prepare: Callable[[CanonicalEdges], Any]
+    run: Callable[[Any], int]
+
+
+def _networkx_prepare(edges: CanonicalEdges) -> Any:
+    if edges.edges > NETWORKX_MAX_EDGES:
+        raise PeerSkipped("too large for networkx")
+    try:
+        import networkx
+    except ImportError:
+        raise PeerSkipped("not installed") from None
+    src, dst = edges.host()
+    return networkx, edges.vertices, src.tolist(), dst.tolist()
+
+
+def _networkx_run(payload: Any) -> int:
+    networkx, vertices, src, dst = payload
+    graph = networkx.Graph()
+    graph.add_nodes_from(range(vertices))
+    graph.add_edges_from(zip(src, dst, strict=True))
+    return sum(networkx.triangles(graph).values()) // 3
+
+
+def _networkit_prepare(edges: CanonicalEdges) -> Any:
+    try:
+        import networkit
+    except ImportError:
+        raise PeerSkipped("not installed") from None
+    src, dst = edges.host()
+    # networkit's node ids are uint64 (other integer types are not accepted by addEdges)
+    return networkit, edges.vertices, src.astype(np.uint64), dst.astype(np.uint64)
+
+
+def _networkit_run(payload: Any) -> int:
+    networkit, vertices, src, dst = payload
+    graph = networkit.graph.Graph(vertices)  # undirected, unweighted
+    graph.addEdges((src, dst))
+    graph.indexEdges()
+    score = networkit.sparsification.TriangleEdgeScore(graph)
+    score.run()
+    return int(sum(score.scores())) // 3  # every triangle is on three edges
+
+
+def _pylibcugraph_prepare(edges: CanonicalEdges) -> Any:
+    try:
+        import cudf  # noqa: F401  (cuDF first: it loads the CUDA libraries pylibcugraph expects)
+        import cupy
+        import pylibcugraph
+    except ImportError:
+        raise PeerSkipped("not installed") from None
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise PeerSkipped("no GPU")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        raise PeerSkipped("no GPU") from None
+    index = cupy.int32 if edges.vertices < 2**31 else cupy.int64
+    src = cupy.asarray(edges.src).astype(index)
+    dst = cupy.asarray(edges.dst).astype(index)
+    # a symmetric graph lists each undirected edge in both directions
+    sym_src, sym_dst = cupy.concatenate([src, dst]), cupy.concatenate([dst, src])
+    del src, dst
+    cupy.cuda.runtime.deviceSynchronize()
+    return pylibcugraph, cupy, sym_src, sym_dst
+
+
+def _pylibcugraph_run(payload: Any) -> int:
+    plc, _cupy, src, dst = payload
+    handle = plc.ResourceHandle()
+    properties = plc.GraphProperties(is_symmetric=True, is_multigraph=False)
+    graph = plc.SGGraph(handle, properties, src, dst, weight_array=None,
+                        store_transposed=False, renumber=True, do_expensive_check=False)
+    _vertices, counts = plc.triangle_count(handle, graph, None, False)
+    total = int(counts.sum())  # copies the sum to the host, so the GPU work is done
+    del graph, counts
+    return total // 3  # every triangle is counted at each of its three vertices
+
+
+PEERS: dict[str, Peer] = {
+    "pylibcugraph": Peer("pylibcugraph", "pylibcugraph build + triangle_count",
+                         _pylibcugraph_prepare, _pylibcugraph_run),
+    "networkit": Peer("networkit", "networkit Graph.addEdges + TriangleEdgeScore",
+                      _networkit_prepare, _networkit_run),
+    "networkx": Peer("networkx", "networkx Graph.add_edges_from + triangles",
+                     _networkx_prepare, _networkx_run),
+}
+
+
+def parse_peers(value: str, backend: str) -> list[str]:
+    """``auto`` (by backend), ``none``, or a comma-separated list of :data:`PEERS` names."""
+    value = value.strip().lower()
+    if value == "auto":
+        return list(AUTO_PEERS[backend])
+    if value in ("none", ""):
+        return []
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PEERS]
+    if unknown:
+        raise ValueError(f"unknown peer {unknown[0]!r}; choose from auto, none, "
+                         f"{', '.join(PEERS)}")
+    return list(dict.fromkeys(names))
+
+
+def run_peer(name: str, edges: CanonicalEdges, repeat: int) -> dict[str, Any]:
+    """A peer's best time of ``repeat`` runs and its count, or ``{"skipped": reason}``."""
+    peer = PEERS[name]
+    try:
+        payload = peer.prepare(edges)
+    except PeerSkipped as reason:
+        return {"skipped": str(reason)}
+    best, triangles = float("inf"), None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        triangles = int(peer.run(payload))
+        best = min(best, time.perf_counter() - started)
+    del payload
+    return {"seconds": round(best, 6), "triangles": triangles, "method": peer.method}
+
+
+# ---------------------------------------------------------------------------- the machine
+
+
+def cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo, else what :mod:`platform` knows."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def gpu_name() -> str:
+    """Name of GPU 0 (where the benchmark's process sees it)."""
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def device_name(backend: str) -> str:
+    return gpu_name() if backend == "gpu" else f"{cpu_name()} ({os.cpu_count()} CPUs)"
+
+
+# ---------------------------------------------------------------------------- the benchmark
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    backend: str = "auto"
+    repeat: int = 3
+    peers: str = "auto"
+    scheduler: str | None = None
+    scheduler_file: str | None = None
+    workers: int | None = None
+    seed: int = 0
+    memory_budget: int | str | None = None
+
+
+@contextmanager
+def _reusing(session: Any) -> Iterator[None]:
+    """Make :func:`dtri.count` calls reuse this session's client rather than connect anew.
+
+    With a distributed session, dtri.count is called without a scheduler so that it takes
+    the active client (this session's); ``DASK_SCHEDULER_ADDRESS`` would make it open a
+    second client, which cannot use the first one's persisted data, so it is set aside.
+    """
+    saved = os.environ.pop("DASK_SCHEDULER_ADDRESS", None) if session.client else None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["DASK_SCHEDULER_ADDRESS"] = saved
+
+
+def _materialize(frame: Any, session: Any) -> Any:
+    """Persist ``frame`` on the workers (or in this process) and wait until it is there."""
+    (persisted,) = dask.persist(frame)
+    if session.client is not None:
+        from distributed import wait
+
+        wait(persisted)
+    return persisted
+
+
+def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
+                local_scheduler: str | None, peers: list[str]) -> dict[str, Any]:
+    """One benchmark record (see the module docstring); runs in an open session."""
+    from dtri.api import count
+    from dtri.inputs import as_edge_frame
+
+    generated = is_spec(graph)
+
+    def source() -> Any:
+        if generated:
+            return from_spec(graph, seed=options.seed, backend=backend)
+        return graph
+
+    count_options = {"backend": backend, "scheduler": local_scheduler,
+                     "workers": options.workers, "memory_budget": options.memory_budget}
+
+    def best_count(make_input: Callable[[], Any]) -> tuple[Any, float]:
+        best, best_result = float("inf"), None
+        for _ in range(options.repeat):
+            edges = make_input()
+            started = time.perf_counter()
+            result = count(edges, **count_options)
+            seconds = time.perf_counter() - started
+            if best_result is not None and result.triangles != best_result.triangles:
+                raise BenchDisagreement(f"{graph}: dtri counted {best_result.triangles} and "
+                                        f"then {result.triangles} triangles")
+            if seconds < best:
+                best, best_result = seconds, result
+        return best_result, best
+
+    with _reusing(session):
+        result, end_to_end = best_count(source)
+        persisted = _materialize(as_edge_frame(source(), backend), session)
+        in_memory_result, in_memory = best_count(lambda: persisted)
+        table = persisted.compute() if peers else None
+    persisted = None  # release the workers' copy before the peers run
+    if in_memory_result.triangles != result.triangles:
+        raise BenchDisagreement(f"{graph}: dtri counted {result.triangles} triangles from the "
+                                f"source but {in_memory_result.triangles} in memory")
+
+    record: dict[str, Any] = {
+        "graph": graph,
+        **({"seed": options.seed} if generated else {}),
+        "n": result.vertices,
+        "m": result.edges,
+        "wedges": result.wedges,
+        "triangles": result.triangles,
+        "device": device_name(backend),
+        "backend": backend,
+        "workers": result.workers,
+        "repeat": options.repeat,
+        "dtri": {
+            "end_to_end_seconds": round(end_to_end, 6),
+            "stage_seconds": result.seconds,
+            "in_memory_seconds": round(in_memory, 6),
+            "in_memory_stage_seconds": in_memory_result.seconds,
+            "edges_per_second": round(result.edges / in_memory, 1) if in_memory else None,
+        },
+        "peers": {},
+    }
+    if peers:
+        edges = canonical_edges(column_to_array(table["src"]), column_to_array(table["dst"]))
+        del table
+        for name in peers:
+            report = run_peer(name, edges, options.repeat)
+            if "triangles" in report:
+                report["agrees"] = report["triangles"] == result.triangles
+            record["peers"][name] = report
+        del edges
+    return record
+
+
+def disagreement(record: dict[str, Any]) -> str | None:
+    """The one-line complaint about the first peer that disagrees with dtri, if any."""
+    for name, report in record["peers"].items():
+        if report.get("agrees") is False:
+            return (f"{record['graph']}: {name} counts {report['triangles']} triangles, "
+                    f"dtri counts {record['triangles']}")
+    return None
+
+
+def run_bench(graphs: list[str], options: BenchOptions,
+              emit: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """Benchmark every graph in one session, handing each record to ``emit`` as it is made.
+
+    Raises :class:`BenchDisagreement` (after emitting the record) when a peer's count
+    differs from dtri's.
+    """
+    from dtri.session import LOCAL_SCHEDULERS, open_session, resolve_backend
+
+    if options.repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {options.repeat}")
+    backend = resolve_backend(options.backend, False)
+    peers = parse_peers(options.peers, backend)
+    for graph in graphs:
+        if is_spec(graph):
+            from dtri.generate import parse_spec
+
+            parse_spec(graph)  # a bad spec fails before any work
+    address = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    local_scheduler = address if address in LOCAL_SCHEDULERS else None
+    records = []
+    with open_session(backend, options.scheduler, options.scheduler_file,
+                      options.workers) as session:
+        for graph in graphs:
+            record = bench_graph(graph, backend, session, options, local_scheduler, peers)
+            records.append(record)
+            emit(record)
+            if (problem := disagreement(record)) is not None:
+                raise BenchDisagreement(problem)
+    return records

@@ -1,0 +1,348 @@
+"""Synthetic edge lists, generated partition by partition on the workers.
+
+* :func:`rmat`: a Graph500-style R-MAT graph: ``2**scale`` vertices and
+  ``edge_factor * 2**scale`` directed edges (duplicates and self-loops included, as in
+  Graph500), with vertex ids scrambled by a seeded bijection of ``[0, 2**scale)``.
+* :func:`gnm`: ``m`` uniformly random vertex pairs over ``n`` vertices.
+* :func:`from_spec`: either one from a short spec: ``rmat:22``, ``rmat:22:8``, ``gnm:1000:5000``.
+
+Every random number comes from a counter-based hash, splitmix64 of (seed, draw index, global
+edge number), computed with ``uint64`` array arithmetic that wraps identically in NumPy and
+CuPy. Edge ``e`` therefore depends only on the seed and ``e``: the same seed gives the same
+edges, in the same order, for any partition count and on either backend (pandas partitions
+built from NumPy arrays, or cuDF partitions built from CuPy arrays). Each partition is a
+contiguous range of edge numbers, indexed by those numbers, and is built on the worker that
+computes it (``dtri-generate`` tasks), so no process ever holds the whole edge list.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dtri.errors import ConfigurationError
+
+GENERATOR_BACKENDS = ("cpu", "gpu")
+MAX_PARTITION_EDGES = 16 * 2**20
+"""The default partition count keeps every partition at or below this many edges."""
+
+CPU_CHUNK = 1 << 16
+"""Edges per NumPy pass on the CPU backend (the temporaries stay in cache)."""
+MAX_SCALE = 62  # ids stay below 2**62 < 2**63, the largest id dtri reads
+
+_MASK64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15  # splitmix64's increment (the golden ratio in 64 bits)
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+_SCRAMBLE_ROUNDS = 3
+# Stream tags, so that the draws of different generators and purposes never share a stream.
+_RMAT_STREAM = 0x524D4154  # "RMAT"
+_GNM_STREAM = 0x474E4D00  # "GNM"
+_SCRAMBLE_STREAM = 0x5343524D  # "SCRM"
+
+_SPEC = re.compile(r"(?P<kind>[a-z0-9]+):(?P<args>.*)", re.IGNORECASE)
+
+
+# ---------------------------------------------------------------------------- hashing
+
+
+def splitmix64_int(x: int) -> int:
+    """splitmix64's finaliser of one Python int (exact, modulo 2**64)."""
+    z = (x + _GAMMA) & _MASK64
+    z = ((z ^ (z >> 30)) * _MIX1) & _MASK64
+    z = ((z ^ (z >> 27)) * _MIX2) & _MASK64
+    return z ^ (z >> 31)
+
+
+def splitmix64(xp: Any, x: Any) -> Any:
+    """splitmix64's finaliser of a ``uint64`` array, for ``xp`` = ``numpy`` or ``cupy``.
+
+    Only ``+``, ``*``, ``^`` and ``>>`` on ``uint64`` arrays and ``uint64`` scalars, which wrap
+    modulo 2**64 in both libraries: the result is bit for bit the same on CPU and GPU.
+    """
+    u64 = xp.uint64
+    z = x + u64(_GAMMA)
+    z = (z ^ (z >> u64(30))) * u64(_MIX1)
+    z = (z ^ (z >> u64(27))) * u64(_MIX2)
+    return z ^ (z >> u64(31))
+
+
+def stream_key(seed: int, stream: int, draw: int) -> int:
+    """The 64-bit key of one stream of draws: a hash of (seed, stream tag, draw index)."""
+    key = splitmix64_int(seed & _MASK64)
+    key = splitmix64_int(key ^ (stream & _MASK64))
+    return splitmix64_int(key ^ (draw & _MASK64))
+
+
+def edge_hash(xp: Any, edges: Any, seed: int, stream: int, draw: int) -> Any:
+    """``uint64`` hashes of (seed, stream, draw, e) for a ``uint64`` array of edge numbers e.
+
+    Stream (seed, stream, draw) is splitmix64's own sequence started at its key: the hash of
+    edge ``e`` is the finaliser of ``key + e * gamma``.
+    """
+    key = stream_key(seed, stream, draw)
+    return splitmix64(xp, edges * xp.uint64(_GAMMA) + xp.uint64(key))
+
+
+# ---------------------------------------------------------------------------- scrambling
+
+
+def _scramble_constants(scale: int, seed: int) -> list[tuple[int, int]]:
+    mask = (1 << scale) - 1
+    constants = []
+    for r in range(_SCRAMBLE_ROUNDS):
+        multiplier = (stream_key(seed, _SCRAMBLE_STREAM, 2 * r) | 1) & mask
+        addend = stream_key(seed, _SCRAMBLE_STREAM, 2 * r + 1) & mask
+        constants.append((multiplier, addend))
+    return constants
+
+
+def scramble(xp: Any, ids: Any, scale: int, seed: int) -> Any:
+    """A seeded bijection of ``[0, 2**scale)``, applied elementwise to a ``uint64`` array.
+
+    Each round multiplies by an odd constant modulo ``2**scale``, adds a constant modulo
+    ``2**scale`` and xors in the value shifted right by ``max(1, scale // 2)``; each of those
+    steps is invertible on ``scale``-bit words, so the composition is a permutation that needs
+    no global table.
+    """
+    u64 = xp.uint64
+    mask = u64((1 << scale) - 1)
+    shift = u64(max(1, scale // 2))
+    x = ids & mask
+    for multiplier, addend in _scramble_constants(scale, seed):
+        x = (x * u64(multiplier)) & mask
+        x = (x + u64(addend)) & mask
+        x = x ^ (x >> shift)
+    return x
+
+
+# ---------------------------------------------------------------------------- the generators
+
+
+def _thresholds(a: float, b: float, c: float) -> tuple[int, int, int]:
+    """The cumulative quadrant probabilities a, a+b, a+b+c as 32-bit thresholds."""
+    return tuple(min(1 << 32, round(p * (1 << 32))) for p in (a, a + b, a + b + c))
+
+
+def rmat_arrays(xp: Any, start: int, stop: int, scale: int, a: float, b: float, c: float,
+                seed: int) -> tuple[Any, Any]:
+    """``int64`` (src, dst) of R-MAT edges ``start .. stop - 1``, as ``xp`` arrays.
+
+    Level ``l`` (of ``scale``) picks the quadrant of edge ``e`` with a 32-bit uniform: the
+    low or high half of the hash of (seed, ``l // 2``, e). Below ``a`` it is the top-left
+    quadrant, below ``a+b`` top-right, below ``a+b+c`` bottom-left, else bottom-right; the
+    quadrant gives one bit of src (the row) and of dst (the column), most significant first.
+    Only O(stop - start) memory is live at any time.
+    """
+    u64 = xp.uint64
+    edges = xp.arange(start, stop, dtype=xp.uint64)
+    t_a, t_ab, t_abc = (u64(t) for t in _thresholds(a, b, c))
+    low32, one = u64(0xFFFFFFFF), u64(1)
+    src = xp.zeros(stop - start, dtype=xp.uint64)
+    dst = xp.zeros(stop - start, dtype=xp.uint64)
+    hashed = None
+    for level in range(scale):
+        if level % 2 == 0:
+            hashed = edge_hash(xp, edges, seed, _RMAT_STREAM, level // 2)
+            uniform = hashed & low32
+        else:
+            uniform = hashed >> u64(32)
+        row = uniform >= t_ab
+        column = (uniform >= t_a) & ~row | (uniform >= t_abc)
+        src = (src << one) | row.astype(xp.uint64)
+        dst = (dst << one) | column.astype(xp.uint64)
+        del uniform, row, column
+    del hashed, edges
+    src = scramble(xp, src, scale, seed)
+    dst = scramble(xp, dst, scale, seed)
+    return src.astype(xp.int64), dst.astype(xp.int64)
+
+
+def gnm_arrays(xp: Any, start: int, stop: int, n: int, seed: int) -> tuple[Any, Any]:
+    """``int64`` (src, dst) of G(n, m) pairs ``start .. stop - 1``: each endpoint is a hash
+    modulo ``n`` (bias below n / 2**64, i.e. none that matters)."""
+    edges = xp.arange(start, stop, dtype=xp.uint64)
+    modulus = xp.uint64(n)
+    src = edge_hash(xp, edges, seed, _GNM_STREAM, 0) % modulus
+    dst = edge_hash(xp, edges, seed, _GNM_STREAM, 1) % modulus
+    return src.astype(xp.int64), dst.astype(xp.int64)
+
+
+@dataclass(frozen=True)
+class EdgeRangeMaker:
+    """Builds one partition (a contiguous range of edge numbers) of a generated edge list.
+
+    Runs on the worker: NumPy → pandas for ``cpu``, CuPy → cuDF for ``gpu`` (imported here,
+    never at module level, so dtri imports without a GPU).
+    """
+
+    kind: str  # "rmat" or "gnm"
+    params: tuple  # rmat: (scale, a, b, c); gnm: (n,)
+    seed: int
+    backend: str
+
+    def __call__(self, bounds: tuple[int, int]) -> Any:
+        start, stop = bounds
+        if self.backend == "gpu":
+            import cudf
+            import cupy as xp
+        else:
+            xp = np
+        make = rmat_arrays if self.kind == "rmat" else gnm_arrays
+        if xp is np:  # cache-sized chunks: several times faster than whole-partition passes
+            src = np.empty(stop - start, dtype=np.int64)
+            dst = np.empty(stop - start, dtype=np.int64)
+            for first in range(start, stop, CPU_CHUNK):
+                last = min(stop, first + CPU_CHUNK)
+                src[first - start : last - start], dst[first - start : last - start] = make(
+                    xp, first, last, *self.params, self.seed)
+        else:
+            src, dst = make(xp, start, stop, *self.params, self.seed)
+        if self.backend == "gpu":
+            return cudf.DataFrame({"src": src, "dst": dst},
+                                  index=cudf.RangeIndex(start, stop))
+        return pd.DataFrame({"src": src, "dst": dst}, index=pd.RangeIndex(start, stop))
+
+
+def _empty_frame(backend: str) -> Any:
+    if backend == "gpu":
+        import cudf
+        import cupy
+
+        empty = cupy.empty(0, dtype=cupy.int64)
+        return cudf.DataFrame({"src": empty, "dst": empty}, index=cudf.RangeIndex(0, 0))
+    empty = np.empty(0, dtype=np.int64)
+    return pd.DataFrame({"src": empty, "dst": empty}, index=pd.RangeIndex(0, 0))
+
+
+def default_partitions(edges: int) -> int:
+    """Enough partitions that none has more than ``MAX_PARTITION_EDGES`` edges (at least 1)."""
+    return max(1, -(-edges // MAX_PARTITION_EDGES))
+
+
+def _edge_frame(kind: str, params: tuple, edges: int, seed: int, npartitions: int | None,
+                backend: str) -> dd.DataFrame:
+    if backend not in GENERATOR_BACKENDS:
+        raise ConfigurationError(
+            f"generator backend must be one of {', '.join(GENERATOR_BACKENDS)}, got {backend!r}"
+        )
+    if npartitions is not None and (not isinstance(npartitions, int) or npartitions < 1):
+        raise ConfigurationError(f"npartitions must be a positive integer, got {npartitions!r}")
+    parts = npartitions or default_partitions(edges)
+    parts = max(1, min(parts, edges))  # no empty partitions (one, if there are no edges)
+    cuts = [edges * k // parts for k in range(parts + 1)]
+    bounds = list(itertools.pairwise(cuts))
+    divisions = (*cuts[:-1], edges - 1) if edges else None
+    maker = EdgeRangeMaker(kind, params, int(seed), backend)
+    # Integer columns only: skip the (no-op) string-conversion layer, keep the task names.
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(maker, bounds, meta=_empty_frame(backend), divisions=divisions,
+                           label="dtri-generate", enforce_metadata=False)
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ConfigurationError(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise ConfigurationError(f"{name} must be {bound}, got {value}")
+    return int(value)
+
+
+def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,
+         *, seed: int = 0, npartitions: int | None = None,
+         backend: str = "cpu") -> dd.DataFrame:
+    """A Graph500-style R-MAT edge list as a Dask DataFrame of int64 ``src, dst``.
+
+    ``2**scale`` vertices and ``edge_factor * 2**scale`` generated directed edges. Like
+    Graph500's generator, the list holds duplicate edges and self-loops; dtri's pipeline
+    merges duplicates and reverse edges and ignores loops, so the counted simple graph has
+    fewer edges than were generated. Each edge descends ``scale`` levels of the adjacency
+    matrix, taking the top-left, top-right, bottom-left or bottom-right quadrant with
+    probabilities ``a``, ``b``, ``c`` and ``1 - a - b - c`` (Graph500: 0.57, 0.19, 0.19,
+    0.05), and the vertex ids are then scrambled by a seeded permutation, so that id order
+    says nothing about degree.
+
+    The result depends only on the arguments other than ``npartitions`` and ``backend``:
+    edge ``e`` (the frame's index) is the same for every partition count and on both
+    backends. ``npartitions`` defaults to enough partitions for at most 16Mi edges each;
+    ``backend`` ``"cpu"`` builds pandas partitions, ``"gpu"`` cuDF partitions from CuPy.
+    """
+    scale = _check_int("scale", scale, 1, MAX_SCALE)
+    edge_factor = _check_int("edge_factor", edge_factor, 1)
+    probabilities = [float(p) for p in (a, b, c)]
+    if any(not 0 <= p <= 1 for p in probabilities) or sum(probabilities) > 1 + 1e-12:
+        raise ConfigurationError(
+            f"R-MAT probabilities a, b, c must be in [0, 1] with a + b + c <= 1, got {a}, {b}, {c}"
+        )
+    return _edge_frame("rmat", (scale, *probabilities), edge_factor << scale, seed,
+                       npartitions, backend)
+
+
+def gnm(n: int, m: int, *, seed: int = 0, npartitions: int | None = None,
+        backend: str = "cpu") -> dd.DataFrame:
+    """``m`` uniformly random vertex pairs over ``[0, n)`` as a Dask DataFrame of ``src, dst``.
+
+    The pairs are drawn independently, so the list may hold duplicate edges, reverse pairs and
+    self-loops; dtri's pipeline merges them (a simple undirected graph), so the counted graph
+    can have a few fewer than ``m`` edges. Deterministic like :func:`rmat`: the same for every
+    partition count and on both backends.
+    """
+    n = _check_int("n", n, 1, 2**63 - 1)
+    m = _check_int("m", m, 0)
+    return _edge_frame("gnm", (n,), m, seed, npartitions, backend)
+
+
+def is_spec(text: str) -> bool:
+    """True when ``text`` looks like a generator spec (``rmat:...`` or ``gnm:...``)."""
+    match = _SPEC.fullmatch(text.strip())
+    return bool(match) and match["kind"].lower() in ("rmat", "gnm")
+
+
+def parse_spec(spec: str) -> tuple[str, tuple[int, ...]]:
+    """``("rmat", (scale, edge_factor))`` or ``("gnm", (n, m))`` from a spec string."""
+    usage = "expected rmat:SCALE, rmat:SCALE:EDGE_FACTOR or gnm:N:M, e.g. rmat:22 or gnm:1000:5000"
+    match = _SPEC.fullmatch(spec.strip()) if isinstance(spec, str) else None
+    if match is None:
+        raise ConfigurationError(f"bad generator spec {spec!r}: {usage}")
+    kind, fields = match["kind"].lower(), match["args"].split(":")
+    if not all(re.fullmatch(r"[0-9]+", f.strip().replace("_", "")) for f in fields):
+        raise ConfigurationError(
+            f"bad generator spec {spec!r}: its fields must be non-negative integers; {usage}"
+        )
+    values = tuple(int(f.strip().replace("_", "")) for f in fields)
+    if kind == "rmat" and len(values) in (1, 2):
+        return kind, values if len(values) == 2 else (values[0], 16)
+    if kind == "gnm" and len(values) == 2:
+        return kind, values
+    if kind in ("rmat", "gnm"):
+        raise ConfigurationError(f"bad generator spec {spec!r}: wrong number of fields; {usage}")
+    raise ConfigurationError(f"unknown generator {kind!r} in {spec!r}: {usage}")
+
+
+def spec_size(spec: str) -> tuple[int, int]:
+    """(vertex id range, generated edges) of a spec, without generating anything."""
+    kind, values = parse_spec(spec)
+    if kind == "rmat":
+        return 1 << values[0], values[1] << values[0]
+    return values
+
+
+def from_spec(spec: str, *, seed: int = 0, npartitions: int | None = None,
+              backend: str = "cpu") -> dd.DataFrame:
+    """The edge list a spec names: ``rmat:SCALE`` (edge factor 16), ``rmat:SCALE:EDGE_FACTOR``
+    or ``gnm:N:M``; see :func:`rmat` and :func:`gnm`. A bad spec raises
+    :class:`~dtri.errors.ConfigurationError` (a ``ValueError``)."""
+    kind, values = parse_spec(spec)
+    if kind == "rmat":
+        scale, edge_factor = values
+        return rmat(scale, edge_factor, seed=seed, npartitions=npartitions, backend=backend)
+    n, m = values
+    return gnm(n, m, seed=seed, npartitions=npartitions, backend=backend)
