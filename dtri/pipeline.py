@@ -1,5 +1,7 @@
 """The pipeline: read → canonicalize → orient → sort → plan → edge bins → wedges/bins/join → reduce.
 
+A graph that fits one partition runs canonicalize/orient/sort as one ``dtri-prepare`` task of
+array operations (:mod:`dtri.prepare`); larger ones go through the DataFrame stages.
 Each DataFrame stage is persisted on the workers before the next one starts, which times it
 and lets its predecessor be released; no stage gathers the edge list in one process. The
 counting phase is a task graph whose keys are named after their stage (``dtri-wedges``,
@@ -24,6 +26,7 @@ import sys
 import time
 from contextlib import redirect_stdout
 from dataclasses import asdict, dataclass, field
+from operator import getitem
 from typing import Any
 
 import dask
@@ -31,12 +34,13 @@ import dask.dataframe as dd
 from dask.base import tokenize
 
 from dtri.bins import bin_shift, choose_bin_count, key_bits, pack_edges, radix_split, slice_bin
-from dtri.canonicalize import canonicalize
+from dtri.canonicalize import canonicalize, check_integer_columns
 from dtri.dispatch import array_module, column_to_array
 from dtri.errors import ConfigurationError
 from dtri.intersect import bin_csr, count_intersections
 from dtri.join import count_closed
 from dtri.orient import orient, vertex_degrees, vertex_ranks
+from dtri.prepare import prepare_partition
 from dtri.session import Session
 from dtri.sort import PartitionSummary, partition_summary, sort_adjacency
 from dtri.wedges import BYTES_PER_WEDGE, batch_ranges, closure_keys
@@ -232,26 +236,36 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     timer = StageTimer(session, progress)
     task_budget = session.task_budget(memory_budget)
 
+    check_integer_columns(edges)
     (edges,) = timer.persist("read", edges)
     if partitions is None and (wanted := fitted_partitions(len(edges), session, task_budget)) \
             != edges.npartitions:
         (edges,) = timer.persist("repartition", edges.repartition(npartitions=wanted))
-    (canonical,) = timer.persist("canonicalize", canonicalize(edges))
-    del edges
-    (ranks,) = timer.persist("rank", vertex_ranks(vertex_degrees(canonical), orientation))
-    (oriented,) = timer.persist("orient", orient(canonical, ranks))
-    del canonical
-    (sorted_edges,) = timer.persist("sort", sort_adjacency(oriented))
-    del oriented
+    if edges.npartitions == 1:  # the whole graph in one task: no shuffle needed
+        (prepared,) = edges.to_delayed()
+        prepared = _task("prepare", prepare_partition, prepared, orientation, key=(0,))
+        parts = [_task("prepare", getitem, prepared, 0, key=("edges", 0))]
+        vertex_counts = [_task("prepare", getitem, prepared, 1, key=("vertices", 0))]
+        *parts, vertex_count = timer.persist("prepare", *parts, *vertex_counts)
+        vertex_counts = [vertex_count]
+        del edges, prepared
+    else:
+        (canonical,) = timer.persist("canonicalize", canonicalize(edges))
+        del edges
+        (ranks,) = timer.persist("rank", vertex_ranks(vertex_degrees(canonical), orientation))
+        (oriented,) = timer.persist("orient", orient(canonical, ranks))
+        del canonical
+        (sorted_edges,) = timer.persist("sort", sort_adjacency(oriented))
+        del oriented
+        parts = sorted_edges.to_delayed()
+        vertex_counts = [_task("plan", len, part, key=("ranks", r))
+                         for r, part in enumerate(ranks.to_delayed())]
+        del ranks
 
-    parts = sorted_edges.to_delayed()
     summary_tasks = [_task("plan", partition_summary, part, key=(p,))
                      for p, part in enumerate(parts)]
-    rank_sizes = [_task("plan", len, part, key=("ranks", r))
-                  for r, part in enumerate(ranks.to_delayed())]
-    rank_sizes, summaries = timer.compute("plan", rank_sizes, summary_tasks)
-    vertices = sum(rank_sizes)
-    del ranks
+    vertex_counts, summaries = timer.compute("plan", vertex_counts, summary_tasks)
+    vertices = sum(vertex_counts)
     summaries = [PartitionSummary(*s) for s in summaries]
     check_whole_adjacency(summaries)
     edge_count = sum(s.edges for s in summaries)
@@ -264,7 +278,9 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         )
     nbins = choose_bin_count(edge_count, session.workers, task_budget, bins, bits)
     shift = bin_shift(bits, nbins)
-    batch_size = max(1, task_budget // BYTES_PER_WEDGE)
+    # within the budget, and at least two batches per thread so that every core has work
+    slots = 2 * session.workers * session.threads_per_worker
+    batch_size = max(1, min(task_budget // BYTES_PER_WEDGE, -(-wedge_count // slots)))
     batches = [(p, j, first, last)
                for p, s in enumerate(summaries)
                for j, (first, last) in enumerate(batch_ranges(s.wedges, batch_size))]

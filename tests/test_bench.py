@@ -44,7 +44,7 @@ def test_bench_reports_a_generated_graph_and_a_file(tmp_path):
         assert record["backend"] == "cpu" and record["device"]
         timing = record["dtri"]
         assert timing["end_to_end_seconds"] > 0 and timing["in_memory_seconds"] > 0
-        assert {"read", "canonicalize", "total"} <= set(timing["stage_seconds"])
+        assert {"read", "plan", "wedges_join", "total"} <= set(timing["stage_seconds"])
         assert {"read", "total"} <= set(timing["in_memory_stage_seconds"])
         assert timing["edges_per_second"] == pytest.approx(
             record["m"] / timing["in_memory_seconds"], rel=1e-3)
