@@ -83,14 +83,19 @@ class StageTimer:
     def persist(self, stage: str, *collections: Any) -> tuple[Any, ...]:
         start = time.perf_counter()
         persisted = self._run(dask.persist, *collections)
-        self.seconds[stage] = round(time.perf_counter() - start, 6)
+        self._add(stage, start)
         return persisted
 
     def compute(self, stage: str, *collections: Any) -> tuple[Any, ...]:
         start = time.perf_counter()
         values = self._run(dask.compute, *collections)
-        self.seconds[stage] = round(time.perf_counter() - start, 6)
+        self._add(stage, start)
         return values
+
+    def _add(self, stage: str, start: float) -> None:
+        """Wall time of a stage, added up when a stage runs in several steps."""
+        elapsed = time.perf_counter() - start
+        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + elapsed, 6)
 
     def _run(self, action: Any, *collections: Any) -> tuple[Any, ...]:
         client = self.session.client
@@ -112,9 +117,12 @@ class StageTimer:
             with redirect_stdout(sys.stderr):  # keep stdout for the result (and --json)
                 progress(futures)
                 print(file=sys.stderr)
-        from distributed import wait
+        from distributed import futures_of, wait
 
         wait(futures)
+        for future in futures_of(futures):
+            if future.status == "error":  # wait() returns on failed tasks too: raise theirs
+                raise future.exception()
         return tuple(results) if action is dask.persist else tuple(client.gather(futures))
 
 
@@ -238,9 +246,11 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
 
     check_integer_columns(edges)
     (edges,) = timer.persist("read", edges)
-    if partitions is None and (wanted := fitted_partitions(len(edges), session, task_budget)) \
-            != edges.npartitions:
-        (edges,) = timer.persist("repartition", edges.repartition(npartitions=wanted))
+    if partitions is None:
+        rows = sum(timer.compute("read", [_task("read", len, part, key=("rows", p))
+                                          for p, part in enumerate(edges.to_delayed())])[0])
+        if (wanted := fitted_partitions(rows, session, task_budget)) != edges.npartitions:
+            (edges,) = timer.persist("repartition", edges.repartition(npartitions=wanted))
     if edges.npartitions == 1:  # the whole graph in one task: no shuffle needed
         (prepared,) = edges.to_delayed()
         prepared = _task("prepare", prepare_partition, prepared, orientation, key=(0,))

@@ -119,3 +119,16 @@ def test_both_joins_on_the_gpu(join):
                         npartitions=3)
     assert result.join == join
     assert result.triangles == networkx_triangles(edges)
+
+
+def test_parquet_directory_on_a_local_cuda_cluster(tmp_path):
+    """Parquet read straight into cuDF on dask-cuda workers (a failure seen only there)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(17)
+    edges = rng.integers(0, 2_000, (30_000, 2))
+    for part, chunk in enumerate(np.array_split(edges, 3)):
+        pd.DataFrame({"src": chunk[:, 0], "dst": chunk[:, 1]}).to_parquet(
+            tmp_path / f"part-{part}.parquet")
+    result = dtri.count(tmp_path, backend="gpu")
+    assert result.triangles == networkx_triangles(edges)
