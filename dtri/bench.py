@@ -273,7 +273,8 @@ def _reusing(session: Any) -> Iterator[None]:
 
 def _materialize(frame: Any, session: Any) -> Any:
     """Persist ``frame`` on the workers (or in this process) and wait until it is there."""
-    (persisted,) = dask.persist(frame)
+    # lowered first: dask-cuDF's Parquet reader merges files when lowered (see pipeline.py)
+    (persisted,) = dask.persist(frame.optimize())
     if session.client is not None:
         from distributed import wait
 

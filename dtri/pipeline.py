@@ -245,7 +245,9 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     task_budget = session.task_budget(memory_budget)
 
     check_integer_columns(edges)
-    (edges,) = timer.persist("read", edges)
+    # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer
+    # partitions when lowered, and partition keys must be those that exist after persist.
+    (edges,) = timer.persist("read", edges.optimize())
     if partitions is None:
         rows = sum(timer.compute("read", [_task("read", len, part, key=("rows", p))
                                           for p, part in enumerate(edges.to_delayed())])[0])
