@@ -212,12 +212,14 @@ the shuffles, merges and sorts."""
 
 
 def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
-    """As few partitions as the budget allows, but one per worker at least.
+    """One partition when the graph fits one task's budget, else enough to fit, one per
+    worker at least.
 
-    Each partition is a task in every DataFrame stage and shuffles cost per partition pair,
-    so a graph that fits one GPU is best handled as one partition per GPU.
+    One partition takes the one-task array path (:mod:`dtri.prepare`), which beats any
+    shuffle; the counting phase still spreads over every worker through its batches and bins.
     """
-    return max(session.workers, -(-rows * BYTES_PER_EDGE_IN_FLIGHT // task_budget), 1)
+    wanted = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
+    return 1 if wanted <= 1 else max(wanted, session.workers)
 
 
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
