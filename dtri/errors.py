@@ -23,5 +23,9 @@ class InputError(DtriError, ValueError):
         return f"{where}{self.message}"
 
 
+class InputNotFoundError(InputError):
+    """No file matches a path here; the workers of a cluster may still see it."""
+
+
 class ConfigurationError(DtriError, ValueError):
     """An option or environment that cannot work (unknown backend, no GPU for a GPU run...)."""

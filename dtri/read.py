@@ -21,12 +21,14 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from dask.utils import parse_bytes
 from fsspec import AbstractFileSystem
 from fsspec.core import has_magic, url_to_fs
 from fsspec.utils import infer_compression, read_block
 
-from dtri.errors import ConfigurationError, InputError
+from dtri.errors import ConfigurationError, InputError, InputNotFoundError
 
 FORMATS: tuple[str, ...] = ("snap", "csv", "tsv", "mtx", "parquet")
 BACKENDS: tuple[str, ...] = ("pandas", "cudf")
@@ -122,7 +124,7 @@ def expand_paths(
         fs, path = url_to_fs(item, **(storage_options or {}))
         files = _files_at(fs, path)
         if not files:
-            raise InputError("no such file or no files match", path=item)
+            raise InputNotFoundError("no such file or no files match", path=item)
         found.extend((fs, p, item if p == path else _display_name(fs, p)) for p in files)
     return found
 
@@ -452,8 +454,6 @@ def parse_block(block: TextBlock) -> pd.DataFrame:
 
 def _negative_in_footer(fs: AbstractFileSystem, path: str, columns: list[str]) -> str | None:
     """A negative id recorded in a parquet file's row-group statistics, if any (footer only)."""
-    import pyarrow.parquet as pq
-
     with fs.open(path, "rb") as f:
         meta = pq.ParquetFile(f).metadata
     for group in range(meta.num_row_groups):
@@ -479,34 +479,80 @@ def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
     return frame.astype("int64")
 
 
-def _read_parquet(
+@dataclass(frozen=True)
+class ParquetPlan:
+    """The parquet files of one read, their id columns, and the name errors show."""
+
+    urls: tuple[str, ...]
+    columns: tuple[str, str]
+    label: str
+
+
+def _plan_parquet(
     files: list[tuple[AbstractFileSystem, str, str]],
     columns: tuple[str | int, str | int] | None,
-    storage_options: dict | None,
-    backend: str,
-) -> dd.DataFrame:
+) -> ParquetPlan:
+    """Check the schema (integer id columns) and the footers (no negative ids) of the files."""
     label = files[0][2] if len(files) == 1 else f"{files[0][2]} (one of {len(files)} files)"
-    urls = [fs.unstrip_protocol(path) for fs, path, _ in files]
-    with dask.config.set({"dataframe.backend": backend}):
-        table = dd.read_parquet(urls, storage_options=storage_options, parquet_file_extension=None)
-    names = [str(name) for name in table.columns]
+    fs, path, _ = files[0]
+    with fs.open(path, "rb") as handle:
+        schema = pq.read_schema(handle)
+    names = [str(name) for name in schema.names]
     if columns is None:
         columns = ("src", "dst") if {"src", "dst"} <= set(names) else (0, 1)
     positions = _resolve_columns(columns, names, label)
     if max(positions) >= len(names):
         raise InputError(f"no column {max(positions)}; the columns are {names}", label)
     picked = [names[k] for k in positions]
-    source, target = picked
     for column in picked:
-        if table.dtypes[column].kind not in "iu":
-            dtype = table.dtypes[column]
-            raise InputError(f"column {column!r} has type {dtype}, not integer ids", label)
+        kind = schema.field(column).type
+        if not pa.types.is_integer(kind):
+            shown = np.dtype(kind.to_pandas_dtype()) if pa.types.is_floating(kind) else kind
+            raise InputError(f"column {column!r} has type {shown}, not integer ids", label)
     for fs, path, name in files:
         if (problem := _negative_in_footer(fs, path, picked)) is not None:
             raise InputError(problem, name)
-    table = table[picked].rename(columns={source: "src", target: "dst"})
+    urls = tuple(fs.unstrip_protocol(path) for fs, path, _ in files)
+    return ParquetPlan(urls, (picked[0], picked[1]), label)
+
+
+def _read_parquet_file(url: str, plan: ParquetPlan, storage_options: dict | None,
+                       backend: str) -> Any:
+    """One whole parquet file as ``src, dst`` (the remote-plan path: opened on a worker)."""
+    source, target = plan.columns
+    if backend == "cudf":
+        import cudf
+
+        frame = cudf.read_parquet(url, columns=list(plan.columns),
+                                  storage_options=storage_options)
+    else:
+        frame = pd.read_parquet(url, columns=list(plan.columns), storage_options=storage_options)
+    frame = frame.rename(columns={source: "src", target: "dst"})
+    return _checked_ids(frame, plan.label, plan.columns)
+
+
+def _parquet_collection(plan: ParquetPlan, storage_options: dict | None, backend: str,
+                        per_file: bool) -> dd.DataFrame:
+    """Parquet as ``src, dst``: through ``dd.read_parquet`` (row groups, backend readers), or
+    one task per file when the client cannot open the files' metadata itself."""
+    source, target = plan.columns
+    if per_file:
+        meta = _META if backend == "pandas" else _META.pipe(_to_backend_meta, backend)
+        return dd.from_map(_read_parquet_file, list(plan.urls), plan=plan,
+                           storage_options=storage_options, backend=backend, meta=meta,
+                           label="read-edges", enforce_metadata=False)
+    with dask.config.set({"dataframe.backend": backend}):
+        table = dd.read_parquet(list(plan.urls), columns=list(plan.columns),
+                                storage_options=storage_options, parquet_file_extension=None)
+    table = table[list(plan.columns)].rename(columns={source: "src", target: "dst"})
     meta = table._meta.astype("int64")
-    return table.map_partitions(_checked_ids, label, (source, target), meta=meta)
+    return table.map_partitions(_checked_ids, plan.label, plan.columns, meta=meta)
+
+
+def _to_backend_meta(meta: pd.DataFrame, backend: str) -> Any:
+    import cudf
+
+    return cudf.from_pandas(meta)
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -539,13 +585,34 @@ def read_edges(
     one block of text per task (the last takes whatever lies past the estimate).  Recompress
     big inputs as many smaller files to avoid both.
     """
-    if format != "auto" and format not in FORMATS:
-        raise ConfigurationError(f"unknown format {format!r}; expected 'auto' or one of {FORMATS}")
     if dataframe_backend not in BACKENDS:
         raise ConfigurationError(f"unknown dataframe backend {dataframe_backend!r}")
     size = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
     if size <= 0:
         raise ConfigurationError(f"blocksize must be positive, got {blocksize!r}")
+    plan = plan_read(urlpath, format, columns=columns, header=header, blocksize=size,
+                     storage_options=storage_options)
+    return collection_from_plan(plan, storage_options, dataframe_backend)
+
+
+ReadPlan = tuple[TextBlock, ...] | ParquetPlan
+"""What planning a read learns by opening the inputs: the text blocks, or the parquet files."""
+
+
+def plan_read(
+    urlpath: str | os.PathLike | list[str],
+    format: str = "auto",
+    *,
+    columns: tuple[str | int, str | int] | None = None,
+    header: bool | None = None,
+    blocksize: int = 64 << 20,
+    storage_options: dict | None = None,
+) -> ReadPlan:
+    """Find the files, check their formats and cut text into blocks: all the file access a
+    read needs before its tasks run. Plain data, so a worker can plan for a client that does
+    not see the files."""
+    if format != "auto" and format not in FORMATS:
+        raise ConfigurationError(f"unknown format {format!r}; expected 'auto' or one of {FORMATS}")
     if columns is not None:  # NumPy integers count as positions too
         columns = tuple(int(c) if isinstance(c, np.integer) else c for c in columns)
     files = expand_paths(urlpath, storage_options)
@@ -553,9 +620,21 @@ def read_edges(
     if "parquet" in formats:
         if set(formats) != {"parquet"}:
             raise InputError("cannot read parquet and text files together", files[0][2])
-        return _read_parquet(files, columns, storage_options, dataframe_backend)
+        return _plan_parquet(files, columns)
     blocks: list[TextBlock] = []
     for (fs, path, name), fmt in zip(files, formats, strict=True):
         layout, start = _text_layout(fs, path, name, fmt, columns, header)
-        blocks.extend(_plan_text_file(fs, path, name, layout, start, size))
-    return dd.from_map(parse_block, blocks, meta=_META, label="read-edges", enforce_metadata=False)
+        blocks.extend(_plan_text_file(fs, path, name, layout, start, blocksize))
+    return tuple(blocks)
+
+
+def collection_from_plan(plan: ReadPlan, storage_options: dict | None = None,
+                         dataframe_backend: str = "pandas",
+                         planned_remotely: bool = False) -> dd.DataFrame:
+    """The Dask DataFrame of a planned read; each task opens its own block or file."""
+    if isinstance(plan, ParquetPlan):
+        return _parquet_collection(plan, storage_options, dataframe_backend, planned_remotely)
+    if not plan:  # no data blocks (e.g. an empty Matrix Market file)
+        return dd.from_pandas(_META, npartitions=1)
+    return dd.from_map(parse_block, list(plan), meta=_META, label="read-edges",
+                       enforce_metadata=False)

@@ -123,3 +123,33 @@ def test_task_names_show_the_stages(dask_client, backend):
     for stage in ("dtri-canonicalize", "dtri-degree", "dtri-orient", "dtri-plan",
                   "dtri-edge-bins", "dtri-wedges", "dtri-bins", "dtri-join", "dtri-reduce"):
         assert stage in prefixes, prefixes
+
+
+def test_files_only_the_workers_see_are_planned_and_read_on_the_workers(dask_client, backend):
+    """An fsspec memory:// file lives in one process: written on every worker, absent here."""
+    def write_graph() -> None:
+        import fsspec
+
+        with fsspec.open("memory://dtri-workers-only/graph.txt", "w") as handle:
+            handle.write("# a triangle with a tail\n1 2\n2 3\n3 1\n3 4\n")
+
+    dask_client.run(write_graph)
+    import fsspec
+
+    assert not fsspec.filesystem("memory").exists("/dtri-workers-only/graph.txt")
+    result = dtri.count("memory://dtri-workers-only/graph.txt", backend=backend)
+    assert (result.triangles, result.edges) == (1, 4)
+    with pytest.raises(InputError, match="no such file"):
+        dtri.count("memory://dtri-workers-only/absent.txt", backend=backend)
+
+
+def test_parquet_only_the_workers_see_is_read_file_by_file(dask_client, backend):
+    def write_parquet() -> None:
+        frame = pd.DataFrame({"a": [1, 2, 3, 3], "b": [2, 3, 1, 4]})
+        frame.to_parquet("memory://dtri-workers-only/pq/part-0.parquet")
+        frame.assign(a=frame.a + 10, b=frame.b + 10).to_parquet(
+            "memory://dtri-workers-only/pq/part-1.parquet")
+
+    dask_client.run(write_parquet)
+    result = dtri.count("memory://dtri-workers-only/pq", columns=("a", "b"), backend=backend)
+    assert (result.triangles, result.edges, result.partitions) == (2, 8, 1)
