@@ -316,6 +316,7 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
         result, end_to_end = best_count(source)
         persisted = _materialize(as_edge_frame(source(), backend), session)
         in_memory_result, in_memory = best_count(lambda: persisted)
+        utilisation = worker_utilisation(session, lambda: count(persisted, **count_options))
         table = persisted.compute() if peers else None
     persisted = None  # release the workers' copy before the peers run
     if in_memory_result.triangles != result.triangles:
@@ -339,6 +340,7 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
             "in_memory_seconds": round(in_memory, 6),
             "in_memory_stage_seconds": in_memory_result.seconds,
             "edges_per_second": round(result.edges / in_memory, 1) if in_memory else None,
+            "worker_utilisation": utilisation,
         },
         "peers": {},
     }
@@ -352,6 +354,25 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
             record["peers"][name] = report
         del edges
     return record
+
+
+def worker_utilisation(session: Any, run: Callable[[], Any]) -> dict[str, float] | None:
+    """Share of one more in-memory run's wall time each worker spent computing tasks, from
+    Dask's task stream (``None`` without a distributed client)."""
+    if session.client is None:
+        return None
+    from distributed import get_task_stream
+
+    started = time.perf_counter()
+    with get_task_stream(session.client) as stream:
+        run()
+    wall = time.perf_counter() - started
+    busy: dict[str, float] = {}
+    for task in stream.data:
+        for span in task.get("startstops", ()):
+            if span.get("action") == "compute":
+                busy[task["worker"]] = busy.get(task["worker"], 0.0) + span["stop"] - span["start"]
+    return {worker: round(seconds / wall, 3) for worker, seconds in sorted(busy.items())}
 
 
 def disagreement(record: dict[str, Any]) -> str | None:

@@ -63,12 +63,13 @@ def slice_bin(sorted_keys: Any, k: int, shift: int) -> Any:
 
 def choose_bin_count(edges: int, workers: int, task_budget: int, requested: int | None,
                      bits: int) -> int:
-    """Number of radix bins: the requested power of two, or enough that every worker gets a
-    bin and one bin of the edge keys (8 bytes each) uses at most a quarter of a task's budget."""
+    """Number of radix bins: the requested power of two, or enough that one bin of the edge
+    keys (8 bytes each) uses at most a quarter of a task's budget and, with several workers,
+    four bins per worker, so that the scheduler can even out bins of unequal work."""
     limit = 1 << min(bits, MAX_BIN_BITS)
     if requested is not None:
         if requested < 1 or requested & (requested - 1):
             raise ValueError(f"bins must be a power of two, got {requested}")
         return min(requested, limit)
-    wanted = max(workers, -(-edges * 8 * 4 // max(task_budget, 1)), 1)
+    wanted = max(4 * workers if workers > 1 else 1, -(-edges * 8 * 4 // max(task_budget, 1)))
     return min(1 << (wanted - 1).bit_length(), limit)
