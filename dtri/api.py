@@ -18,7 +18,7 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
           memory_budget: int | str | None = None, bins: int | None = None,
           orientation: str = "degree", blocksize: int | str = "64MiB",
           npartitions: int | None = None, storage_options: dict | None = None,
-          join: str = "auto", progress: bool = False) -> CountResult:
+          join: str = "auto", progress: bool = False, explain: bool = False) -> CountResult:
     """Count the triangles of an undirected graph exactly, with the run's statistics.
 
     ``edges``: a path, glob, directory or fsspec URL of edge files (SNAP text, CSV/TSV, Matrix
@@ -35,6 +35,11 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
     (materialise closure keys in budget-sized batches, radix-bin, sorted search), ``intersect``
     (fused list intersection, no wedge written; a CUDA kernel on GPUs) or ``auto`` (per
     partition, from its wedge count: the fused kernel for large ones on the GPU).
+
+    The result's ``plan`` holds the counting phase's plan (bins, batches, join per partition)
+    with estimates of each task kind's peak memory and of the bytes moved between workers
+    (:class:`dtri.plan.CountPlan`). ``explain=True`` stops after planning: the input is read,
+    oriented and sorted, but no wedge is written, and ``triangles`` is ``None``.
     """
     if orientation not in ORIENTATIONS:
         raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
@@ -45,7 +50,7 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
                               **_read_options(edges, format, header, blocksize, storage_options))
         return count_pipeline(frame, session, orientation=orientation, bins=bins,
                               memory_budget=budget, join=join, partitions=npartitions,
-                              progress=progress)
+                              progress=progress, explain=explain)
 
 
 def _read_options(edges: Any, format: str, header: bool | None, blocksize: int | str,

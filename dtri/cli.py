@@ -96,14 +96,21 @@ def _fail(message: Any, code: int = 2) -> None:
                    "kernel on GPUs); auto: per partition from its wedge count.")
 @click.option("--blocksize", default="64MiB", show_default=True,
               help="Bytes of text per read partition.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the count and "
-                                                        "the statistics.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object with the count and the statistics (with --explain: "
+                   "the plan).")
+@click.option("--explain", is_flag=True,
+              help="Plan the count and print the plan instead of counting: bins, wedge batches, "
+                   "join per partition, and per task kind the tasks, estimated peak memory of "
+                   "the largest task and estimated bytes moved between workers. The input is "
+                   "still read and sorted; no wedge is written.")
 @click.option("--progress/--no-progress", default=None,
               help="Dask progress bars on stderr (default: when stderr is a terminal).")
 def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns: str | None,
           header: bool | None, backend: str, scheduler: str | None, scheduler_file: str | None,
           workers: int | None, memory_budget: int | None, bins: int | None, orientation: str,
-          join: str, blocksize: str, as_json: bool, progress: bool | None) -> None:
+          join: str, blocksize: str, as_json: bool, explain: bool,
+          progress: bool | None) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
     from dtri.api import count as run_count
@@ -125,13 +132,19 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns
             edges, format=fmt, columns=_columns(columns), header=header, backend=backend,
             scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
             memory_budget=memory_budget, bins=bins, orientation=orientation, join=join,
-            blocksize=blocksize,
+            blocksize=blocksize, explain=explain,
             progress=sys.stderr.isatty() if progress is None else progress,
         )
     except (DtriError, ValueError, OSError) as error:
         _fail(error)
+    source = {"generate": spec, "seed": seed} if spec else {"paths": list(paths)}
+    if explain:
+        if as_json:
+            click.echo(json.dumps({**source, "plan": result.plan, "seconds": result.seconds}))
+        else:
+            _print_plan(result.plan)
+        return
     if as_json:
-        source = {"generate": spec, "seed": seed} if spec else {"paths": list(paths)}
         click.echo(json.dumps({**source, **result.to_dict()}))
         return
     click.echo(f"triangles      {result.triangles}")
@@ -143,6 +156,31 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns
     click.echo(f"backend        {result.backend} ({result.workers} workers, memory budget "
                f"{format_bytes(result.memory_budget)}/worker, {result.orientation} orientation)")
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    """The plan of ``dtri count --explain`` as a short table."""
+    partitions = plan["partitions"]
+    click.echo(f"plan           vertices {plan['vertices']}   edges {plan['edges']}   "
+               f"wedges {plan['wedges']}   partitions {len(partitions)}")
+    click.echo(f"bins           {plan['bins']} ({plan['bins_with_edges']} with edges)   "
+               f"batches {plan['batches']} of at most {plan['batch_size']} wedges   "
+               f"join {plan['join']}")
+    click.echo(f"budget         {format_bytes(plan['memory_budget'])}/worker, "
+               f"{format_bytes(plan['task_budget'])}/task ({plan['workers']} workers x "
+               f"{plan['threads_per_worker']} threads, {plan['backend']})")
+    click.echo()
+    click.echo(f"{'stage':<14} {'tasks':>9} {'peak/task':>12} {'moved':>12}")
+    for stage, row in plan["stages"].items():
+        if row["tasks"]:
+            flag = "  over budget" if stage in plan["over_budget"] else ""
+            click.echo(f"{'dtri-' + stage:<14} {row['tasks']:>9} "
+                       f"{format_bytes(row['peak_bytes']):>12} "
+                       f"{format_bytes(row['moved_bytes']):>12}{flag}")
+    click.echo(f"{'total':<14} {'':>9} {format_bytes(plan['peak_bytes']):>12} "
+               f"{format_bytes(plan['moved_bytes']):>12}")
+    click.echo("estimates from the sizes alone: bin sizes assume sources spread evenly; bytes "
+               "moved are an upper bound that ignores locality")
 
 
 GENERATE_FORMATS = ("parquet", "snap", "csv")

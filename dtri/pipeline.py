@@ -33,27 +33,33 @@ import dask
 import dask.dataframe as dd
 from dask.base import tokenize
 
-from dtri.bins import bin_shift, choose_bin_count, key_bits, pack_edges, radix_split, slice_bin
+from dtri.bins import pack_edges, radix_split, slice_bin
 from dtri.canonicalize import canonicalize, check_integer_columns
 from dtri.dispatch import array_module, column_to_array
-from dtri.errors import ConfigurationError
 from dtri.intersect import bin_csr, count_intersections
 from dtri.join import count_closed
 from dtri.orient import orient, vertex_degrees, vertex_ranks
+from dtri.plan import (  # noqa: F401  (the planner's names stay importable from here)
+    INTERSECT_MIN_WEDGES,
+    JOINS,
+    MAX_KEY_BITS,
+    REDUCE_FAN_IN,
+    CountPlan,
+    build_plan,
+    choose_join,
+)
 from dtri.prepare import prepare_partition
 from dtri.session import Session
 from dtri.sort import PartitionSummary, partition_summary, sort_adjacency
-from dtri.wedges import BYTES_PER_WEDGE, batch_ranges, closure_keys
-
-MAX_KEY_BITS = 31
-REDUCE_FAN_IN = 32
+from dtri.wedges import closure_keys
 
 
 @dataclass
 class CountResult:
     """A count and the statistics of the run that produced it."""
 
-    triangles: int
+    triangles: int | None
+    """The exact count; ``None`` when the run only planned (``explain=True``)."""
     vertices: int
     edges: int
     wedges: int
@@ -66,6 +72,8 @@ class CountResult:
     join: str
     memory_budget: int
     seconds: dict[str, float] = field(default_factory=dict)
+    plan: dict[str, Any] = field(default_factory=dict)
+    """The counting phase's plan with its estimates (:meth:`dtri.plan.CountPlan.to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -186,26 +194,6 @@ def reduce_tree(counts: list[Any]) -> Any:
     return counts[0]
 
 
-JOINS = ("auto", "wedges", "intersect")
-INTERSECT_MIN_WEDGES = 1 << 20
-"""With ``join="auto"`` on the GPU, partitions with more wedges than this use the fused join."""
-
-
-def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
-    """``wedges`` (materialise closure keys, sort-free radix bins, sorted search) or
-    ``intersect`` (fused list intersection, no wedge written) for one partition.
-
-    ``auto``: the fused CUDA kernel on the GPU once the prefix sums show enough wedges to pay
-    for its launches; the materialising join on the CPU, where its vectorised sorted search
-    beats the vectorised intersection.
-    """
-    if join not in JOINS:
-        raise ValueError(f"join must be one of {JOINS}, got {join!r}")
-    if join != "auto":
-        return join
-    return "intersect" if backend == "gpu" and summary.wedges > INTERSECT_MIN_WEDGES else "wedges"
-
-
 BYTES_PER_EDGE_IN_FLIGHT = 16 * 8
 """Working memory per input edge in the DataFrame stages: an int64 pair, copied a few times by
 the shuffles, merges and sorts."""
@@ -236,8 +224,12 @@ def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
 def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = "degree",
                    bins: int | None = None, memory_budget: int | None = None,
                    join: str = "auto", partitions: int | None = None,
-                   progress: bool = False) -> CountResult:
+                   progress: bool = False, explain: bool = False) -> CountResult:
     """Run every stage on ``edges`` (a Dask DataFrame with integer ``src``, ``dst``).
+
+    ``explain``: stop after planning (read, canonicalize, orient, sort and the partition
+    summaries run; no edge bin, wedge or join does) and return the plan with
+    ``triangles=None``.
 
     ``partitions``: keep the input's partitioning (the caller chose it); by default it is
     refitted to the workers and the memory budget (:func:`fitted_partitions`).
@@ -279,71 +271,49 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     summary_tasks = [_task("plan", partition_summary, part, key=(p,))
                      for p, part in enumerate(parts)]
     vertex_counts, summaries = timer.compute("plan", vertex_counts, summary_tasks)
-    vertices = sum(vertex_counts)
     summaries = [PartitionSummary(*s) for s in summaries]
     check_whole_adjacency(summaries)
-    edge_count = sum(s.edges for s in summaries)
-    wedge_count = sum(s.wedges for s in summaries)
+    plan = build_plan(summaries, sum(vertex_counts), workers=session.workers,
+                      threads_per_worker=session.threads_per_worker, backend=session.backend,
+                      task_budget=task_budget, bins=bins, join=join)
+    if explain:  # stop after planning: no edge bin, wedge or join is built
+        timer.seconds["total"] = round(time.perf_counter() - started, 6)
+        return _result(plan, None, orientation, timer.seconds)
 
-    bits = key_bits(int(vertices))
-    if bits > MAX_KEY_BITS:
-        raise ConfigurationError(
-            f"{vertices} vertices need {bits}-bit ids; packed keys support up to 2**31 vertices"
-        )
-    nbins = choose_bin_count(edge_count, session.workers, task_budget, bins, bits)
-    shift = bin_shift(bits, nbins)
-    # within the budget, and at least two batches per thread so that every core has work
-    slots = 2 * session.workers * session.threads_per_worker
-    batch_size = max(1, min(task_budget // BYTES_PER_WEDGE, -(-wedge_count // slots)))
-    batches = [(p, j, first, last)
-               for p, s in enumerate(summaries)
-               for j, (first, last) in enumerate(batch_ranges(s.wedges, batch_size))]
-
-    strategy = [choose_join(join, session.backend, s) for s in summaries]
-    batches = [(p, j, first, last)
-               for p, s in enumerate(summaries) if strategy[p] == "wedges"
-               for j, (first, last) in enumerate(batch_ranges(s.wedges, batch_size))]
-
-    src_shift = bits - (nbins.bit_length() - 1)
-    bin_sources = {}  # bin -> [low, high) of its sources, for bins that hold any edge
-    edge_bins = {}
-    for k in range(nbins):
-        low, high = k << src_shift, min((k + 1) << src_shift, int(vertices))
-        overlapping = [parts[p] for p, s in enumerate(summaries)
-                       if s.edges and s.first_src < high and s.last_src >= low]
-        if overlapping:
-            bin_sources[k] = (low, high)
-            edge_bins[k] = _task("edge-bins", edge_bin, k, shift, bits, *overlapping, key=(k,))
+    bits, shift, nbins = plan.bits, plan.shift, plan.nbins
+    edge_bins = {k: _task("edge-bins", edge_bin, k, shift, bits,
+                          *(parts[p] for p in plan.bin_partitions[k]), key=(k,))
+                 for k in plan.bin_sources}
     csr_bins = {}
-    if "intersect" in strategy:
-        csr_bins = {k: _task("edge-csr", edge_bin_csr, keys, bits, *bin_sources[k], key=(k,))
+    if plan.needs_csr:
+        csr_bins = {k: _task("edge-csr", edge_bin_csr, keys, bits, *plan.bin_sources[k],
+                             key=(k,))
                     for k, keys in edge_bins.items()}
-    needed = {**({("keys", k): t for k, t in edge_bins.items()} if batches else {}),
+    needed = {**({("keys", k): t for k, t in edge_bins.items()} if plan.needs_edge_keys else {}),
               **{("csr", k): t for k, t in csr_bins.items()}}
     persisted = dict(zip(needed, timer.persist("edge_bins", *needed.values()), strict=True))
 
-    def reachable(summary: PartitionSummary) -> list[int]:
-        """Bins that targets of this partition's edges can fall in (targets > first source)."""
-        return [k for k, (low, high) in bin_sources.items()
-                if high > summary.first_src + 1 and low <= summary.last_dst]
-
     joins = []
-    for p, j, first, last in batches:
+    for p, j, first, last in plan.batches:
         split = _task("wedges", wedge_bins, parts[p], first, last, bits, shift, nbins, key=(p, j))
-        for k in reachable(summaries[p]):
+        for k in plan.reach[p]:
             picked = _task("bins", pick_bin, split, k, key=(p, j, k))
             joins.append(_task("join", join_bin, picked, persisted["keys", k], key=(p, j, k)))
     for p, s in enumerate(summaries):
-        if strategy[p] == "intersect" and s.wedges:
+        if plan.strategy[p] == "intersect" and s.wedges:
             joins.extend(_task("intersect", intersect_bin, parts[p], persisted["csr", k],
-                               key=(p, k)) for k in reachable(s))
+                               key=(p, k)) for k in plan.reach[p])
     (triangles,) = timer.compute("wedges_join", reduce_tree(joins))
     timer.seconds["total"] = round(time.perf_counter() - started, 6)
 
+    return _result(plan, int(triangles), orientation, timer.seconds)
+
+
+def _result(plan: CountPlan, triangles: int | None, orientation: str,
+            seconds: dict[str, float]) -> CountResult:
     return CountResult(
-        triangles=int(triangles), vertices=int(vertices), edges=edge_count, wedges=wedge_count,
-        bins=nbins, batches=len(batches), partitions=len(parts), backend=session.backend,
-        workers=session.workers, orientation=orientation,
-        join="+".join(sorted(set(strategy))) or "wedges",
-        memory_budget=task_budget * session.threads_per_worker, seconds=timer.seconds,
+        triangles=triangles, vertices=plan.vertices, edges=plan.edges, wedges=plan.wedges,
+        bins=plan.nbins, batches=len(plan.batches), partitions=plan.partitions,
+        backend=plan.backend, workers=plan.workers, orientation=orientation, join=plan.join,
+        memory_budget=plan.memory_budget, seconds=seconds, plan=plan.to_dict(),
     )
