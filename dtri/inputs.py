@@ -122,7 +122,7 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
         edges = _select_columns(edges, columns)
         parts = npartitions or max(1, -(-len(edges) // DEFAULT_PARTITION_ROWS))
         frame = dd.from_pandas(edges, npartitions=parts, sort=False)
-    if npartitions and frame.npartitions != npartitions and not is_path_like(edges):
+    if npartitions and frame.npartitions != npartitions:
         frame = frame.repartition(npartitions=npartitions)
     on_gpu = is_gpu_frame(frame._meta)
     if backend == "gpu" and not on_gpu:

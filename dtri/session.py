@@ -155,5 +155,6 @@ def open_session(backend: str, scheduler: str | None = None, scheduler_file: str
             stack.callback(cluster.close)
             client = Client(cluster)
             stack.callback(client.close)
-        stack.enter_context(dask.config.set(scheduler=client))
+        # as_current, not dask.config: a nanny copies the config into the workers it restarts
+        stack.enter_context(client.as_current())
         yield _describe_client(client, backend, workers)

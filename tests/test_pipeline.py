@@ -153,3 +153,12 @@ def test_parquet_only_the_workers_see_is_read_file_by_file(dask_client, backend)
     dask_client.run(write_parquet)
     result = dtri.count("memory://dtri-workers-only/pq", columns=("a", "b"), backend=backend)
     assert (result.triangles, result.edges, result.partitions) == (2, 8, 1)
+
+
+def test_npartitions_applies_to_path_inputs_too(tmp_path):
+    rng = np.random.default_rng(23)
+    edges = rng.integers(0, 300, (3_000, 2))
+    path = tmp_path / "g.txt"
+    path.write_text("".join(f"{u} {v}\n" for u, v in edges))
+    result = dtri.count(path, npartitions=3, scheduler="synchronous", backend="cpu")
+    assert result.partitions == 3 and result.triangles == networkx_triangles(edges)
