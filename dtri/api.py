@@ -6,7 +6,7 @@ from typing import Any
 
 from dask.utils import parse_bytes
 
-from dtri.inputs import as_edge_frame, input_on_gpu
+from dtri.inputs import as_edge_frame, input_on_gpu, is_path_like
 from dtri.orient import ORIENTATIONS
 from dtri.pipeline import CountResult, count_pipeline
 from dtri.session import open_session, resolve_backend
@@ -55,8 +55,6 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
 
 def _read_options(edges: Any, format: str, header: bool | None, blocksize: int | str,
                   storage_options: dict | None) -> dict[str, Any]:
-    from dtri.inputs import is_path_like
-
     if not is_path_like(edges):
         return {}
     return {"format": format, "header": header, "blocksize": blocksize,

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dtri.dispatch import is_gpu_frame
-from dtri.errors import ConfigurationError, InputError, InputNotFoundError
+from dtri.errors import InputError
 
 DEFAULT_PARTITION_ROWS = 4_000_000
 
@@ -66,49 +66,15 @@ def _array_frame(edges: Any) -> Any:
     return pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
 
 
-def read_paths(paths: Any, backend: str, *, columns: tuple[Any, Any] | None = None,
-               format: str = "auto", header: bool | None = None,
-               blocksize: int | str = "64MiB", storage_options: dict | None = None,
-               ) -> dd.DataFrame:
-    """Edge files as a Dask DataFrame, planned here, or on a worker when only the cluster's
-    workers see the files (a path on the workers' shared disk, not mounted on this client)."""
-    from dask.utils import parse_bytes
-
-    from dtri.read import collection_from_plan, plan_read
-
-    size = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
-    if size <= 0:
-        raise ConfigurationError(f"blocksize must be positive, got {blocksize!r}")
-    paths = [os.fspath(p) for p in paths] if isinstance(paths, list | tuple) else os.fspath(paths)
-    options = {"columns": columns, "header": header, "blocksize": size,
-               "storage_options": storage_options}
-    remote = False
-    try:
-        plan = plan_read(paths, format, **options)
-    except InputNotFoundError:
-        client = _active_client()
-        if client is None:
-            raise
-        plan = client.submit(plan_read, paths, format, **options, pure=False).result()
-        remote = True
-    return collection_from_plan(plan, storage_options,
-                                "cudf" if backend == "gpu" else "pandas", remote)
-
-
-def _active_client() -> Any:
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
-
-
 def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None = None,
                   npartitions: int | None = None, **read_options: Any) -> dd.DataFrame:
     """A Dask DataFrame of ``src, dst`` with pandas (``cpu``) or cuDF (``gpu``) partitions."""
     if is_path_like(edges):
-        frame = read_paths(edges, backend, columns=columns, **read_options)
+        from dtri.read import read_edges
+
+        frame = read_edges(edges, columns=columns,
+                           dataframe_backend="cudf" if backend == "gpu" else "pandas",
+                           **read_options)
     elif isinstance(edges, dd.DataFrame):
         frame = _select_columns(edges, columns)
     else:

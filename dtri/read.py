@@ -575,7 +575,8 @@ def read_edges(
     and target by name (csv/tsv with a header, parquet) or 0-based position.  ``header``
     (csv/tsv only): None treats the first non-comment line as a header when every field of it
     is a non-numeric name.  Only parquet is read with ``dataframe_backend``; text is parsed
-    with pandas.
+    with pandas.  When nothing matches here but a distributed client is active, the read is
+    planned on a worker, for files only the cluster's workers see.
 
     Uncompressed text is split into ``blocksize`` byte ranges aligned to newlines.  A gzip or
     bz2 stream cannot be entered in the middle, so a compressed file smaller than blocksize/4
@@ -590,8 +591,20 @@ def read_edges(
     size = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
     if size <= 0:
         raise ConfigurationError(f"blocksize must be positive, got {blocksize!r}")
-    plan = plan_read(urlpath, format, columns=columns, header=header, blocksize=size,
-                     storage_options=storage_options)
+    if isinstance(urlpath, list | tuple):
+        urlpath = [os.fspath(p) for p in urlpath]
+    options = {"columns": columns, "header": header, "blocksize": size,
+               "storage_options": storage_options}
+    try:
+        plan = plan_read(urlpath, format, **options)
+    except InputNotFoundError:
+        # Not here, but the cluster's workers may see it (a disk mounted on them alone).
+        from dtri.session import active_client
+
+        if (client := active_client()) is None:
+            raise
+        plan = client.submit(plan_read, urlpath, format, **options, pure=False).result()
+        return collection_from_plan(plan, storage_options, dataframe_backend, True)
     return collection_from_plan(plan, storage_options, dataframe_backend)
 
 

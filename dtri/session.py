@@ -76,7 +76,8 @@ def resolve_backend(requested: str, input_on_gpu: bool) -> str:
     return "cpu"
 
 
-def _default_client() -> Any:
+def active_client() -> Any:
+    """The active ``distributed.Client`` (as Dask would use it), or ``None``."""
     try:
         from distributed import default_client
 
@@ -150,7 +151,7 @@ def open_session(backend: str, scheduler: str | None = None, scheduler_file: str
                     f"cannot reach the Dask scheduler at {address or scheduler_file}: {error}"
                 ) from None
             stack.callback(client.close)
-        elif (client := _default_client()) is None:
+        elif (client := active_client()) is None:
             cluster = _start_local_cluster(backend, workers)
             stack.callback(cluster.close)
             client = Client(cluster)
