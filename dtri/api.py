@@ -18,7 +18,8 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
           memory_budget: int | str | None = None, bins: int | None = None,
           orientation: str = "degree", blocksize: int | str = "64MiB",
           npartitions: int | None = None, storage_options: dict | None = None,
-          join: str = "auto", progress: bool = False, explain: bool = False) -> CountResult:
+          join: str = "auto", protocol: str = "auto", progress: bool = False,
+          explain: bool = False) -> CountResult:
     """Count the triangles of an undirected graph exactly, with the run's statistics.
 
     ``edges``: a path, glob, directory or fsspec URL of edge files (SNAP text, CSV/TSV, Matrix
@@ -35,6 +36,8 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
     (materialise closure keys in budget-sized batches, radix-bin, sorted search), ``intersect``
     (fused list intersection, no wedge written; a CUDA kernel on GPUs) or ``auto`` (per
     partition, from its wedge count: the fused kernel for large ones on the GPU).
+    ``protocol``: comms of a local cluster started for this run, ``tcp``, ``ucx`` or ``auto``
+    (UCX between several GPU workers when ``distributed-ucxx`` is installed).
 
     The result's ``plan`` holds the counting phase's plan (bins, batches, join per partition)
     with estimates of each task kind's peak memory and of the bytes moved between workers
@@ -45,7 +48,7 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
         raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
     budget = parse_bytes(memory_budget) if isinstance(memory_budget, str) else memory_budget
     chosen = resolve_backend(backend, input_on_gpu(edges))
-    with open_session(chosen, scheduler, scheduler_file, workers) as session:
+    with open_session(chosen, scheduler, scheduler_file, workers, protocol) as session:
         frame = as_edge_frame(edges, chosen, columns=columns, npartitions=npartitions,
                               **_read_options(edges, format, header, blocksize, storage_options))
         return count_pipeline(frame, session, orientation=orientation, bins=bins,

@@ -253,6 +253,7 @@ class BenchOptions:
     workers: int | None = None
     seed: int = 0
     memory_budget: int | str | None = None
+    protocol: str = "auto"
 
 
 @contextmanager
@@ -333,6 +334,8 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
         "device": device_name(backend),
         "backend": backend,
         "workers": result.workers,
+        "protocol": (session.client.scheduler.address.split("://")[0]
+                     if session.client is not None else None),
         "repeat": options.repeat,
         "dtri": {
             "end_to_end_seconds": round(end_to_end, 6),
@@ -406,7 +409,7 @@ def run_bench(graphs: list[str], options: BenchOptions,
     local_scheduler = address if address in LOCAL_SCHEDULERS else None
     records = []
     with open_session(backend, options.scheduler, options.scheduler_file,
-                      options.workers) as session:
+                      options.workers, options.protocol) as session:
         for graph in graphs:
             record = bench_graph(graph, backend, session, options, local_scheduler, peers)
             records.append(record)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtri.dispatch import array_module
+from dtri.errors import ConfigurationError
 
 MAX_BIN_BITS = 16
 
@@ -73,3 +74,37 @@ def choose_bin_count(edges: int, workers: int, task_budget: int, requested: int 
         return min(requested, limit)
     wanted = max(4 * workers if workers > 1 else 1, -(-edges * 8 * 4 // max(task_budget, 1)))
     return min(1 << (wanted - 1).bit_length(), limit)
+
+
+MAX_KEY_BITS = 31
+"""Widest dense vertex id: two of them fill a signed 64-bit key."""
+
+
+def checked_key_bits(vertices: int) -> int:
+    """:func:`key_bits`, refusing graphs whose packed keys cannot fit 64 bits."""
+    bits = key_bits(vertices)
+    if bits > MAX_KEY_BITS:
+        raise ConfigurationError(
+            f"{vertices} vertices need {bits}-bit ids; packed keys support up to 2**31 vertices"
+        )
+    return bits
+
+
+def even_bounds(total: int, parts: int) -> list[int]:
+    """``parts + 1`` ascending cut points of ``[0, total)`` into near-equal ranges."""
+    return [total * j // parts for j in range(parts + 1)]
+
+
+def split_by_bounds(values: Any, by: Any, bounds: list[int]) -> dict[int, Any]:
+    """``values`` cut into ``len(bounds) - 1`` pieces by range: piece ``j`` holds those whose
+    ``by`` lies in ``[bounds[j], bounds[j + 1])`` (ascending bounds covering every ``by``).
+    Every piece is present, possibly empty, so no receiver waits on a missing one."""
+    xp = array_module(values)
+    parts = len(bounds) - 1
+    if parts == 1:
+        return {0: values}
+    digit = xp.searchsorted(xp.asarray(bounds[1:-1], dtype=xp.int64), by, side="right")
+    order = xp.argsort(digit, kind="stable")
+    cuts = xp.searchsorted(digit[order], xp.arange(parts + 1), side="left").tolist()
+    ordered = values[order]
+    return {j: ordered[cuts[j]: cuts[j + 1]] for j in range(parts)}

@@ -1,21 +1,27 @@
-"""Canonicalize: the input as a simple undirected graph.
+"""Canonicalize: the input as a simple undirected graph over dense vertex ids.
 
-Each edge becomes ``(min, max)``, so both directions of an edge and repeated edges collapse
-into one row after a distributed ``drop_duplicates``. Self-loops are kept here as ``(v, v)``
-rows: they close no triangle, but their vertex is part of the input (it is counted among the
-vertices), and the orientation stage drops them.
+Each edge becomes ``(min, max)``. The distinct ids of both columns, ascending, are the vertices
+(self-loop-only vertices included: they are part of the input), merged over partitions by a
+tree; ``searchsorted`` into them turns any id (``10**15`` works) into a dense id ``0 .. n-1``.
+Self-loops close no triangle and are dropped; the remaining edges are packed into 64-bit keys
+``(low << bits) | high`` and sent by ``low`` range to one receiving partition each, which makes
+them unique: duplicates and both directions of an edge merge.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import dask.dataframe as dd
 
+from dtri.bins import checked_key_bits, even_bounds, split_by_bounds
 from dtri.dispatch import array_module, column_to_array, frame_from_arrays
 from dtri.errors import InputError
 
 
-def canonical_pairs(frame):  # frame: pandas or cuDF DataFrame with integer src, dst
-    """One partition's edges as ``(min(src, dst), max(src, dst))`` int64 pairs."""
+def canonical_pairs(frame: Any) -> Any:
+    """One partition's edges (pandas or cuDF, integer ``src``, ``dst``) as
+    ``(min(src, dst), max(src, dst))`` int64 pairs."""
     src = column_to_array(frame["src"])
     dst = column_to_array(frame["dst"])
     xp = array_module(src)
@@ -36,11 +42,50 @@ def check_integer_columns(edges: dd.DataFrame) -> None:
             )
 
 
-def canonicalize(edges: dd.DataFrame) -> dd.DataFrame:
-    """Distinct undirected edges ``src <= dst`` (self-loops as ``(v, v)``), hash-partitioned."""
-    check_integer_columns(edges)
-    pairs = edges[["src", "dst"]].map_partitions(
-        canonical_pairs, meta=edges._meta[["src", "dst"]].astype("int64"),
-        token="dtri-canonicalize",
-    )
-    return pairs.drop_duplicates(split_out=max(1, edges.npartitions), ignore_index=True)
+def sorted_unique(values: Any) -> Any:
+    """Distinct values, ascending, by sort and adjacent compare (NumPy's hash-based ``unique``
+    is several times slower on integer keys; CuPy's is the same sort)."""
+    xp = array_module(values)
+    ordered = xp.sort(values)
+    if ordered.shape[0] < 2:
+        return ordered
+    keep = xp.empty(ordered.shape[0], dtype=bool)
+    keep[0] = True
+    xp.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def partition_vertices(frame: Any) -> Any:
+    """Distinct vertex ids of one partition, ascending (int64)."""
+    pairs = canonical_pairs(frame)
+    low, high = column_to_array(pairs["src"]), column_to_array(pairs["dst"])
+    return sorted_unique(array_module(low).concatenate([low, high]))
+
+
+def merge_vertices(*vertex_sets: Any) -> Any:
+    """Union of ascending vertex id arrays, ascending."""
+    return sorted_unique(array_module(vertex_sets[0]).concatenate(vertex_sets))
+
+
+def vertex_count(vertices: Any) -> int:
+    """Number of distinct vertices (the length of the merged vertex array)."""
+    return int(vertices.shape[0])
+
+
+def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
+    """One partition's simple edges as packed dense keys ``(low << bits) | high``, cut by
+    ``low`` into ``parts`` even id ranges (piece ``j`` goes to receiver ``j``)."""
+    pairs = canonical_pairs(frame)
+    xp = array_module(vertices)
+    n = vertex_count(vertices)
+    bits = checked_key_bits(n)
+    low = xp.searchsorted(vertices, column_to_array(pairs["src"]))
+    high = xp.searchsorted(vertices, column_to_array(pairs["dst"]))
+    simple = low != high
+    low, high = low[simple], high[simple]
+    return split_by_bounds((low << bits) | high, low, even_bounds(n, parts))
+
+
+def unique_edge_keys(*pieces: Any) -> Any:
+    """The distinct keys of one receiver's pieces, ascending."""
+    return sorted_unique(array_module(pieces[0]).concatenate(pieces))

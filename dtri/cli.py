@@ -12,7 +12,7 @@ from dask.utils import format_bytes, parse_bytes
 from dtri.orient import ORIENTATIONS
 from dtri.pipeline import JOINS
 from dtri.read import FORMATS
-from dtri.session import BACKENDS
+from dtri.session import BACKENDS, PROTOCOLS
 
 INPUT_MEANING = """\
 Input is read as a simple undirected graph: an edge and its reverse are one edge, repeated
@@ -83,6 +83,9 @@ def _fail(message: Any, code: int = 2) -> None:
               help="Scheduler file written by 'dask scheduler --scheduler-file'.")
 @click.option("--workers", type=click.IntRange(min=1),
               help="Workers of the local cluster (default: one per GPU, or per core).")
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default="auto", show_default=True,
+              help="Comms of the local cluster started for the run: auto is UCX (NVLink) "
+                   "between several GPU workers when distributed-ucxx is installed, else TCP.")
 @click.option("--memory-budget", type=ByteSize(),
               help="Memory one worker may plan for, e.g. 8GiB (default: a quarter of the "
                    "worker's memory, GPU memory on the GPU backend).")
@@ -108,8 +111,8 @@ def _fail(message: Any, code: int = 2) -> None:
               help="Dask progress bars on stderr (default: when stderr is a terminal).")
 def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns: str | None,
           header: bool | None, backend: str, scheduler: str | None, scheduler_file: str | None,
-          workers: int | None, memory_budget: int | None, bins: int | None, orientation: str,
-          join: str, blocksize: str, as_json: bool, explain: bool,
+          workers: int | None, protocol: str, memory_budget: int | None, bins: int | None,
+          orientation: str, join: str, blocksize: str, as_json: bool, explain: bool,
           progress: bool | None) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
@@ -131,7 +134,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns
         result = run_count(
             edges, format=fmt, columns=_columns(columns), header=header, backend=backend,
             scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
-            memory_budget=memory_budget, bins=bins, orientation=orientation, join=join,
+            protocol=protocol, memory_budget=memory_budget, bins=bins, orientation=orientation,
+            join=join,
             blocksize=blocksize, explain=explain,
             progress=sys.stderr.isatty() if progress is None else progress,
         )
@@ -260,12 +264,14 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
               help="Scheduler file written by 'dask scheduler --scheduler-file'.")
 @click.option("--workers", type=click.IntRange(min=1),
               help="Workers of the local cluster (default: one per GPU, or per core).")
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default="auto", show_default=True,
+              help="Comms of the local cluster (see dtri count --help).")
 @click.option("--memory-budget", type=ByteSize(), help="Memory one worker may plan for.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the generated graphs.")
 def bench(graphs: tuple[str, ...], backend: str, repeat: int, peers: str, output: str | None,
           scheduler: str | None, scheduler_file: str | None, workers: int | None,
-          memory_budget: int | None, seed: int) -> None:
+          protocol: str, memory_budget: int | None, seed: int) -> None:
     """Time dtri on each GRAPH (a spec such as rmat:16, or a path) and compare with peers.
 
     Prints one JSON line per graph: its size and count, dtri's end-to-end and in-memory
@@ -284,7 +290,7 @@ def bench(graphs: tuple[str, ...], backend: str, repeat: int, peers: str, output
 
     options = BenchOptions(backend=backend, repeat=repeat, peers=peers, scheduler=scheduler,
                            scheduler_file=scheduler_file, workers=workers, seed=seed,
-                           memory_budget=memory_budget)
+                           memory_budget=memory_budget, protocol=protocol)
     try:
         run_bench(list(graphs), options, emit)
     except BenchDisagreement as error:

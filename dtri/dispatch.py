@@ -23,7 +23,8 @@ column_to_array = Dispatch("column_to_array")
 """A DataFrame column as a contiguous array of the matching array library (no host copy)."""
 
 frame_from_arrays = Dispatch("frame_from_arrays")
-"""A DataFrame of the same library as ``like`` built from a dict of arrays."""
+"""A DataFrame of the library of ``like`` (a DataFrame, or an array: NumPy → pandas,
+CuPy → cuDF) built from a dict of arrays."""
 
 to_host = Dispatch("to_host")
 """A NumPy copy of an array (identity for NumPy arrays)."""
@@ -44,8 +45,8 @@ def _pandas_column(series: pd.Series) -> np.ndarray:
     return series.to_numpy()
 
 
-@frame_from_arrays.register(pd.DataFrame)
-def _pandas_frame(like: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
+@frame_from_arrays.register((pd.DataFrame, np.ndarray))
+def _pandas_frame(like: pd.DataFrame | np.ndarray, columns: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
@@ -53,6 +54,7 @@ def _pandas_frame(like: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
 @to_host.register_lazy("cupy")
 @column_to_array.register_lazy("cudf")
 @frame_from_arrays.register_lazy("cudf")
+@frame_from_arrays.register_lazy("cupy")
 def _register_gpu() -> None:
     from dtri import gpu  # noqa: F401  (registers the cuDF/CuPy implementations)
 

@@ -25,8 +25,8 @@ def _cudf_column(series: cudf.Series) -> cupy.ndarray:
     return series.values
 
 
-@frame_from_arrays.register(cudf.DataFrame)
-def _cudf_frame(like: cudf.DataFrame, columns: dict[str, Any]) -> cudf.DataFrame:
+@frame_from_arrays.register((cudf.DataFrame, cupy.ndarray))
+def _cudf_frame(like: cudf.DataFrame | cupy.ndarray, columns: dict[str, Any]) -> cudf.DataFrame:
     return cudf.DataFrame(columns)
 
 

@@ -1,67 +1,86 @@
-"""Degree + orient: rank every vertex and point each edge from lower to higher rank.
+"""Rank + orient: rank every vertex and point each edge from lower to higher rank.
 
 Ranks are dense ids ``0 .. n-1`` in the order of (degree, id) for the default ``degree``
-orientation, or of id for ``id``. Renaming vertices to ranks does two jobs at once: every
-vertex id fits the packed 64-bit keys whatever the input ids were (``10**15`` works), and
-orienting ``u -> v`` when ``rank(u) < rank(v)`` is then a plain ``min``/``max``. Degree
-orientation bounds every out-degree by ``sqrt(2m)``, which is what keeps the wedge count
+orientation, or of id for ``id``. Degrees come from ``bincount`` per partition, summed over
+partitions. Orienting ``u -> v`` when ``rank(u) < rank(v)`` is then a plain ``min``/``max``;
+degree orientation bounds every out-degree by ``sqrt(2m)``, which is what keeps the wedge count
 (the sum of C(out-degree, 2)) small.
+
+The out-degrees, summed the same way, give the wedges per source before any wedge exists;
+their prefix sums cut the sources into ranges of equal estimated work (edges + wedges), one per
+receiving partition of the sort, so no worker holds most of the wedges.
 """
 
 from __future__ import annotations
 
-import dask.dataframe as dd
+from typing import Any
 
-from dtri.dispatch import array_module, column_to_array, frame_from_arrays
+from dtri.bins import checked_key_bits, split_by_bounds
+from dtri.dispatch import array_module
 
 ORIENTATIONS = ("degree", "id")
 
 
-def endpoint_degrees(frame):
-    """Two rows per canonical edge, ``(endpoint, 1)``; a self-loop adds ``(v, 0)`` twice, so
-    its vertex is known but gains no degree."""
-    src = column_to_array(frame["src"])
-    dst = column_to_array(frame["dst"])
-    xp = array_module(src)
-    weight = (src != dst).astype(xp.int64)
-    return frame_from_arrays(
-        frame, {"vertex": xp.concatenate([src, dst]), "degree": xp.concatenate([weight, weight])}
-    )
+def degree_counts(keys: Any, vertices: int) -> Any:
+    """Degree of every vertex within one partition's distinct edge keys."""
+    xp = array_module(keys)
+    bits = checked_key_bits(vertices)
+    return (xp.bincount(keys >> bits, minlength=vertices)
+            + xp.bincount(keys & ((1 << bits) - 1), minlength=vertices))
 
 
-def vertex_degrees(edges: dd.DataFrame) -> dd.DataFrame:
-    """``vertex, degree`` for every vertex of the canonical edges (self-loop-only ones: 0)."""
-    meta = edges._meta.rename(columns={"src": "vertex", "dst": "degree"})
-    endpoints = edges.map_partitions(endpoint_degrees, meta=meta, token="dtri-degree")
-    degrees = endpoints.groupby("vertex")["degree"].sum(split_out=max(1, edges.npartitions))
-    return degrees.reset_index()
+def add_counts(*counts: Any) -> Any:
+    """Element-wise sum of per-partition count arrays of equal length."""
+    total = counts[0].copy()
+    for more in counts[1:]:
+        total += more
+    return total
 
 
-def vertex_ranks(degrees: dd.DataFrame, orientation: str) -> dd.DataFrame:
-    """``vertex, rank``: the position of each vertex in (degree, id) or id order."""
+def vertex_ranks(degree: Any, orientation: str) -> Any | None:
+    """Rank of every dense vertex: its position in (degree, id) order; ``None`` for the id
+    orientation, where dense ids are the ranks already."""
     if orientation not in ORIENTATIONS:
         raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
-    order = ["degree", "vertex"] if orientation == "degree" else ["vertex"]
-    ordered = degrees.sort_values(order, ignore_index=True)
-    ones = ordered.assign(rank=1)
-    return ones.assign(rank=ones["rank"].cumsum() - 1)[["vertex", "rank"]]
+    if orientation == "id":
+        return None
+    xp = array_module(degree)
+    order = xp.argsort(degree, kind="stable")  # ids ascend already: (degree, id) order
+    rank = xp.empty(degree.shape[0], dtype=xp.int64)
+    rank[order] = xp.arange(degree.shape[0], dtype=xp.int64)
+    return rank
 
 
-def oriented_pairs(frame):
-    """Rank pairs ``(low, high)`` of one partition, renamed to ``src, dst``."""
-    a = column_to_array(frame["src_rank"])
-    b = column_to_array(frame["dst_rank"])
-    xp = array_module(a)
-    return frame_from_arrays(frame, {"src": xp.minimum(a, b), "dst": xp.maximum(a, b)})
+def orient_keys(keys: Any, rank: Any | None, vertices: int) -> Any:
+    """Packed keys ``(src << bits) | dst`` of the edges pointed from lower to higher rank."""
+    if rank is None:
+        return keys  # id orientation: low < high already
+    xp = array_module(keys)
+    bits = checked_key_bits(vertices)
+    low, high = rank[keys >> bits], rank[keys & ((1 << bits) - 1)]
+    return (xp.minimum(low, high) << bits) | xp.maximum(low, high)
 
 
-def orient(edges: dd.DataFrame, ranks: dd.DataFrame) -> dd.DataFrame:
-    """Non-loop canonical edges renamed to ranks and oriented from lower to higher rank."""
-    simple = edges[edges["src"] != edges["dst"]]
-    by_src = ranks.rename(columns={"vertex": "src", "rank": "src_rank"})
-    by_dst = ranks.rename(columns={"vertex": "dst", "rank": "dst_rank"})
-    ranked = simple.merge(by_src, on="src").merge(by_dst, on="dst")
-    meta = edges._meta[["src", "dst"]]
-    return ranked[["src_rank", "dst_rank"]].map_partitions(
-        oriented_pairs, meta=meta, token="dtri-orient"
-    )
+def out_degree_counts(oriented: Any, vertices: int) -> Any:
+    """Out-degree of every rank within one partition's oriented keys."""
+    xp = array_module(oriented)
+    return xp.bincount(oriented >> checked_key_bits(vertices), minlength=vertices)
+
+
+def source_bounds(out_degree: Any, parts: int) -> list[int]:
+    """Cut the sources (ranks ``0 .. n-1``) into ``parts`` ranges of equal estimated work,
+    edges plus wedges (C(d+, 2)), by the prefix sums of the out-degrees."""
+    xp = array_module(out_degree)
+    n = int(out_degree.shape[0])
+    if parts == 1 or n == 0:
+        return [0] + [n] * parts
+    work = xp.cumsum(out_degree + out_degree * (out_degree - 1) // 2)
+    total = int(work[-1])
+    targets = xp.asarray([total * j // parts for j in range(1, parts)], dtype=work.dtype)
+    inner = xp.searchsorted(work, targets, side="right").tolist()
+    return [0, *(min(int(b), n) for b in inner), n]
+
+
+def split_by_source(oriented: Any, bounds: list[int], vertices: int) -> dict[int, Any]:
+    """Oriented keys cut by source rank range (piece ``j`` goes to receiver ``j``)."""
+    return split_by_bounds(oriented, oriented >> checked_key_bits(vertices), bounds)

@@ -31,18 +31,31 @@ from typing import Any
 
 import dask
 import dask.dataframe as dd
-from dask.base import tokenize
 
-from dtri.bins import pack_edges, radix_split, slice_bin
-from dtri.canonicalize import canonicalize, check_integer_columns
+from dtri.bins import MAX_KEY_BITS, pack_edges, radix_split, slice_bin  # noqa: F401
+from dtri.canonicalize import (
+    check_integer_columns,
+    merge_vertices,
+    partition_vertices,
+    split_edge_keys,
+    unique_edge_keys,
+    vertex_count,
+)
 from dtri.dispatch import array_module, column_to_array
 from dtri.intersect import bin_csr, count_intersections
 from dtri.join import count_closed
-from dtri.orient import orient, vertex_degrees, vertex_ranks
+from dtri.orient import (
+    add_counts,
+    degree_counts,
+    orient_keys,
+    out_degree_counts,
+    source_bounds,
+    split_by_source,
+    vertex_ranks,
+)
 from dtri.plan import (  # noqa: F401  (the planner's names stay importable from here)
     INTERSECT_MIN_WEDGES,
     JOINS,
-    MAX_KEY_BITS,
     REDUCE_FAN_IN,
     CountPlan,
     build_plan,
@@ -50,7 +63,8 @@ from dtri.plan import (  # noqa: F401  (the planner's names stay importable from
 )
 from dtri.prepare import prepare_partition
 from dtri.session import Session
-from dtri.sort import PartitionSummary, partition_summary, sort_adjacency
+from dtri.sort import PartitionSummary, partition_summary, sorted_edges
+from dtri.tasks import exchange, task, tree
 from dtri.wedges import closure_keys
 
 
@@ -134,13 +148,6 @@ class StageTimer:
         return tuple(results) if action is dask.persist else tuple(client.gather(futures))
 
 
-def _task(stage: str, func: Any, *args: Any, key: tuple) -> Any:
-    """A delayed call whose key names its stage (``dtri-<stage>-<token>-<index...>``)."""
-    index = "-".join(str(part) for part in key)
-    name = f"dtri-{stage}-{tokenize(func, *args)}-{index}"
-    return dask.delayed(func, pure=True)(*args, dask_key_name=name)
-
-
 def edge_bin(k: int, shift: int, bits: int, *partitions: Any) -> Any:
     """Bin ``k`` of the packed edge keys, ascending, from the partitions that overlap it."""
     pieces = []
@@ -183,15 +190,8 @@ def total(*counts: int) -> int:
 
 
 def reduce_tree(counts: list[Any]) -> Any:
-    """Sum delayed counts in a tree of fan-in ``REDUCE_FAN_IN`` (``dtri-reduce`` tasks)."""
-    level = 0
-    while len(counts) > 1 or level == 0:
-        counts = [
-            _task("reduce", total, *counts[i : i + REDUCE_FAN_IN], key=(level, i))
-            for i in range(0, max(len(counts), 1), REDUCE_FAN_IN)
-        ]
-        level += 1
-    return counts[0]
+    """Sum delayed counts in a tree (``dtri-reduce`` tasks)."""
+    return tree("reduce", total, counts, REDUCE_FAN_IN)
 
 
 BYTES_PER_EDGE_IN_FLIGHT = 16 * 8
@@ -199,15 +199,58 @@ BYTES_PER_EDGE_IN_FLIGHT = 16 * 8
 the shuffles, merges and sorts."""
 
 
-def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
-    """One partition when the graph fits one task's budget, else enough to fit, one per
-    worker at least.
+MIN_ROWS_PER_PARTITION = 1 << 22
+"""Below this many input rows per worker, one partition (one task, no exchange) is faster than
+spreading the preparation over the workers."""
 
-    One partition takes the one-task array path (:mod:`dtri.prepare`), which beats any
-    shuffle; the counting phase still spreads over every worker through its batches and bins.
+
+def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
+    """Enough partitions that each fits one task's budget, and one per worker when the graph
+    is large enough for the workers to share its preparation; one partition otherwise.
+
+    One partition takes the one-task path (:mod:`dtri.prepare`); the counting phase still
+    spreads over every worker through its batches and bins.
     """
     wanted = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
-    return 1 if wanted <= 1 else max(wanted, session.workers)
+    spread = min(session.workers, rows // MIN_ROWS_PER_PARTITION)
+    return max(1, wanted, spread) if wanted > 1 or spread > 1 else 1
+
+
+def prepare_partitions(inputs: list[Any], orientation: str,
+                       timer: StageTimer) -> tuple[list[Any], list[Any]]:
+    """Canonicalize, rank, orient and sort edges held in several partitions
+    (:mod:`dtri.prepare` explains the steps); returns the sorted partitions, one per input
+    partition, each holding one source range's whole adjacency lists, and the vertex count.
+
+    Each stage is persisted before the next starts; every exchange sends each partition's
+    pieces to their receivers once, through Dask.
+    """
+    parts = len(inputs)
+    vertices = tree("vertices", merge_vertices,
+                    [task("vertices", partition_vertices, part, key=(p,))
+                     for p, part in enumerate(inputs)])
+    n = task("vertices", vertex_count, vertices, key=("count",))
+    splits = [task("canonicalize", split_edge_keys, part, vertices, parts, key=(p,))
+              for p, part in enumerate(inputs)]
+    *keys, n = timer.persist("canonicalize", *exchange("canonicalize", splits,
+                                                         unique_edge_keys, parts), n)
+    del vertices, splits
+
+    degree = tree("rank", add_counts,
+                  [task("rank", degree_counts, k, n, key=(p,)) for p, k in enumerate(keys)])
+    (rank,) = timer.persist("rank", task("rank", vertex_ranks, degree, orientation, key=(0,)))
+
+    oriented = [task("orient", orient_keys, k, rank, n, key=(p,)) for p, k in enumerate(keys)]
+    out_degree = tree("orient", add_counts, [task("orient", out_degree_counts, o, n, key=(p,))
+                                             for p, o in enumerate(oriented)])
+    bounds = task("orient", source_bounds, out_degree, parts, key=("bounds",))
+    *oriented, bounds = timer.persist("orient", *oriented, bounds)
+    del keys, rank
+
+    splits = [task("sort", split_by_source, o, bounds, n, key=(p,))
+              for p, o in enumerate(oriented)]
+    sorted_parts = timer.persist("sort", *exchange("sort", splits, sorted_edges, parts, n))
+    return list(sorted_parts), [n]
 
 
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
@@ -243,32 +286,23 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     # partitions when lowered, and partition keys must be those that exist after persist.
     (edges,) = timer.persist("read", edges.optimize())
     if partitions is None:
-        rows = sum(timer.compute("read", [_task("read", len, part, key=("rows", p))
+        rows = sum(timer.compute("read", [task("read", len, part, key=("rows", p))
                                           for p, part in enumerate(edges.to_delayed())])[0])
         if (wanted := fitted_partitions(rows, session, task_budget)) != edges.npartitions:
             (edges,) = timer.persist("repartition", edges.repartition(npartitions=wanted))
     if edges.npartitions == 1:  # the whole graph in one task: no shuffle needed
         (prepared,) = edges.to_delayed()
-        prepared = _task("prepare", prepare_partition, prepared, orientation, key=(0,))
-        parts = [_task("prepare", getitem, prepared, 0, key=("edges", 0))]
-        vertex_counts = [_task("prepare", getitem, prepared, 1, key=("vertices", 0))]
+        prepared = task("prepare", prepare_partition, prepared, orientation, key=(0,))
+        parts = [task("prepare", getitem, prepared, 0, key=("edges", 0))]
+        vertex_counts = [task("prepare", getitem, prepared, 1, key=("vertices", 0))]
         *parts, vertex_count = timer.persist("prepare", *parts, *vertex_counts)
         vertex_counts = [vertex_count]
         del edges, prepared
     else:
-        (canonical,) = timer.persist("canonicalize", canonicalize(edges))
+        parts, vertex_counts = prepare_partitions(edges.to_delayed(), orientation, timer)
         del edges
-        (ranks,) = timer.persist("rank", vertex_ranks(vertex_degrees(canonical), orientation))
-        (oriented,) = timer.persist("orient", orient(canonical, ranks))
-        del canonical
-        (sorted_edges,) = timer.persist("sort", sort_adjacency(oriented))
-        del oriented
-        parts = sorted_edges.to_delayed()
-        vertex_counts = [_task("plan", len, part, key=("ranks", r))
-                         for r, part in enumerate(ranks.to_delayed())]
-        del ranks
 
-    summary_tasks = [_task("plan", partition_summary, part, key=(p,))
+    summary_tasks = [task("plan", partition_summary, part, key=(p,))
                      for p, part in enumerate(parts)]
     vertex_counts, summaries = timer.compute("plan", vertex_counts, summary_tasks)
     summaries = [PartitionSummary(*s) for s in summaries]
@@ -281,12 +315,12 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         return _result(plan, None, orientation, timer.seconds)
 
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
-    edge_bins = {k: _task("edge-bins", edge_bin, k, shift, bits,
+    edge_bins = {k: task("edge-bins", edge_bin, k, shift, bits,
                           *(parts[p] for p in plan.bin_partitions[k]), key=(k,))
                  for k in plan.bin_sources}
     csr_bins = {}
     if plan.needs_csr:
-        csr_bins = {k: _task("edge-csr", edge_bin_csr, keys, bits, *plan.bin_sources[k],
+        csr_bins = {k: task("edge-csr", edge_bin_csr, keys, bits, *plan.bin_sources[k],
                              key=(k,))
                     for k, keys in edge_bins.items()}
     needed = {**({("keys", k): t for k, t in edge_bins.items()} if plan.needs_edge_keys else {}),
@@ -295,13 +329,13 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
 
     joins = []
     for p, j, first, last in plan.batches:
-        split = _task("wedges", wedge_bins, parts[p], first, last, bits, shift, nbins, key=(p, j))
+        split = task("wedges", wedge_bins, parts[p], first, last, bits, shift, nbins, key=(p, j))
         for k in plan.reach[p]:
-            picked = _task("bins", pick_bin, split, k, key=(p, j, k))
-            joins.append(_task("join", join_bin, picked, persisted["keys", k], key=(p, j, k)))
+            picked = task("bins", pick_bin, split, k, key=(p, j, k))
+            joins.append(task("join", join_bin, picked, persisted["keys", k], key=(p, j, k)))
     for p, s in enumerate(summaries):
         if plan.strategy[p] == "intersect" and s.wedges:
-            joins.extend(_task("intersect", intersect_bin, parts[p], persisted["csr", k],
+            joins.extend(task("intersect", intersect_bin, parts[p], persisted["csr", k],
                                key=(p, k)) for k in plan.reach[p])
     (triangles,) = timer.compute("wedges_join", reduce_tree(joins))
     timer.seconds["total"] = round(time.perf_counter() - started, 6)

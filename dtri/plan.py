@@ -24,12 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dtri.bins import bin_shift, choose_bin_count, key_bits
-from dtri.errors import ConfigurationError
+from dtri.bins import bin_shift, checked_key_bits, choose_bin_count
 from dtri.sort import PartitionSummary
 from dtri.wedges import BYTES_PER_WEDGE, batch_ranges
 
-MAX_KEY_BITS = 31
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 1 << 20
@@ -220,11 +218,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     edge_count = sum(s.edges for s in summaries)
     wedge_count = sum(s.wedges for s in summaries)
 
-    bits = key_bits(vertices)
-    if bits > MAX_KEY_BITS:
-        raise ConfigurationError(
-            f"{vertices} vertices need {bits}-bit ids; packed keys support up to 2**31 vertices"
-        )
+    bits = checked_key_bits(vertices)
     nbins = choose_bin_count(edge_count, workers, task_budget, bins, bits)
     shift = bin_shift(bits, nbins)
     slots = 2 * workers * threads_per_worker

@@ -1,18 +1,17 @@
-"""Sort: oriented edges ordered by (src, dst) and range-partitioned by src.
+"""Sort: each source range's oriented edges ordered by (src, dst).
 
-After the sort each partition holds whole adjacency lists (all edges of a source land in one
-partition because partitions are split by source value), sorted, which is what the wedge
-stage needs. :func:`partition_summary` then measures each partition: edges, wedges (prefix
-sums of C(d, 2)), its source range and largest target, all before any wedge is written.
+A receiving partition gets every edge of its source range (:func:`dtri.orient.source_bounds`),
+so it holds whole adjacency lists, sorted, which is what the wedge stage needs.
+:func:`partition_summary` then measures each partition: edges, wedges (prefix sums of
+C(d, 2)), its source range and largest target, all before any wedge is written.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-import dask.dataframe as dd
-
-from dtri.dispatch import column_to_array
+from dtri.bins import checked_key_bits
+from dtri.dispatch import array_module, column_to_array, frame_from_arrays
 from dtri.wedges import count_wedges
 
 
@@ -26,12 +25,15 @@ class PartitionSummary(NamedTuple):
     last_dst: int
 
 
-def sort_adjacency(oriented: dd.DataFrame) -> dd.DataFrame:
-    """Edges sorted by (src, dst), partitions split by src value (whole adjacency lists)."""
-    return oriented.sort_values(["src", "dst"], ignore_index=True)
+def sorted_edges(vertices: int, *pieces: Any) -> Any:
+    """One source range's oriented keys as a ``src, dst`` frame sorted by (src, dst)."""
+    xp = array_module(pieces[0])
+    bits = checked_key_bits(vertices)
+    keys = xp.sort(xp.concatenate(pieces))
+    return frame_from_arrays(keys, {"src": keys >> bits, "dst": keys & ((1 << bits) - 1)})
 
 
-def partition_summary(frame) -> PartitionSummary:
+def partition_summary(frame: Any) -> PartitionSummary:
     """Edge count, wedge count and first/last source of one sorted partition."""
     src = column_to_array(frame["src"])
     if src.shape[0] == 0:

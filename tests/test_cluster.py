@@ -36,8 +36,8 @@ ROWS = manifest_rows()
 PHASES = {
     # the counting phase: per-batch closure keys, their radix bins and the joins
     "counting": ("dtri-wedges", "dtri-bins", "dtri-join"),
-    # the p2p shuffles of canonicalize/rank/orient/sort (drop_duplicates, merges, sort)
-    "shuffle": ("shuffle-transfer", "hash-join-transfer"),
+    # the preparation: vertex merge, canonicalize/sort exchanges, degree and out-degree trees
+    "prepare": ("dtri-vertices", "dtri-canonicalize", "dtri-rank", "dtri-orient", "dtri-sort"),
 }
 COUNT_TIMEOUT = 180  # seconds for the count to finish after the kill
 PHASE_TIMEOUT = 60  # seconds for the phase to show up on the scheduler
@@ -60,6 +60,58 @@ def rmat13():
     return edges, networkx_triangles(edges.to_numpy())
 
 
+def count_while_killing_a_worker(client, prefixes, count) -> tuple:
+    """Run ``count()`` in a thread; SIGKILL the worker process that runs a task whose key
+    starts with one of ``prefixes`` as soon as one shows up; return ``(result, killed
+    worker address, the task it ran)`` once the count ends. Fails the test if the count
+    hangs, raises, or no such task was seen."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:  # dtri.count uses the test's Client, the active default one
+            outcome["result"] = count()
+        except BaseException as error:  # reported below
+            outcome["error"] = error
+
+    runner = threading.Thread(target=run, name="dtri-count", daemon=True)
+    runner.start()
+    deadline = time.monotonic() + PHASE_TIMEOUT
+    running: list = []
+    while runner.is_alive() and time.monotonic() < deadline:
+        running = client.run_on_scheduler(_processing, prefixes=prefixes)
+        if running:
+            break
+        time.sleep(0.02)
+    if not running:
+        runner.join(COUNT_TIMEOUT)
+        pytest.fail(f"no {'/'.join(prefixes)} task was seen running before the count "
+                    f"ended or {PHASE_TIMEOUT} s passed; outcome: {outcome}")
+
+    key, address = running[0]
+    pid = client.run(os.getpid, workers=[address])[address]
+    os.kill(pid, signal.SIGKILL)
+    runner.join(COUNT_TIMEOUT)
+
+    assert not runner.is_alive(), (
+        f"dtri.count did not finish within {COUNT_TIMEOUT} s after worker {address} "
+        f"(pid {pid}) was killed while running {key}")
+    if "error" in outcome:
+        raise AssertionError(f"dtri.count failed after worker {address} was killed while "
+                             f"running {key}: {outcome['error']!r}") from outcome["error"]
+
+    # The scheduler saw the worker die, unexpectedly, while it ran tasks of the phase.
+    removals = [event for _, event in client.get_events("all")
+                if isinstance(event, dict) and event.get("action") == "remove-worker"
+                and event.get("worker") == address]
+    assert removals, f"the scheduler logged no removal of the killed worker {address}"
+    assert removals[0]["expected"] is False
+    lost = [str(k) for k in removals[0]["processing-tasks"]]
+    assert any(any(p in k for p in prefixes) for k in lost), (
+        f"the killed worker was running none of {prefixes} when it was removed: {lost[:5]}")
+    assert pid not in client.run(os.getpid).values()
+    return outcome["result"], address, key
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", list(PHASES))
 def test_count_is_exact_after_a_worker_is_killed(phase, rmat13):
@@ -68,62 +120,17 @@ def test_count_is_exact_after_a_worker_is_killed(phase, rmat13):
     from distributed import Client, LocalCluster
 
     edges, expected = rmat13
-    prefixes = PHASES[phase]
-    outcome: dict = {}
-
-    def count() -> None:
-        try:  # dtri.count uses the test's Client, the active default one
-            outcome["result"] = dtri.count(edges, backend="cpu", npartitions=6,
-                                           memory_budget="256KiB")
-        except BaseException as error:  # reported by the test below
-            outcome["error"] = error
-
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
             Client(cluster) as client:
         client.wait_for_workers(3, timeout=60)
-        runner = threading.Thread(target=count, name="dtri-count", daemon=True)
-        runner.start()
-        deadline = time.monotonic() + PHASE_TIMEOUT
-        running: list = []
-        while runner.is_alive() and time.monotonic() < deadline:
-            running = client.run_on_scheduler(_processing, prefixes=prefixes)
-            if running:
-                break
-            time.sleep(0.02)
-        if not running:
-            runner.join(COUNT_TIMEOUT)
-            pytest.fail(f"no {'/'.join(prefixes)} task was seen running before the count "
-                        f"ended or {PHASE_TIMEOUT} s passed; outcome: {outcome}")
-
-        key, address = running[0]
-        pid = client.run(os.getpid, workers=[address])[address]
-        os.kill(pid, signal.SIGKILL)
-        runner.join(COUNT_TIMEOUT)
-
-        assert not runner.is_alive(), (
-            f"dtri.count did not finish within {COUNT_TIMEOUT} s after worker {address} "
-            f"(pid {pid}) was killed while running {key}")
-        if "error" in outcome:
-            raise AssertionError(f"dtri.count failed after worker {address} was killed while "
-                                 f"running {key}: {outcome['error']!r}") from outcome["error"]
-        result = outcome["result"]
+        result, address, key = count_while_killing_a_worker(
+            client, PHASES[phase],
+            lambda: dtri.count(edges, backend="cpu", npartitions=6, memory_budget="256KiB"))
         assert result.triangles == expected, (
-            f"{result.triangles} triangles after the loss of a worker in the {phase} phase, "
-            f"NetworkX counts {expected}")
-        assert result.partitions > 1 and "canonicalize" in result.seconds  # the shuffle path
-
-        # The scheduler saw the worker die, unexpectedly, while it ran tasks of the phase.
-        removals = [event for _, event in client.get_events("all")
-                    if isinstance(event, dict) and event.get("action") == "remove-worker"
-                    and event.get("worker") == address]
-        assert removals, f"the scheduler logged no removal of the killed worker {address}"
-        removal = removals[0]
-        assert removal["expected"] is False
-        lost = [str(k) for k in removal["processing-tasks"]]
-        assert any(any(p in k for p in prefixes) for k in lost), (
-            f"the killed worker was running none of {prefixes} when it was removed: {lost[:5]}")
-        assert pid not in client.run(os.getpid).values()
+            f"{result.triangles} triangles after the loss of worker {address} in the {phase} "
+            f"phase (it ran {key}), NetworkX counts {expected}")
+        assert result.partitions > 1 and "canonicalize" in result.seconds  # the exchange path
 
 
 def test_a_worker_killed_during_a_count_is_restarted_by_its_nanny():
@@ -311,7 +318,7 @@ def _edges(path: Path) -> pd.DataFrame:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["name"] for r in ROWS])
 def test_workers_and_one_process_agree_on_shared_graphs(row, shared_data, dask_client, backend):
-    """Four partitions (the shuffle stages, not the one-partition path) on the two-worker
+    """Four partitions (the exchange stages, not the one-partition path) on the two-worker
     cluster and on the synchronous scheduler: both give the published count."""
     edges = _edges(shared_data / row["file"])
     published = int(row["triangles"])

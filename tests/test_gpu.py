@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -132,3 +134,87 @@ def test_parquet_directory_on_a_local_cuda_cluster(tmp_path):
             tmp_path / f"part-{part}.parquet")
     result = dtri.count(tmp_path, backend="gpu")
     assert result.triangles == networkx_triangles(edges)
+
+
+# ---------------------------------------------------------------------------------------------
+# Several GPUs of one host (skipped with fewer than two)
+# ---------------------------------------------------------------------------------------------
+
+def _gpus() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def _enough_gpus() -> bool:
+    try:
+        return _gpus() >= 2
+    except Exception:  # no CuPy, no driver
+        return False
+
+
+needs_two_gpus = pytest.mark.skipif(not _enough_gpus(), reason="needs two or more GPUs")
+
+
+def _protocols() -> list[str]:
+    from dtri.session import ucx_available
+
+    return ["tcp", "ucx"] if ucx_available() else ["tcp"]
+
+
+@pytest.fixture(scope="module")
+def rmat13_gpu_oracle():
+    from dtri.generate import rmat
+
+    edges = rmat(13, seed=1, npartitions=1).compute(scheduler="sync")
+    return edges, networkx_triangles(edges.to_numpy())
+
+
+@needs_two_gpus
+@pytest.mark.parametrize("protocol", _protocols())
+def test_every_visible_gpu_gets_a_worker_and_the_count_is_exact(protocol, rmat13_gpu_oracle):
+    """One dask-cuda worker per GPU, one partition each (the exchange path), over TCP and
+    over UCX: the NetworkX count, and every worker ran counting tasks."""
+    from dtri.generate import rmat
+
+    _, expected = rmat13_gpu_oracle
+    gpus = _gpus()
+    result = dtri.count(rmat(13, seed=1, npartitions=gpus, backend="gpu"), backend="gpu",
+                        protocol=protocol, npartitions=gpus, memory_budget="8MiB")
+    assert result.workers == gpus and result.partitions == gpus
+    assert "canonicalize" in result.seconds and "prepare" not in result.seconds
+    assert result.triangles == expected
+
+
+@needs_two_gpus
+def test_workers_option_limits_the_gpus_used(rmat13_gpu_oracle):
+    edges, expected = rmat13_gpu_oracle
+    result = dtri.count(edges, backend="gpu", workers=2, npartitions=3)
+    assert result.workers == 2 and result.triangles == expected
+
+
+@needs_two_gpus
+def test_tiny_graph_on_every_gpu_leaves_empty_partitions_and_bins():
+    result = dtri.count(np.array([[0, 1], [1, 2], [2, 0]]), backend="gpu",
+                        npartitions=2 * _gpus(), bins=16)
+    assert result.triangles == 1
+
+
+@needs_two_gpus
+@pytest.mark.slow
+def test_gpu_worker_killed_mid_count_is_recomputed_exactly(rmat13_gpu_oracle):
+    """The worker-loss test of tests/test_cluster.py on dask-cuda workers: SIGKILL the GPU
+    worker that runs a preparation task; the count finishes and is exact."""
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    from tests.test_cluster import PHASES, count_while_killing_a_worker
+
+    edges, expected = rmat13_gpu_oracle
+    with LocalCUDACluster(n_workers=2, silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
+        result, address, key = count_while_killing_a_worker(
+            client, PHASES["prepare"],
+            lambda: dtri.count(edges, backend="gpu", npartitions=6, memory_budget="256KiB",
+                               join="wedges"))
+        assert result.triangles == expected, f"worker {address} killed while running {key}"

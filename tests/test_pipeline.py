@@ -117,10 +117,12 @@ def test_distributed_cluster_counts_exactly(dask_client, backend):
 
 
 def test_task_names_show_the_stages(dask_client, backend):
-    dtri.count(np.array([(0, 1), (1, 2), (0, 2), (2, 3)]), backend=backend)
+    dtri.count(np.array([(0, 1), (1, 2), (0, 2), (2, 3)]), backend=backend, npartitions=2,
+               join="wedges")
     prefixes = dask_client.run_on_scheduler(
         lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-    for stage in ("dtri-canonicalize", "dtri-degree", "dtri-orient", "dtri-plan",
+    for stage in ("dtri-vertices", "dtri-canonicalize", "dtri-rank", "dtri-orient", "dtri-sort",
+                  "dtri-plan",
                   "dtri-edge-bins", "dtri-wedges", "dtri-bins", "dtri-join", "dtri-reduce"):
         assert stage in prefixes, prefixes
 

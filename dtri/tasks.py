@@ -1,0 +1,54 @@
+"""Task-graph building blocks: stage-named tasks, reduction trees and all-to-all exchanges.
+
+Every task's key names its stage (``dtri-<stage>-<token>-<index>``) so the Dask dashboard tells
+the story. Exchanges between partitions are plain Dask tasks, so their data travels through
+Dask's own transfer machinery (TCP, or UCX with NVLink where dask-cuda workers use it) and a
+lost worker's pieces are recomputed like any other task:
+
+* a *split* task cuts one partition into one piece per receiver (a dict ``{receiver: piece}``);
+* a ``pick`` task per (sender, receiver) takes one piece where the split lives, so only that
+  piece travels;
+* a *combine* task per receiver takes its pieces from every sender.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from operator import getitem
+from typing import Any
+
+import dask
+from dask.base import tokenize
+
+FAN_IN = 32
+"""Inputs per task of a reduction tree."""
+
+
+def task(stage: str, func: Callable[..., Any], *args: Any, key: tuple) -> Any:
+    """A delayed call whose key names its stage (``dtri-<stage>-<token>-<index...>``)."""
+    index = "-".join(str(part) for part in key)
+    name = f"dtri-{stage}-{tokenize(func, *args)}-{index}"
+    return dask.delayed(func, pure=True)(*args, dask_key_name=name)
+
+
+def tree(stage: str, func: Callable[..., Any], items: Sequence[Any],
+         fan_in: int = FAN_IN) -> Any:
+    """``func`` applied over ``items`` as a tree of fan-in ``fan_in``; ``func`` must combine
+    any number of its own results (a sum, a union)."""
+    level, items = 0, list(items)
+    while len(items) > 1 or level == 0:
+        items = [task(stage, func, *items[i: i + fan_in], key=(level, i))
+                 for i in range(0, max(len(items), 1), fan_in)]
+        level += 1
+    return items[0]
+
+
+def exchange(stage: str, splits: Sequence[Any], combine: Callable[..., Any],
+             receivers: int, *args: Any) -> list[Any]:
+    """All-to-all: receiver ``j`` gets ``combine(*args, piece_0j, ..., piece_(s-1)j)``, where
+    ``splits[i]`` is a delayed ``{j: piece}`` with every receiver present."""
+    return [task(stage, combine, *args,
+                 *(task(stage, getitem, split, j, key=("pick", i, j))
+                   for i, split in enumerate(splits)),
+                 key=(j,))
+            for j in range(receivers)]
