@@ -44,15 +44,23 @@ def bin_csr(keys: Any, bits: int, low: int, high: int) -> BinCSR:
     return BinCSR(dst, xp.searchsorted(src, bounds).astype(xp.int64), low, high)
 
 
-def edge_lists(src: Any, dst: Any, csr: BinCSR) -> tuple[Any, Any, Any, Any, Any]:
+def list_ends(src: Any) -> Any:
+    """For each edge of a source-sorted partition, the end of its source's out-list (the
+    position after the source's last edge); computed once per partition, shared by its bins."""
+    xp = array_module(src)
+    return wedges_per_edge(src) + 1 + xp.arange(src.shape[0], dtype=xp.int64)
+
+
+def edge_lists(src: Any, dst: Any, csr: BinCSR,
+               ends: Any = None) -> tuple[Any, Any, Any, Any, Any]:
     """For each partition edge whose target lies in the bin: the two lists to intersect.
 
     Returns ``(a_start, a_stop, b_start, b_stop, edge)``: ``a`` indexes the partition's
     ``dst`` (the later out-neighbours of the source), ``b`` the bin's ``dst`` (``N+(v)``);
-    edges where either list is empty are left out.
+    edges where either list is empty are left out. ``ends``: :func:`list_ends` of ``src``.
     """
     xp = array_module(src)
-    a_stop = wedges_per_edge(src) + 1 + xp.arange(src.shape[0], dtype=xp.int64)
+    a_stop = list_ends(src) if ends is None else ends
     edge = xp.flatnonzero((dst >= csr.low) & (dst < csr.high))
     local = dst[edge] - csr.low
     b_start, b_stop = csr.offsets[local], csr.offsets[local + 1]
@@ -62,10 +70,11 @@ def edge_lists(src: Any, dst: Any, csr: BinCSR) -> tuple[Any, Any, Any, Any, Any
     return a_start[keep], a_stop[keep], b_start[keep], b_stop[keep], edge[keep]
 
 
-def count_intersections(src: Any, dst: Any, csr: BinCSR) -> int:
-    """Triangles closed by the partition's edges ``(src, dst)`` whose target is in the bin."""
+def count_intersections(src: Any, dst: Any, csr: BinCSR, ends: Any = None) -> int:
+    """Triangles closed by the partition's edges ``(src, dst)`` whose target is in the bin
+    (``ends``: :func:`list_ends` of ``src``, when the caller has it already)."""
     xp = array_module(src)
-    a_start, a_stop, b_start, b_stop, _ = edge_lists(src, dst, csr)
+    a_start, a_stop, b_start, b_stop, _ = edge_lists(src, dst, csr, ends)
     if a_start.shape[0] == 0:
         return 0
     part_dst = dst.astype(xp.int32)

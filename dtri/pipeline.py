@@ -42,7 +42,7 @@ from dtri.canonicalize import (
     vertex_count,
 )
 from dtri.dispatch import array_module, column_to_array
-from dtri.intersect import bin_csr, count_intersections
+from dtri.intersect import bin_csr, count_intersections, list_ends
 from dtri.join import count_closed
 from dtri.orient import (
     add_counts,
@@ -64,7 +64,7 @@ from dtri.plan import (  # noqa: F401  (the planner's names stay importable from
 from dtri.prepare import prepare_partition
 from dtri.session import Session
 from dtri.sort import PartitionSummary, partition_summary, sorted_edges
-from dtri.tasks import exchange, task, tree
+from dtri.tasks import exchange, placed, task, tree
 from dtri.wedges import closure_keys
 
 
@@ -148,13 +148,21 @@ class StageTimer:
         return tuple(results) if action is dask.persist else tuple(client.gather(futures))
 
 
-def edge_bin(k: int, shift: int, bits: int, *partitions: Any) -> Any:
-    """Bin ``k`` of the packed edge keys, ascending, from the partitions that overlap it."""
-    pieces = []
-    for frame in partitions:
-        keys = pack_edges(column_to_array(frame["src"]), column_to_array(frame["dst"]), bits)
-        pieces.append(slice_bin(keys, k, shift))
-    return array_module(pieces[0]).concatenate(pieces)
+def bin_slices(frame: Any, bins: tuple[int, ...], src_shift: int, bits: int) -> dict:
+    """One sorted partition's packed keys cut at the edges of the bins it overlaps (bin ``k``
+    holds sources ``[k << src_shift, (k + 1) << src_shift)``): contiguous slices of the
+    source-sorted partition, so only each bin's share travels to the bin."""
+    src, dst = column_to_array(frame["src"]), column_to_array(frame["dst"])
+    xp = array_module(src)
+    bounds = xp.asarray([k << src_shift for k in bins] + [(bins[-1] + 1) << src_shift])
+    cuts = xp.searchsorted(src, bounds).tolist()
+    return {k: pack_edges(src[cuts[i]: cuts[i + 1]], dst[cuts[i]: cuts[i + 1]], bits)
+            for i, k in enumerate(bins)}
+
+
+def edge_bin(*slices: Any) -> Any:
+    """Bin ``k`` of the packed edge keys, ascending: its slices in partition order."""
+    return array_module(slices[0]).concatenate(slices)
 
 
 def edge_bin_csr(keys: Any, bits: int, low: int, high: int) -> Any:
@@ -162,9 +170,15 @@ def edge_bin_csr(keys: Any, bits: int, low: int, high: int) -> Any:
     return bin_csr(keys, bits, low, high)
 
 
-def intersect_bin(frame: Any, csr: Any) -> int:
+def partition_list_ends(frame: Any) -> Any:
+    """:func:`dtri.intersect.list_ends` of one sorted partition."""
+    return list_ends(column_to_array(frame["src"]))
+
+
+def intersect_bin(frame: Any, ends: Any, csr: Any) -> int:
     """Triangles closed by one partition's edges that point into one bin."""
-    return count_intersections(column_to_array(frame["src"]), column_to_array(frame["dst"]), csr)
+    return count_intersections(column_to_array(frame["src"]), column_to_array(frame["dst"]), csr,
+                               ends)
 
 
 def wedge_bins(frame: Any, first: int, last: int, bits: int, shift: int, nbins: int) -> dict:
@@ -216,14 +230,15 @@ def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
     return max(1, wanted, spread) if wanted > 1 or spread > 1 else 1
 
 
-def prepare_partitions(inputs: list[Any], orientation: str,
-                       timer: StageTimer) -> tuple[list[Any], list[Any]]:
+def prepare_partitions(inputs: list[Any], orientation: str, timer: StageTimer,
+                       workers: tuple[str, ...] = ()) -> tuple[list[Any], list[Any]]:
     """Canonicalize, rank, orient and sort edges held in several partitions
     (:mod:`dtri.prepare` explains the steps); returns the sorted partitions, one per input
     partition, each holding one source range's whole adjacency lists, and the vertex count.
 
     Each stage is persisted before the next starts; every exchange sends each partition's
-    pieces to their receivers once, through Dask.
+    pieces to their receivers once, through Dask; receiver ``j`` lives on ``workers[j]``
+    (round robin), which then owns sorted partition ``j``.
     """
     parts = len(inputs)
     vertices = tree("vertices", merge_vertices,
@@ -232,8 +247,8 @@ def prepare_partitions(inputs: list[Any], orientation: str,
     n = task("vertices", vertex_count, vertices, key=("count",))
     splits = [task("canonicalize", split_edge_keys, part, vertices, parts, key=(p,))
               for p, part in enumerate(inputs)]
-    *keys, n = timer.persist("canonicalize", *exchange("canonicalize", splits,
-                                                         unique_edge_keys, parts), n)
+    *keys, n = timer.persist("canonicalize", *exchange("canonicalize", splits, unique_edge_keys,
+                                                         parts, workers=workers), n)
     del vertices, splits
 
     degree = tree("rank", add_counts,
@@ -249,7 +264,8 @@ def prepare_partitions(inputs: list[Any], orientation: str,
 
     splits = [task("sort", split_by_source, o, bounds, n, key=(p,))
               for p, o in enumerate(oriented)]
-    sorted_parts = timer.persist("sort", *exchange("sort", splits, sorted_edges, parts, n))
+    sorted_parts = timer.persist("sort", *exchange("sort", splits, sorted_edges, parts, n,
+                                                   workers=workers))
     return list(sorted_parts), [n]
 
 
@@ -299,7 +315,8 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         vertex_counts = [vertex_count]
         del edges, prepared
     else:
-        parts, vertex_counts = prepare_partitions(edges.to_delayed(), orientation, timer)
+        parts, vertex_counts = prepare_partitions(edges.to_delayed(), orientation, timer,
+                                                  session.addresses)
         del edges
 
     summary_tasks = [task("plan", partition_summary, part, key=(p,))
@@ -315,16 +332,33 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         return _result(plan, None, orientation, timer.seconds)
 
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
-    edge_bins = {k: task("edge-bins", edge_bin, k, shift, bits,
-                          *(parts[p] for p in plan.bin_partitions[k]), key=(k,))
+    # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
+    workers = session.addresses if plan.partitions >= len(session.addresses) else ()
+    overlapped: dict[int, list[int]] = {}  # partition -> the bins it overlaps, ascending
+    for k, owners in plan.bin_partitions.items():
+        for p in owners:
+            overlapped.setdefault(p, []).append(k)
+    slices = {}
+    for p, bins_of_p in overlapped.items():
+        with placed(workers, p):
+            slices[p] = task("edge-bins", bin_slices, parts[p], tuple(bins_of_p), plan.src_shift,
+                             bits, key=("slices", p))
+    edge_bins = {k: task("edge-bins", edge_bin,
+                         *(task("edge-bins", getitem, slices[p], k, key=("pick", p, k))
+                           for p in plan.bin_partitions[k]), key=(k,))
                  for k in plan.bin_sources}
-    csr_bins = {}
+    csr_bins, ends = {}, {}
     if plan.needs_csr:
         csr_bins = {k: task("edge-csr", edge_bin_csr, keys, bits, *plan.bin_sources[k],
-                             key=(k,))
+                            key=(k,))
                     for k, keys in edge_bins.items()}
+        for p, summary in enumerate(summaries):
+            if plan.strategy[p] == "intersect" and summary.wedges:
+                with placed(workers, p):
+                    ends[p] = task("edge-csr", partition_list_ends, parts[p], key=("ends", p))
     needed = {**({("keys", k): t for k, t in edge_bins.items()} if plan.needs_edge_keys else {}),
-              **{("csr", k): t for k, t in csr_bins.items()}}
+              **{("csr", k): t for k, t in csr_bins.items()},
+              **{("ends", p): t for p, t in ends.items()}}
     persisted = dict(zip(needed, timer.persist("edge_bins", *needed.values()), strict=True))
 
     joins = []
@@ -335,8 +369,9 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
             joins.append(task("join", join_bin, picked, persisted["keys", k], key=(p, j, k)))
     for p, s in enumerate(summaries):
         if plan.strategy[p] == "intersect" and s.wedges:
-            joins.extend(task("intersect", intersect_bin, parts[p], persisted["csr", k],
-                               key=(p, k)) for k in plan.reach[p])
+            with placed(workers, p):  # on the partition's owner: only the bin travels
+                joins.extend(task("intersect", intersect_bin, parts[p], persisted["ends", p],
+                                  persisted["csr", k], key=(p, k)) for k in plan.reach[p])
     (triangles,) = timer.compute("wedges_join", reduce_tree(joins))
     timer.seconds["total"] = round(time.perf_counter() - started, 6)
 

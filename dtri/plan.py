@@ -219,7 +219,10 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     wedge_count = sum(s.wedges for s in summaries)
 
     bits = checked_key_bits(vertices)
-    nbins = choose_bin_count(edge_count, workers, task_budget, bins, bits)
+    # Several partitions: each runs on its owner, spread by work already (the sort's source
+    # ranges), so bins only bound memory. Fewer partitions than workers: bins spread the work.
+    spread = workers if len(summaries) < workers else 1
+    nbins = choose_bin_count(edge_count, spread, task_budget, bins, bits)
     shift = bin_shift(bits, nbins)
     slots = 2 * workers * threads_per_worker
     batch_size = max(1, min(task_budget // BYTES_PER_WEDGE, -(-wedge_count // slots)))

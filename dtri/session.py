@@ -44,6 +44,9 @@ class Session:
     threads_per_worker: int
     worker_memory: int
     dashboard: str | None = None
+    addresses: tuple[str, ...] = ()
+    """The workers' addresses, in a fixed order: the owners of partitions ``0, 1, ...`` in
+    turn (empty for a local Dask scheduler)."""
 
     def task_budget(self, memory_budget: int | None) -> int:
         """Bytes one task may plan for: the per-worker budget shared by its threads."""
@@ -157,6 +160,7 @@ def _describe_client(client: Any, backend: str, workers: int | None) -> Session:
         backend=backend, client=client, workers=len(info),
         threads_per_worker=max(w["nthreads"] for w in info.values()),
         worker_memory=int(memory), dashboard=getattr(client, "dashboard_link", None),
+        addresses=tuple(sorted(info)),
     )
 
 

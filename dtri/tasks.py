@@ -8,12 +8,15 @@ lost worker's pieces are recomputed like any other task:
 * a *split* task cuts one partition into one piece per receiver (a dict ``{receiver: piece}``);
 * a ``pick`` task per (sender, receiver) takes one piece where the split lives, so only that
   piece travels;
-* a *combine* task per receiver takes its pieces from every sender.
+* a *combine* task per receiver takes its pieces from every sender; receiver ``j`` is placed
+  on worker ``j`` (round robin, :func:`placed`), so the receivers, and the partitions they
+  make, spread over every worker rather than piling up where Dask's tie-break puts them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from operator import getitem
 from typing import Any
 
@@ -43,12 +46,24 @@ def tree(stage: str, func: Callable[..., Any], items: Sequence[Any],
     return items[0]
 
 
+def placed(workers: Sequence[str], owner: int) -> AbstractContextManager:
+    """Tasks built inside run on ``workers[owner % len(workers)]`` when it is alive (Dask
+    may still move them: ``allow_other_workers``, so a lost worker's tasks run elsewhere);
+    no placement without a worker list (a local scheduler)."""
+    if not workers:
+        return nullcontext()
+    return dask.annotate(workers=[workers[owner % len(workers)]], allow_other_workers=True)
+
+
 def exchange(stage: str, splits: Sequence[Any], combine: Callable[..., Any],
-             receivers: int, *args: Any) -> list[Any]:
+             receivers: int, *args: Any, workers: Sequence[str] = ()) -> list[Any]:
     """All-to-all: receiver ``j`` gets ``combine(*args, piece_0j, ..., piece_(s-1)j)``, where
-    ``splits[i]`` is a delayed ``{j: piece}`` with every receiver present."""
-    return [task(stage, combine, *args,
-                 *(task(stage, getitem, split, j, key=("pick", i, j))
-                   for i, split in enumerate(splits)),
-                 key=(j,))
-            for j in range(receivers)]
+    ``splits[i]`` is a delayed ``{j: piece}`` with every receiver present; receiver ``j`` runs
+    on ``workers[j % len(workers)]``."""
+    combined = []
+    for j in range(receivers):
+        picks = [task(stage, getitem, split, j, key=("pick", i, j))
+                 for i, split in enumerate(splits)]
+        with placed(workers, j):
+            combined.append(task(stage, combine, *args, *picks, key=(j,)))
+    return combined
