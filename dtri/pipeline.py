@@ -42,7 +42,7 @@ from dtri.canonicalize import (
     vertex_count,
 )
 from dtri.dispatch import array_module, column_to_array
-from dtri.intersect import bin_csr, count_intersections, list_ends
+from dtri.intersect import BinCSR, bin_csr, count_intersections, list_ends
 from dtri.join import count_closed
 from dtri.orient import (
     add_counts,
@@ -165,9 +165,10 @@ def edge_bin(*slices: Any) -> Any:
     return array_module(slices[0]).concatenate(slices)
 
 
-def edge_bin_csr(keys: Any, bits: int, low: int, high: int) -> Any:
-    """Bin keys as CSR for the fused join."""
-    return bin_csr(keys, bits, low, high)
+def edge_bin_csr(keys: Any, bits: int, low: int, high: int) -> tuple:
+    """Bin keys as CSR for the fused join, as a plain tuple: Dask sends a tuple's GPU arrays
+    by its CUDA serializers (UCX/NVLink), but pickles a NamedTuple whole, through the host."""
+    return tuple(bin_csr(keys, bits, low, high))
 
 
 def partition_list_ends(frame: Any) -> Any:
@@ -177,8 +178,8 @@ def partition_list_ends(frame: Any) -> Any:
 
 def intersect_bin(frame: Any, ends: Any, csr: Any) -> int:
     """Triangles closed by one partition's edges that point into one bin."""
-    return count_intersections(column_to_array(frame["src"]), column_to_array(frame["dst"]), csr,
-                               ends)
+    return count_intersections(column_to_array(frame["src"]), column_to_array(frame["dst"]),
+                               BinCSR(*csr), ends)
 
 
 def wedge_bins(frame: Any, first: int, last: int, bits: int, shift: int, nbins: int) -> dict:
