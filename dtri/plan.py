@@ -264,8 +264,8 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
               bin_edges: dict[int, int], workers: int) -> dict[str, StageEstimate]:
     """Tasks, largest task's peak memory and bytes pulled from other workers, per task kind.
 
-    * ``edge-bins``: peak = bin edges × 8 (its packed keys); pulls the partitions that
-      overlap the bin, edges × 16.
+    * ``edge-bins``: peak = bin edges × 8 (its packed keys); pulls its slices of the
+      partitions that overlap it, its keys × 8.
     * ``edge-csr``: peak = bin keys + the bin as CSR (int32 targets, int64 offsets per
       source), about twice the keys; local to its edge bin.
     * ``wedges``: peak = batch wedges × ``BYTES_PER_WEDGE`` + its partition's edges × 16;
@@ -274,10 +274,12 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
     * ``join``: peak = the bin's closure keys (≤ the batch's, × 8) + the bin's edge keys;
       pulls both: every batch's closure keys once in all (wedges × 8) and one edge bin per
       task.
-    * ``intersect``: peak = partition edges × 16 + the bin as CSR; pulls both.
+    * ``intersect``: peak = partition edges × 16 + the bin as CSR; pulls the bin, and the
+      partition too unless every worker owns a partition (then tasks run on its owner).
     * ``reduce``: counts only.
     """
     remote = 1 if workers > 1 else 0  # one worker: nothing moves
+    owned = len(summaries) >= workers  # intersect tasks run on their partition's owner
     keys = {k: BYTES_PER_KEY * n for k, n in bin_edges.items()}
     csr = {k: csr_bytes(n, bin_sources[k][1] - bin_sources[k][0]) for k, n in bin_edges.items()}
     part = [BYTES_PER_EDGE * s.edges for s in summaries]
@@ -287,8 +289,7 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
     estimates["edge-bins"] = StageEstimate(
         tasks=len(bin_sources) if batches or uses_csr else 0,
         peak_bytes=max(keys.values(), default=0) if batches or uses_csr else 0,
-        moved_bytes=remote * sum(part[p] for ps in bin_partitions.values() for p in ps)
-        if batches or uses_csr else 0,
+        moved_bytes=remote * sum(keys.values()) if batches or uses_csr else 0,
     )
     estimates["edge-csr"] = StageEstimate(
         tasks=len(bin_sources) if uses_csr else 0,
@@ -320,7 +321,7 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
     estimates["intersect"] = StageEstimate(
         tasks=len(fused),
         peak_bytes=max((part[p] + csr[k] for p, k in fused), default=0),
-        moved_bytes=remote * sum(part[p] + csr[k] for p, k in fused),
+        moved_bytes=remote * sum(csr[k] + (0 if owned else part[p]) for p, k in fused),
     )
     counts = len(pairs) + len(fused)
     estimates["reduce"] = StageEstimate(
