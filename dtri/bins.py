@@ -28,9 +28,14 @@ def bin_shift(bits: int, nbins: int) -> int:
 
 
 def pack_edges(src: Any, dst: Any, bits: int) -> Any:
-    """Packed keys of oriented edges; sorted when the edges are sorted by (src, dst)."""
+    """Packed keys ``(src << bits) | dst``; sorted when the edges are sorted by (src, dst)."""
     xp = array_module(src)
-    return (src.astype(xp.int64) << bits) | dst.astype(xp.int64)
+    return (src.astype(xp.int64, copy=False) << bits) | dst.astype(xp.int64, copy=False)
+
+
+def unpack_keys(keys: Any, bits: int) -> tuple[Any, Any]:
+    """``(src, dst)`` of packed keys: the inverse of :func:`pack_edges`."""
+    return keys >> bits, keys & ((1 << bits) - 1)
 
 
 def radix_split(keys: Any, shift: int, nbins: int) -> dict[int, Any]:
@@ -47,19 +52,6 @@ def radix_split(keys: Any, shift: int, nbins: int) -> dict[int, Any]:
         for k in range(nbins)
         if bounds[k + 1] > bounds[k]
     }
-
-
-def bin_key_range(k: int, shift: int) -> tuple[int, int]:
-    """Half-open range of packed keys that falls in bin ``k``."""
-    return k << shift, (k + 1) << shift
-
-
-def slice_bin(sorted_keys: Any, k: int, shift: int) -> Any:
-    """The part of an ascending key array that lies in bin ``k``."""
-    xp = array_module(sorted_keys)
-    low, high = bin_key_range(k, shift)
-    start, stop = xp.searchsorted(sorted_keys, xp.asarray([low, high], dtype=xp.int64)).tolist()
-    return sorted_keys[start:stop]
 
 
 def choose_bin_count(edges: int, workers: int, task_budget: int, requested: int | None,

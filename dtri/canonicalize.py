@@ -14,22 +14,16 @@ from typing import Any
 
 import dask.dataframe as dd
 
-from dtri.bins import checked_key_bits, even_bounds, split_by_bounds
-from dtri.dispatch import array_module, column_to_array, frame_from_arrays
+from dtri.bins import checked_key_bits, even_bounds, pack_edges, split_by_bounds
+from dtri.dispatch import array_module, column_to_array
 from dtri.errors import InputError
 
 
-def canonical_pairs(frame: Any) -> Any:
-    """One partition's edges (pandas or cuDF, integer ``src``, ``dst``) as
-    ``(min(src, dst), max(src, dst))`` int64 pairs."""
-    src = column_to_array(frame["src"])
-    dst = column_to_array(frame["dst"])
+def id_columns(frame: Any) -> tuple[Any, Any]:
+    """One partition's ``src``, ``dst`` (pandas or cuDF, integer) as int64 arrays."""
+    src, dst = column_to_array(frame["src"]), column_to_array(frame["dst"])
     xp = array_module(src)
-    low = xp.minimum(src, dst).astype(xp.int64, copy=False)
-    if low.shape[0] and int(low.min()) < 0:
-        raise InputError(f"negative vertex id {int(low.min())}: vertex ids must be >= 0")
-    high = xp.maximum(src, dst).astype(xp.int64, copy=False)
-    return frame_from_arrays(frame, {"src": low, "dst": high})
+    return src.astype(xp.int64, copy=False), dst.astype(xp.int64, copy=False)
 
 
 def check_integer_columns(edges: dd.DataFrame) -> None:
@@ -56,10 +50,12 @@ def sorted_unique(values: Any) -> Any:
 
 
 def partition_vertices(frame: Any) -> Any:
-    """Distinct vertex ids of one partition, ascending (int64)."""
-    pairs = canonical_pairs(frame)
-    low, high = column_to_array(pairs["src"]), column_to_array(pairs["dst"])
-    return sorted_unique(array_module(low).concatenate([low, high]))
+    """Distinct vertex ids of one partition, ascending (int64); refuses negative ids."""
+    src, dst = id_columns(frame)
+    vertices = sorted_unique(array_module(src).concatenate([src, dst]))
+    if vertices.shape[0] and int(vertices[0]) < 0:
+        raise InputError(f"negative vertex id {int(vertices[0])}: vertex ids must be >= 0")
+    return vertices
 
 
 def merge_vertices(*vertex_sets: Any) -> Any:
@@ -74,16 +70,16 @@ def vertex_count(vertices: Any) -> int:
 
 def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
     """One partition's simple edges as packed dense keys ``(low << bits) | high``, cut by
-    ``low`` into ``parts`` even id ranges (piece ``j`` goes to receiver ``j``)."""
-    pairs = canonical_pairs(frame)
+    ``low`` into ``parts`` even id ranges (piece ``j`` goes to receiver ``j``). ``vertices``
+    holds every id of ``frame`` (:func:`partition_vertices` has checked them); dense ids keep
+    the order of ids, so ``(min, max)`` is taken after the renaming."""
+    src, dst = id_columns(frame)
     xp = array_module(vertices)
     n = vertex_count(vertices)
-    bits = checked_key_bits(n)
-    low = xp.searchsorted(vertices, column_to_array(pairs["src"]))
-    high = xp.searchsorted(vertices, column_to_array(pairs["dst"]))
-    simple = low != high
-    low, high = low[simple], high[simple]
-    return split_by_bounds((low << bits) | high, low, even_bounds(n, parts))
+    a, b = xp.searchsorted(vertices, src), xp.searchsorted(vertices, dst)
+    simple = a != b
+    low, high = xp.minimum(a[simple], b[simple]), xp.maximum(a[simple], b[simple])
+    return split_by_bounds(pack_edges(low, high, checked_key_bits(n)), low, even_bounds(n, parts))
 
 
 def unique_edge_keys(*pieces: Any) -> Any:

@@ -44,6 +44,22 @@ def _columns(value: str | None) -> tuple[Any, Any] | None:
     return tuple(int(p) if p.isdigit() else p for p in parts)  # type: ignore[return-value]
 
 
+scheduler_file_option = click.option(
+    "--scheduler-file", type=click.Path(dir_okay=False),
+    help="Scheduler file written by 'dask scheduler --scheduler-file'.")
+
+
+def local_cluster_options(command: Any) -> Any:
+    """``--workers`` and ``--protocol``: the shape of the local cluster a command starts."""
+    command = click.option(
+        "--protocol", type=click.Choice(PROTOCOLS), default="auto", show_default=True,
+        help="Comms of the local cluster started for the run: auto is UCX (NVLink) between "
+             "several GPU workers when distributed-ucxx is installed, else TCP.")(command)
+    return click.option(
+        "--workers", type=click.IntRange(min=1),
+        help="Workers of the local cluster (default: one per GPU, or per core).")(command)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dtri")
 def main() -> None:
@@ -79,13 +95,8 @@ def _fail(message: Any, code: int = 2) -> None:
               help="Address of a running Dask scheduler (tcp://host:8786; also read from "
                    "DASK_SCHEDULER_ADDRESS), or 'threads'/'synchronous'. Default: a local "
                    "cluster on this machine's GPUs or cores.")
-@click.option("--scheduler-file", type=click.Path(dir_okay=False),
-              help="Scheduler file written by 'dask scheduler --scheduler-file'.")
-@click.option("--workers", type=click.IntRange(min=1),
-              help="Workers of the local cluster (default: one per GPU, or per core).")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default="auto", show_default=True,
-              help="Comms of the local cluster started for the run: auto is UCX (NVLink) "
-                   "between several GPU workers when distributed-ucxx is installed, else TCP.")
+@scheduler_file_option
+@local_cluster_options
 @click.option("--memory-budget", type=ByteSize(),
               help="Memory one worker may plan for, e.g. 8GiB (default: a quarter of the "
                    "worker's memory, GPU memory on the GPU backend).")
@@ -207,8 +218,7 @@ GENERATE_FORMATS = ("parquet", "snap", "csv")
                    "same.")
 @click.option("--scheduler", default="threads", show_default=True,
               help="Dask scheduler: threads, synchronous, or the address of a running one.")
-@click.option("--scheduler-file", type=click.Path(dir_okay=False),
-              help="Scheduler file written by 'dask scheduler --scheduler-file'.")
+@scheduler_file_option
 def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, backend: str,
              scheduler: str, scheduler_file: str | None) -> None:
     """Write the edge list of a generated graph SPEC (rmat:SCALE[:EDGE_FACTOR] or gnm:N:M).
@@ -260,12 +270,8 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
 @click.option("--scheduler", envvar="DASK_SCHEDULER_ADDRESS",
               help="Address of a running Dask scheduler, or 'threads'/'synchronous'. Default: "
                    "a local cluster, started once for the whole benchmark.")
-@click.option("--scheduler-file", type=click.Path(dir_okay=False),
-              help="Scheduler file written by 'dask scheduler --scheduler-file'.")
-@click.option("--workers", type=click.IntRange(min=1),
-              help="Workers of the local cluster (default: one per GPU, or per core).")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default="auto", show_default=True,
-              help="Comms of the local cluster (see dtri count --help).")
+@scheduler_file_option
+@local_cluster_options
 @click.option("--memory-budget", type=ByteSize(), help="Memory one worker may plan for.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the generated graphs.")

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from dtri.bins import unpack_keys
 from dtri.dispatch import array_module
-from dtri.wedges import wedges_per_edge
+from dtri.wedges import list_ends
 
 PAIRS_PER_CHUNK = 1 << 24
 """(edge, member) pairs the vectorised path expands at once (bounds its memory)."""
@@ -38,17 +39,10 @@ class BinCSR(NamedTuple):
 def bin_csr(keys: Any, bits: int, low: int, high: int) -> BinCSR:
     """CSR of an ascending packed-key bin whose sources lie in ``[low, high)``."""
     xp = array_module(keys)
-    src = keys >> bits
-    dst = (keys & ((1 << bits) - 1)).astype(xp.int32)
+    src, dst = unpack_keys(keys, bits)
+    dst = dst.astype(xp.int32)
     bounds = xp.arange(low, high + 1, dtype=xp.int64)
     return BinCSR(dst, xp.searchsorted(src, bounds).astype(xp.int64), low, high)
-
-
-def list_ends(src: Any) -> Any:
-    """For each edge of a source-sorted partition, the end of its source's out-list (the
-    position after the source's last edge); computed once per partition, shared by its bins."""
-    xp = array_module(src)
-    return wedges_per_edge(src) + 1 + xp.arange(src.shape[0], dtype=xp.int64)
 
 
 def edge_lists(src: Any, dst: Any, csr: BinCSR,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtri.bins import checked_key_bits, split_by_bounds
+from dtri.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
 from dtri.dispatch import array_module
 
 ORIENTATIONS = ("degree", "id")
@@ -24,9 +24,8 @@ ORIENTATIONS = ("degree", "id")
 def degree_counts(keys: Any, vertices: int) -> Any:
     """Degree of every vertex within one partition's distinct edge keys."""
     xp = array_module(keys)
-    bits = checked_key_bits(vertices)
-    return (xp.bincount(keys >> bits, minlength=vertices)
-            + xp.bincount(keys & ((1 << bits) - 1), minlength=vertices))
+    src, dst = unpack_keys(keys, checked_key_bits(vertices))
+    return xp.bincount(src, minlength=vertices) + xp.bincount(dst, minlength=vertices)
 
 
 def add_counts(*counts: Any) -> Any:
@@ -57,8 +56,9 @@ def orient_keys(keys: Any, rank: Any | None, vertices: int) -> Any:
         return keys  # id orientation: low < high already
     xp = array_module(keys)
     bits = checked_key_bits(vertices)
-    low, high = rank[keys >> bits], rank[keys & ((1 << bits) - 1)]
-    return (xp.minimum(low, high) << bits) | xp.maximum(low, high)
+    src, dst = unpack_keys(keys, bits)
+    low, high = rank[src], rank[dst]
+    return pack_edges(xp.minimum(low, high), xp.maximum(low, high), bits)
 
 
 def out_degree_counts(oriented: Any, vertices: int) -> Any:

@@ -32,7 +32,7 @@ from typing import Any
 import dask
 import dask.dataframe as dd
 
-from dtri.bins import MAX_KEY_BITS, pack_edges, radix_split, slice_bin  # noqa: F401
+from dtri.bins import pack_edges, radix_split
 from dtri.canonicalize import (
     check_integer_columns,
     merge_vertices,
@@ -42,7 +42,7 @@ from dtri.canonicalize import (
     vertex_count,
 )
 from dtri.dispatch import array_module, column_to_array
-from dtri.intersect import BinCSR, bin_csr, count_intersections, list_ends
+from dtri.intersect import BinCSR, bin_csr, count_intersections
 from dtri.join import count_closed
 from dtri.orient import (
     add_counts,
@@ -65,7 +65,7 @@ from dtri.prepare import prepare_partition
 from dtri.session import Session
 from dtri.sort import PartitionSummary, partition_summary, sorted_edges
 from dtri.tasks import exchange, placed, task, tree
-from dtri.wedges import closure_keys
+from dtri.wedges import closure_keys, list_ends
 
 
 @dataclass
@@ -172,7 +172,7 @@ def edge_bin_csr(keys: Any, bits: int, low: int, high: int) -> tuple:
 
 
 def partition_list_ends(frame: Any) -> Any:
-    """:func:`dtri.intersect.list_ends` of one sorted partition."""
+    """:func:`dtri.wedges.list_ends` of one sorted partition, shared by its bins' tasks."""
     return list_ends(column_to_array(frame["src"]))
 
 
@@ -210,8 +210,8 @@ def reduce_tree(counts: list[Any]) -> Any:
 
 
 BYTES_PER_EDGE_IN_FLIGHT = 16 * 8
-"""Working memory per input edge in the DataFrame stages: an int64 pair, copied a few times by
-the shuffles, merges and sorts."""
+"""Working memory per input edge in the preparation stages: an int64 pair, copied a few times
+by the casts, packs, splits and sorts."""
 
 
 MIN_ROWS_PER_PARTITION = 1 << 22
@@ -233,8 +233,9 @@ def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
 
 def prepare_partitions(inputs: list[Any], orientation: str, timer: StageTimer,
                        workers: tuple[str, ...] = ()) -> tuple[list[Any], list[Any]]:
-    """Canonicalize, rank, orient and sort edges held in several partitions
-    (:mod:`dtri.prepare` explains the steps); returns the sorted partitions, one per input
+    """Canonicalize, rank, orient and sort edges held in several partitions (the docstrings
+    of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain the steps);
+    returns the sorted partitions, one per input
     partition, each holding one source range's whole adjacency lists, and the vertex count.
 
     Each stage is persisted before the next starts; every exchange sends each partition's
@@ -334,7 +335,7 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
 
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
     # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
-    workers = session.addresses if plan.partitions >= len(session.addresses) else ()
+    workers = session.addresses if plan.owned else ()
     overlapped: dict[int, list[int]] = {}  # partition -> the bins it overlaps, ascending
     for k, owners in plan.bin_partitions.items():
         for p in owners:

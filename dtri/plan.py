@@ -59,6 +59,13 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
     return "intersect" if backend == "gpu" and summary.wedges > INTERSECT_MIN_WEDGES else "wedges"
 
 
+def partitions_owned(partitions: int, workers: int) -> bool:
+    """Whether every worker owns a sorted partition. Then each partition's counting tasks run
+    on its owner (its work is spread already, by the sort's source ranges) and bins only bound
+    memory; with fewer partitions than workers, bins spread the work and Dask places it."""
+    return partitions >= workers
+
+
 @dataclass(frozen=True)
 class StageEstimate:
     """One task kind of the plan: how many tasks, the largest one's peak memory, the traffic."""
@@ -121,6 +128,11 @@ class CountPlan:
     def needs_edge_keys(self) -> bool:
         """Whether any batch joins against the edge bins' keys."""
         return bool(self.batches)
+
+    @property
+    def owned(self) -> bool:
+        """:func:`partitions_owned` for this plan's partitions and workers."""
+        return partitions_owned(self.partitions, self.workers)
 
     @property
     def needs_csr(self) -> bool:
@@ -219,9 +231,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     wedge_count = sum(s.wedges for s in summaries)
 
     bits = checked_key_bits(vertices)
-    # Several partitions: each runs on its owner, spread by work already (the sort's source
-    # ranges), so bins only bound memory. Fewer partitions than workers: bins spread the work.
-    spread = workers if len(summaries) < workers else 1
+    spread = 1 if partitions_owned(len(summaries), workers) else workers
     nbins = choose_bin_count(edge_count, spread, task_budget, bins, bits)
     shift = bin_shift(bits, nbins)
     slots = 2 * workers * threads_per_worker
@@ -279,7 +289,7 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
     * ``reduce``: counts only.
     """
     remote = 1 if workers > 1 else 0  # one worker: nothing moves
-    owned = len(summaries) >= workers  # intersect tasks run on their partition's owner
+    owned = partitions_owned(len(summaries), workers)
     keys = {k: BYTES_PER_KEY * n for k, n in bin_edges.items()}
     csr = {k: csr_bytes(n, bin_sources[k][1] - bin_sources[k][0]) for k, n in bin_edges.items()}
     part = [BYTES_PER_EDGE * s.edges for s in summaries]

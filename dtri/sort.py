@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from dtri.bins import checked_key_bits
+from dtri.bins import checked_key_bits, unpack_keys
 from dtri.dispatch import array_module, column_to_array, frame_from_arrays
 from dtri.wedges import count_wedges
 
@@ -28,9 +28,9 @@ class PartitionSummary(NamedTuple):
 def sorted_edges(vertices: int, *pieces: Any) -> Any:
     """One source range's oriented keys as a ``src, dst`` frame sorted by (src, dst)."""
     xp = array_module(pieces[0])
-    bits = checked_key_bits(vertices)
     keys = xp.sort(xp.concatenate(pieces))
-    return frame_from_arrays(keys, {"src": keys >> bits, "dst": keys & ((1 << bits) - 1)})
+    src, dst = unpack_keys(keys, checked_key_bits(vertices))
+    return frame_from_arrays(keys, {"src": src, "dst": dst})
 
 
 def partition_summary(frame: Any) -> PartitionSummary:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dtri.bins import pack_edges
 from dtri.dispatch import array_module
 
 BYTES_PER_WEDGE = 96
@@ -24,14 +25,19 @@ BYTES_PER_WEDGE = 96
 endpoints, key, bin id, radix permutation and the binned copy (~9 int64 arrays + slack)."""
 
 
+def list_ends(src: Any) -> Any:
+    """For each edge of a source-sorted edge array, the end of its source's out-list (the
+    position after the source's last edge)."""
+    return array_module(src).searchsorted(src, src, side="right")
+
+
 def wedges_per_edge(src: Any) -> Any:
     """For each edge of a source-sorted edge array: how many later edges share its source.
 
     Summed over a source with out-degree ``d`` this is C(d, 2), its wedge count.
     """
-    xp = array_module(src)
-    run_end = xp.searchsorted(src, src, side="right")
-    return run_end - 1 - xp.arange(src.shape[0], dtype=run_end.dtype)
+    ends = list_ends(src)
+    return ends - 1 - array_module(src).arange(src.shape[0], dtype=ends.dtype)
 
 
 def wedge_offsets(src: Any) -> Any:
@@ -59,7 +65,7 @@ def closure_keys(src: Any, dst: Any, first: int, last: int, bits: int) -> Any:
     edge = xp.searchsorted(ends, wedge, side="right")
     partner = edge + 1 + (wedge - (ends[edge] - per_edge[edge]))
     del wedge, ends, per_edge
-    return (dst[edge].astype(xp.int64) << bits) | dst[partner].astype(xp.int64)
+    return pack_edges(dst[edge], dst[partner], bits)
 
 
 def batch_ranges(total: int, batch_size: int) -> list[tuple[int, int]]:
