@@ -6,9 +6,11 @@ partitions. Orienting ``u -> v`` when ``rank(u) < rank(v)`` is then a plain ``mi
 degree orientation bounds every out-degree by ``sqrt(2m)``, which is what keeps the wedge count
 (the sum of C(out-degree, 2)) small.
 
-The out-degrees, summed the same way, give the wedges per source before any wedge exists;
-their prefix sums cut the sources into ranges of equal estimated work (edges + wedges), one per
-receiving partition of the sort, so no worker holds most of the wedges.
+The out-degrees, summed the same way, give each source's counting work before any wedge
+exists: edges + C(d+, 2) for the wedges join, which writes every wedge, or, for the fused
+intersection join, edges + the shorter list of each of its edges (:func:`intersection_work`).
+Their prefix sums cut the sources into ranges of equal estimated work, one per receiving
+partition of the sort, so that no worker holds most of the work.
 """
 
 from __future__ import annotations
@@ -67,18 +69,43 @@ def out_degree_counts(oriented: Any, vertices: int) -> Any:
     return xp.bincount(oriented >> checked_key_bits(vertices), minlength=vertices)
 
 
-def source_bounds(out_degree: Any, parts: int) -> list[int]:
+WORK_MODELS = ("wedges", "intersect")
+"""What a source's counting work is proportional to: its wedges (the wedges join writes each
+one) or its lists' intersections (the fused join walks the shorter list of each edge)."""
+
+
+def wedge_work(out_degree: Any) -> Any:
+    """Work per source for the wedges join: its edges plus its wedges, C(d+, 2)."""
+    return out_degree + out_degree * (out_degree - 1) // 2
+
+
+def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
+    """Work per source for the fused join, within one partition's oriented keys: for each
+    edge ``u -> v``, one plus the expected shorter list of its intersection,
+    ``min((d+(u) - 1) / 2, d+(v))`` (the edge's later siblings in ``u``'s list, on average,
+    against ``v``'s list). Hubs have many wedges but short intersections, so this, not
+    C(d+, 2), is what balances the fused join's partitions."""
+    xp = array_module(oriented)
+    src, dst = unpack_keys(oriented, checked_key_bits(vertices))
+    shorter = xp.minimum((out_degree[src] - 1) / 2, out_degree[dst])
+    return xp.bincount(src, weights=shorter + 1, minlength=vertices)
+
+
+def source_bounds(work: Any, parts: int) -> list[int]:
     """Cut the sources (ranks ``0 .. n-1``) into ``parts`` ranges of equal estimated work,
-    edges plus wedges (C(d+, 2)), by the prefix sums of the out-degrees."""
-    xp = array_module(out_degree)
-    n = int(out_degree.shape[0])
+    by the prefix sums of ``work`` (one value per source: :func:`wedge_work` or the summed
+    :func:`intersection_work`)."""
+    xp = array_module(work)
+    n = int(work.shape[0])
     if parts == 1 or n == 0:
         return [0] + [n] * parts
-    work = xp.cumsum(out_degree + out_degree * (out_degree - 1) // 2)
-    total = int(work[-1])
-    targets = xp.asarray([total * j // parts for j in range(1, parts)], dtype=work.dtype)
-    inner = xp.searchsorted(work, targets, side="right").tolist()
-    return [0, *(min(int(b), n) for b in inner), n]
+    prefix = xp.concatenate([xp.zeros(1, dtype=work.dtype), xp.cumsum(work)])
+    total = prefix[-1].item()
+    targets = xp.asarray([total * j / parts for j in range(1, parts)], dtype=xp.float64)
+    below = xp.searchsorted(prefix, targets, side="right") - 1  # prefix[below] <= target
+    above = xp.minimum(below + 1, n)
+    nearer = xp.where(targets - prefix[below] <= prefix[above] - targets, below, above)
+    return [0, *(int(b) for b in nearer.tolist()), n]
 
 
 def split_by_source(oriented: Any, bounds: list[int], vertices: int) -> dict[int, Any]:

@@ -47,11 +47,13 @@ from dtri.join import count_closed
 from dtri.orient import (
     add_counts,
     degree_counts,
+    intersection_work,
     orient_keys,
     out_degree_counts,
     source_bounds,
     split_by_source,
     vertex_ranks,
+    wedge_work,
 )
 from dtri.plan import (  # noqa: F401  (the planner's names stay importable from here)
     INTERSECT_MIN_WEDGES,
@@ -232,7 +234,8 @@ def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
 
 
 def prepare_partitions(inputs: list[Any], orientation: str, timer: StageTimer,
-                       workers: tuple[str, ...] = ()) -> tuple[list[Any], list[Any]]:
+                       workers: tuple[str, ...] = (),
+                       work_model: str = "wedges") -> tuple[list[Any], list[Any]]:
     """Canonicalize, rank, orient and sort edges held in several partitions (the docstrings
     of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain the steps);
     returns the sorted partitions, one per input
@@ -240,7 +243,8 @@ def prepare_partitions(inputs: list[Any], orientation: str, timer: StageTimer,
 
     Each stage is persisted before the next starts; every exchange sends each partition's
     pieces to their receivers once, through Dask; receiver ``j`` lives on ``workers[j]``
-    (round robin), which then owns sorted partition ``j``.
+    (round robin), which then owns sorted partition ``j``. ``work_model`` (one of
+    :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges balance.
     """
     parts = len(inputs)
     vertices = tree("vertices", merge_vertices,
@@ -260,7 +264,13 @@ def prepare_partitions(inputs: list[Any], orientation: str, timer: StageTimer,
     oriented = [task("orient", orient_keys, k, rank, n, key=(p,)) for p, k in enumerate(keys)]
     out_degree = tree("orient", add_counts, [task("orient", out_degree_counts, o, n, key=(p,))
                                              for p, o in enumerate(oriented)])
-    bounds = task("orient", source_bounds, out_degree, parts, key=("bounds",))
+    if work_model == "intersect":
+        work = tree("orient", add_counts, [
+            task("orient", intersection_work, o, out_degree, n, key=("work", p))
+            for p, o in enumerate(oriented)])
+    else:
+        work = task("orient", wedge_work, out_degree, key=("work",))
+    bounds = task("orient", source_bounds, work, parts, key=("bounds",))
     *oriented, bounds = timer.persist("orient", *oriented, bounds)
     del keys, rank
 
@@ -317,8 +327,9 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         vertex_counts = [vertex_count]
         del edges, prepared
     else:
+        work_model = "intersect" if session.backend == "gpu" and join != "wedges" else "wedges"
         parts, vertex_counts = prepare_partitions(edges.to_delayed(), orientation, timer,
-                                                  session.addresses)
+                                                  session.addresses, work_model)
         del edges
 
     summary_tasks = [task("plan", partition_summary, part, key=(p,))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import dtri
 from dtri.bins import even_bounds, split_by_bounds
 from dtri.canonicalize import partition_vertices
-from dtri.orient import source_bounds
+from dtri.orient import intersection_work, source_bounds, wedge_work
 from dtri.prepare import prepare_partition
 from tests.conftest import networkx_triangles
 
@@ -35,7 +35,7 @@ def test_split_by_bounds_sends_each_value_to_its_range_once(values, parts):
 @given(st.lists(st.integers(0, 300), min_size=1, max_size=300), st.integers(1, 8))
 def test_source_bounds_even_out_edges_plus_wedges(out_degree, parts):
     out_degree = np.asarray(out_degree, dtype=np.int64)
-    bounds = source_bounds(out_degree, parts)
+    bounds = source_bounds(wedge_work(out_degree), parts)
     assert bounds[0] == 0 and bounds[-1] == len(out_degree) and len(bounds) == parts + 1
     assert all(a <= b for a, b in itertools.pairwise(bounds))
     work = out_degree + out_degree * (out_degree - 1) // 2
@@ -47,8 +47,31 @@ def test_source_bounds_even_out_edges_plus_wedges(out_degree, parts):
 def test_the_heaviest_sources_are_spread_over_the_ranges():
     """A star-heavy degree list: ranges by work, not by vertex count."""
     out_degree = np.array([1] * 1000 + [200] * 4, dtype=np.int64)
-    bounds = source_bounds(out_degree, 4)
+    bounds = source_bounds(wedge_work(out_degree), 4)
     assert bounds[1] >= 1000  # the 1000 light sources share one range with a heavy one
+
+
+def test_intersection_work_is_the_expected_shorter_list_per_edge():
+    """Source 0 points at 1, 2, 3 (out-degree 3); 1 -> 2 and 1 -> 3; 2 -> 3."""
+    keys = np.array([(0 << 2) | 1, (0 << 2) | 2, (0 << 2) | 3, (1 << 2) | 2, (1 << 2) | 3,
+                     (2 << 2) | 3], dtype=np.int64)
+    out_degree = np.array([3, 2, 1, 0], dtype=np.int64)
+    work = intersection_work(keys, out_degree, 4)
+    # each edge: 1 + min((d+(u) - 1) / 2, d+(v))
+    assert work.tolist() == [(1 + 1) + (1 + 1) + (1 + 0), (1 + 0.5) + (1 + 0), 1 + 0, 0]
+
+
+def test_intersection_work_balances_hubs_by_their_short_lists():
+    """A hub with many wedges but sink targets costs its edges, not C(d, 2): the cut moves
+    past the hub into the light sources that follow it."""
+    light = np.arange(1, 1201)
+    keys = np.concatenate([(0 << 12) | (3300 + np.arange(400)),  # hub 0 -> 400 sinks
+                           (light << 12) | (2000 + light)])  # 1200 sources, one sink each
+    out_degree = np.bincount(keys >> 12, minlength=1 << 12)
+    by_wedges = source_bounds(wedge_work(out_degree), 2)
+    by_intersection = source_bounds(intersection_work(keys, out_degree, 1 << 12), 2)
+    assert by_wedges[1] == 1  # C(400, 2) wedges outweigh everything else
+    assert by_intersection[1] == 401  # 400 for the hub + 400 light sources = half of 1600
 
 
 def test_prepare_partition_orients_low_to_high_rank():
