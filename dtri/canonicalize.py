@@ -4,8 +4,8 @@ Each edge becomes ``(min, max)``. The distinct ids of both columns, ascending, a
 (self-loop-only vertices included: they are part of the input), merged over partitions by a
 tree; ``searchsorted`` into them turns any id (``10**15`` works) into a dense id ``0 .. n-1``.
 Self-loops close no triangle and are dropped; the remaining edges are packed into 64-bit keys
-``(low << bits) | high`` and sent by ``low`` range to one receiving partition each, which makes
-them unique: duplicates and both directions of an edge merge.
+``(low << bits) | high`` and sent by a hash of the key to one receiving partition each, which
+makes them unique: duplicates and both directions of an edge meet there and merge.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import dask.dataframe as dd
 
-from dtri.bins import checked_key_bits, even_bounds, pack_edges, split_by_bounds
+from dtri.bins import checked_key_bits, pack_edges, split_by_hash
 from dtri.dispatch import array_module, column_to_array
 from dtri.errors import InputError
 
@@ -69,8 +69,8 @@ def vertex_count(vertices: Any) -> int:
 
 
 def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
-    """One partition's simple edges as packed dense keys ``(low << bits) | high``, cut by
-    ``low`` into ``parts`` even id ranges (piece ``j`` goes to receiver ``j``). ``vertices``
+    """One partition's simple edges as packed dense keys ``(low << bits) | high``, cut by a
+    hash of the key into ``parts`` even pieces (piece ``j`` goes to receiver ``j``). ``vertices``
     holds every id of ``frame`` (:func:`partition_vertices` has checked them); dense ids keep
     the order of ids, so ``(min, max)`` is taken after the renaming."""
     src, dst = id_columns(frame)
@@ -79,7 +79,7 @@ def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
     a, b = xp.searchsorted(vertices, src), xp.searchsorted(vertices, dst)
     simple = a != b
     low, high = xp.minimum(a[simple], b[simple]), xp.maximum(a[simple], b[simple])
-    return split_by_bounds(pack_edges(low, high, checked_key_bits(n)), low, even_bounds(n, parts))
+    return split_by_hash(pack_edges(low, high, checked_key_bits(n)), parts)
 
 
 def unique_edge_keys(*pieces: Any) -> Any:

@@ -1,15 +1,17 @@
 """The pipeline: read → canonicalize → orient → sort → plan → edge bins → wedges/bins/join → reduce.
 
 A graph that fits one partition runs canonicalize/orient/sort as one ``dtri-prepare`` task of
-array operations (:mod:`dtri.prepare`); larger ones go through the DataFrame stages.
-Each DataFrame stage is persisted on the workers before the next one starts, which times it
-and lets its predecessor be released; no stage gathers the edge list in one process. The
+array operations (:mod:`dtri.prepare`); larger ones run the same operations per partition,
+joined by array exchanges (:func:`prepare_partitions`). Each stage is persisted on the
+workers before the next one starts, which times it and lets its predecessor be released; no
+stage gathers the edge list in one process. The
 counting phase is a task graph whose keys are named after their stage (``dtri-wedges``,
 ``dtri-bins``, ``dtri-join``, ``dtri-reduce``), so the Dask dashboard tells the story:
 
 * ``dtri-edge-bins-k``: bin ``k`` of the packed, sorted edge keys (one bin of the edge set);
 * ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, a wedge-number range
-  sized by prefix sums to fit the memory budget, radix-split into bins;
+  sized by prefix sums to fit the memory budget, radix-split into bins; it reads only the
+  rows of its sources (``dtri-wedges-rows-(p, j)``, cut where the partition lives);
 * ``dtri-bins-(p, j, k)``: bin ``k`` of that batch, picked where the batch lives so that only
   that bin travels;
 * ``dtri-join-(p, j, k)``: how many of those keys are edges of bin ``k``;
@@ -31,6 +33,7 @@ from typing import Any
 
 import dask
 import dask.dataframe as dd
+from dask.dataframe.dispatch import concat
 
 from dtri.bins import pack_edges, radix_split
 from dtri.canonicalize import (
@@ -222,8 +225,9 @@ spreading the preparation over the workers."""
 
 
 def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
-    """Enough partitions that each fits one task's budget, and one per worker when the graph
-    is large enough for the workers to share its preparation; one partition otherwise.
+    """How many sorted partitions to make: enough that each fits one task's budget, and one
+    per worker when the graph is large enough for the workers to share its preparation; one
+    partition otherwise.
 
     One partition takes the one-task path (:mod:`dtri.prepare`); the counting phase still
     spreads over every worker through its batches and bins.
@@ -233,20 +237,27 @@ def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
     return max(1, wanted, spread) if wanted > 1 or spread > 1 else 1
 
 
-def prepare_partitions(inputs: list[Any], orientation: str, timer: StageTimer,
+def prepare_inputs(orientation: str, *frames: Any) -> tuple[Any, int]:
+    """:func:`dtri.prepare.prepare_partition` of input partitions taken together."""
+    return prepare_partition(frames[0] if len(frames) == 1 else concat(list(frames)),
+                             orientation)
+
+
+def prepare_partitions(inputs: list[Any], parts: int, orientation: str, timer: StageTimer,
                        workers: tuple[str, ...] = (),
                        work_model: str = "wedges") -> tuple[list[Any], list[Any]]:
-    """Canonicalize, rank, orient and sort edges held in several partitions (the docstrings
-    of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain the steps);
-    returns the sorted partitions, one per input
-    partition, each holding one source range's whole adjacency lists, and the vertex count.
+    """Canonicalize, rank, orient and sort edges held in the ``inputs`` partitions (the
+    docstrings of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain
+    the steps) into ``parts`` sorted partitions, each holding one source range's whole
+    adjacency lists; returns them and the vertex count.
 
-    Each stage is persisted before the next starts; every exchange sends each partition's
-    pieces to their receivers once, through Dask; receiver ``j`` lives on ``workers[j]``
-    (round robin), which then owns sorted partition ``j``. ``work_model`` (one of
-    :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges balance.
+    The first exchange goes from the input partitions, however many, to ``parts`` receivers,
+    so the input is never repartitioned. Each stage is persisted before the next starts; every
+    exchange sends each partition's pieces to their receivers once, through Dask; receiver
+    ``j`` lives on ``workers[j]`` (round robin), which then owns sorted partition ``j``.
+    ``work_model`` (one of :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges
+    balance.
     """
-    parts = len(inputs)
     vertices = tree("vertices", merge_vertices,
                     [task("vertices", partition_vertices, part, key=(p,))
                      for p, part in enumerate(inputs)])
@@ -302,8 +313,9 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     summaries run; no edge bin, wedge or join does) and return the plan with
     ``triangles=None``.
 
-    ``partitions``: keep the input's partitioning (the caller chose it); by default it is
-    refitted to the workers and the memory budget (:func:`fitted_partitions`).
+    ``partitions``: how many sorted partitions to make (the caller chose it); by default it is
+    fitted to the workers and the memory budget (:func:`fitted_partitions`). The input keeps
+    its own partitioning unless a partition is too big for one task.
     """
     started = time.perf_counter()
     timer = StageTimer(session, progress)
@@ -313,24 +325,28 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer
     # partitions when lowered, and partition keys must be those that exist after persist.
     (edges,) = timer.persist("read", edges.optimize())
+    inputs = edges.to_delayed()
+    rows = timer.compute("read", [task("read", len, part, key=("rows", p))
+                                  for p, part in enumerate(inputs)])[0]
     if partitions is None:
-        rows = sum(timer.compute("read", [task("read", len, part, key=("rows", p))
-                                          for p, part in enumerate(edges.to_delayed())])[0])
-        if (wanted := fitted_partitions(rows, session, task_budget)) != edges.npartitions:
-            (edges,) = timer.persist("repartition", edges.repartition(npartitions=wanted))
-    if edges.npartitions == 1:  # the whole graph in one task: no shuffle needed
-        (prepared,) = edges.to_delayed()
-        prepared = task("prepare", prepare_partition, prepared, orientation, key=(0,))
+        partitions = fitted_partitions(sum(rows), session, task_budget)
+    if max(rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
+        pieces = -(-sum(rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
+        (edges,) = timer.persist("read", edges.repartition(npartitions=pieces))
+        inputs = edges.to_delayed()
+    del edges
+    if partitions == 1:  # the whole graph in one task: no exchange needed
+        prepared = task("prepare", prepare_inputs, orientation, *inputs, key=(0,))
         parts = [task("prepare", getitem, prepared, 0, key=("edges", 0))]
         vertex_counts = [task("prepare", getitem, prepared, 1, key=("vertices", 0))]
         *parts, vertex_count = timer.persist("prepare", *parts, *vertex_counts)
         vertex_counts = [vertex_count]
-        del edges, prepared
+        del prepared
     else:
         work_model = "intersect" if session.backend == "gpu" and join != "wedges" else "wedges"
-        parts, vertex_counts = prepare_partitions(edges.to_delayed(), orientation, timer,
+        parts, vertex_counts = prepare_partitions(inputs, partitions, orientation, timer,
                                                   session.addresses, work_model)
-        del edges
+    del inputs
 
     summary_tasks = [task("plan", partition_summary, part, key=(p,))
                      for p, part in enumerate(parts)]

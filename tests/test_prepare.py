@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 import dtri
 from dtri.bins import even_bounds, split_by_bounds
 from dtri.canonicalize import partition_vertices
-from dtri.orient import intersection_work, source_bounds, wedge_work
+from dtri.orient import INTERSECT_EDGE_COST, intersection_work, source_bounds, wedge_work
+from dtri.pipeline import count_pipeline
 from dtri.prepare import prepare_partition
+from dtri.session import open_session
 from tests.conftest import networkx_triangles
 
 
@@ -51,14 +53,18 @@ def test_the_heaviest_sources_are_spread_over_the_ranges():
     assert bounds[1] >= 1000  # the 1000 light sources share one range with a heavy one
 
 
-def test_intersection_work_is_the_expected_shorter_list_per_edge():
+def test_intersection_work_is_an_edge_cost_plus_the_expected_search_steps():
     """Source 0 points at 1, 2, 3 (out-degree 3); 1 -> 2 and 1 -> 3; 2 -> 3."""
     keys = np.array([(0 << 2) | 1, (0 << 2) | 2, (0 << 2) | 3, (1 << 2) | 2, (1 << 2) | 3,
                      (2 << 2) | 3], dtype=np.int64)
     out_degree = np.array([3, 2, 1, 0], dtype=np.int64)
     work = intersection_work(keys, out_degree, 4)
-    # each edge: 1 + min((d+(u) - 1) / 2, d+(v))
-    assert work.tolist() == [(1 + 1) + (1 + 1) + (1 + 0), (1 + 0.5) + (1 + 0), 1 + 0, 0]
+
+    def edge(later, target):  # shorter × log2(longer + 1), plus the per-edge cost
+        return INTERSECT_EDGE_COST + min(later, target) * np.log2(max(later, target) + 1)
+
+    expected = [edge(1, 2) + edge(1, 1) + edge(1, 0), edge(0.5, 1) + edge(0.5, 0), edge(0, 0), 0]
+    assert np.allclose(work, expected)
 
 
 def test_intersection_work_balances_hubs_by_their_short_lists():
@@ -109,3 +115,26 @@ def test_more_partitions_than_edges(partitions):
     frame = dd.from_delayed([dask.delayed(r) for r in rows], meta=rows[0].iloc[:0])
     result = dtri.count(frame, backend="cpu", scheduler="synchronous", npartitions=partitions)
     assert result.triangles == 1 and result.partitions == partitions
+
+
+def test_a_partition_too_big_for_one_task_is_split_before_the_exchange():
+    """One input partition of 3000 edges × 128 B in flight against a 32 KiB budget: it is
+    cut into budget-sized pieces, and as many sorted partitions come out."""
+    rng = np.random.default_rng(7)
+    edges = rng.integers(0, 400, size=(3_000, 2))
+    frame = pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
+    result = dtri.count(frame, backend="cpu", scheduler="synchronous", memory_budget="32KiB")
+    assert result.partitions == -(-3_000 * 128 // (32 << 10))
+    assert result.triangles == networkx_triangles(edges)
+
+
+@pytest.mark.parametrize("inputs, parts", [(7, 2), (2, 5), (6, 1)])
+def test_any_number_of_input_partitions_feeds_any_number_of_sorted_ones(inputs, parts):
+    rng = np.random.default_rng(inputs * 10 + parts)
+    edges = rng.integers(0, 200, size=(2_000, 2))
+    frame = dd.from_pandas(pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}),
+                           npartitions=inputs)
+    with open_session("cpu", "synchronous") as session:
+        result = count_pipeline(frame, session, partitions=parts)
+    assert frame.npartitions == inputs and result.partitions == parts
+    assert result.triangles == networkx_triangles(edges)
