@@ -237,36 +237,93 @@ def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
     return max(1, wanted, spread) if wanted > 1 or spread > 1 else 1
 
 
+def input_rows(inputs: list[Any], timer: StageTimer) -> list[int]:
+    """Rows of each input partition (part of the ``read`` stage)."""
+    return list(timer.compute("read", [task("read", len, part, key=("rows", p))
+                                       for p, part in enumerate(inputs)])[0])
+
+
+def concat_frames(*frames: Any) -> Any:
+    """Input partitions taken together (pandas or cuDF, by Dask's ``concat`` dispatch)."""
+    return frames[0] if len(frames) == 1 else concat(list(frames))
+
+
 def prepare_inputs(orientation: str, *frames: Any) -> tuple[Any, int]:
     """:func:`dtri.prepare.prepare_partition` of input partitions taken together."""
-    return prepare_partition(frames[0] if len(frames) == 1 else concat(list(frames)),
-                             orientation)
+    return prepare_partition(concat_frames(*frames), orientation)
 
 
-def prepare_partitions(inputs: list[Any], parts: int, orientation: str, timer: StageTimer,
-                       workers: tuple[str, ...] = (),
-                       work_model: str = "wedges") -> tuple[list[Any], list[Any]]:
+def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list[list[int]]:
+    """The input partitions grouped into the senders of the first exchange: by the worker
+    that holds them, so that grouping moves nothing, in index order, each group at most
+    ``limit`` rows (what one task may hold). Fewer, larger senders keep the vertex merge
+    cheap: each sender's distinct ids overlap the others' almost entirely on skewed graphs,
+    so merging them costs about one vertex set per sender."""
+    by_holder: dict[str | None, list[int]] = {}
+    for p, holder in enumerate(holders):
+        by_holder.setdefault(holder, []).append(p)
+    groups: list[list[int]] = []
+    for members in by_holder.values():
+        current: list[int] = []
+        size = 0
+        for p in members:
+            if current and size + rows[p] > limit:
+                groups.append(current)
+                current, size = [], 0
+            current.append(p)
+            size += rows[p]
+        groups.append(current)
+    return groups
+
+
+def input_holders(edges: dd.DataFrame, session: Session) -> list[str | None]:
+    """The worker holding each partition of the persisted ``edges`` (``None`` where unknown,
+    or without a cluster). A persisted frame's futures are keyed ``(name, partition)``."""
+    holders: list[str | None] = [None] * edges.npartitions
+    if session.client is None:
+        return holders
+    from distributed import futures_of
+
+    who = session.client.who_has(futures_of(edges))
+    for key, workers in who.items():
+        index = key[1] if isinstance(key, tuple) and len(key) == 2 else None
+        if isinstance(index, int) and 0 <= index < len(holders) and workers:
+            holders[index] = next(iter(workers))
+    return holders
+
+
+def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
+                       orientation: str, timer: StageTimer, workers: tuple[str, ...] = (),
+                       work_model: str = "wedges",
+                       holders: list[str | None] | None = None) -> tuple[list[Any], list[Any]]:
     """Canonicalize, rank, orient and sort edges held in the ``inputs`` partitions (the
     docstrings of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain
     the steps) into ``parts`` sorted partitions, each holding one source range's whole
     adjacency lists; returns them and the vertex count.
 
-    The first exchange goes from the input partitions, however many, to ``parts`` receivers,
-    so the input is never repartitioned. Each stage is persisted before the next starts; every
+    The first exchange goes from ``groups`` of input partitions (:func:`input_groups`, each
+    taken together where its ``holders`` entry says it lives) to ``parts`` receivers, so the
+    input is never repartitioned. Each stage is persisted before the next starts; every
     exchange sends each partition's pieces to their receivers once, through Dask; receiver
     ``j`` lives on ``workers[j]`` (round robin), which then owns sorted partition ``j``.
     ``work_model`` (one of :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges
     balance.
     """
+    senders = []
+    for g, group in enumerate(groups):
+        holder = (holders or [None] * len(inputs))[group[0]]
+        with placed([holder] if holder else (), 0):
+            senders.append(task("canonicalize", concat_frames, *(inputs[p] for p in group),
+                                key=("inputs", g)))
     vertices = tree("vertices", merge_vertices,
-                    [task("vertices", partition_vertices, part, key=(p,))
-                     for p, part in enumerate(inputs)])
+                    [task("vertices", partition_vertices, sender, key=(g,))
+                     for g, sender in enumerate(senders)])
     n = task("vertices", vertex_count, vertices, key=("count",))
-    splits = [task("canonicalize", split_edge_keys, part, vertices, parts, key=(p,))
-              for p, part in enumerate(inputs)]
+    splits = [task("canonicalize", split_edge_keys, sender, vertices, parts, key=(g,))
+              for g, sender in enumerate(senders)]
     *keys, n = timer.persist("canonicalize", *exchange("canonicalize", splits, unique_edge_keys,
                                                          parts, workers=workers), n)
-    del vertices, splits
+    del senders, vertices, splits
 
     degree = tree("rank", add_counts,
                   [task("rank", degree_counts, k, n, key=(p,)) for p, k in enumerate(keys)])
@@ -326,14 +383,15 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     # partitions when lowered, and partition keys must be those that exist after persist.
     (edges,) = timer.persist("read", edges.optimize())
     inputs = edges.to_delayed()
-    rows = timer.compute("read", [task("read", len, part, key=("rows", p))
-                                  for p, part in enumerate(inputs)])[0]
+    rows = input_rows(inputs, timer)
     if partitions is None:
         partitions = fitted_partitions(sum(rows), session, task_budget)
     if max(rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
         pieces = -(-sum(rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
         (edges,) = timer.persist("read", edges.repartition(npartitions=pieces))
         inputs = edges.to_delayed()
+        rows = input_rows(inputs, timer)
+    holders = input_holders(edges, session)
     del edges
     if partitions == 1:  # the whole graph in one task: no exchange needed
         prepared = task("prepare", prepare_inputs, orientation, *inputs, key=(0,))
@@ -344,8 +402,9 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         del prepared
     else:
         work_model = "intersect" if session.backend == "gpu" and join != "wedges" else "wedges"
-        parts, vertex_counts = prepare_partitions(inputs, partitions, orientation, timer,
-                                                  session.addresses, work_model)
+        groups = input_groups(rows, holders, task_budget // BYTES_PER_EDGE_IN_FLIGHT)
+        parts, vertex_counts = prepare_partitions(inputs, groups, partitions, orientation,
+                                                  timer, session.addresses, work_model, holders)
     del inputs
 
     summary_tasks = [task("plan", partition_summary, part, key=(p,))

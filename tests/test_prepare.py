@@ -17,9 +17,9 @@ import dtri
 from dtri.bins import even_bounds, split_by_bounds
 from dtri.canonicalize import partition_vertices
 from dtri.orient import INTERSECT_EDGE_COST, intersection_work, source_bounds, wedge_work
-from dtri.pipeline import count_pipeline
+from dtri.pipeline import count_pipeline, input_groups, input_holders
 from dtri.prepare import prepare_partition
-from dtri.session import open_session
+from dtri.session import Session, open_session
 from tests.conftest import networkx_triangles
 
 
@@ -138,3 +138,28 @@ def test_any_number_of_input_partitions_feeds_any_number_of_sorted_ones(inputs, 
         result = count_pipeline(frame, session, partitions=parts)
     assert frame.npartitions == inputs and result.partitions == parts
     assert result.triangles == networkx_triangles(edges)
+
+
+def test_input_groups_keep_each_worker_s_partitions_together_within_the_limit():
+    rows = [5, 5, 5, 5, 5, 5, 30]
+    holders = ["a", "b", "a", "b", "a", None, "a"]
+    groups = input_groups(rows, holders, limit=10)
+    assert groups == [[0, 2], [4], [6], [1, 3], [5]]  # by holder, index order, <= 10 rows
+    assert sorted(p for group in groups for p in group) == list(range(len(rows)))
+
+
+def test_input_holders_name_the_worker_of_each_persisted_partition():
+    from distributed import Client, LocalCluster, wait
+
+    frame = dd.from_pandas(pd.DataFrame({"src": range(100), "dst": range(1, 101)}),
+                           npartitions=6)
+    with (LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                       dashboard_address=":0") as cluster, Client(cluster) as client):
+        (persisted,) = dask.persist(frame)
+        wait(persisted)
+        holders = input_holders(persisted, Session("cpu", client, 2, 1, 1 << 30))
+        held = client.run(lambda dask_worker: [key[1] for key in dask_worker.data
+                                               if isinstance(key, tuple)])
+        assert len(set(holders)) == 2  # both workers hold some
+        for p, holder in enumerate(holders):
+            assert p in held[holder]  # that worker holds partition p
