@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from dask.utils import parse_bytes
@@ -9,7 +10,7 @@ from dask.utils import parse_bytes
 from dtri.inputs import as_edge_frame, input_on_gpu, is_path_like
 from dtri.orient import ORIENTATIONS
 from dtri.pipeline import CountResult, count_pipeline
-from dtri.session import open_session, resolve_backend
+from dtri.session import memory_caps, open_session, resolve_backend
 
 
 def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None = None,
@@ -19,7 +20,9 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
           orientation: str = "degree", blocksize: int | str = "64MiB",
           npartitions: int | None = None, storage_options: dict | None = None,
           join: str = "auto", protocol: str = "auto", progress: bool = False,
-          explain: bool = False) -> CountResult:
+          explain: bool = False, memory_limit: int | str | None = None,
+          device_memory_limit: int | str | None = None, rmm_pool_size: int | str | None = None,
+          spill_directory: str | os.PathLike | None = None) -> CountResult:
     """Count the triangles of an undirected graph exactly, with the run's statistics.
 
     ``edges``: a path, glob, directory or fsspec URL of edge files (SNAP text, CSV/TSV, Matrix
@@ -39,6 +42,16 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
     ``protocol``: comms of a local cluster started for this run, ``tcp``, ``ucx`` or ``auto``
     (UCX between several GPU workers when ``distributed-ucxx`` is installed).
 
+    Memory of a local cluster started for this run (bytes or strings such as ``"2GiB"``, per
+    worker; :class:`dtri.session.MemoryCaps`): ``memory_limit``, host memory above which Dask
+    spills stored results to disk, in ``spill_directory``; on GPU workers
+    ``device_memory_limit``, device memory above which dask-cuda moves stored results to host
+    memory, and ``rmm_pool_size``, a hard cap on the GPU memory used (an RMM pool that cannot
+    grow, shared by cuDF and CuPy; the device memory limit then defaults to the pool less twice
+    the memory budget). With a cap set, the default memory budget is a quarter of it. Giving
+    any of them with a running cluster or scheduler raises
+    :class:`dtri.errors.ConfigurationError`.
+
     The result's ``plan`` holds the counting phase's plan (bins, batches, join per partition)
     with estimates of each task kind's peak memory and of the bytes moved between workers
     (:class:`dtri.plan.CountPlan`). ``explain=True`` stops after planning: the input is read,
@@ -48,7 +61,9 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
         raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
     budget = parse_bytes(memory_budget) if isinstance(memory_budget, str) else memory_budget
     chosen = resolve_backend(backend, input_on_gpu(edges))
-    with open_session(chosen, scheduler, scheduler_file, workers, protocol) as session:
+    caps = memory_caps(memory_limit, device_memory_limit, rmm_pool_size, spill_directory)
+    with open_session(chosen, scheduler, scheduler_file, workers, protocol, caps,
+                      budget) as session:
         frame = as_edge_frame(edges, chosen, columns=columns, npartitions=npartitions,
                               **_read_options(edges, format, header, blocksize, storage_options))
         return count_pipeline(frame, session, orientation=orientation, bins=bins,

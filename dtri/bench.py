@@ -32,10 +32,12 @@ from typing import Any
 
 import dask
 import numpy as np
+from dask.utils import parse_bytes
 
 from dtri.dispatch import array_module, column_to_array, to_host
 from dtri.errors import DtriError
 from dtri.generate import from_spec, is_spec
+from dtri.session import MemoryCaps, measured_memory, memory_caps
 
 NETWORKX_MAX_EDGES = 2_000_000
 """Larger graphs skip NetworkX, which would take minutes and gigabytes of Python objects."""
@@ -245,6 +247,9 @@ def device_name(backend: str) -> str:
 
 @dataclass(frozen=True)
 class BenchOptions:
+    """What ``dtri bench`` runs and where; the memory caps shape the local cluster it starts
+    (see :class:`dtri.session.MemoryCaps`; sizes in bytes or strings such as ``"2GiB"``)."""
+
     backend: str = "auto"
     repeat: int = 3
     peers: str = "auto"
@@ -254,6 +259,14 @@ class BenchOptions:
     seed: int = 0
     memory_budget: int | str | None = None
     protocol: str = "auto"
+    memory_limit: int | str | None = None
+    device_memory_limit: int | str | None = None
+    rmm_pool_size: int | str | None = None
+    spill_directory: str | None = None
+
+    def caps(self) -> MemoryCaps:
+        return memory_caps(self.memory_limit, self.device_memory_limit, self.rmm_pool_size,
+                           self.spill_directory)
 
 
 @contextmanager
@@ -299,24 +312,26 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
     count_options = {"backend": backend, "scheduler": local_scheduler,
                      "workers": options.workers, "memory_budget": options.memory_budget}
 
-    def best_count(make_input: Callable[[], Any]) -> tuple[Any, float]:
-        best, best_result = float("inf"), None
+    def best_count(make_input: Callable[[], Any]) -> tuple[Any, float, dict[str, Any]]:
+        """The fastest of ``repeat`` counts: its result, seconds and workers' memory."""
+        best, best_result, best_memory = float("inf"), None, {}
         for _ in range(options.repeat):
             edges = make_input()
-            started = time.perf_counter()
-            result = count(edges, **count_options)
-            seconds = time.perf_counter() - started
+            with measured_memory(session) as memory:
+                started = time.perf_counter()
+                result = count(edges, **count_options)
+                seconds = time.perf_counter() - started
             if best_result is not None and result.triangles != best_result.triangles:
                 raise BenchDisagreement(f"{graph}: dtri counted {best_result.triangles} and "
                                         f"then {result.triangles} triangles")
             if seconds < best:
-                best, best_result = seconds, result
-        return best_result, best
+                best, best_result, best_memory = seconds, result, memory
+        return best_result, best, best_memory
 
     with _reusing(session):
-        result, end_to_end = best_count(source)
+        result, end_to_end, memory = best_count(source)
         persisted = _materialize(as_edge_frame(source(), backend), session)
-        in_memory_result, in_memory = best_count(lambda: persisted)
+        in_memory_result, in_memory, in_memory_memory = best_count(lambda: persisted)
         utilisation = worker_utilisation(session, lambda: count(persisted, **count_options))
         table = persisted.compute() if peers else None
     persisted = None  # release the workers' copy before the peers run
@@ -337,6 +352,9 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
         "protocol": (session.client.scheduler.address.split("://")[0]
                      if session.client is not None else None),
         "repeat": options.repeat,
+        "memory_budget": result.memory_budget,
+        "caps": {name: value for name, value in session.caps.to_dict().items()
+                 if name != "spill_directory"},
         "dtri": {
             "end_to_end_seconds": round(end_to_end, 6),
             "stage_seconds": result.seconds,
@@ -344,6 +362,8 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
             "in_memory_stage_seconds": in_memory_result.seconds,
             "edges_per_second": round(result.edges / in_memory, 1) if in_memory else None,
             "worker_utilisation": utilisation,
+            "worker_memory": memory,
+            "in_memory_worker_memory": in_memory_memory,
         },
         "peers": {},
     }
@@ -408,8 +428,10 @@ def run_bench(graphs: list[str], options: BenchOptions,
     address = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     local_scheduler = address if address in LOCAL_SCHEDULERS else None
     records = []
+    budget = parse_bytes(options.memory_budget) if isinstance(options.memory_budget, str) \
+        else options.memory_budget
     with open_session(backend, options.scheduler, options.scheduler_file,
-                      options.workers, options.protocol) as session:
+                      options.workers, options.protocol, options.caps(), budget) as session:
         for graph in graphs:
             record = bench_graph(graph, backend, session, options, local_scheduler, peers)
             records.append(record)

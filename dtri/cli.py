@@ -44,13 +44,39 @@ def _columns(value: str | None) -> tuple[Any, Any] | None:
     return tuple(int(p) if p.isdigit() else p for p in parts)  # type: ignore[return-value]
 
 
+MEMORY_CAP_OPTIONS = (
+    click.option(
+        "--memory-limit", type=ByteSize(),
+        help="Host memory per worker of the local cluster, e.g. 4GiB: Dask spills stored "
+             "results to disk above 60% of it (their size) or 70% (process memory); pause "
+             "and terminate are off. Default: Dask's (RAM / workers)."),
+    click.option(
+        "--spill-directory", type=click.Path(file_okay=False),
+        help="Where the local cluster's workers spill (default: Dask's temporary-directory, "
+             "else the system's)."),
+    click.option(
+        "--device-memory-limit", type=ByteSize(),
+        help="GPU: device memory of stored results per worker above which dask-cuda moves "
+             "them to host memory (default: dask-cuda's 80% of the GPU; with --rmm-pool-size, "
+             "the pool less twice the memory budget)."),
+    click.option(
+        "--rmm-pool-size", type=ByteSize(),
+        help="GPU: hard cap on the GPU memory per worker: an RMM pool of this size that "
+             "cannot grow, shared by cuDF and CuPy. The default --memory-budget is a quarter "
+             "of it."),
+)
+"""Memory options of the local cluster (:class:`dtri.session.MemoryCaps`)."""
+
 scheduler_file_option = click.option(
     "--scheduler-file", type=click.Path(dir_okay=False),
     help="Scheduler file written by 'dask scheduler --scheduler-file'.")
 
 
 def local_cluster_options(command: Any) -> Any:
-    """``--workers`` and ``--protocol``: the shape of the local cluster a command starts."""
+    """``--workers``, ``--protocol`` and the memory caps: the shape of the local cluster a
+    command starts (caps given with a running cluster are an error)."""
+    for option in reversed(MEMORY_CAP_OPTIONS):
+        command = option(command)
     command = click.option(
         "--protocol", type=click.Choice(PROTOCOLS), default="auto", show_default=True,
         help="Comms of the local cluster started for the run: auto is UCX (NVLink) between "
@@ -99,7 +125,8 @@ def _fail(message: Any, code: int = 2) -> None:
 @local_cluster_options
 @click.option("--memory-budget", type=ByteSize(),
               help="Memory one worker may plan for, e.g. 8GiB (default: a quarter of the "
-                   "worker's memory, GPU memory on the GPU backend).")
+                   "worker's memory, GPU memory on the GPU backend, or of --rmm-pool-size / "
+                   "--memory-limit when given).")
 @click.option("--bins", type=click.IntRange(min=1),
               help="Number of radix bins, a power of two (default: from the sizes).")
 @click.option("--orientation", type=click.Choice(ORIENTATIONS), default="degree",
@@ -122,7 +149,9 @@ def _fail(message: Any, code: int = 2) -> None:
               help="Dask progress bars on stderr (default: when stderr is a terminal).")
 def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns: str | None,
           header: bool | None, backend: str, scheduler: str | None, scheduler_file: str | None,
-          workers: int | None, protocol: str, memory_budget: int | None, bins: int | None,
+          workers: int | None, protocol: str, memory_limit: int | None,
+          spill_directory: str | None, device_memory_limit: int | None,
+          rmm_pool_size: int | None, memory_budget: int | None, bins: int | None,
           orientation: str, join: str, blocksize: str, as_json: bool, explain: bool,
           progress: bool | None) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
@@ -146,8 +175,9 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns
             edges, format=fmt, columns=_columns(columns), header=header, backend=backend,
             scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
             protocol=protocol, memory_budget=memory_budget, bins=bins, orientation=orientation,
-            join=join,
-            blocksize=blocksize, explain=explain,
+            join=join, blocksize=blocksize, explain=explain, memory_limit=memory_limit,
+            spill_directory=spill_directory, device_memory_limit=device_memory_limit,
+            rmm_pool_size=rmm_pool_size,
             progress=sys.stderr.isatty() if progress is None else progress,
         )
     except (DtriError, ValueError, OSError) as error:
@@ -272,17 +302,22 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
                    "a local cluster, started once for the whole benchmark.")
 @scheduler_file_option
 @local_cluster_options
-@click.option("--memory-budget", type=ByteSize(), help="Memory one worker may plan for.")
+@click.option("--memory-budget", type=ByteSize(),
+              help="Memory one worker may plan for (default: a quarter of the worker's "
+                   "memory or cap).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the generated graphs.")
 def bench(graphs: tuple[str, ...], backend: str, repeat: int, peers: str, output: str | None,
           scheduler: str | None, scheduler_file: str | None, workers: int | None,
-          protocol: str, memory_budget: int | None, seed: int) -> None:
+          protocol: str, memory_limit: int | None, spill_directory: str | None,
+          device_memory_limit: int | None, rmm_pool_size: int | None,
+          memory_budget: int | None, seed: int) -> None:
     """Time dtri on each GRAPH (a spec such as rmat:16, or a path) and compare with peers.
 
     Prints one JSON line per graph: its size and count, dtri's end-to-end and in-memory
-    seconds (with the stages), edges per second, and each peer's seconds, count and whether
-    it agrees. Exits with status 1 if a peer's count differs from dtri's.
+    seconds (with the stages), edges per second, each worker's peak memory and spilled
+    bytes, and each peer's seconds, count and whether it agrees. Exits with status 1 if a
+    peer's count differs from dtri's.
     """
     from dtri.bench import BenchDisagreement, BenchOptions, run_bench
     from dtri.errors import DtriError
@@ -296,7 +331,10 @@ def bench(graphs: tuple[str, ...], backend: str, repeat: int, peers: str, output
 
     options = BenchOptions(backend=backend, repeat=repeat, peers=peers, scheduler=scheduler,
                            scheduler_file=scheduler_file, workers=workers, seed=seed,
-                           memory_budget=memory_budget, protocol=protocol)
+                           memory_budget=memory_budget, protocol=protocol,
+                           memory_limit=memory_limit, spill_directory=spill_directory,
+                           device_memory_limit=device_memory_limit,
+                           rmm_pool_size=rmm_pool_size)
     try:
         run_bench(list(graphs), options, emit)
     except BenchDisagreement as error:
