@@ -93,6 +93,9 @@ class CountResult:
     seconds: dict[str, float] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
     """The counting phase's plan with its estimates (:meth:`dtri.plan.CountPlan.to_dict`)."""
+    caps: dict[str, Any] = field(default_factory=dict)
+    """The workers' memory caps, bytes or ``None``: ``memory_limit``, ``device_memory_limit``,
+    ``rmm_pool_size`` (:class:`dtri.session.MemoryCaps`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -187,10 +190,16 @@ def intersect_bin(frame: Any, ends: Any, csr: Any) -> int:
                                BinCSR(*csr), ends)
 
 
-def wedge_bins(frame: Any, first: int, last: int, bits: int, shift: int, nbins: int) -> dict:
-    """Closure keys of wedges ``first .. last - 1`` of one partition, radix-split into bins."""
-    src = column_to_array(frame["src"])
-    dst = column_to_array(frame["dst"])
+def batch_rows(frame: Any, start: int, stop: int) -> tuple:
+    """Rows ``[start, stop)`` of one sorted partition (whole adjacency lists) as ``(src,
+    dst)``: cut where the partition lives, so a wedge batch pulls only the rows it reads."""
+    return column_to_array(frame["src"])[start:stop], column_to_array(frame["dst"])[start:stop]
+
+
+def wedge_bins(rows: tuple, first: int, last: int, bits: int, shift: int, nbins: int) -> dict:
+    """Closure keys of wedges ``first .. last - 1`` of a window of rows (:func:`batch_rows`,
+    wedges numbered from its first row), radix-split into bins."""
+    src, dst = rows
     return radix_split(closure_keys(src, dst, first, last, bits), shift, nbins)
 
 
@@ -417,7 +426,7 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
                       task_budget=task_budget, bins=bins, join=join)
     if explain:  # stop after planning: no edge bin, wedge or join is built
         timer.seconds["total"] = round(time.perf_counter() - started, 6)
-        return _result(plan, None, orientation, timer.seconds)
+        return _result(plan, None, orientation, timer.seconds, session)
 
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
     # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
@@ -450,8 +459,13 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     persisted = dict(zip(needed, timer.persist("edge_bins", *needed.values()), strict=True))
 
     joins = []
-    for p, j, first, last in plan.batches:
-        split = task("wedges", wedge_bins, parts[p], first, last, bits, shift, nbins, key=(p, j))
+    for batch in plan.batches:
+        p, j, base = batch.partition, batch.batch, batch.wedge_base
+        with placed(workers, p):  # on the partition's owner: nothing but the bins travels
+            rows = task("wedges", batch_rows, parts[p], batch.row_start, batch.row_stop,
+                        key=("rows", p, j))
+            split = task("wedges", wedge_bins, rows, batch.first - base, batch.last - base,
+                         bits, shift, nbins, key=(p, j))
         for k in plan.reach[p]:
             picked = task("bins", pick_bin, split, k, key=(p, j, k))
             joins.append(task("join", join_bin, picked, persisted["keys", k], key=(p, j, k)))
@@ -463,14 +477,16 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     (triangles,) = timer.compute("wedges_join", reduce_tree(joins))
     timer.seconds["total"] = round(time.perf_counter() - started, 6)
 
-    return _result(plan, int(triangles), orientation, timer.seconds)
+    return _result(plan, int(triangles), orientation, timer.seconds, session)
 
 
 def _result(plan: CountPlan, triangles: int | None, orientation: str,
-            seconds: dict[str, float]) -> CountResult:
+            seconds: dict[str, float], session: Session) -> CountResult:
     return CountResult(
         triangles=triangles, vertices=plan.vertices, edges=plan.edges, wedges=plan.wedges,
         bins=plan.nbins, batches=len(plan.batches), partitions=plan.partitions,
         backend=plan.backend, workers=plan.workers, orientation=orientation, join=plan.join,
         memory_budget=plan.memory_budget, seconds=seconds, plan=plan.to_dict(),
+        caps={name: value for name, value in session.caps.to_dict().items()
+              if name != "spill_directory"},
     )

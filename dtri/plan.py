@@ -6,6 +6,15 @@ vertex count, the session's facts (workers, threads per worker, backend, the per
 budget) and the options (``bins``, ``join``); :func:`dtri.pipeline.count_pipeline` builds its
 task graph from the :class:`CountPlan` it returns, and ``dtri count --explain`` prints it.
 
+Wedge batches are sized per partition from its summary's wedge profile (checkpoints at
+adjacency-list starts with the wedges before each, :func:`dtri.sort.wedge_profile`): a batch
+of wedges ``[first, last)`` reads only the rows between the checkpoints around it, so its
+memory is those rows and its wedges, and the planner makes each batch as large as the
+per-task budget allows (and small enough that every thread gets work). A vertex whose
+wedges alone exceed the budget has them split over many batches; one whose adjacency list
+cannot fit a task even with a single wedge stops the count here, with a
+:class:`~dtri.errors.ConfigurationError` naming it, before any wedge is written.
+
 The estimates come from the sizes alone, before any wedge or edge bin exists:
 
 * the edges of each radix bin are not known until the edge bins are built, so they are
@@ -20,13 +29,17 @@ The estimates come from the sizes alone, before any wedge or edge bin exists:
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from dask.utils import format_bytes
 
 from dtri.bins import bin_shift, checked_key_bits, choose_bin_count
+from dtri.errors import ConfigurationError
 from dtri.sort import PartitionSummary
-from dtri.wedges import BYTES_PER_WEDGE, batch_ranges
+from dtri.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
@@ -59,6 +72,107 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
     return "intersect" if backend == "gpu" and summary.wedges > INTERSECT_MIN_WEDGES else "wedges"
 
 
+def batch_bytes(rows: int, wedges: int) -> int:
+    """Estimated peak memory of a ``dtri-wedges`` task that reads ``rows`` rows of its
+    partition and writes ``wedges`` closure keys, radix-split."""
+    return BYTES_PER_ROW * rows + BYTES_PER_WEDGE * wedges
+
+
+def list_bytes(out_degree: int) -> int:
+    """The least memory a ``dtri-wedges`` task over a list of ``out_degree`` targets needs:
+    the whole list and one wedge."""
+    return batch_bytes(out_degree, 1)
+
+
+class WedgeBatch(NamedTuple):
+    """One ``dtri-wedges`` task: wedges ``[first, last)`` of a partition, read from its rows
+    ``[row_start, row_stop)`` (whole adjacency lists that hold every wedge of the batch),
+    whose first row's first wedge is number ``wedge_base``."""
+
+    partition: int
+    batch: int
+    first: int
+    last: int
+    row_start: int
+    row_stop: int
+    wedge_base: int
+
+    @property
+    def peak_bytes(self) -> int:
+        """:func:`batch_bytes` of this batch."""
+        return batch_bytes(self.row_stop - self.row_start, self.last - self.first)
+
+
+def checkpoints(summary: PartitionSummary) -> tuple[Sequence[int], Sequence[int]]:
+    """The wedge profile of a partition: list-start rows and the wedges before each; the
+    whole partition as one interval when its summary has none."""
+    if summary.checkpoint_rows:
+        return summary.checkpoint_rows, summary.checkpoint_wedges
+    return (0, summary.edges), (0, summary.wedges)
+
+
+def partition_batches(partition: int, summary: PartitionSummary, task_budget: int,
+                      max_wedges: int) -> list[WedgeBatch]:
+    """A partition's wedges cut into consecutive batches, each as large as fits
+    ``task_budget`` (:func:`batch_bytes` of the rows of the checkpoint intervals it touches)
+    with at most ``max_wedges`` wedges.
+
+    Wedges of one list that do not fit one task are split over several batches, each reading
+    only that list when the profile isolates it (it does for lists of at least
+    ``edges / PROFILE_POINTS`` rows and for the longest list). Where not even one wedge fits
+    with the rows of its interval, the batch is sized as if it read only the longest list and
+    its estimate shows it over budget.
+    """
+    rows, before = checkpoints(summary)
+    batches: list[WedgeBatch] = []
+    first = 0
+    while first < summary.wedges:
+        start = bisect_right(before, first) - 1  # the last checkpoint at or before ``first``
+        last = first
+        for stop in range(start + 1, len(rows)):
+            room = task_budget - BYTES_PER_ROW * (rows[stop] - rows[start])
+            if room < BYTES_PER_WEDGE:
+                break
+            end = min(before[stop], first + min(max_wedges, room // BYTES_PER_WEDGE))
+            if end > max(first, before[stop - 1]):  # ends inside interval ``stop - 1``
+                last = end
+            if end < before[stop]:
+                break
+        if last == first:  # the profile is too coarse here for the budget
+            room = task_budget - BYTES_PER_ROW * summary.max_out_degree
+            last = min(before[start + 1],
+                       first + max(1, min(max_wedges, room // BYTES_PER_WEDGE)))
+        stop = bisect_left(before, last, start + 1)
+        batches.append(WedgeBatch(partition, len(batches), first, last, rows[start],
+                                  rows[stop], before[start]))
+        first = last
+    return batches
+
+
+def check_lists_fit(summaries: Sequence[PartitionSummary], strategy: Sequence[str],
+                    task_budget: int, threads_per_worker: int) -> None:
+    """Refuse a budget in which the longest adjacency list of a ``wedges`` partition cannot
+    fit one task with a single wedge (:func:`list_bytes`): no batching helps then."""
+    lists = [s for p, s in enumerate(summaries) if strategy[p] == "wedges" and s.wedges]
+    if not lists:
+        return
+    worst = max(lists, key=lambda s: s.max_out_degree)
+    need = list_bytes(worst.max_out_degree)
+    if need <= task_budget:
+        return
+    smallest = need * threads_per_worker
+    threads = f"{threads_per_worker} thread{'s' if threads_per_worker != 1 else ''}"
+    raise ConfigurationError(
+        f"memory budget too small: vertex rank {worst.max_out_source} has out-degree "
+        f"{worst.max_out_degree}, and a dtri-wedges task over its list needs "
+        f"{format_bytes(need)} ({worst.max_out_degree} rows x {BYTES_PER_ROW} B + one wedge x "
+        f"{BYTES_PER_WEDGE} B), more than the {format_bytes(task_budget)} a task may use "
+        f"(the memory budget over {threads} per worker); give --memory-budget {smallest} "
+        f"({format_bytes(smallest)}) or more (ranks are dtri's vertex order; the input id is "
+        "not kept)"
+    )
+
+
 def partitions_owned(partitions: int, workers: int) -> bool:
     """Whether every worker owns a sorted partition. Then each partition's counting tasks run
     on its owner (its work is spread already, by the sort's source ranges) and bins only bound
@@ -81,11 +195,12 @@ class StageEstimate:
 class CountPlan:
     """What the counting phase will do, decided from the partition summaries alone.
 
-    ``batches`` are ``(partition, batch, first_wedge, last_wedge)`` of the partitions that
-    use the ``wedges`` join; ``bin_sources`` maps each bin that holds an edge to its half-open
-    range of source ranks and ``bin_partitions`` to the partitions that overlap it; ``reach``
-    lists, per partition, the bins its edges' targets can fall in. Treat the mappings as
-    read-only.
+    ``batches`` are the :class:`WedgeBatch` tasks of the partitions that use the ``wedges``
+    join; ``fallback`` the partitions that ``join="auto"`` gives the ``wedges`` join because
+    their ``intersect`` tasks would exceed the per-task budget; ``bin_sources`` maps each bin
+    that holds an edge to its half-open range of source ranks and ``bin_partitions`` to the
+    partitions that overlap it; ``reach`` lists, per partition, the bins its edges' targets
+    can fall in. Treat the mappings as read-only.
     """
 
     vertices: int
@@ -100,9 +215,11 @@ class CountPlan:
     shift: int
     src_shift: int
     batch_size: int
-    summaries: tuple[PartitionSummary, ...]
+    """Wedges of the largest batch."""
+    summaries: tuple[PartitionSummary, ...] = field(repr=False)
     strategy: tuple[str, ...]
-    batches: tuple[tuple[int, int, int, int], ...]
+    fallback: tuple[int, ...]
+    batches: tuple[WedgeBatch, ...] = field(repr=False)
     bin_sources: dict[int, tuple[int, int]]
     bin_partitions: dict[int, tuple[int, ...]]
     reach: tuple[tuple[int, ...], ...]
@@ -166,10 +283,13 @@ class CountPlan:
             "bits": self.bits, "bins": self.nbins, "bins_with_edges": len(self.bin_sources),
             "shift": self.shift, "src_shift": self.src_shift, "batch_size": self.batch_size,
             "batches": len(self.batches), "join": self.join,
+            "batch_rows": max((b.row_stop - b.row_start for b in self.batches), default=0),
+            "fallback": list(self.fallback),
             "partitions": [
                 {"edges": s.edges, "wedges": s.wedges, "first_src": s.first_src,
-                 "last_src": s.last_src, "join": self.strategy[p], "batches": batches[p],
-                 "bins_reached": len(self.reach[p])}
+                 "last_src": s.last_src, "max_out_degree": s.max_out_degree,
+                 "max_out_source": s.max_out_source, "join": self.strategy[p],
+                 "batches": batches[p], "bins_reached": len(self.reach[p])}
                 for p, s in enumerate(self.summaries)
             ],
             "stages": {stage: {"tasks": e.tasks, "peak_bytes": e.peak_bytes,
@@ -222,8 +342,12 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     """The plan of the counting phase (pure: sizes in, decisions and estimates out).
 
     ``task_budget``: bytes one task may plan for (:meth:`dtri.session.Session.task_budget`).
-    Batches are at most ``task_budget // BYTES_PER_WEDGE`` wedges, and small enough that
-    there are at least two per thread of the cluster, so that every core has work.
+    Each partition's batches are as large as fits the budget (:func:`partition_batches`),
+    and small enough that there are at least two per thread of the cluster, so that every
+    core has work. With ``join="auto"``, a partition whose fused-join tasks would exceed the
+    budget takes the ``wedges`` join, whose batches shrink with the budget. Raises
+    :class:`~dtri.errors.ConfigurationError` when an adjacency list of a ``wedges``
+    partition cannot fit one ``dtri-wedges`` task (:func:`check_lists_fit`).
     """
     summaries = tuple(PartitionSummary(*s) for s in summaries)
     vertices = int(vertices)
@@ -234,12 +358,6 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     spread = 1 if partitions_owned(len(summaries), workers) else workers
     nbins = choose_bin_count(edge_count, spread, task_budget, bins, bits)
     shift = bin_shift(bits, nbins)
-    slots = 2 * workers * threads_per_worker
-    batch_size = max(1, min(task_budget // BYTES_PER_WEDGE, -(-wedge_count // slots)))
-    strategy = tuple(choose_join(join, backend, s) for s in summaries)
-    batches = tuple((p, j, first, last)
-                    for p, s in enumerate(summaries) if strategy[p] == "wedges"
-                    for j, (first, last) in enumerate(batch_ranges(s.wedges, batch_size)))
 
     src_shift = bits - (nbins.bit_length() - 1)
     bin_sources: dict[int, tuple[int, int]] = {}  # bins that hold any edge
@@ -256,19 +374,44 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                         if high > s.first_src + 1 and low <= s.last_dst)
                   for s in summaries)
     bin_edges = estimated_bin_edges(summaries, bin_sources, src_shift)
-    estimates = _estimate(summaries, strategy, batches, bin_sources, bin_partitions, reach,
-                          bin_edges, workers)
+
+    strategy = [choose_join(join, backend, s) for s in summaries]
+    fallback = tuple(p for p, s in enumerate(summaries)
+                     if join == "auto" and strategy[p] == "intersect" and s.wedges
+                     and _intersect_peak(s, reach[p], bin_sources, bin_edges) > task_budget)
+    for p in fallback:
+        strategy[p] = "wedges"
+    check_lists_fit(summaries, strategy, task_budget, threads_per_worker)
+    slots = 2 * workers * threads_per_worker
+    max_wedges = max(1, -(-sum(s.wedges for p, s in enumerate(summaries)
+                               if strategy[p] == "wedges") // slots))
+    batches = tuple(batch for p, s in enumerate(summaries) if strategy[p] == "wedges"
+                    for batch in partition_batches(p, s, task_budget, max_wedges))
+    batch_size = max((b.last - b.first for b in batches), default=0)
+
+    estimates = _estimate(summaries, tuple(strategy), batches, bin_sources, bin_partitions,
+                          reach, bin_edges, workers)
     return CountPlan(
         vertices=vertices, edges=edge_count, wedges=wedge_count, backend=backend,
         workers=workers, threads_per_worker=threads_per_worker, task_budget=task_budget,
         bits=bits, nbins=nbins, shift=shift, src_shift=src_shift, batch_size=batch_size,
-        summaries=summaries, strategy=strategy, batches=batches, bin_sources=bin_sources,
-        bin_partitions=bin_partitions, reach=reach, bin_edges=bin_edges, estimates=estimates,
+        summaries=summaries, strategy=tuple(strategy), fallback=fallback, batches=batches,
+        bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
+        bin_edges=bin_edges, estimates=estimates,
     )
 
 
+def _intersect_peak(summary: PartitionSummary, reached: tuple[int, ...],
+                    bin_sources: dict[int, tuple[int, int]], bin_edges: dict[int, int]) -> int:
+    """Estimated peak of a partition's largest ``dtri-intersect`` task: the partition and
+    the largest bin it reaches, as CSR."""
+    return BYTES_PER_EDGE * summary.edges + max(
+        (csr_bytes(bin_edges[k], bin_sources[k][1] - bin_sources[k][0]) for k in reached),
+        default=0)
+
+
 def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...],
-              batches: tuple[tuple[int, int, int, int], ...],
+              batches: tuple[WedgeBatch, ...],
               bin_sources: dict[int, tuple[int, int]],
               bin_partitions: dict[int, tuple[int, ...]], reach: tuple[tuple[int, ...], ...],
               bin_edges: dict[int, int], workers: int) -> dict[str, StageEstimate]:
@@ -278,8 +421,11 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
       partitions that overlap it, its keys × 8.
     * ``edge-csr``: peak = bin keys + the bin as CSR (int32 targets, int64 offsets per
       source), about twice the keys; local to its edge bin.
-    * ``wedges``: peak = batch wedges × ``BYTES_PER_WEDGE`` + its partition's edges × 16;
-      pulls its partition.
+    * ``wedges``: peak = the batch's rows × ``BYTES_PER_ROW`` (32) + its wedges ×
+      ``BYTES_PER_WEDGE`` (96) (:func:`batch_bytes`): it reads only the rows of the
+      checkpoint intervals its wedges lie in, cut from the partition where the partition
+      lives; pulls those rows (× 16) unless every worker owns a partition (then it runs on
+      its partition's owner).
     * ``bins``: one bin of a batch, picked where the batch lives; peak ≤ the batch's keys.
     * ``join``: peak = the bin's closure keys (≤ the batch's, × 8) + the bin's edge keys;
       pulls both: every batch's closure keys once in all (wedges × 8) and one edge bin per
@@ -306,13 +452,12 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
         peak_bytes=max((keys[k] + csr[k] for k in bin_sources), default=0) if uses_csr else 0,
         moved_bytes=0,
     )
-    wedges_peak = max((BYTES_PER_WEDGE * (last - first) + part[p]
-                       for p, _, first, last in batches), default=0)
     estimates["wedges"] = StageEstimate(
-        tasks=len(batches), peak_bytes=wedges_peak,
-        moved_bytes=remote * sum(part[p] for p, *_ in batches),
+        tasks=len(batches), peak_bytes=max((b.peak_bytes for b in batches), default=0),
+        moved_bytes=0 if owned else remote * sum(BYTES_PER_EDGE * (b.row_stop - b.row_start)
+                                                 for b in batches),
     )
-    pairs = [(p, first, last, k) for p, _, first, last in batches for k in reach[p]]
+    pairs = [(b.partition, b.first, b.last, k) for b in batches for k in reach[b.partition]]
     estimates["bins"] = StageEstimate(
         tasks=len(pairs),
         peak_bytes=max((BYTES_PER_KEY * (last - first) for _, first, last, _ in pairs),
@@ -323,14 +468,14 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
         tasks=len(pairs),
         peak_bytes=max((BYTES_PER_KEY * (last - first) + keys[k]
                         for _, first, last, k in pairs), default=0),
-        moved_bytes=remote * (sum(BYTES_PER_KEY * (last - first) for _, _, first, last in batches)
+        moved_bytes=remote * (sum(BYTES_PER_KEY * (b.last - b.first) for b in batches)
                               + sum(keys[k] for *_, k in pairs)),
     )
     fused = [(p, k) for p, s in enumerate(summaries)
              if strategy[p] == "intersect" and s.wedges for k in reach[p]]
     estimates["intersect"] = StageEstimate(
         tasks=len(fused),
-        peak_bytes=max((part[p] + csr[k] for p, k in fused), default=0),
+        peak_bytes=max((part[p] + csr[k] for p, k in fused), default=0),  # _intersect_peak
         moved_bytes=remote * sum(csr[k] + (0 if owned else part[p]) for p, k in fused),
     )
     counts = len(pairs) + len(fused)

@@ -3,7 +3,8 @@
 A receiving partition gets every edge of its source range (:func:`dtri.orient.source_bounds`),
 so it holds whole adjacency lists, sorted, which is what the wedge stage needs.
 :func:`partition_summary` then measures each partition: edges, wedges (prefix sums of
-C(d, 2)), its source range and largest target, all before any wedge is written.
+C(d, 2)), its source range, largest target and longest adjacency list, and a coarse profile
+of where its wedges lie (:func:`wedge_profile`), all before any wedge is written.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any, NamedTuple
 
 from dtri.bins import checked_key_bits, unpack_keys
 from dtri.dispatch import array_module, column_to_array, frame_from_arrays
-from dtri.wedges import count_wedges
+
+PROFILE_POINTS = 1024
+"""Evenly spaced rows whose adjacency lists bound the checkpoints of a wedge profile."""
 
 
 class PartitionSummary(NamedTuple):
@@ -23,6 +26,15 @@ class PartitionSummary(NamedTuple):
     first_src: int
     last_src: int
     last_dst: int
+    max_out_degree: int = 0
+    """Length of the partition's longest adjacency list (0: unknown)."""
+    max_out_source: int = -1
+    """The source (rank) of that list, the first if several tie (-1: unknown)."""
+    checkpoint_rows: tuple[int, ...] = ()
+    """Rows where an adjacency list starts, ascending from 0 to ``edges`` (:func:`wedge_profile`;
+    empty: unknown, the planner then sees the partition as one interval)."""
+    checkpoint_wedges: tuple[int, ...] = ()
+    """Wedges of the rows before each checkpoint row (the wedge number it starts at)."""
 
 
 def sorted_edges(vertices: int, *pieces: Any) -> Any:
@@ -33,11 +45,42 @@ def sorted_edges(vertices: int, *pieces: Any) -> Any:
     return frame_from_arrays(keys, {"src": src, "dst": dst})
 
 
+def wedge_profile(src: Any, points: int = PROFILE_POINTS) -> tuple[int, int, int, list, list]:
+    """Wedges, longest list and checkpoints ``(rows, wedges before)`` of a sorted ``src``.
+
+    The checkpoints are list starts: for each of ``points + 1`` evenly spaced rows, the start
+    and the end of the list that holds it, and the longest list's start and end. So every
+    interval between two checkpoints is either one adjacency list or at most
+    ``ceil(edges / points)`` rows, and a list of at least that many rows is an interval of its
+    own; a wedge range that the planner places inside intervals needs no other rows.
+    Returns ``(wedges, max_out_degree, its row, rows, wedges_before)``.
+    """
+    xp = array_module(src)
+    edges = src.shape[0]
+    bounds = xp.concatenate([xp.zeros(1, dtype=xp.int64),
+                             xp.flatnonzero(src[1:] != src[:-1]).astype(xp.int64) + 1,
+                             xp.full(1, edges, dtype=xp.int64)])  # list starts, then the end
+    degree = bounds[1:] - bounds[:-1]
+    before = xp.concatenate([xp.zeros(1, dtype=xp.int64),
+                             xp.cumsum(degree * (degree - 1) // 2, dtype=xp.int64)])
+    longest = int(xp.argmax(degree))
+    lists = degree.shape[0]
+    targets = xp.arange(points + 1, dtype=xp.int64) * edges // points
+    holding = xp.searchsorted(bounds, targets, side="right") - 1  # list that holds each row
+    picked = xp.unique(xp.concatenate([
+        holding, xp.minimum(holding + 1, lists),
+        xp.asarray([0, lists, longest, longest + 1], dtype=holding.dtype)]))
+    return (int(before[-1]), int(degree[longest]), int(bounds[longest]),
+            bounds[picked].tolist(), before[picked].tolist())
+
+
 def partition_summary(frame: Any) -> PartitionSummary:
-    """Edge count, wedge count and first/last source of one sorted partition."""
+    """Edges, wedges, source range, largest target, longest list and wedge profile of one
+    sorted partition."""
     src = column_to_array(frame["src"])
     if src.shape[0] == 0:
         return PartitionSummary(0, 0, -1, -1, -1)
+    wedges, max_out_degree, longest_row, rows, before = wedge_profile(src)
     last_dst = int(column_to_array(frame["dst"]).max())
-    return PartitionSummary(int(src.shape[0]), count_wedges(src), int(src[0]), int(src[-1]),
-                            last_dst)
+    return PartitionSummary(int(src.shape[0]), wedges, int(src[0]), int(src[-1]), last_dst,
+                            max_out_degree, int(src[longest_row]), tuple(rows), tuple(before))

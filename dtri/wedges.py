@@ -8,7 +8,10 @@ A source ``u`` with sorted out-neighbours ``w_0 < w_1 < ... < w_{d-1}`` closes C
 * a partition's wedge total is known before any wedge exists (it plans the batches), and
 * any contiguous range ``[first, last)`` of wedge numbers is produced on its own, with one
   ``searchsorted``, so a batch stays inside the memory budget even when a single
-  adjacency list holds more wedges than the budget allows.
+  adjacency list holds more wedges than the budget allows;
+* a range needs only the rows from its first wedge's edge to the end of its last wedge's
+  adjacency list: any window of whole lists that covers them, with the wedge numbers offset
+  by the wedges before the window, produces the same keys (:func:`closure_keys`).
 
 Everything here works on NumPy or CuPy arrays alike (``array_module`` picks the library).
 """
@@ -17,12 +20,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtri.bins import pack_edges
 from dtri.dispatch import array_module
 
 BYTES_PER_WEDGE = 96
-"""Peak working memory per wedge of a batch: wedge number, edge position, partner, two
-endpoints, key, bin id, radix permutation and the binned copy (~9 int64 arrays + slack)."""
+"""Peak working memory per wedge of a batch, an upper bound for NumPy and CuPy alike: wedge
+number, edge position, partner, key, bin digit, radix permutation and the binned copy
+(about 35 B measured on NumPy; CuPy's radix sort adds double buffers and scratch)."""
+BYTES_PER_ROW = 32
+"""Memory per row (edge) of the window a batch reads: its ``src`` and ``dst`` (int64; a copy
+when the batch runs away from its partition), each row's wedge count and their prefix sums."""
 
 
 def list_ends(src: Any) -> Any:
@@ -37,7 +43,9 @@ def wedges_per_edge(src: Any) -> Any:
     Summed over a source with out-degree ``d`` this is C(d, 2), its wedge count.
     """
     ends = list_ends(src)
-    return ends - 1 - array_module(src).arange(src.shape[0], dtype=ends.dtype)
+    ends -= 1  # in place: two arrays of the window's length at most
+    ends -= array_module(src).arange(src.shape[0], dtype=ends.dtype)
+    return ends
 
 
 def wedge_offsets(src: Any) -> Any:
@@ -55,17 +63,27 @@ def count_wedges(src: Any) -> int:
 def closure_keys(src: Any, dst: Any, first: int, last: int, bits: int) -> Any:
     """Packed closure keys ``(w_i << bits) | w_j`` of wedges number ``first`` to ``last - 1``.
 
-    ``src``/``dst`` are one partition's oriented edges sorted by (src, dst), whole adjacency
-    lists only; ``bits`` is the width of a vertex id in the packed key.
+    ``src``/``dst`` are oriented edges sorted by (src, dst) that end where an adjacency list
+    ends (a partition, or a window of its rows cut at list boundaries); wedges are numbered
+    from the first row given. ``bits`` is the width of a vertex id in the packed
+    key. Memory: :data:`BYTES_PER_ROW` per row given, :data:`BYTES_PER_WEDGE` per wedge.
     """
     xp = array_module(src)
     per_edge = wedges_per_edge(src)
     ends = xp.cumsum(per_edge, dtype=xp.int64)
     wedge = xp.arange(first, last, dtype=xp.int64)
     edge = xp.searchsorted(ends, wedge, side="right")
-    partner = edge + 1 + (wedge - (ends[edge] - per_edge[edge]))
-    del wedge, ends, per_edge
-    return pack_edges(dst[edge], dst[partner], bits)
+    start = ends[edge]
+    start -= per_edge[edge]  # each wedge's edge's first wedge number
+    del ends, per_edge
+    wedge -= start  # in place from here on: the wedge's rank among its edge's wedges,
+    del start
+    wedge += edge + 1  # then its partner edge
+    keys = dst[edge].astype(xp.int64, copy=False)
+    del edge
+    keys <<= bits
+    keys |= dst[wedge]
+    return keys
 
 
 def batch_ranges(total: int, batch_size: int) -> list[tuple[int, int]]:

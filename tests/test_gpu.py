@@ -53,7 +53,7 @@ def test_kernels_agree_with_numpy():
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_gpu_counts_equal_networkx(edges):
     result = dtri.count(edges, backend="gpu", scheduler="synchronous", npartitions=3,
-                        memory_budget=300, bins=4)
+                        memory_budget=1_000, bins=4)
     assert result.backend == "gpu"
     assert result.triangles == networkx_triangles(edges)
 

@@ -31,7 +31,7 @@ def messy_graphs(draw) -> np.ndarray:
 
 @given(edges=messy_graphs(), npartitions=st.integers(1, 5),
        bins=st.sampled_from([None, 1, 2, 4, 16]),
-       memory_budget=st.sampled_from([None, 100, 300, 2_000]),
+       memory_budget=st.sampled_from([None, 1_000, 3_000, 20_000]),
        orientation=st.sampled_from(["degree", "id"]),
        join=st.sampled_from(["auto", "wedges", "intersect"]))
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -47,7 +47,7 @@ def test_counts_equal_networkx(edges, npartitions, bins, memory_budget, orientat
 
 def test_small_budget_forces_many_batches():
     complete = np.array([(u, v) for u in range(12) for v in range(u + 1, 12)])
-    result = dtri.count(complete, scheduler="synchronous", memory_budget=200, npartitions=3)
+    result = dtri.count(complete, scheduler="synchronous", memory_budget=600, npartitions=3)
     assert result.triangles == 220  # C(12, 3)
     assert result.wedges == 220  # in a complete graph every wedge closes
     assert result.batches > 50
