@@ -31,8 +31,9 @@ def degree_counts(keys: Any, vertices: int) -> Any:
 
 
 def add_counts(*counts: Any) -> Any:
-    """Element-wise sum of per-partition count arrays of equal length."""
-    total = counts[0].copy()
+    """Element-wise sum of per-partition count arrays of equal length, in the widest of their
+    dtypes (CuPy's ``bincount`` of an empty partition returns ints even with float weights)."""
+    total = counts[0].astype(array_module(counts[0]).result_type(*counts))
     for more in counts[1:]:
         total += more
     return total
@@ -97,7 +98,8 @@ def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
     src, dst = unpack_keys(oriented, checked_key_bits(vertices))
     later, target = (out_degree[src] - 1) / 2, out_degree[dst]
     steps = xp.minimum(later, target) * xp.log2(xp.maximum(later, target) + 1)
-    return xp.bincount(src, weights=steps + INTERSECT_EDGE_COST, minlength=vertices)
+    work = xp.bincount(src, weights=steps + INTERSECT_EDGE_COST, minlength=vertices)
+    return work.astype(xp.float64, copy=False)  # CuPy gives ints for an empty partition
 
 
 def source_bounds(work: Any, parts: int) -> list[int]:

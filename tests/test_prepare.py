@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 import dtri
 from dtri.bins import even_bounds, split_by_bounds
 from dtri.canonicalize import partition_vertices
-from dtri.orient import INTERSECT_EDGE_COST, intersection_work, source_bounds, wedge_work
+from dtri.orient import (
+    INTERSECT_EDGE_COST,
+    add_counts,
+    intersection_work,
+    source_bounds,
+    wedge_work,
+)
 from dtri.pipeline import count_pipeline, input_groups, input_holders
 from dtri.prepare import prepare_partition
 from dtri.session import Session, open_session
@@ -163,3 +169,9 @@ def test_input_holders_name_the_worker_of_each_persisted_partition():
         assert len(set(holders)) == 2  # both workers hold some
         for p, holder in enumerate(holders):
             assert p in held[holder]  # that worker holds partition p
+
+
+def test_add_counts_keeps_the_widest_dtype_whichever_partition_comes_first():
+    """An empty partition's counts may come back as ints (CuPy's bincount) beside floats."""
+    total = add_counts(np.zeros(3, dtype=np.int64), np.array([0.5, 1.0, 2.5]))
+    assert total.dtype == np.float64 and total.tolist() == [0.5, 1.0, 2.5]
