@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from dask.sizeof import sizeof
 from dask.utils import Dispatch
 
 array_module = Dispatch("array_module")
@@ -55,6 +56,7 @@ def _pandas_frame(like: pd.DataFrame | np.ndarray, columns: dict[str, Any]) -> p
 @column_to_array.register_lazy("cudf")
 @frame_from_arrays.register_lazy("cudf")
 @frame_from_arrays.register_lazy("cupy")
+@sizeof.register_lazy("cudf")
 def _register_gpu() -> None:
     from dtri import gpu  # noqa: F401  (registers the cuDF/CuPy implementations)
 

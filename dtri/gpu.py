@@ -6,7 +6,12 @@ from typing import Any
 
 import cudf
 import cupy
+import dask_cudf.backends  # noqa: F401  (cuDF's sizeof for Dask: see below)
 
+# Dask weighs stored results with ``dask.sizeof``, whose cuDF implementation lives in
+# dask_cudf.backends. A worker that only runs dtri's tasks never imports it, so a stored cuDF
+# frame weighed 48 B (its Python object) and dask-cuda's device memory limit never spilled
+# anything: :mod:`dtri.dispatch` registers this module lazily for cuDF's sizeof.
 from dtri.dispatch import array_module, column_to_array, frame_from_arrays, to_host
 
 

@@ -5,6 +5,8 @@ spilled bytes are reported (the GPU test needs a GPU and runs on the GPU host)."
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -205,3 +207,23 @@ def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
         assert 0 < worker["peak_device_bytes"] <= pool, report
     assert sum(w["spilled_device_bytes"] or 0 for w in report.values()) > 0, report
 
+
+
+def test_cudf_sizeof_is_registered_lazily_so_dask_cuda_can_weigh_stored_frames():
+    """Without dask_cudf's sizeof a stored cuDF frame weighs its 48-byte Python object, and
+    dask-cuda's device memory limit never spills it (seen on an H200 under an RMM pool)."""
+    from dask.sizeof import sizeof
+
+    import dtri.dispatch
+
+    assert sizeof._lazy.get("cudf") is dtri.dispatch._register_gpu
+
+
+@pytest.mark.gpu
+def test_dask_weighs_cudf_frames_by_their_device_memory_in_a_fresh_process():
+    code = ("import cudf, cupy, dtri.dispatch\n"
+            "from dask.sizeof import sizeof\n"
+            "print(sizeof(cudf.DataFrame({'a': cupy.arange(1_000_000)})))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert int(out.stdout.split()[-1]) >= 8_000_000
