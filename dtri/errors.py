@@ -29,3 +29,12 @@ class InputNotFoundError(InputError):
 
 class ConfigurationError(DtriError, ValueError):
     """An option or environment that cannot work (unknown backend, no GPU for a GPU run...)."""
+
+
+class ListTooLongError(ConfigurationError):
+    """A vertex's adjacency list cannot fit one task of the memory budget. ``rank`` is the
+    vertex in dtri's order; the pipeline names it by its input id where it can."""
+
+    def __init__(self, message: str, rank: int):
+        super().__init__(message)
+        self.rank = rank

@@ -53,6 +53,14 @@ def vertex_ranks(degree: Any, orientation: str) -> Any | None:
     return rank
 
 
+def input_id_of_rank(vertices: Any, rank: Any | None, wanted: int) -> int:
+    """The input id of the vertex of rank ``wanted``: ``vertices`` holds the input ids of the
+    dense vertices, ascending, and ``rank`` their ranks (``None``: ranks are dense ids)."""
+    xp = array_module(vertices)
+    dense = wanted if rank is None else int(xp.flatnonzero(rank == wanted)[0])
+    return int(vertices[dense])
+
+
 def orient_keys(keys: Any, rank: Any | None, vertices: int) -> Any:
     """Packed keys ``(src << bits) | dst`` of the edges pointed from lower to higher rank."""
     if rank is None:

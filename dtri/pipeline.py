@@ -45,11 +45,13 @@ from dtri.canonicalize import (
     vertex_count,
 )
 from dtri.dispatch import array_module, column_to_array
+from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.intersect import BinCSR, bin_csr, count_intersections
 from dtri.join import count_closed
 from dtri.orient import (
     add_counts,
     degree_counts,
+    input_id_of_rank,
     intersection_work,
     orient_keys,
     out_degree_counts,
@@ -66,7 +68,7 @@ from dtri.plan import (  # noqa: F401  (the planner's names stay importable from
     build_plan,
     choose_join,
 )
-from dtri.prepare import prepare_partition
+from dtri.prepare import prepare_partition_with_ids
 from dtri.session import Session
 from dtri.sort import PartitionSummary, partition_summary, sorted_edges
 from dtri.tasks import exchange, placed, task, tree
@@ -257,9 +259,9 @@ def concat_frames(*frames: Any) -> Any:
     return frames[0] if len(frames) == 1 else concat(list(frames))
 
 
-def prepare_inputs(orientation: str, *frames: Any) -> tuple[Any, int]:
-    """:func:`dtri.prepare.prepare_partition` of input partitions taken together."""
-    return prepare_partition(concat_frames(*frames), orientation)
+def prepare_inputs(orientation: str, *frames: Any) -> tuple[Any, int, Any, Any]:
+    """:func:`dtri.prepare.prepare_partition_with_ids` of input partitions taken together."""
+    return prepare_partition_with_ids(concat_frames(*frames), orientation)
 
 
 def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list[list[int]]:
@@ -304,11 +306,14 @@ def input_holders(edges: dd.DataFrame, session: Session) -> list[str | None]:
 def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
                        orientation: str, timer: StageTimer, workers: tuple[str, ...] = (),
                        work_model: str = "wedges",
-                       holders: list[str | None] | None = None) -> tuple[list[Any], list[Any]]:
+                       holders: list[str | None] | None = None,
+                       ) -> tuple[list[Any], list[Any], tuple[Any, Any]]:
     """Canonicalize, rank, orient and sort edges held in the ``inputs`` partitions (the
     docstrings of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain
     the steps) into ``parts`` sorted partitions, each holding one source range's whole
-    adjacency lists; returns them and the vertex count.
+    adjacency lists; returns them, the vertex count, and the persisted vertex ids and ranks
+    that name a vertex by its input id (:func:`dtri.orient.input_id_of_rank`; kept until the
+    plan is made, a fraction of the edges' size).
 
     The first exchange goes from ``groups`` of input partitions (:func:`input_groups`, each
     taken together where its ``holders`` entry says it lives) to ``parts`` receivers, so the
@@ -330,9 +335,9 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     n = task("vertices", vertex_count, vertices, key=("count",))
     splits = [task("canonicalize", split_edge_keys, sender, vertices, parts, key=(g,))
               for g, sender in enumerate(senders)]
-    *keys, n = timer.persist("canonicalize", *exchange("canonicalize", splits, unique_edge_keys,
-                                                         parts, workers=workers), n)
-    del senders, vertices, splits
+    *keys, n, vertices = timer.persist("canonicalize", *exchange(
+        "canonicalize", splits, unique_edge_keys, parts, workers=workers), n, vertices)
+    del senders, splits
 
     degree = tree("rank", add_counts,
                   [task("rank", degree_counts, k, n, key=(p,)) for p, k in enumerate(keys)])
@@ -349,13 +354,13 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
         work = task("orient", wedge_work, out_degree, key=("work",))
     bounds = task("orient", source_bounds, work, parts, key=("bounds",))
     *oriented, bounds = timer.persist("orient", *oriented, bounds)
-    del keys, rank
+    del keys
 
     splits = [task("sort", split_by_source, o, bounds, n, key=(p,))
               for p, o in enumerate(oriented)]
     sorted_parts = timer.persist("sort", *exchange("sort", splits, sorted_edges, parts, n,
                                                    workers=workers))
-    return list(sorted_parts), [n]
+    return list(sorted_parts), [n], (vertices, rank)
 
 
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
@@ -406,14 +411,16 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         prepared = task("prepare", prepare_inputs, orientation, *inputs, key=(0,))
         parts = [task("prepare", getitem, prepared, 0, key=("edges", 0))]
         vertex_counts = [task("prepare", getitem, prepared, 1, key=("vertices", 0))]
-        *parts, vertex_count = timer.persist("prepare", *parts, *vertex_counts)
-        vertex_counts = [vertex_count]
+        names = [task("prepare", getitem, prepared, i, key=("names", i)) for i in (2, 3)]
+        edges_0, vertex_count, *names = timer.persist("prepare", *parts, *vertex_counts, *names)
+        parts, vertex_counts, names = [edges_0], [vertex_count], tuple(names)
         del prepared
     else:
         work_model = "intersect" if session.backend == "gpu" and join != "wedges" else "wedges"
         groups = input_groups(rows, holders, task_budget // BYTES_PER_EDGE_IN_FLIGHT)
-        parts, vertex_counts = prepare_partitions(inputs, groups, partitions, orientation,
-                                                  timer, session.addresses, work_model, holders)
+        parts, vertex_counts, names = prepare_partitions(
+            inputs, groups, partitions, orientation, timer, session.addresses, work_model,
+            holders)
     del inputs
 
     summary_tasks = [task("plan", partition_summary, part, key=(p,))
@@ -421,9 +428,15 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     vertex_counts, summaries = timer.compute("plan", vertex_counts, summary_tasks)
     summaries = [PartitionSummary(*s) for s in summaries]
     check_whole_adjacency(summaries)
-    plan = build_plan(summaries, sum(vertex_counts), workers=session.workers,
-                      threads_per_worker=session.threads_per_worker, backend=session.backend,
-                      task_budget=task_budget, bins=bins, join=join)
+    try:
+        plan = build_plan(summaries, sum(vertex_counts), workers=session.workers,
+                          threads_per_worker=session.threads_per_worker,
+                          backend=session.backend, task_budget=task_budget, bins=bins, join=join)
+    except ListTooLongError as error:  # name the vertex by its input id
+        (vertex,) = timer.compute("plan", task("plan", input_id_of_rank, *names, error.rank,
+                                               key=("name",)))
+        raise ConfigurationError(f"{error} (vertex {vertex} of the input)") from None
+    del names  # only needed to name a vertex in that error
     if explain:  # stop after planning: no edge bin, wedge or join is built
         timer.seconds["total"] = round(time.perf_counter() - started, 6)
         return _result(plan, None, orientation, timer.seconds, session)

@@ -13,7 +13,8 @@ memory is those rows and its wedges, and the planner makes each batch as large a
 per-task budget allows (and small enough that every thread gets work). A vertex whose
 wedges alone exceed the budget has them split over many batches; one whose adjacency list
 cannot fit a task even with a single wedge stops the count here, with a
-:class:`~dtri.errors.ConfigurationError` naming it, before any wedge is written.
+:class:`~dtri.errors.ListTooLongError` naming its rank (the pipeline adds its input id),
+before any wedge is written.
 
 The estimates come from the sizes alone, before any wedge or edge bin exists:
 
@@ -37,7 +38,7 @@ from typing import Any, NamedTuple
 from dask.utils import format_bytes
 
 from dtri.bins import bin_shift, checked_key_bits, choose_bin_count
-from dtri.errors import ConfigurationError
+from dtri.errors import ListTooLongError
 from dtri.sort import PartitionSummary
 from dtri.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 
@@ -162,15 +163,13 @@ def check_lists_fit(summaries: Sequence[PartitionSummary], strategy: Sequence[st
         return
     smallest = need * threads_per_worker
     threads = f"{threads_per_worker} thread{'s' if threads_per_worker != 1 else ''}"
-    raise ConfigurationError(
+    raise ListTooLongError(
         f"memory budget too small: vertex rank {worst.max_out_source} has out-degree "
         f"{worst.max_out_degree}, and a dtri-wedges task over its list needs "
         f"{format_bytes(need)} ({worst.max_out_degree} rows x {BYTES_PER_ROW} B + one wedge x "
         f"{BYTES_PER_WEDGE} B), more than the {format_bytes(task_budget)} a task may use "
         f"(the memory budget over {threads} per worker); give --memory-budget {smallest} "
-        f"({format_bytes(smallest)}) or more (ranks are dtri's vertex order; the input id is "
-        "not kept)"
-    )
+        f"({format_bytes(smallest)}) or more", rank=worst.max_out_source)
 
 
 def partitions_owned(partitions: int, workers: int) -> bool:
@@ -346,7 +345,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     and small enough that there are at least two per thread of the cluster, so that every
     core has work. With ``join="auto"``, a partition whose fused-join tasks would exceed the
     budget takes the ``wedges`` join, whose batches shrink with the budget. Raises
-    :class:`~dtri.errors.ConfigurationError` when an adjacency list of a ``wedges``
+    :class:`~dtri.errors.ListTooLongError` when an adjacency list of a ``wedges``
     partition cannot fit one ``dtri-wedges`` task (:func:`check_lists_fit`).
     """
     summaries = tuple(PartitionSummary(*s) for s in summaries)

@@ -17,9 +17,15 @@ from dtri.sort import sorted_edges
 
 def prepare_partition(frame: Any, orientation: str) -> tuple[Any, int]:
     """One partition's oriented edges sorted by (src, dst), and the number of vertices."""
+    return prepare_partition_with_ids(frame, orientation)[:2]
+
+
+def prepare_partition_with_ids(frame: Any, orientation: str) -> tuple[Any, int, Any, Any]:
+    """:func:`prepare_partition` plus the input id of every dense vertex (ascending) and the
+    rank of every dense vertex (``None`` for the id orientation), which name a vertex of the
+    sorted edges by its input id (:func:`dtri.orient.input_id_of_rank`)."""
     vertices = partition_vertices(frame)
     n = vertex_count(vertices)
     keys = unique_edge_keys(split_edge_keys(frame, vertices, 1)[0])
-    del vertices
     rank = vertex_ranks(degree_counts(keys, n), orientation)
-    return sorted_edges(n, orient_keys(keys, rank, n)), n
+    return sorted_edges(n, orient_keys(keys, rank, n)), n, vertices, rank

@@ -375,6 +375,19 @@ def test_an_impossible_budget_names_the_vertex_before_any_wedge(monkeypatch):
                    memory_budget="32KiB", explain=True)
 
 
+@pytest.mark.parametrize("npartitions", [1, 3])
+def test_an_impossible_budget_names_the_vertex_by_its_input_id(npartitions):
+    """The hub of a wheel relabelled to sparse ids: rank 0 in dtri's order, 5 in the input
+    (the rim is at 10**12 + 3 v), found through the one-task path and the exchanges alike."""
+    edges = wheel(2000)
+    relabel = np.where(edges == 0, 5, 10**12 + 3 * edges)  # order kept: the hub stays first
+    with pytest.raises(ConfigurationError) as raised:
+        dtri.count(relabel, scheduler="synchronous", orientation="id", memory_budget="32KiB",
+                   npartitions=npartitions)
+    assert "vertex rank 0 has out-degree 2000" in str(raised.value)
+    assert str(raised.value).endswith("(vertex 5 of the input)")
+
+
 def test_an_impossible_budget_is_one_cli_line_without_traceback(tmp_path):
     path = tmp_path / "wheel.txt"
     path.write_text("".join(f"{u} {v}\n" for u, v in wheel(2000)))

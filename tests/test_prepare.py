@@ -19,6 +19,7 @@ from dtri.canonicalize import partition_vertices
 from dtri.orient import (
     INTERSECT_EDGE_COST,
     add_counts,
+    input_id_of_rank,
     intersection_work,
     source_bounds,
     wedge_work,
@@ -175,3 +176,10 @@ def test_add_counts_keeps_the_widest_dtype_whichever_partition_comes_first():
     """An empty partition's counts may come back as ints (CuPy's bincount) beside floats."""
     total = add_counts(np.zeros(3, dtype=np.int64), np.array([0.5, 1.0, 2.5]))
     assert total.dtype == np.float64 and total.tolist() == [0.5, 1.0, 2.5]
+
+
+def test_input_id_of_rank_follows_the_ranks_back_to_the_input_ids():
+    vertices = np.array([10, 20, 30], dtype=np.int64)  # dense 0, 1, 2
+    rank = np.array([2, 0, 1], dtype=np.int64)  # dense 1 is rank 0
+    assert [input_id_of_rank(vertices, rank, r) for r in range(3)] == [20, 30, 10]
+    assert input_id_of_rank(vertices, None, 2) == 30  # id orientation: rank = dense id
