@@ -82,11 +82,6 @@ def checked_key_bits(vertices: int) -> int:
     return bits
 
 
-def even_bounds(total: int, parts: int) -> list[int]:
-    """``parts + 1`` ascending cut points of ``[0, total)`` into near-equal ranges."""
-    return [total * j // parts for j in range(parts + 1)]
-
-
 def split_by_digit(values: Any, digit: Any, parts: int) -> dict[int, Any]:
     """``values`` cut into ``parts`` pieces: piece ``j`` holds those whose ``digit`` is ``j``,
     in their order. Every piece is present, possibly empty, so no receiver waits on a missing

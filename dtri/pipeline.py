@@ -49,6 +49,7 @@ from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.intersect import BinCSR, bin_csr, count_intersections
 from dtri.join import count_closed
 from dtri.orient import (
+    WORK_MODELS,
     add_counts,
     degree_counts,
     input_id_of_rank,
@@ -323,6 +324,8 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     ``work_model`` (one of :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges
     balance.
     """
+    if work_model not in WORK_MODELS:
+        raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
     senders = []
     for g, group in enumerate(groups):
         holder = (holders or [None] * len(inputs))[group[0]]

@@ -85,9 +85,3 @@ def closure_keys(src: Any, dst: Any, first: int, last: int, bits: int) -> Any:
     keys |= dst[wedge]
     return keys
 
-
-def batch_ranges(total: int, batch_size: int) -> list[tuple[int, int]]:
-    """Split wedge numbers ``[0, total)`` into ranges of at most ``batch_size``."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    return [(first, min(first + batch_size, total)) for first in range(0, total, batch_size)]
