@@ -353,8 +353,7 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
                      if session.client is not None else None),
         "repeat": options.repeat,
         "memory_budget": result.memory_budget,
-        "caps": {name: value for name, value in session.caps.to_dict().items()
-                 if name != "spill_directory"},
+        "caps": session.caps.sizes(),
         "dtri": {
             "end_to_end_seconds": round(end_to_end, 6),
             "stage_seconds": result.seconds,

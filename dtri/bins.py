@@ -27,10 +27,16 @@ def bin_shift(bits: int, nbins: int) -> int:
     return 2 * bits - (nbins.bit_length() - 1)
 
 
-def pack_edges(src: Any, dst: Any, bits: int) -> Any:
-    """Packed keys ``(src << bits) | dst``; sorted when the edges are sorted by (src, dst)."""
+def pack_edges(src: Any, dst: Any, bits: int, *, copy: bool = True) -> Any:
+    """Packed keys ``(src << bits) | dst``; sorted when the edges are sorted by (src, dst).
+
+    Packed in place in one int64 array: a copy of ``src``, or ``src`` itself with
+    ``copy=False`` (for a temporary int64 array the caller no longer needs)."""
     xp = array_module(src)
-    return (src.astype(xp.int64, copy=False) << bits) | dst.astype(xp.int64, copy=False)
+    keys = src.astype(xp.int64, copy=copy)
+    keys <<= bits
+    keys |= dst.astype(xp.int64, copy=False)
+    return keys
 
 
 def unpack_keys(keys: Any, bits: int) -> tuple[Any, Any]:

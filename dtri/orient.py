@@ -106,8 +106,7 @@ def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
     src, dst = unpack_keys(oriented, checked_key_bits(vertices))
     later, target = (out_degree[src] - 1) / 2, out_degree[dst]
     steps = xp.minimum(later, target) * xp.log2(xp.maximum(later, target) + 1)
-    work = xp.bincount(src, weights=steps + INTERSECT_EDGE_COST, minlength=vertices)
-    return work.astype(xp.float64, copy=False)  # CuPy gives ints for an empty partition
+    return xp.bincount(src, weights=steps + INTERSECT_EDGE_COST, minlength=vertices)
 
 
 def source_bounds(work: Any, parts: int) -> list[int]:

@@ -327,8 +327,9 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     if work_model not in WORK_MODELS:
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
     senders = []
+    holders = holders or [None] * len(inputs)
     for g, group in enumerate(groups):
-        holder = (holders or [None] * len(inputs))[group[0]]
+        holder = holders[group[0]]
         with placed([holder] if holder else (), 0):
             senders.append(task("canonicalize", concat_frames, *(inputs[p] for p in group),
                                 key=("inputs", g)))
@@ -503,6 +504,5 @@ def _result(plan: CountPlan, triangles: int | None, orientation: str,
         bins=plan.nbins, batches=len(plan.batches), partitions=plan.partitions,
         backend=plan.backend, workers=plan.workers, orientation=orientation, join=plan.join,
         memory_budget=plan.memory_budget, seconds=seconds, plan=plan.to_dict(),
-        caps={name: value for name, value in session.caps.to_dict().items()
-              if name != "spill_directory"},
+        caps=session.caps.sizes(),
     )

@@ -90,6 +90,11 @@ class MemoryCaps:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def sizes(self) -> dict[str, int | None]:
+        """The caps in bytes (``None`` where not set), without the spill directory."""
+        return {name: value for name, value in self.to_dict().items()
+                if name != "spill_directory"}
+
 
 def memory_caps(memory_limit: int | str | None = None,
                 device_memory_limit: int | str | None = None,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dtri.bins import pack_edges
 from dtri.dispatch import array_module
 
 BYTES_PER_WEDGE = 96
@@ -79,9 +80,7 @@ def closure_keys(src: Any, dst: Any, first: int, last: int, bits: int) -> Any:
     wedge -= start  # in place from here on: the wedge's rank among its edge's wedges,
     del start
     wedge += edge + 1  # then its partner edge
-    keys = dst[edge].astype(xp.int64, copy=False)
-    del edge
-    keys <<= bits
-    keys |= dst[wedge]
-    return keys
+    partner = dst[wedge]
+    del wedge
+    return pack_edges(dst[edge], partner, bits, copy=False)  # dst[edge] is a fresh array
 
