@@ -3,8 +3,10 @@
 A graph that fits one partition runs canonicalize/orient/sort as one ``dtri-prepare`` task of
 array operations (:mod:`dtri.prepare`); larger ones run the same operations per partition,
 joined by array exchanges (:func:`prepare_partitions`). Each stage is persisted on the
-workers before the next one starts, which times it and lets its predecessor be released; no
-stage gathers the edge list in one process. The
+workers and the next one is queued behind it in the same breath (:class:`StageTimer`): the
+client waits only where it needs values (input sizes, the partition summaries, the count),
+and a stage's data is released once the stages after it no longer need it; no stage gathers
+the edge list in one process. The
 counting phase is a task graph whose keys are named after their stage (``dtri-wedges``,
 ``dtri-bins``, ``dtri-join``, ``dtri-reduce``), so the Dask dashboard tells the story:
 
@@ -106,57 +108,91 @@ class CountResult:
 
 
 class StageTimer:
-    """Persists each stage's collections on the cluster, with wall time and optional progress."""
+    """Runs the stages' collections on the cluster and times each stage, with optional progress.
+
+    With a cluster, :meth:`submit` hands a stage to the scheduler and returns at once: the
+    next stage is built on its futures and queued behind it, so no round trip to the client
+    separates dependent stages. :meth:`settle` (which :meth:`compute` ends with) then waits
+    for the submitted stages in order; each stage's seconds run from the end of the stage
+    before it (or from its submission, for the first) to its own end. The timer lets go of a
+    stage's futures once it has finished, so a stage's data lives as long as the caller keeps
+    it or a later stage still needs it. Without a cluster (a local scheduler) every stage
+    runs when submitted.
+    """
 
     def __init__(self, session: Session, progress: bool):
         self.session = session
         self.progress = progress
         self.seconds: dict[str, float] = {}
+        self._pending: list[tuple[str, list[Any]]] = []
+        self._since: float | None = None
 
-    def persist(self, stage: str, *collections: Any) -> tuple[Any, ...]:
-        start = time.perf_counter()
-        persisted = self._run(dask.persist, *collections)
-        self._add(stage, start)
-        return persisted
-
-    def compute(self, stage: str, *collections: Any) -> tuple[Any, ...]:
-        start = time.perf_counter()
-        values = self._run(dask.compute, *collections)
-        self._add(stage, start)
-        return values
-
-    def _add(self, stage: str, start: float) -> None:
-        """Wall time of a stage, added up when a stage runs in several steps."""
-        elapsed = time.perf_counter() - start
-        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + elapsed, 6)
-
-    def _run(self, action: Any, *collections: Any) -> tuple[Any, ...]:
+    def submit(self, stage: str, *collections: Any) -> tuple[Any, ...]:
+        """Start persisting a stage's collections; returns them persisted (holding futures)."""
         client = self.session.client
         if client is None:
-            if not self.progress:
-                return action(*collections)
+            return self._run_locally(dask.persist, stage, *collections)
+        if self._since is None:
+            self._since = time.perf_counter()
+        persisted = client.persist(list(collections))
+        self._pending.append((stage, persisted))
+        return tuple(persisted)
+
+    def compute(self, stage: str, *collections: Any) -> tuple[Any, ...]:
+        """Compute a stage's collections (after the stages submitted before it) and return
+        their values."""
+        client = self.session.client
+        if client is None:
+            return self._run_locally(dask.compute, stage, *collections)
+        if self._since is None:
+            self._since = time.perf_counter()
+        futures = client.compute(list(collections))
+        self._pending.append((stage, futures))
+        self.settle()
+        return tuple(client.gather(futures))
+
+    def settle(self) -> None:
+        """Wait for the submitted stages in order, timing each; raise the first task error."""
+        from distributed import futures_of, wait
+
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        for stage, collections in pending:
+            futures = futures_of(collections)
+            if self.progress:  # one bar per stage
+                from distributed import progress
+
+                with redirect_stdout(sys.stderr):  # keep stdout for the result (and --json)
+                    progress(futures)
+                    print(file=sys.stderr)
+            wait(futures)
+            for future in futures:
+                if future.status == "error":  # wait() returns on failed tasks too: raise
+                    self._since = None
+                    raise future.exception()
+            self._add(stage)
+        self._since = None
+
+    def _add(self, stage: str) -> None:
+        """Wall time of a stage, added up when a stage runs in several steps."""
+        now = time.perf_counter()
+        assert self._since is not None
+        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + now - self._since, 6)
+        self._since = now
+
+    def _run_locally(self, action: Any, stage: str, *collections: Any) -> tuple[Any, ...]:
+        self._since = time.perf_counter()
+        if not self.progress:
+            results = action(*collections)
+        else:
             from dask.diagnostics import ProgressBar
 
             with ProgressBar(out=sys.stderr):
-                return action(*collections)
-        if action is dask.persist:
-            results = client.persist(list(collections))
-            futures = results
-        else:
-            futures = client.compute(list(collections))
-        if self.progress:
-            from distributed import progress
-
-            with redirect_stdout(sys.stderr):  # keep stdout for the result (and --json)
-                progress(futures)
-                print(file=sys.stderr)
-        from distributed import futures_of, wait
-
-        wait(futures)
-        for future in futures_of(futures):
-            if future.status == "error":  # wait() returns on failed tasks too: raise theirs
-                raise future.exception()
-        return tuple(results) if action is dask.persist else tuple(client.gather(futures))
+                results = action(*collections)
+        self._add(stage)
+        self._since = None
+        return tuple(results)
 
 
 def bin_slices(frame: Any, bins: tuple[int, ...], src_shift: int, bits: int) -> dict:
@@ -318,7 +354,7 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
 
     The first exchange goes from ``groups`` of input partitions (:func:`input_groups`, each
     taken together where its ``holders`` entry says it lives) to ``parts`` receivers, so the
-    input is never repartitioned. Each stage is persisted before the next starts; every
+    input is never repartitioned. Each stage is submitted behind the one before; every
     exchange sends each partition's pieces to their receivers once, through Dask; receiver
     ``j`` lives on ``workers[j]`` (round robin), which then owns sorted partition ``j``.
     ``work_model`` (one of :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges
@@ -339,13 +375,13 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     n = task("vertices", vertex_count, vertices, key=("count",))
     splits = [task("canonicalize", split_edge_keys, sender, vertices, parts, key=(g,))
               for g, sender in enumerate(senders)]
-    *keys, n, vertices = timer.persist("canonicalize", *exchange(
+    *keys, n, vertices = timer.submit("canonicalize", *exchange(
         "canonicalize", splits, unique_edge_keys, parts, workers=workers), n, vertices)
     del senders, splits
 
     degree = tree("rank", add_counts,
                   [task("rank", degree_counts, k, n, key=(p,)) for p, k in enumerate(keys)])
-    (rank,) = timer.persist("rank", task("rank", vertex_ranks, degree, orientation, key=(0,)))
+    (rank,) = timer.submit("rank", task("rank", vertex_ranks, degree, orientation, key=(0,)))
 
     oriented = [task("orient", orient_keys, k, rank, n, key=(p,)) for p, k in enumerate(keys)]
     out_degree = tree("orient", add_counts, [task("orient", out_degree_counts, o, n, key=(p,))
@@ -357,12 +393,12 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     else:
         work = task("orient", wedge_work, out_degree, key=("work",))
     bounds = task("orient", source_bounds, work, parts, key=("bounds",))
-    *oriented, bounds = timer.persist("orient", *oriented, bounds)
+    *oriented, bounds = timer.submit("orient", *oriented, bounds)
     del keys
 
     splits = [task("sort", split_by_source, o, bounds, n, key=(p,))
               for p, o in enumerate(oriented)]
-    sorted_parts = timer.persist("sort", *exchange("sort", splits, sorted_edges, parts, n,
+    sorted_parts = timer.submit("sort", *exchange("sort", splits, sorted_edges, parts, n,
                                                    workers=workers))
     return list(sorted_parts), [n], (vertices, rank)
 
@@ -399,14 +435,14 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     check_integer_columns(edges)
     # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer
     # partitions when lowered, and partition keys must be those that exist after persist.
-    (edges,) = timer.persist("read", edges.optimize())
+    (edges,) = timer.submit("read", edges.optimize())
     inputs = edges.to_delayed()
     rows = input_rows(inputs, timer)
     if partitions is None:
         partitions = fitted_partitions(sum(rows), session, task_budget)
     if max(rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
         pieces = -(-sum(rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
-        (edges,) = timer.persist("read", edges.repartition(npartitions=pieces))
+        (edges,) = timer.submit("read", edges.repartition(npartitions=pieces))
         inputs = edges.to_delayed()
         rows = input_rows(inputs, timer)
     holders = input_holders(edges, session)
@@ -416,7 +452,7 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         parts = [task("prepare", getitem, prepared, 0, key=("edges", 0))]
         vertex_counts = [task("prepare", getitem, prepared, 1, key=("vertices", 0))]
         names = [task("prepare", getitem, prepared, i, key=("names", i)) for i in (2, 3)]
-        edges_0, vertex_count, *names = timer.persist("prepare", *parts, *vertex_counts, *names)
+        edges_0, vertex_count, *names = timer.submit("prepare", *parts, *vertex_counts, *names)
         parts, vertex_counts, names = [edges_0], [vertex_count], tuple(names)
         del prepared
     else:
@@ -473,7 +509,7 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     needed = {**({("keys", k): t for k, t in edge_bins.items()} if plan.needs_edge_keys else {}),
               **{("csr", k): t for k, t in csr_bins.items()},
               **{("ends", p): t for p, t in ends.items()}}
-    persisted = dict(zip(needed, timer.persist("edge_bins", *needed.values()), strict=True))
+    persisted = dict(zip(needed, timer.submit("edge_bins", *needed.values()), strict=True))
 
     joins = []
     for batch in plan.batches:
