@@ -275,14 +275,19 @@ spreading the preparation over the workers."""
 def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
     """How many sorted partitions to make: enough that each fits one task's budget, and one
     per worker when the graph is large enough for the workers to share its preparation; one
-    partition otherwise.
+    partition otherwise. Several partitions come in a multiple of the workers, since each
+    worker owns the partitions ``w, w + workers, ...`` (three on two workers would leave one
+    worker with twice the other's share).
 
     One partition takes the one-task path (:mod:`dtri.prepare`); the counting phase still
     spreads over every worker through its batches and bins.
     """
     wanted = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
     spread = min(session.workers, rows // MIN_ROWS_PER_PARTITION)
-    return max(1, wanted, spread) if wanted > 1 or spread > 1 else 1
+    if wanted <= 1 and spread <= 1:
+        return 1
+    workers = max(session.workers, 1)
+    return -(-max(wanted, spread) // workers) * workers
 
 
 def input_rows(inputs: list[Any], timer: StageTimer) -> list[int]:

@@ -24,7 +24,14 @@ from dtri.orient import (
     source_bounds,
     wedge_work,
 )
-from dtri.pipeline import count_pipeline, input_groups, input_holders
+from dtri.pipeline import (
+    BYTES_PER_EDGE_IN_FLIGHT,
+    MIN_ROWS_PER_PARTITION,
+    count_pipeline,
+    fitted_partitions,
+    input_groups,
+    input_holders,
+)
 from dtri.prepare import prepare_partition
 from dtri.session import Session, open_session
 from tests.conftest import networkx_triangles
@@ -183,3 +190,19 @@ def test_input_id_of_rank_follows_the_ranks_back_to_the_input_ids():
     rank = np.array([2, 0, 1], dtype=np.int64)  # dense 1 is rank 0
     assert [input_id_of_rank(vertices, rank, r) for r in range(3)] == [20, 30, 10]
     assert input_id_of_rank(vertices, None, 2) == 30  # id orientation: rank = dense id
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+def test_several_partitions_come_in_a_multiple_of_the_workers(workers):
+    """Worker w owns partitions w, w + workers, ...: a count that is not a multiple would
+    leave some workers more sorted edges, and more of the count, than others."""
+    session = Session("gpu", None, workers, 1, 1 << 40)
+    budget = 1 << 30
+    for rows in [10, MIN_ROWS_PER_PARTITION - 1, MIN_ROWS_PER_PARTITION * 3,
+                 budget // BYTES_PER_EDGE_IN_FLIGHT * 5 + 1, 1 << 31]:
+        parts = fitted_partitions(rows, session, budget)
+        assert parts * budget >= rows * BYTES_PER_EDGE_IN_FLIGHT  # each fits a task
+        assert parts == 1 or parts % workers == 0
+        assert parts == 1 or parts < -(-rows * BYTES_PER_EDGE_IN_FLIGHT // budget) + workers \
+            or parts == workers
+    assert fitted_partitions(10, session, budget) == 1  # tiny graphs take the one-task path

@@ -7,7 +7,9 @@ is recorded with Dask's task stream. One JSON line per worker count on stdout:
 
 * ``seconds``: dtri's wall seconds per stage (:attr:`dtri.CountResult.seconds`);
 * ``busy``: per stage (the ``dtri-<stage>-...`` key prefix), per worker, seconds spent
-  computing tasks; ``transfer``: the same for seconds spent receiving their inputs.
+  computing tasks; ``transfer``: the same for seconds spent receiving their inputs;
+* ``windows``: per stage, when its first task started and its last one ended (seconds from
+  the run's first task); ``longest``: the twelve longest task computations.
 
 A stage whose wall time is well above its busiest worker's busy time is bound by scheduling
 or barriers, not by the GPUs; busy times that differ between workers show imbalance.
@@ -49,6 +51,10 @@ def profile(graph: str, workers: int) -> dict:
     cluster.close()
     busy: dict[str, dict[str, float]] = {}
     transfer: dict[str, dict[str, float]] = {}
+    origin = min((span["start"] for task in stream.data for span in task.get("startstops", ())),
+                 default=0.0)
+    windows: dict[str, list[float]] = {}
+    longest: list[tuple[float, str, str]] = []
     for task in stream.data:
         stage = stage_of(str(task["key"]))
         for span in task.get("startstops", ()):
@@ -58,13 +64,20 @@ def profile(graph: str, workers: int) -> dict:
             per_worker = table.setdefault(stage, {})
             worker = task["worker"]
             per_worker[worker] = per_worker.get(worker, 0.0) + span["stop"] - span["start"]
+            window = windows.setdefault(stage, [span["start"], span["stop"]])
+            window[0], window[1] = min(window[0], span["start"]), max(window[1], span["stop"])
+            if span["action"] == "compute":
+                longest.append((span["stop"] - span["start"], str(task["key"])[:60], worker))
     rounded = {name: {stage: {w: round(s, 4) for w, s in sorted(per.items())}
                       for stage, per in sorted(table.items())}
                for name, table in (("busy", busy), ("transfer", transfer))}
     return {"graph": graph, "workers": workers, "protocol": protocol,
             "triangles": result.triangles, "wall_seconds": round(wall, 4),
             "seconds": result.seconds, "partitions": result.partitions, "bins": result.bins,
-            "tasks": len(stream.data), **rounded}
+            "tasks": len(stream.data), **rounded,
+            "windows": {stage: [round(a - origin, 4), round(b - origin, 4)]
+                        for stage, (a, b) in sorted(windows.items(), key=lambda i: i[1][0])},
+            "longest": [[round(t, 4), key, worker] for t, key, worker in sorted(longest)[-12:]]}
 
 
 if __name__ == "__main__":
