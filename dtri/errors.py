@@ -38,3 +38,8 @@ class ListTooLongError(ConfigurationError):
     def __init__(self, message: str, rank: int):
         super().__init__(message)
         self.rank = rank
+
+
+class OutOfMemoryError(DtriError, MemoryError):
+    """A task ran out of memory (an RMM pool, the GPU, or the host): names the stage and what
+    to change."""

@@ -47,7 +47,7 @@ from dtri.canonicalize import (
     vertex_count,
 )
 from dtri.dispatch import array_module, column_to_array
-from dtri.errors import ConfigurationError, ListTooLongError
+from dtri.errors import ConfigurationError, ListTooLongError, OutOfMemoryError
 from dtri.intersect import BinCSR, bin_csr, count_intersections
 from dtri.join import count_closed
 from dtri.orient import (
@@ -74,7 +74,7 @@ from dtri.plan import (  # noqa: F401  (the planner's names stay importable from
 from dtri.prepare import prepare_partition_with_ids
 from dtri.session import Session
 from dtri.sort import PartitionSummary, partition_summary, sorted_edges
-from dtri.tasks import exchange, placed, task, tree
+from dtri.tasks import FAN_IN, exchange, placed, task, tree
 from dtri.wedges import closure_keys, list_ends
 
 
@@ -105,6 +105,15 @@ class CountResult:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
         return asdict(self)
+
+
+def out_of_memory(stage: str, error: MemoryError) -> OutOfMemoryError:
+    """A task's ``MemoryError`` (an RMM pool's, CuPy's, the host's) as one line a user can act
+    on."""
+    return OutOfMemoryError(
+        f"a task of the {stage} stage ran out of memory ({str(error).strip() or 'MemoryError'});"
+        " give the workers more memory (--rmm-pool-size, --memory-limit) or each task less (a "
+        "smaller --memory-budget)")
 
 
 class StageTimer:
@@ -170,7 +179,10 @@ class StageTimer:
             for future in futures:
                 if future.status == "error":  # wait() returns on failed tasks too: raise
                     self._since = None
-                    raise future.exception()
+                    error = future.exception()
+                    if isinstance(error, MemoryError):
+                        raise out_of_memory(stage, error) from error
+                    raise error
             self._add(stage)
         self._since = None
 
@@ -183,13 +195,16 @@ class StageTimer:
 
     def _run_locally(self, action: Any, stage: str, *collections: Any) -> tuple[Any, ...]:
         self._since = time.perf_counter()
-        if not self.progress:
-            results = action(*collections)
-        else:
-            from dask.diagnostics import ProgressBar
-
-            with ProgressBar(out=sys.stderr):
+        try:
+            if not self.progress:
                 results = action(*collections)
+            else:
+                from dask.diagnostics import ProgressBar
+
+                with ProgressBar(out=sys.stderr):
+                    results = action(*collections)
+        except MemoryError as error:
+            raise out_of_memory(stage, error) from error
         self._add(stage)
         self._since = None
         return tuple(results)
@@ -290,6 +305,20 @@ def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
     return -(-max(wanted, spread) // workers) * workers
 
 
+VERTEX_ARRAY_COPIES = 3
+"""A merge or sum of vertex-wide arrays holds its inputs, their concatenation or sum, and a
+sort's scratch: about three times its inputs' size."""
+
+
+def vertex_fan_in(rows: int, task_budget: int) -> int:
+    """Fan-in of the trees over vertex-wide arrays (the vertex-id sets, degree, out-degree and
+    work counts), so that one of their tasks fits the budget: such an array holds at most two
+    8-byte entries per input edge, whatever the tree level. Small graphs keep the wide
+    default; graphs whose vertex arrays approach the budget merge them two at a time."""
+    widest = 16 * max(rows, 1)
+    return max(2, min(FAN_IN, task_budget // (VERTEX_ARRAY_COPIES * widest)))
+
+
 def input_rows(inputs: list[Any], timer: StageTimer) -> list[int]:
     """Rows of each input partition (part of the ``read`` stage)."""
     return list(timer.compute("read", [task("read", len, part, key=("rows", p))
@@ -348,7 +377,7 @@ def input_holders(edges: dd.DataFrame, session: Session) -> list[str | None]:
 def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
                        orientation: str, timer: StageTimer, workers: tuple[str, ...] = (),
                        work_model: str = "wedges",
-                       holders: list[str | None] | None = None,
+                       holders: list[str | None] | None = None, fan_in: int = FAN_IN,
                        ) -> tuple[list[Any], list[Any], tuple[Any, Any]]:
     """Canonicalize, rank, orient and sort edges held in the ``inputs`` partitions (the
     docstrings of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain
@@ -363,7 +392,7 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     exchange sends each partition's pieces to their receivers once, through Dask; receiver
     ``j`` lives on ``workers[j]`` (round robin), which then owns sorted partition ``j``.
     ``work_model`` (one of :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges
-    balance.
+    balance; ``fan_in`` is that of the trees over vertex-wide arrays (:func:`vertex_fan_in`).
     """
     if work_model not in WORK_MODELS:
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
@@ -376,7 +405,7 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
                                 key=("inputs", g)))
     vertices = tree("vertices", merge_vertices,
                     [task("vertices", partition_vertices, sender, key=(g,))
-                     for g, sender in enumerate(senders)])
+                     for g, sender in enumerate(senders)], fan_in)
     n = task("vertices", vertex_count, vertices, key=("count",))
     splits = [task("canonicalize", split_edge_keys, sender, vertices, parts, key=(g,))
               for g, sender in enumerate(senders)]
@@ -385,16 +414,16 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     del senders, splits
 
     degree = tree("rank", add_counts,
-                  [task("rank", degree_counts, k, n, key=(p,)) for p, k in enumerate(keys)])
+                  [task("rank", degree_counts, k, n, key=(p,)) for p, k in enumerate(keys)], fan_in)
     (rank,) = timer.submit("rank", task("rank", vertex_ranks, degree, orientation, key=(0,)))
 
     oriented = [task("orient", orient_keys, k, rank, n, key=(p,)) for p, k in enumerate(keys)]
     out_degree = tree("orient", add_counts, [task("orient", out_degree_counts, o, n, key=(p,))
-                                             for p, o in enumerate(oriented)])
+                                             for p, o in enumerate(oriented)], fan_in)
     if work_model == "intersect":
         work = tree("orient", add_counts, [
             task("orient", intersection_work, o, out_degree, n, key=("work", p))
-            for p, o in enumerate(oriented)])
+            for p, o in enumerate(oriented)], fan_in)
     else:
         work = task("orient", wedge_work, out_degree, key=("work",))
     bounds = task("orient", source_bounds, work, parts, key=("bounds",))
@@ -465,7 +494,7 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         groups = input_groups(rows, holders, task_budget // BYTES_PER_EDGE_IN_FLIGHT)
         parts, vertex_counts, names = prepare_partitions(
             inputs, groups, partitions, orientation, timer, session.addresses, work_model,
-            holders)
+            holders, vertex_fan_in(sum(rows), task_budget))
     del inputs
 
     summary_tasks = [task("plan", partition_summary, part, key=(p,))

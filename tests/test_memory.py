@@ -109,6 +109,33 @@ def _one_line_error(result) -> str:
     return lines[0]
 
 
+@pytest.mark.parametrize("scheduler", ["synchronous", "in-process"])
+def test_a_task_out_of_memory_is_one_line_naming_its_stage(monkeypatch, scheduler):
+    """A task's MemoryError (an RMM pool's ``std::bad_alloc``, CuPy's OutOfMemoryError) stops
+    the run with its stage and what to change, not a worker traceback: through the CLI on a
+    local scheduler (the one-task path), and through the API on a cluster (the exchanges)."""
+    import dtri.pipeline
+
+    def exhausted(*args):
+        raise MemoryError("std::bad_alloc: out_of_memory")
+
+    if scheduler == "synchronous":
+        monkeypatch.setattr(dtri.pipeline, "prepare_inputs", exhausted)
+        result = CliRunner().invoke(main, ["count", "--generate", "rmat:8", "--backend", "cpu",
+                                           "--scheduler", "synchronous"])
+        line, stage = _one_line_error(result), "prepare"
+    else:
+        from distributed import Client
+
+        monkeypatch.setattr(dtri.pipeline, "unique_edge_keys", exhausted)
+        with Client(processes=False, n_workers=1, threads_per_worker=1,
+                    dashboard_address=":0"), pytest.raises(MemoryError) as caught:
+            dtri.count(dtri.generate.rmat(12, seed=0), backend="cpu", memory_budget="1MiB")
+        line, stage = str(caught.value), "canonicalize"
+    assert f"{stage} stage ran out of memory (std::bad_alloc" in line, line
+    assert "--rmm-pool-size" in line and "--memory-budget" in line
+
+
 @pytest.mark.parametrize("option", ["--rmm-pool-size", "--device-memory-limit"])
 def test_gpu_caps_on_the_cpu_backend_are_one_line_errors(option):
     for command in (["count", KARATE], ["bench", "rmat:6"]):

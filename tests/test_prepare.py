@@ -31,6 +31,7 @@ from dtri.pipeline import (
     fitted_partitions,
     input_groups,
     input_holders,
+    vertex_fan_in,
 )
 from dtri.prepare import prepare_partition
 from dtri.session import Session, open_session
@@ -206,3 +207,17 @@ def test_several_partitions_come_in_a_multiple_of_the_workers(workers):
         assert parts == 1 or parts < -(-rows * BYTES_PER_EDGE_IN_FLIGHT // budget) + workers \
             or parts == workers
     assert fitted_partitions(10, session, budget) == 1  # tiny graphs take the one-task path
+
+
+def test_vertex_trees_merge_fewer_arrays_when_they_approach_the_budget():
+    """A tree over vertex-wide arrays (at most two 8-byte entries per edge) holds its inputs
+    about three times over: small graphs keep the wide fan-in, large ones merge pairs."""
+    from dtri.tasks import FAN_IN
+
+    assert vertex_fan_in(1000, 1 << 30) == FAN_IN
+    assert vertex_fan_in(1 << 24, 1 << 30) == 2  # 256 MiB per array, 3 GiB for a pair
+    assert vertex_fan_in(1 << 20, 1 << 30) == 21  # 16 MiB per array, 48 MiB each
+    for rows, budget in [(1, 1), (10**9, 1 << 20), (5000, 1 << 25)]:
+        fan_in = vertex_fan_in(rows, budget)
+        assert 2 <= fan_in <= FAN_IN
+        assert fan_in == 2 or fan_in * 3 * 16 * rows <= budget
