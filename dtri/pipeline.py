@@ -527,9 +527,13 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         with placed(workers, p):
             slices[p] = task("edge-bins", bin_slices, parts[p], tuple(bins_of_p), plan.src_shift,
                              bits, key=("slices", p))
-    edge_bins = {k: task("edge-bins", edge_bin,
-                         *(task("edge-bins", getitem, slices[p], k, key=("pick", p, k))
-                           for p in plan.bin_partitions[k]), key=(k,))
+    picks: dict[tuple[int, int], Any] = {}
+    for p, bins_of_p in overlapped.items():  # partition by partition, as exchange() picks
+        with dask.annotate(priority=len(parts) - p):
+            picks.update({(p, k): task("edge-bins", getitem, slices[p], k, key=("pick", p, k))
+                          for k in bins_of_p})
+    edge_bins = {k: task("edge-bins", edge_bin, *(picks[p, k] for p in plan.bin_partitions[k]),
+                         key=(k,))
                  for k in plan.bin_sources}
     csr_bins, ends = {}, {}
     if plan.needs_csr:
