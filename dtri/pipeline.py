@@ -74,7 +74,7 @@ from dtri.plan import (  # noqa: F401  (the planner's names stay importable from
 from dtri.prepare import prepare_partition_with_ids
 from dtri.session import Session
 from dtri.sort import PartitionSummary, partition_summary, sorted_edges
-from dtri.tasks import FAN_IN, exchange, placed, task, tree
+from dtri.tasks import FAN_IN, exchange, pick_pieces, placed, task, tree
 from dtri.wedges import closure_keys, list_ends
 
 
@@ -141,11 +141,7 @@ class StageTimer:
         client = self.session.client
         if client is None:
             return self._run_locally(dask.persist, stage, *collections)
-        if self._since is None:
-            self._since = time.perf_counter()
-        persisted = client.persist(list(collections))
-        self._pending.append((stage, persisted))
-        return tuple(persisted)
+        return tuple(self._queue(stage, client.persist, collections))
 
     def compute(self, stage: str, *collections: Any) -> tuple[Any, ...]:
         """Compute a stage's collections (after the stages submitted before it) and return
@@ -153,20 +149,24 @@ class StageTimer:
         client = self.session.client
         if client is None:
             return self._run_locally(dask.compute, stage, *collections)
-        if self._since is None:
-            self._since = time.perf_counter()
-        futures = client.compute(list(collections))
-        self._pending.append((stage, futures))
+        futures = self._queue(stage, client.compute, collections)
         self.settle()
         return tuple(client.gather(futures))
+
+    def _queue(self, stage: str, hand_over: Any, collections: tuple[Any, ...]) -> list[Any]:
+        """Hand a stage to the scheduler (``client.persist`` or ``client.compute``) for
+        :meth:`settle` to wait for; the clock starts with the first stage handed over."""
+        if self._since is None:
+            self._since = time.perf_counter()
+        submitted = hand_over(list(collections))
+        self._pending.append((stage, submitted))
+        return submitted
 
     def settle(self) -> None:
         """Wait for the submitted stages in order, timing each; raise the first task error."""
         from distributed import futures_of, wait
 
         pending, self._pending = self._pending, []
-        if not pending:
-            return
         for stage, collections in pending:
             futures = futures_of(collections)
             if self.progress:  # one bar per stage
@@ -527,11 +527,7 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         with placed(workers, p):
             slices[p] = task("edge-bins", bin_slices, parts[p], tuple(bins_of_p), plan.src_shift,
                              bits, key=("slices", p))
-    picks: dict[tuple[int, int], Any] = {}
-    for p, bins_of_p in overlapped.items():  # partition by partition, as exchange() picks
-        with dask.annotate(priority=len(parts) - p):
-            picks.update({(p, k): task("edge-bins", getitem, slices[p], k, key=("pick", p, k))
-                          for k in bins_of_p})
+    picks = pick_pieces("edge-bins", slices, overlapped)
     edge_bins = {k: task("edge-bins", edge_bin, *(picks[p, k] for p in plan.bin_partitions[k]),
                          key=(k,))
                  for k in plan.bin_sources}

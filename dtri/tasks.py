@@ -7,7 +7,7 @@ lost worker's pieces are recomputed like any other task:
 
 * a *split* task cuts one partition into one piece per receiver (a dict ``{receiver: piece}``);
 * a ``pick`` task per (sender, receiver) takes one piece where the split lives, so only that
-  piece travels;
+  piece travels (split by split: :func:`pick_pieces`);
 * a *combine* task per receiver takes its pieces from every sender; receiver ``j`` is placed
   on worker ``j`` (round robin, :func:`placed`), so the receivers, and the partitions they
   make, spread over every worker rather than piling up where Dask's tie-break puts them.
@@ -15,7 +15,7 @@ lost worker's pieces are recomputed like any other task:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from operator import getitem
 from typing import Any
@@ -55,24 +55,37 @@ def placed(workers: Sequence[str], owner: int) -> AbstractContextManager:
     return dask.annotate(workers=[workers[owner % len(workers)]], allow_other_workers=True)
 
 
-def exchange(stage: str, splits: Sequence[Any], combine: Callable[..., Any],
-             receivers: int, *args: Any, workers: Sequence[str] = ()) -> list[Any]:
-    """All-to-all: receiver ``j`` gets ``combine(*args, piece_0j, ..., piece_(s-1)j)``, where
-    ``splits[i]`` is a delayed ``{j: piece}`` with every receiver present; receiver ``j`` runs
-    on ``workers[j % len(workers)]``.
+def pick_pieces(stage: str, splits: Mapping[int, Any],
+                receivers: Mapping[int, Iterable[int]]) -> dict[tuple[int, int], Any]:
+    """Piece ``j`` of each delayed split ``splits[i]`` (a ``{j: piece}``), for every ``j`` in
+    ``receivers[i]``, as its own task (``pick``, run where the split lives, so only that piece
+    travels), keyed ``(i, j)``.
 
     The picks run split by split (a priority falling with ``i``): a split is a single stored
     result, which a worker short of memory moves to host memory or disk whole, and picking
     receiver by receiver would bring every split back once per receiver (RMAT 24 under a
     2 GiB RMM pool, 64 by 64 pieces: 25 picks a second). Split by split, each split comes
     back once, and its pieces are stored, and moved, one by one."""
+    top = max(splits, default=0) + 1
+    picks = {}
+    for i, split in splits.items():
+        with dask.annotate(priority=top - i):
+            picks.update({(i, j): task(stage, getitem, split, j, key=("pick", i, j))
+                          for j in receivers[i]})
+    return picks
+
+
+def exchange(stage: str, splits: Sequence[Any], combine: Callable[..., Any],
+             receivers: int, *args: Any, workers: Sequence[str] = ()) -> list[Any]:
+    """All-to-all: receiver ``j`` gets ``combine(*args, piece_0j, ..., piece_(s-1)j)``, where
+    ``splits[i]`` is a delayed ``{j: piece}`` with every receiver present; receiver ``j`` runs
+    on ``workers[j % len(workers)]``. The pieces are picked split by split
+    (:func:`pick_pieces`)."""
+    everyone = range(receivers)
+    picks = pick_pieces(stage, dict(enumerate(splits)), {i: everyone for i in range(len(splits))})
     combined = []
-    picks: list[list[Any]] = [[] for _ in range(receivers)]
-    for i, split in enumerate(splits):
-        with dask.annotate(priority=len(splits) - i):  # split-major: see the docstring
-            for j in range(receivers):
-                picks[j].append(task(stage, getitem, split, j, key=("pick", i, j)))
-    for j in range(receivers):
+    for j in everyone:
         with placed(workers, j):
-            combined.append(task(stage, combine, *args, *picks[j], key=(j,)))
+            combined.append(task(stage, combine, *args,
+                                 *(picks[i, j] for i in range(len(splits))), key=(j,)))
     return combined

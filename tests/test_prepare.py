@@ -221,3 +221,18 @@ def test_vertex_trees_merge_fewer_arrays_when_they_approach_the_budget():
         fan_in = vertex_fan_in(rows, budget)
         assert 2 <= fan_in <= FAN_IN
         assert fan_in == 2 or fan_in * 3 * 16 * rows <= budget
+
+
+def test_pieces_are_picked_split_by_split():
+    """Each pick carries a priority falling with its split's index, so a worker short of
+    memory brings each stored split back once, not once per receiver."""
+    from dtri.tasks import pick_pieces, task
+
+    splits = {i: task("t", dict, key=(i,)) for i in (0, 2, 5)}
+    picks = pick_pieces("t", splits, {0: [0, 1], 2: [1], 5: [0, 1, 2]})
+    assert sorted(picks) == [(0, 0), (0, 1), (2, 1), (5, 0), (5, 1), (5, 2)]
+    priority = {}
+    for (i, j), pick in picks.items():
+        layer = pick.__dask_graph__().layers[pick.key]
+        priority[i, j] = layer.annotations["priority"]
+    assert priority[0, 0] == priority[0, 1] > priority[2, 1] > priority[5, 0] == priority[5, 2]
