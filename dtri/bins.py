@@ -51,13 +51,9 @@ def radix_split(keys: Any, shift: int, nbins: int) -> dict[int, Any]:
         return {}
     digit = (keys >> shift).astype(xp.uint16 if nbins <= 1 << 16 else xp.int64)
     order = xp.argsort(digit, kind="stable")
-    binned = keys[order]
     bounds = xp.searchsorted(digit[order], xp.arange(nbins + 1), side="left").tolist()
-    return {
-        k: binned[bounds[k] : bounds[k + 1]]
-        for k in range(nbins)
-        if bounds[k + 1] > bounds[k]
-    }
+    return {k: piece for k, piece in gathered_pieces(keys, order, bounds).items()
+            if piece.shape[0]}
 
 
 def choose_bin_count(edges: int, workers: int, task_budget: int, requested: int | None,
@@ -101,8 +97,17 @@ def split_by_digit(values: Any, digit: Any, parts: int) -> dict[int, Any]:
     order = xp.argsort(digit, kind="stable")
     cuts = xp.searchsorted(digit[order], xp.arange(parts, dtype=small), side="left").tolist()
     cuts.append(int(values.shape[0]))
-    ordered = values[order]
-    return {j: ordered[cuts[j]: cuts[j + 1]] for j in range(parts)}
+    return gathered_pieces(values, order, cuts)
+
+
+def gathered_pieces(values: Any, order: Any, cuts: list[int]) -> dict[int, Any]:
+    """``values[order]`` cut at ``cuts`` (ascending, from 0 to the length), each piece
+    gathered into an array of its own rather than a view of one reordered array. A piece is
+    stored, sent and spilled on its own: a view would keep the whole reordered array alive
+    on the device (or in RAM) after the others are spilled or consumed, while Dask and
+    dask-cuda count only the view's bytes, and under a memory cap that untracked memory runs
+    the pool out."""
+    return {j: values[order[cuts[j]: cuts[j + 1]]] for j in range(len(cuts) - 1)}
 
 
 def split_by_bounds(values: Any, by: Any, bounds: list[int]) -> dict[int, Any]:

@@ -87,5 +87,6 @@ def exchange(stage: str, splits: Sequence[Any], combine: Callable[..., Any],
     for j in everyone:
         with placed(workers, j):
             combined.append(task(stage, combine, *args,
-                                 *(picks[i, j] for i in range(len(splits))), key=(j,)))
+                                 *(picks[i, j] for i in range(len(splits))),
+                                 key=("combine", j)))
     return combined

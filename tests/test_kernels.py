@@ -15,6 +15,7 @@ from dtri.bins import (
     key_bits,
     pack_edges,
     radix_split,
+    split_by_hash,
     unpack_keys,
 )
 from dtri.join import count_closed
@@ -67,6 +68,16 @@ def test_radix_split_is_a_stable_partition_by_top_bits(values, nbins):
         assert (part >> shift == k).all()
         assert part.tolist() == [v for v in values if v >> shift == k]  # stable: input order
     assert sum(len(p) for p in split.values()) == len(values)
+
+
+def test_split_pieces_own_their_memory():
+    """A piece that is a view would keep its whole batch alive after being spilled, while
+    Dask counts only the piece (the capped GPU run ran its pool out that way)."""
+    keys = np.arange(1000, dtype=np.int64) * 7919 % 1024
+    for pieces in (split_by_hash(keys, 4), radix_split(keys, bin_shift(5, 8), 8)):
+        assert len(pieces) > 1
+        for piece in pieces.values():
+            assert piece.base is None and piece.flags.owndata
 
 
 def test_pack_edges_and_unpack_keys():

@@ -9,7 +9,9 @@ is recorded with Dask's task stream. One JSON line per worker count on stdout:
 * ``busy``: per stage (the ``dtri-<stage>-...`` key prefix), per worker, seconds spent
   computing tasks; ``transfer``: the same for seconds spent receiving their inputs;
 * ``windows``: per stage, when its first task started and its last one ended (seconds from
-  the run's first task); ``longest``: the twelve longest task computations.
+  the run's first task); ``longest``: the twelve longest task computations;
+* ``kinds``: per kind of task (``<stage>:<word>`` from the key, e.g. ``canonicalize:pick``),
+  its tasks, busiest worker's and total busy seconds, and its window.
 
 A stage whose wall time is well above its busiest worker's busy time is bound by scheduling
 or barriers, not by the GPUs; busy times that differ between workers show imbalance.
@@ -18,6 +20,7 @@ or barriers, not by the GPUs; busy times that differ between workers show imbala
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import time
@@ -27,6 +30,15 @@ def stage_of(key: str) -> str:
     """``dtri-<stage>-<token>-...`` → ``<stage>``; other keys keep their Dask prefix."""
     match = re.match(r"\(?'?dtri-([a-z-]+?)-[0-9a-f]{32}", key)
     return match.group(1) if match else key.split("-")[0].strip("('")
+
+
+def kind_of(key: str) -> str:
+    """``<stage>:<word>`` for ``dtri-<stage>-<token>-<word>-...`` (``split``, ``pick``,
+    ``combine``, ...), ``<stage>`` when the index after the token is a number."""
+    match = re.match(r"\(?'?dtri-([a-z-]+?)-[0-9a-f]{32}-([a-z]+)?", key)
+    if not match:
+        return stage_of(key)
+    return f"{match.group(1)}:{match.group(2)}" if match.group(2) else match.group(1)
 
 
 def profile(graph: str, workers: int) -> dict:
@@ -55,9 +67,18 @@ def profile(graph: str, workers: int) -> dict:
                  default=0.0)
     windows: dict[str, list[float]] = {}
     longest: list[tuple[float, str, str]] = []
+    kinds: dict[str, dict] = {}
     for task in stream.data:
         stage = stage_of(str(task["key"]))
+        kind = kinds.setdefault(kind_of(str(task["key"])), {"tasks": 0, "busy": {},
+                                                            "window": [math.inf, -math.inf]})
+        kind["tasks"] += 1
         for span in task.get("startstops", ()):
+            if span["action"] == "compute":
+                kind["busy"][task["worker"]] = (kind["busy"].get(task["worker"], 0.0)
+                                                + span["stop"] - span["start"])
+                kind["window"] = [min(kind["window"][0], span["start"]),
+                                  max(kind["window"][1], span["stop"])]
             table = busy if span["action"] == "compute" else transfer
             if span["action"] not in ("compute", "transfer"):
                 continue
@@ -77,7 +98,14 @@ def profile(graph: str, workers: int) -> dict:
             "tasks": len(stream.data), **rounded,
             "windows": {stage: [round(a - origin, 4), round(b - origin, 4)]
                         for stage, (a, b) in sorted(windows.items(), key=lambda i: i[1][0])},
-            "longest": [[round(t, 4), key, worker] for t, key, worker in sorted(longest)[-12:]]}
+            "longest": [[round(t, 4), key, worker] for t, key, worker in sorted(longest)[-12:]],
+            "kinds": {name: {"tasks": k["tasks"],
+                             "busiest": round(max(k["busy"].values(), default=0.0), 4),
+                             "busy": round(sum(k["busy"].values()), 4),
+                             "window": [round(k["window"][0] - origin, 4),
+                                        round(k["window"][1] - origin, 4)]}
+                      for name, k in sorted(kinds.items(), key=lambda i: i[1]["window"][0])
+                      if k["busy"]}}
 
 
 if __name__ == "__main__":
