@@ -35,6 +35,10 @@ MAX_PARTITION_EDGES = 16 * 2**20
 
 CPU_CHUNK = 1 << 16
 """Edges per NumPy pass on the CPU backend (the temporaries stay in cache)."""
+GPU_CHUNK = 1 << 22
+"""Edges per CuPy pass on the GPU backend: a pass holds about ten 8-byte temporaries per
+edge, so a whole 16 Mi-edge partition at once would need a GiB of GPU memory besides the
+result (more than a task gets under a 2 GiB RMM pool); 4 Mi edges keep it near 300 MiB."""
 MAX_SCALE = 62  # ids stay below 2**62 < 2**63, the largest id dtri reads
 
 _MASK64 = (1 << 64) - 1
@@ -196,15 +200,15 @@ class EdgeRangeMaker:
         else:
             xp = np
         make = rmat_arrays if self.kind == "rmat" else gnm_arrays
-        if xp is np:  # cache-sized chunks: several times faster than whole-partition passes
-            src = np.empty(stop - start, dtype=np.int64)
-            dst = np.empty(stop - start, dtype=np.int64)
-            for first in range(start, stop, CPU_CHUNK):
-                last = min(stop, first + CPU_CHUNK)
-                src[first - start : last - start], dst[first - start : last - start] = make(
-                    xp, first, last, *self.params, self.seed)
-        else:
-            src, dst = make(xp, start, stop, *self.params, self.seed)
+        # in chunks: cache-sized on the CPU (several times faster than whole-partition
+        # passes), bounded temporaries on the GPU
+        chunk = CPU_CHUNK if xp is np else GPU_CHUNK
+        src = xp.empty(stop - start, dtype=xp.int64)
+        dst = xp.empty(stop - start, dtype=xp.int64)
+        for first in range(start, stop, chunk):
+            last = min(stop, first + chunk)
+            src[first - start : last - start], dst[first - start : last - start] = make(
+                xp, first, last, *self.params, self.seed)
         if self.backend == "gpu":
             return cudf.DataFrame({"src": src, "dst": dst},
                                   index=cudf.RangeIndex(start, stop))

@@ -51,6 +51,8 @@ def _select_columns(frame: Any, columns: tuple[Any, Any] | None) -> Any:
         if column not in names:
             raise InputError(f"no column {column!r} among {names}")
         chosen.append(column)
+    if names == ["src", "dst"] == chosen:  # as it is: a persisted frame stays persisted
+        return frame
     selected = frame[chosen]
     selected.columns = ["src", "dst"]
     return selected

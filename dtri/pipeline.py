@@ -324,21 +324,22 @@ def partition_lengths(*frames: Any) -> list[int]:
     return [len(frame) for frame in frames]
 
 
-def input_rows(inputs: list[Any], holders: list[str | None], timer: StageTimer) -> list[int]:
-    """Rows of each input partition (part of the ``read`` stage): one task per worker that
-    holds inputs, run there, counts all of its partitions (a partition whose holder is not
-    known gets a task of its own). A task per partition costs a scheduler round trip each:
+def input_rows(inputs: list[Any], holders: list[str | None], sizes: list[int],
+               task_budget: int, timer: StageTimer) -> list[int]:
+    """Rows of each input partition (part of the ``read`` stage), counted where they live:
+    one task per group of :func:`input_groups` (a holder's partitions, at most half a task's
+    budget of bytes by ``sizes``, since a worker that spilled them brings a task's inputs
+    back to the device together). A task per partition costs a scheduler round trip each:
     0.15 s for RMAT 26's 64 partitions on 4 GPUs."""
-    groups: dict[Any, list[int]] = {}
-    for p, holder in enumerate(holders):
-        groups.setdefault(holder if holder is not None else ("alone", p), []).append(p)
+    groups = input_groups(sizes, holders, task_budget // 2)
     tasks = []
-    for g, (holder, members) in enumerate(groups.items()):
-        with placed([holder] if isinstance(holder, str) else (), 0):
+    for g, members in enumerate(groups):
+        holder = holders[members[0]]
+        with placed([holder] if holder else (), 0):
             tasks.append(task("read", partition_lengths, *(inputs[p] for p in members),
                               key=("rows", g)))
     rows = [0] * len(inputs)
-    for members, lengths in zip(groups.values(), timer.compute("read", tasks)[0], strict=True):
+    for members, lengths in zip(groups, timer.compute("read", tasks)[0], strict=True):
         for p, length in zip(members, lengths, strict=True):
             rows[p] = length
     return rows
@@ -377,20 +378,73 @@ def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list
     return groups
 
 
-def input_holders(edges: dd.DataFrame, session: Session) -> list[str | None]:
-    """The worker holding each partition of the persisted ``edges`` (``None`` where unknown,
-    or without a cluster). A persisted frame's futures are keyed ``(name, partition)``."""
-    holders: list[str | None] = [None] * edges.npartitions
-    if session.client is None:
-        return holders
-    from distributed import futures_of
+def persisted_partitions(edges: dd.DataFrame) -> list[Any] | None:
+    """The futures that hold the partitions of an already persisted ``edges``, in partition
+    order; ``None`` if it is not persisted (or not on a cluster). A persisted frame names its
+    partitions by aliases of the futures' keys: a task given a partition of it directly
+    (``to_delayed``) also runs one alias task per partition, and persisting it again adds
+    another layer (on RMAT 26, 192 alias tasks cost the read stage 0.15-0.3 s)."""
+    from dask._task_spec import Alias
+    from distributed import Future
 
-    who = session.client.who_has(futures_of(edges))
-    for key, workers in who.items():
-        index = key[1] if isinstance(key, tuple) and len(key) == 2 else None
-        if isinstance(index, int) and 0 <= index < len(holders) and workers:
-            holders[index] = next(iter(workers))
-    return holders
+    graph = edges.__dask_graph__()
+    partitions = []
+    for key in edges.__dask_keys__():
+        node = graph.get(key)
+        while isinstance(node, Alias):  # follow renames, never a task that computes
+            node = graph.get(node.target)
+        if not isinstance(node, Future):
+            return None
+        partitions.append(node)
+    return partitions
+
+
+def future_keys(inputs: list[Any], session: Session) -> list[Any]:
+    """The key of each input partition given as a future (``None`` for one given otherwise,
+    and for all of them without a cluster)."""
+    if session.client is None:
+        return [None] * len(inputs)
+    from distributed import Future
+
+    return [part.key if isinstance(part, Future) else None for part in inputs]
+
+
+def input_holders(inputs: list[Any], session: Session) -> list[str | None]:
+    """The worker holding each input partition given as a future (``None`` where unknown)."""
+    keys = future_keys(inputs, session)
+    if not any(key is not None for key in keys):
+        return [None] * len(inputs)
+    who = session.client.who_has([part for part, key in zip(inputs, keys, strict=True)
+                                  if key is not None])
+    return [next(iter(who[key])) if key is not None and who.get(key) else None
+            for key in keys]
+
+
+def input_sizes(inputs: list[Any], session: Session) -> list[int]:
+    """Bytes of each input partition given as a future, as the scheduler has them (0 where
+    unknown)."""
+    keys = future_keys(inputs, session)
+    if not any(key is not None for key in keys):
+        return [0] * len(inputs)
+    sizes = session.client.nbytes([key for key in keys if key is not None], summary=False)
+    return [int(sizes.get(key, 0)) if key is not None else 0 for key in keys]
+
+
+def read_inputs(edges: dd.DataFrame, session: Session, timer: StageTimer, task_budget: int,
+                ) -> tuple[dd.DataFrame, list[Any], list[int], list[str | None]]:
+    """The ``read`` stage: ``edges`` persisted on the workers (unless it is already), and its
+    partitions (futures where there is a cluster) with their rows and holders."""
+    inputs = persisted_partitions(edges) if session.client is not None else None
+    if inputs is None:
+        # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer
+        # partitions when lowered, and partition keys must be those that exist after persist.
+        (edges,) = timer.submit("read", edges.optimize())
+        timer.settle()
+        inputs = (persisted_partitions(edges) if session.client is not None
+                  else None) or edges.to_delayed()
+    holders = input_holders(inputs, session)
+    rows = input_rows(inputs, holders, input_sizes(inputs, session), task_budget, timer)
+    return edges, inputs, rows, holders
 
 
 def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
@@ -486,22 +540,13 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     task_budget = session.task_budget(memory_budget)
 
     check_integer_columns(edges)
-    # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer
-    # partitions when lowered, and partition keys must be those that exist after persist.
-    (edges,) = timer.submit("read", edges.optimize())
-    timer.settle()  # where each input partition lives, then its rows, counted there
-    holders = input_holders(edges, session)
-    inputs = edges.to_delayed()
-    rows = input_rows(inputs, holders, timer)
+    edges, inputs, rows, holders = read_inputs(edges, session, timer, task_budget)
     if partitions is None:
         partitions = fitted_partitions(sum(rows), session, task_budget)
     if max(rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
         pieces = -(-sum(rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
-        (edges,) = timer.submit("read", edges.repartition(npartitions=pieces))
-        timer.settle()
-        holders = input_holders(edges, session)
-        inputs = edges.to_delayed()
-        rows = input_rows(inputs, holders, timer)
+        edges, inputs, rows, holders = read_inputs(edges.repartition(npartitions=pieces),
+                                                   session, timer, task_budget)
     del edges
     if partitions == 1:  # the whole graph in one task: no exchange needed
         prepared = task("prepare", prepare_inputs, orientation, *inputs, key=(0,))
@@ -550,14 +595,15 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
             slices[p] = task("edge-bins", bin_slices, parts[p], tuple(bins_of_p), plan.src_shift,
                              bits, key=("slices", p))
     picks = pick_pieces("edge-bins", slices, overlapped)
-    edge_bins = {k: task("edge-bins", edge_bin, *(picks[p, k] for p in plan.bin_partitions[k]),
-                         key=(k,))
-                 for k in plan.bin_sources}
-    csr_bins, ends = {}, {}
+    edge_bins, csr_bins, ends = {}, {}, {}
+    for k in plan.bin_sources:  # bin k built on worker k: the bins spread over the owners
+        with placed(workers, k):
+            edge_bins[k] = task("edge-bins", edge_bin,
+                                *(picks[p, k] for p in plan.bin_partitions[k]), key=(k,))
+            if plan.needs_csr:
+                csr_bins[k] = task("edge-csr", edge_bin_csr, edge_bins[k], bits,
+                                   *plan.bin_sources[k], key=(k,))
     if plan.needs_csr:
-        csr_bins = {k: task("edge-csr", edge_bin_csr, keys, bits, *plan.bin_sources[k],
-                            key=(k,))
-                    for k, keys in edge_bins.items()}
         for p, summary in enumerate(summaries):
             if plan.strategy[p] == "intersect" and summary.wedges:
                 with placed(workers, p):

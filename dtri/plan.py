@@ -354,8 +354,9 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     wedge_count = sum(s.wedges for s in summaries)
 
     bits = checked_key_bits(vertices)
-    spread = 1 if partitions_owned(len(summaries), workers) else workers
-    nbins = choose_bin_count(edge_count, spread, task_budget, bins, bits)
+    owned = partitions_owned(len(summaries), workers)
+    nbins = choose_bin_count(edge_count, 1 if owned else workers, task_budget, bins, bits,
+                             owners=workers if owned else 1)
     shift = bin_shift(bits, nbins)
 
     src_shift = bits - (nbins.bit_length() - 1)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import dtri
 from dtri.bins import split_by_bounds
 from dtri.canonicalize import partition_vertices
+from dtri.inputs import as_edge_frame
 from dtri.orient import (
     INTERSECT_EDGE_COST,
     add_counts,
@@ -31,6 +32,7 @@ from dtri.pipeline import (
     fitted_partitions,
     input_groups,
     input_holders,
+    persisted_partitions,
     vertex_fan_in,
 )
 from dtri.prepare import prepare_partition
@@ -172,12 +174,17 @@ def test_input_holders_name_the_worker_of_each_persisted_partition():
                        dashboard_address=":0") as cluster, Client(cluster) as client):
         (persisted,) = dask.persist(frame)
         wait(persisted)
-        holders = input_holders(persisted, Session("cpu", client, 2, 1, 1 << 30))
-        held = client.run(lambda dask_worker: [key[1] for key in dask_worker.data
-                                               if isinstance(key, tuple)])
+        partitions = persisted_partitions(persisted)
+        assert [part.result().src.tolist() for part in partitions] == [
+            part.src.tolist() for part in dask.compute(*frame.to_delayed())]  # in order
+        holders = input_holders(partitions, Session("cpu", client, 2, 1, 1 << 30))
+        held = client.run(lambda dask_worker: list(dask_worker.data))
         assert len(set(holders)) == 2  # both workers hold some
-        for p, holder in enumerate(holders):
-            assert p in held[holder]  # that worker holds partition p
+        for part, holder in zip(partitions, holders, strict=True):
+            assert part.key in held[holder]  # that worker holds the partition
+        assert persisted_partitions(frame) is None  # not persisted: no futures
+        # an edge frame as it is stays persisted: its partitions need no alias tasks
+        assert persisted_partitions(as_edge_frame(persisted, "cpu")) is not None
 
 
 def test_add_counts_keeps_the_widest_dtype_whichever_partition_comes_first():
