@@ -57,21 +57,16 @@ def radix_split(keys: Any, shift: int, nbins: int) -> dict[int, Any]:
 
 
 def choose_bin_count(edges: int, workers: int, task_budget: int, requested: int | None,
-                     bits: int, owners: int = 1) -> int:
+                     bits: int) -> int:
     """Number of radix bins: the requested power of two, or enough that one bin of the edge
-    keys (8 bytes each) uses at most a quarter of a task's budget and, with several workers
-    that share the work through the bins, four bins per worker, so that the scheduler can
-    even out bins of unequal work. With several ``owners`` of sorted partitions (whose
-    tasks run where their partition lives), at least one bin per owner: each builds its own
-    bin and sends it to the others, rather than one worker building every bin and sending
-    them all (on 4 GPUs that one worker's links were the count's bottleneck)."""
+    keys (8 bytes each) uses at most a quarter of a task's budget and, with several workers,
+    four bins per worker, so that the scheduler can even out bins of unequal work."""
     limit = 1 << min(bits, MAX_BIN_BITS)
     if requested is not None:
         if requested < 1 or requested & (requested - 1):
             raise ValueError(f"bins must be a power of two, got {requested}")
         return min(requested, limit)
-    wanted = max(4 * workers if workers > 1 else 1, owners,
-                 -(-edges * 8 * 4 // max(task_budget, 1)))
+    wanted = max(4 * workers if workers > 1 else 1, -(-edges * 8 * 4 // max(task_budget, 1)))
     return min(1 << (wanted - 1).bit_length(), limit)
 
 

@@ -595,15 +595,14 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
             slices[p] = task("edge-bins", bin_slices, parts[p], tuple(bins_of_p), plan.src_shift,
                              bits, key=("slices", p))
     picks = pick_pieces("edge-bins", slices, overlapped)
-    edge_bins, csr_bins, ends = {}, {}, {}
-    for k in plan.bin_sources:  # bin k built on worker k: the bins spread over the owners
-        with placed(workers, k):
-            edge_bins[k] = task("edge-bins", edge_bin,
-                                *(picks[p, k] for p in plan.bin_partitions[k]), key=(k,))
-            if plan.needs_csr:
-                csr_bins[k] = task("edge-csr", edge_bin_csr, edge_bins[k], bits,
-                                   *plan.bin_sources[k], key=(k,))
+    edge_bins = {k: task("edge-bins", edge_bin, *(picks[p, k] for p in plan.bin_partitions[k]),
+                         key=(k,))
+                 for k in plan.bin_sources}
+    csr_bins, ends = {}, {}
     if plan.needs_csr:
+        csr_bins = {k: task("edge-csr", edge_bin_csr, keys, bits, *plan.bin_sources[k],
+                            key=(k,))
+                    for k, keys in edge_bins.items()}
         for p, summary in enumerate(summaries):
             if plan.strategy[p] == "intersect" and summary.wedges:
                 with placed(workers, p):

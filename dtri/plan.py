@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 from dask.utils import format_bytes
 
-from dtri.bins import bin_shift, checked_key_bits, choose_bin_count
+from dtri.bins import MAX_BIN_BITS, bin_shift, checked_key_bits, choose_bin_count
 from dtri.errors import ListTooLongError
 from dtri.sort import PartitionSummary
 from dtri.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
@@ -299,6 +299,31 @@ class CountPlan:
         }
 
 
+BIN_SHARE_OF_BUDGET = 4
+"""A bin of edge keys may use at most ``1 / BIN_SHARE_OF_BUDGET`` of a task's budget (as
+:func:`dtri.bins.choose_bin_count` sizes it): its task also holds the bin's slices, its CSR
+and the scratch of building it."""
+
+
+def bin_layout(summaries: Sequence[PartitionSummary], vertices: int, bits: int, nbins: int,
+               ) -> tuple[int, dict[int, tuple[int, int]], dict[int, tuple[int, ...]],
+                          dict[int, int]]:
+    """The edge bins of ``nbins`` even source-rank ranges: the shift from a source to its
+    bin, and for the bins that hold any edge their source range, the partitions that
+    overlap it and their estimated edges (:func:`estimated_bin_edges`)."""
+    src_shift = bits - (nbins.bit_length() - 1)
+    overlapping: dict[int, list[int]] = {}
+    for p, s in enumerate(summaries):  # only the bins some partition overlaps
+        if s.edges:
+            for k in range(s.first_src >> src_shift, (s.last_src >> src_shift) + 1):
+                overlapping.setdefault(k, []).append(p)
+    bin_sources = {k: (k << src_shift, min((k + 1) << src_shift, vertices))
+                   for k in sorted(overlapping)}
+    bin_partitions = {k: tuple(sorted(overlapping[k])) for k in bin_sources}
+    return src_shift, bin_sources, bin_partitions, estimated_bin_edges(summaries, bin_sources,
+                                                                       src_shift)
+
+
 def estimated_bin_edges(summaries: Sequence[PartitionSummary],
                         bin_sources: dict[int, tuple[int, int]],
                         src_shift: int) -> dict[int, int]:
@@ -354,26 +379,23 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     wedge_count = sum(s.wedges for s in summaries)
 
     bits = checked_key_bits(vertices)
-    owned = partitions_owned(len(summaries), workers)
-    nbins = choose_bin_count(edge_count, 1 if owned else workers, task_budget, bins, bits,
-                             owners=workers if owned else 1)
+    spread = 1 if partitions_owned(len(summaries), workers) else workers
+    nbins = choose_bin_count(edge_count, spread, task_budget, bins, bits)
+    src_shift, bin_sources, bin_partitions, bin_edges = bin_layout(summaries, vertices, bits,
+                                                                   nbins)
+    # Bins split the source ranks evenly, but the oriented edges crowd into some ranks (the
+    # higher degrees): double the bins until the fullest bin's estimate fits too.
+    while (bins is None and nbins < 1 << min(bits, MAX_BIN_BITS)
+           and BIN_SHARE_OF_BUDGET * BYTES_PER_KEY * max(bin_edges.values(), default=0)
+           > task_budget):
+        nbins *= 2
+        src_shift, bin_sources, bin_partitions, bin_edges = bin_layout(summaries, vertices,
+                                                                       bits, nbins)
     shift = bin_shift(bits, nbins)
-
-    src_shift = bits - (nbins.bit_length() - 1)
-    bin_sources: dict[int, tuple[int, int]] = {}  # bins that hold any edge
-    bin_partitions: dict[int, tuple[int, ...]] = {}
-    for k in range(nbins):
-        low, high = k << src_shift, min((k + 1) << src_shift, vertices)
-        overlapping = tuple(p for p, s in enumerate(summaries)
-                            if s.edges and s.first_src < high and s.last_src >= low)
-        if overlapping:
-            bin_sources[k] = (low, high)
-            bin_partitions[k] = overlapping
     # bins that targets of a partition's edges can fall in (targets > first source)
     reach = tuple(tuple(k for k, (low, high) in bin_sources.items()
                         if high > s.first_src + 1 and low <= s.last_dst)
                   for s in summaries)
-    bin_edges = estimated_bin_edges(summaries, bin_sources, src_shift)
 
     strategy = [choose_join(join, backend, s) for s in summaries]
     fallback = tuple(p for p, s in enumerate(summaries)

@@ -99,7 +99,6 @@ def test_count_closed_counts_members():
 def test_bin_count_choice():
     assert choose_bin_count(1000, 4, 10**9, None, 20) == 16  # four bins per worker
     assert choose_bin_count(1000, 1, 10**9, None, 20) == 1
-    assert choose_bin_count(1000, 1, 10**9, None, 20, owners=3) == 4  # a bin per owner, pow 2
     assert choose_bin_count(1000, 1, 8 * 1000, None, 20) == 4  # edges use <= 1/4 of a task
     assert choose_bin_count(10, 1, 10**9, 8, 20) == 8
     assert choose_bin_count(10, 1, 10**9, 1 << 20, 3) == 8  # never more bins than id space

@@ -20,6 +20,7 @@ from dtri.generate import rmat
 from dtri.pipeline import batch_rows, wedge_bins
 from dtri.plan import (
     BYTES_PER_EDGE,
+    BYTES_PER_KEY,
     BYTES_PER_WEDGE,
     INTERSECT_MIN_WEDGES,
     STAGES,
@@ -27,7 +28,7 @@ from dtri.plan import (
     list_bytes,
 )
 from dtri.prepare import prepare_partition
-from dtri.sort import PROFILE_POINTS, partition_summary
+from dtri.sort import PROFILE_POINTS, PartitionSummary, partition_summary
 from dtri.wedges import BYTES_PER_ROW, closure_keys
 from tests.conftest import networkx_triangles
 
@@ -411,3 +412,22 @@ def test_explain_prints_a_table(tmp_path):
     assert "triangles" not in result.output
     assert "dtri-wedges" in result.output and "peak/task" in result.output
     assert "--explain" in CliRunner().invoke(main, ["count", "--help"]).output
+
+
+def test_bins_double_until_the_fullest_estimated_bin_fits():
+    """Bins split the source ranks evenly; when the edges crowd into a few ranks (the higher
+    degrees, under the degree order) the fullest bin must still fit a task. On RMAT 26 under
+    an 8 GiB pool the total alone gave 16 bins, and one bin of 4.4 GiB ran the pool out."""
+    vertices, edges = 1 << 20, 1_000_000
+    top = 1 << 14  # the last partition: 90 % of the edges in the top 2**14 ranks
+    ranges = [(i * ((vertices - top) // 7), (i + 1) * ((vertices - top) // 7) - 1)
+              for i in range(7)] + [(vertices - top, vertices - 1)]
+    summaries = [PartitionSummary(edges // 70 if i < 7 else edges * 9 // 10, 0, low, high,
+                                  vertices - 1) for i, (low, high) in enumerate(ranges)]
+    budget = BYTES_PER_KEY * 4 * edges // 2  # the total alone asks for 2 bins
+    plan = build_plan(summaries, vertices, workers=1, threads_per_worker=1, backend="cpu",
+                      task_budget=budget)
+    assert plan.nbins == 128  # the top partition's range cut in two bins of 450 k edges
+    assert max(plan.bin_edges.values()) * BYTES_PER_KEY * 4 <= budget
+    assert sum(plan.bin_edges.values()) >= sum(s.edges for s in summaries)
+    assert "edge-bins" not in plan.over_budget()
