@@ -384,8 +384,12 @@ def persisted_partitions(edges: dd.DataFrame) -> list[Any] | None:
     partitions by aliases of the futures' keys: a task given a partition of it directly
     (``to_delayed``) also runs one alias task per partition, and persisting it again adds
     another layer (on RMAT 26, 192 alias tasks cost the read stage 0.15-0.3 s)."""
-    from dask._task_spec import Alias
     from distributed import Future
+
+    try:
+        from dask._task_spec import Alias  # Dask's own rename node (not public API)
+    except ImportError:  # another Dask: persist again rather than guess
+        return None
 
     graph = edges.__dask_graph__()
     partitions = []
