@@ -403,35 +403,24 @@ def persisted_partitions(edges: dd.DataFrame) -> list[Any] | None:
     return partitions
 
 
-def future_keys(inputs: list[Any], session: Session) -> list[Any]:
-    """The key of each input partition given as a future (``None`` for one given otherwise,
-    and for all of them without a cluster)."""
+def input_placement(inputs: list[Any], session: Session) -> tuple[list[str | None], list[int]]:
+    """The worker holding each input partition given as a future, and its bytes as the
+    scheduler has them (``None`` and 0 where unknown: a partition given otherwise, or no
+    cluster)."""
+    unknown: tuple[list[str | None], list[int]] = ([None] * len(inputs), [0] * len(inputs))
     if session.client is None:
-        return [None] * len(inputs)
+        return unknown
     from distributed import Future
 
-    return [part.key if isinstance(part, Future) else None for part in inputs]
-
-
-def input_holders(inputs: list[Any], session: Session) -> list[str | None]:
-    """The worker holding each input partition given as a future (``None`` where unknown)."""
-    keys = future_keys(inputs, session)
-    if not any(key is not None for key in keys):
-        return [None] * len(inputs)
-    who = session.client.who_has([part for part, key in zip(inputs, keys, strict=True)
-                                  if key is not None])
-    return [next(iter(who[key])) if key is not None and who.get(key) else None
-            for key in keys]
-
-
-def input_sizes(inputs: list[Any], session: Session) -> list[int]:
-    """Bytes of each input partition given as a future, as the scheduler has them (0 where
-    unknown)."""
-    keys = future_keys(inputs, session)
-    if not any(key is not None for key in keys):
-        return [0] * len(inputs)
-    sizes = session.client.nbytes([key for key in keys if key is not None], summary=False)
-    return [int(sizes.get(key, 0)) if key is not None else 0 for key in keys]
+    futures = [part for part in inputs if isinstance(part, Future)]
+    if not futures:
+        return unknown
+    who = session.client.who_has(futures)
+    sizes = session.client.nbytes([future.key for future in futures], summary=False)
+    keys = [part.key if isinstance(part, Future) else None for part in inputs]
+    return ([next(iter(who[key])) if key is not None and who.get(key) else None
+             for key in keys],
+            [int(sizes.get(key, 0)) if key is not None else 0 for key in keys])
 
 
 def read_inputs(edges: dd.DataFrame, session: Session, timer: StageTimer, task_budget: int,
@@ -446,8 +435,8 @@ def read_inputs(edges: dd.DataFrame, session: Session, timer: StageTimer, task_b
         timer.settle()
         inputs = (persisted_partitions(edges) if session.client is not None
                   else None) or edges.to_delayed()
-    holders = input_holders(inputs, session)
-    rows = input_rows(inputs, holders, input_sizes(inputs, session), task_budget, timer)
+    holders, sizes = input_placement(inputs, session)
+    rows = input_rows(inputs, holders, sizes, task_budget, timer)
     return edges, inputs, rows, holders
 
 

@@ -37,7 +37,13 @@ from typing import Any, NamedTuple
 
 from dask.utils import format_bytes
 
-from dtri.bins import MAX_BIN_BITS, bin_shift, checked_key_bits, choose_bin_count
+from dtri.bins import (
+    BIN_SHARE_OF_BUDGET,
+    MAX_BIN_BITS,
+    bin_shift,
+    checked_key_bits,
+    choose_bin_count,
+)
 from dtri.errors import ListTooLongError
 from dtri.sort import PartitionSummary
 from dtri.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
@@ -297,12 +303,6 @@ class CountPlan:
             "peak_bytes": self.peak_bytes, "moved_bytes": self.moved_bytes,
             "over_budget": self.over_budget(),
         }
-
-
-BIN_SHARE_OF_BUDGET = 4
-"""A bin of edge keys may use at most ``1 / BIN_SHARE_OF_BUDGET`` of a task's budget (as
-:func:`dtri.bins.choose_bin_count` sizes it): its task also holds the bin's slices, its CSR
-and the scratch of building it."""
 
 
 def bin_layout(summaries: Sequence[PartitionSummary], vertices: int, bits: int, nbins: int,

@@ -31,7 +31,7 @@ from dtri.pipeline import (
     count_pipeline,
     fitted_partitions,
     input_groups,
-    input_holders,
+    input_placement,
     persisted_partitions,
     vertex_fan_in,
 )
@@ -165,7 +165,7 @@ def test_input_groups_keep_each_worker_s_partitions_together_within_the_limit():
     assert sorted(p for group in groups for p in group) == list(range(len(rows)))
 
 
-def test_input_holders_name_the_worker_of_each_persisted_partition():
+def test_input_placement_names_the_worker_of_each_persisted_partition():
     from distributed import Client, LocalCluster, wait
 
     frame = dd.from_pandas(pd.DataFrame({"src": range(100), "dst": range(1, 101)}),
@@ -177,7 +177,8 @@ def test_input_holders_name_the_worker_of_each_persisted_partition():
         partitions = persisted_partitions(persisted)
         assert [part.result().src.tolist() for part in partitions] == [
             part.src.tolist() for part in dask.compute(*frame.to_delayed())]  # in order
-        holders = input_holders(partitions, Session("cpu", client, 2, 1, 1 << 30))
+        holders, sizes = input_placement(partitions, Session("cpu", client, 2, 1, 1 << 30))
+        assert all(size > 0 for size in sizes)  # the scheduler knows each partition's bytes
         held = client.run(lambda dask_worker: list(dask_worker.data))
         assert len(set(holders)) == 2  # both workers hold some
         for part, holder in zip(partitions, holders, strict=True):
