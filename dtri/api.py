@@ -22,7 +22,8 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
           join: str = "auto", protocol: str = "auto", progress: bool = False,
           explain: bool = False, memory_limit: int | str | None = None,
           device_memory_limit: int | str | None = None, rmm_pool_size: int | str | None = None,
-          spill_directory: str | os.PathLike | None = None) -> CountResult:
+          spill_directory: str | os.PathLike | None = None,
+          staging: str = "auto") -> CountResult:
     """Count the triangles of an undirected graph exactly, with the run's statistics.
 
     ``edges``: a path, glob, directory or fsspec URL of edge files (SNAP text, CSV/TSV, Matrix
@@ -52,6 +53,12 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
     any of them with a running cluster or scheduler raises
     :class:`dtri.errors.ConfigurationError`.
 
+    ``staging``: where stage results wait between tasks (:mod:`dtri.staging`): ``host`` (host
+    memory; each GPU task moves its inputs to the device and its results back, so the device
+    holds one task's data: the fast path for graphs larger than a capped GPU), ``device``
+    (GPU memory, spilled by dask-cuda under a cap) or ``auto`` (``host`` when the GPU
+    workers' RMM pool is capped, ``device`` otherwise).
+
     The result's ``plan`` holds the counting phase's plan (bins, batches, join per partition)
     with estimates of each task kind's peak memory and of the bytes moved between workers
     (:class:`dtri.plan.CountPlan`). ``explain=True`` stops after planning: the input is read,
@@ -68,7 +75,7 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
                               **_read_options(edges, format, header, blocksize, storage_options))
         return count_pipeline(frame, session, orientation=orientation, bins=bins,
                               memory_budget=budget, join=join, partitions=npartitions,
-                              progress=progress, explain=explain)
+                              progress=progress, explain=explain, staging=staging)
 
 
 def _read_options(edges: Any, format: str, header: bool | None, blocksize: int | str,

@@ -13,6 +13,7 @@ from dtri.orient import ORIENTATIONS
 from dtri.pipeline import JOINS
 from dtri.read import FORMATS
 from dtri.session import BACKENDS, PROTOCOLS
+from dtri.staging import STAGINGS
 
 INPUT_MEANING = """\
 Input is read as a simple undirected graph: an edge and its reverse are one edge, repeated
@@ -135,6 +136,11 @@ def _fail(message: Any, code: int = 2) -> None:
               help="wedges: write closure keys in budget-sized batches, radix-bin, sorted "
                    "search; intersect: fused sorted-list intersection, no wedge written (a CUDA "
                    "kernel on GPUs); auto: per partition from its wedge count.")
+@click.option("--staging", type=click.Choice(STAGINGS), default="auto", show_default=True,
+              help="Where stage results wait between tasks: host (host memory; each GPU task "
+                   "moves its own inputs to the device and its results back), device (GPU "
+                   "memory, spilled by dask-cuda), auto: host when --rmm-pool-size caps the "
+                   "GPU workers, device otherwise.")
 @click.option("--blocksize", default="64MiB", show_default=True,
               help="Bytes of text per read partition.")
 @click.option("--json", "as_json", is_flag=True,
@@ -152,8 +158,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns
           workers: int | None, protocol: str, memory_limit: int | None,
           spill_directory: str | None, device_memory_limit: int | None,
           rmm_pool_size: int | None, memory_budget: int | None, bins: int | None,
-          orientation: str, join: str, blocksize: str, as_json: bool, explain: bool,
-          progress: bool | None) -> None:
+          orientation: str, join: str, staging: str, blocksize: str, as_json: bool,
+          explain: bool, progress: bool | None) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
     from dtri.api import count as run_count
@@ -177,7 +183,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns
             protocol=protocol, memory_budget=memory_budget, bins=bins, orientation=orientation,
             join=join, blocksize=blocksize, explain=explain, memory_limit=memory_limit,
             spill_directory=spill_directory, device_memory_limit=device_memory_limit,
-            rmm_pool_size=rmm_pool_size,
+            rmm_pool_size=rmm_pool_size, staging=staging,
             progress=sys.stderr.isatty() if progress is None else progress,
         )
     except (DtriError, ValueError, OSError) as error:

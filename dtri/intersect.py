@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 
 from dtri.bins import unpack_keys
 from dtri.dispatch import array_module
+from dtri.sort import PartitionCSR
+from dtri.staging import runs_on_host
 from dtri.wedges import list_ends
 
 PAIRS_PER_CHUNK = 1 << 24
@@ -62,6 +64,33 @@ def edge_lists(src: Any, dst: Any, csr: BinCSR,
     a_stop = a_stop[edge]
     keep = (a_stop > a_start) & (b_stop > b_start)
     return a_start[keep], a_stop[keep], b_start[keep], b_stop[keep], edge[keep]
+
+
+def count_against(part: PartitionCSR, group: PartitionCSR, chunk_rows: int) -> int:
+    """Triangles closed by the edges of ``part`` whose target lies in ``group``'s source
+    range, by the same intersection as :func:`count_intersections`: ``N+(u)`` after ``v``
+    from ``part``, ``N+(v)`` from ``group`` (host staging's join: both are CSR). Rows go
+    ``chunk_rows`` at a time, so the working arrays stay within a budget."""
+    xp = array_module(part.dst)
+    rows = part.edges
+    found = 0
+    for first in range(0, rows, max(1, chunk_rows)):
+        last = min(rows, first + max(1, chunk_rows))
+        target = part.dst[first:last]
+        edge = xp.flatnonzero((target >= group.low) & (target < group.high)) + first
+        if edge.shape[0] == 0:
+            continue
+        source = xp.searchsorted(part.offsets, edge, side="right") - 1
+        a_start, a_stop = edge + 1, part.offsets[source + 1]
+        local = part.dst[edge].astype(xp.int64) - group.low
+        b_start, b_stop = group.offsets[local], group.offsets[local + 1]
+        keep = (a_stop > a_start) & (b_stop > b_start)
+        if not bool(keep.any()):
+            continue
+        counter = _count_cuda if xp.__name__ == "cupy" else _count_vectorised
+        found += counter(part.dst, group.dst, a_start[keep], a_stop[keep], b_start[keep],
+                         b_stop[keep])
+    return found
 
 
 def count_intersections(src: Any, dst: Any, csr: BinCSR, ends: Any = None) -> int:
@@ -188,3 +217,71 @@ def _count_cuda(a_values: Any, b_values: Any, a_start: Any, a_stop: Any, b_start
                (edges, cupy.int64(edges.shape[0]), a_values, a_start, a_stop, b_values,
                 b_start, b_stop, cupy.int32(group), total))
     return int(total.get()[0])
+
+
+def load_group(parts: list[PartitionCSR], device: bool) -> tuple[PartitionCSR, list[int]]:
+    """Consecutive partitions' CSRs merged into one CSR over their source range, built on the
+    device partition by partition (``device``: move each there first; else NumPy); also
+    where each partition's targets start in the merged ``dst``."""
+    xp = _device_module(device)
+    filled = [p for p in parts if p.edges]
+    low = filled[0].low if filled else 0
+    high = filled[-1].high if filled else 0
+    dst = xp.empty(sum(p.edges for p in parts), dtype=xp.int32)
+    degree = xp.zeros(high - low, dtype=xp.int64)
+    starts, base = [], 0
+    for p in parts:
+        starts.append(base)
+        if not p.edges:
+            continue
+        dst[base: base + p.edges] = _moved(p.dst, device)
+        offsets = _moved(p.offsets, device)
+        degree[p.low - low: p.high - low] = offsets[1:] - offsets[:-1]
+        base += p.edges
+    offsets = xp.zeros(high - low + 1, dtype=xp.int64)
+    xp.cumsum(degree, out=offsets[1:])
+    return PartitionCSR(dst, offsets, low), starts
+
+
+@runs_on_host
+def count_group(device: bool, chunk_rows: int, group_size: int, own: tuple[int, ...],
+                *parts: PartitionCSR) -> int:
+    """One task of host staging's join: triangles closed by the edges of the ``own``
+    partitions whose targets lie in the group of the first ``group_size`` of ``parts``
+    (consecutive partitions); ``own`` indexes ``parts`` (an own partition inside the group is
+    read from the group's copy). The group goes to the device once, as one CSR; each other
+    own partition follows it alone, so the task holds the group and one partition."""
+    group, starts = load_group(list(parts[:group_size]), device)
+    found = 0
+    for i in own:
+        part = parts[i]
+        if not part.edges:
+            continue
+        if i < group_size:  # already on the device, inside the group
+            start = starts[i]
+            part = PartitionCSR(group.dst[start: start + part.edges],
+                                _moved(part.offsets, device), part.low)
+        else:
+            part = PartitionCSR(_moved(part.dst, device), _moved(part.offsets, device),
+                                part.low)
+        found += count_against(part, group, chunk_rows)
+    return found
+
+
+def _device_module(device: bool) -> Any:
+    if device:
+        import cupy
+
+        return cupy
+    import numpy
+
+    return numpy
+
+
+def _moved(array: Any, device: bool) -> Any:
+    """A host array on the device (``device``), or as it is."""
+    if not device:
+        return array
+    import cupy
+
+    return cupy.asarray(array)

@@ -19,6 +19,7 @@ from typing import Any
 
 from dtri.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
 from dtri.dispatch import array_module
+from dtri.staging import runs_on_host
 
 ORIENTATIONS = ("degree", "id")
 
@@ -53,6 +54,7 @@ def vertex_ranks(degree: Any, orientation: str) -> Any | None:
     return rank
 
 
+@runs_on_host
 def input_id_of_rank(vertices: Any, rank: Any | None, wanted: int) -> int:
     """The input id of the vertex of rank ``wanted``: ``vertices`` holds the input ids of the
     dense vertices, ascending, and ``rank`` their ranks (``None``: ranks are dense ids)."""
@@ -129,3 +131,24 @@ def source_bounds(work: Any, parts: int) -> list[int]:
 def split_by_source(oriented: Any, bounds: list[int], vertices: int) -> dict[int, Any]:
     """Oriented keys cut by source rank range (piece ``j`` goes to receiver ``j``)."""
     return split_by_bounds(oriented, oriented >> checked_key_bits(vertices), bounds)
+
+
+# Host staging orients on the fly: the oriented keys are never stored, since keeping them
+# would move every edge to host memory and back once more; each task that needs them orients
+# its partition's canonical keys again from the ranks (kept on the device by the cache).
+
+def oriented_out_degree(keys: Any, rank: Any | None, vertices: int) -> Any:
+    """:func:`out_degree_counts` of a partition's canonical keys, oriented first."""
+    return out_degree_counts(orient_keys(keys, rank, vertices), vertices)
+
+
+def oriented_intersection_work(keys: Any, rank: Any | None, out_degree: Any,
+                               vertices: int) -> Any:
+    """:func:`intersection_work` of a partition's canonical keys, oriented first."""
+    return intersection_work(orient_keys(keys, rank, vertices), out_degree, vertices)
+
+
+def oriented_split(keys: Any, rank: Any | None, bounds: list[int], vertices: int,
+                   ) -> dict[int, Any]:
+    """:func:`split_by_source` of a partition's canonical keys, oriented first."""
+    return split_by_source(orient_keys(keys, rank, vertices), bounds, vertices)

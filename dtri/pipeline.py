@@ -29,7 +29,7 @@ import itertools
 import sys
 import time
 from contextlib import redirect_stdout
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from operator import getitem
 from typing import Any
 
@@ -46,9 +46,9 @@ from dtri.canonicalize import (
     unique_edge_keys,
     vertex_count,
 )
-from dtri.dispatch import array_module, column_to_array
+from dtri.dispatch import array_module, column_to_array, is_gpu_frame
 from dtri.errors import ConfigurationError, ListTooLongError, OutOfMemoryError
-from dtri.intersect import BinCSR, bin_csr, count_intersections
+from dtri.intersect import BinCSR, bin_csr, count_group, count_intersections
 from dtri.join import count_closed
 from dtri.orient import (
     WORK_MODELS,
@@ -57,6 +57,9 @@ from dtri.orient import (
     input_id_of_rank,
     intersection_work,
     orient_keys,
+    oriented_intersection_work,
+    oriented_out_degree,
+    oriented_split,
     out_degree_counts,
     source_bounds,
     split_by_source,
@@ -70,10 +73,20 @@ from dtri.plan import (  # noqa: F401  (the planner's names stay importable from
     CountPlan,
     build_plan,
     choose_join,
+    chunk_rows,
+    staged_plan,
 )
 from dtri.prepare import prepare_partition_with_ids
-from dtri.session import Session
-from dtri.sort import PartitionSummary, partition_summary, sorted_edges
+from dtri.session import Session, resolve_staging
+from dtri.sort import (
+    PartitionSummary,
+    csr_summary,
+    frame_csr,
+    partition_summary,
+    sorted_csr,
+    sorted_edges,
+)
+from dtri.staging import clear_cache, folded, host_frame, runs_on_host, set_cache_limit, staged
 from dtri.tasks import FAN_IN, exchange, pick_pieces, placed, task, tree
 from dtri.wedges import closure_keys, list_ends
 
@@ -267,6 +280,7 @@ def join_bin(closure: Any, edge_keys: Any) -> int:
     return 0 if closure is None else count_closed(closure, edge_keys)
 
 
+@runs_on_host
 def total(*counts: int) -> int:
     """Exact sum of partial counts."""
     return sum(int(c) for c in counts)
@@ -319,6 +333,7 @@ def vertex_fan_in(rows: int, task_budget: int) -> int:
     return max(2, min(FAN_IN, task_budget // (VERTEX_ARRAY_COPIES * widest)))
 
 
+@runs_on_host
 def partition_lengths(*frames: Any) -> list[int]:
     """Rows of each of some input partitions."""
     return [len(frame) for frame in frames]
@@ -345,6 +360,7 @@ def input_rows(inputs: list[Any], holders: list[str | None], sizes: list[int],
     return rows
 
 
+@runs_on_host
 def concat_frames(*frames: Any) -> Any:
     """Input partitions taken together (pandas or cuDF, by Dask's ``concat`` dispatch)."""
     return frames[0] if len(frames) == 1 else concat(list(frames))
@@ -444,6 +460,7 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
                        orientation: str, timer: StageTimer, workers: tuple[str, ...] = (),
                        work_model: str = "wedges",
                        holders: list[str | None] | None = None, fan_in: int = FAN_IN,
+                       staging: str | None = None,
                        ) -> tuple[list[Any], list[Any], tuple[Any, Any]]:
     """Canonicalize, rank, orient and sort edges held in the ``inputs`` partitions (the
     docstrings of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain
@@ -459,6 +476,10 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     ``j`` lives on ``workers[j]`` (round robin), which then owns sorted partition ``j``.
     ``work_model`` (one of :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges
     balance; ``fan_in`` is that of the trees over vertex-wide arrays (:func:`vertex_fan_in`).
+
+    ``staging`` (the backend of host staging's tasks, ``None`` without it): the sorted
+    partitions are CSRs (:func:`dtri.sort.sorted_csr`), and the per-partition vertex-wide
+    counts are folded per owning worker (:func:`owner_counts`).
     """
     if work_model not in WORK_MODELS:
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
@@ -469,9 +490,14 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
         with placed([holder] if holder else (), 0):
             senders.append(task("canonicalize", concat_frames, *(inputs[p] for p in group),
                                 key=("inputs", g)))
-    vertices = tree("vertices", merge_vertices,
-                    [task("vertices", partition_vertices, sender, key=(g,))
-                     for g, sender in enumerate(senders)], fan_in)
+    if staging is None:
+        vertices = tree("vertices", merge_vertices,
+                        [task("vertices", partition_vertices, sender, key=(g,))
+                         for g, sender in enumerate(senders)], fan_in)
+    else:  # each worker merges its senders' ids on the device, one sender at a time
+        vertices = tree("vertices", merge_vertices, holder_folds(
+            "vertices", merge_vertices, partition_vertices, senders, (),
+            [holders[group[0]] for group in groups], staging, "ids"), fan_in)
     n = task("vertices", vertex_count, vertices, key=("count",))
     splits = [task("canonicalize", split_edge_keys, sender, vertices, parts, key=("split", g))
               for g, sender in enumerate(senders)]
@@ -479,28 +505,71 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
         "canonicalize", splits, unique_edge_keys, parts, workers=workers), n, vertices)
     del senders, splits
 
-    degree = tree("rank", add_counts,
-                  [task("rank", degree_counts, k, n, key=(p,)) for p, k in enumerate(keys)], fan_in)
+    def counts(stage: str, func: Any, items: list[Any], *args: Any, key: str = "") -> Any:
+        """The sum over ``items`` of a vertex-wide ``func(item, *args)``, as a tree."""
+        if staging is not None:
+            return tree(stage, add_counts, owner_counts(stage, func, items, args, workers,
+                                                        staging, key), fan_in)
+        return tree(stage, add_counts, [task(stage, func, item, *args, key=(key, p) if key
+                                             else (p,))
+                                        for p, item in enumerate(items)], fan_in)
+
+    degree = counts("rank", degree_counts, keys, n)
     (rank,) = timer.submit("rank", task("rank", vertex_ranks, degree, orientation, key=(0,)))
 
-    oriented = [task("orient", orient_keys, k, rank, n, key=(p,)) for p, k in enumerate(keys)]
-    out_degree = tree("orient", add_counts, [task("orient", out_degree_counts, o, n, key=(p,))
-                                             for p, o in enumerate(oriented)], fan_in)
-    if work_model == "intersect":
-        work = tree("orient", add_counts, [
-            task("orient", intersection_work, o, out_degree, n, key=("work", p))
-            for p, o in enumerate(oriented)], fan_in)
-    else:
+    if staging is None:
+        oriented = [task("orient", orient_keys, k, rank, n, key=(p,))
+                    for p, k in enumerate(keys)]
+        out_degree = counts("orient", out_degree_counts, oriented, n)
+        if work_model == "intersect":
+            work = counts("orient", intersection_work, oriented, out_degree, n, key="work")
+    else:  # host staging orients on the fly (dtri.orient.oriented_split)
+        out_degree = counts("orient", oriented_out_degree, keys, rank, n)
+        if work_model == "intersect":
+            work = counts("orient", oriented_intersection_work, keys, rank, out_degree, n,
+                          key="work")
+    if work_model != "intersect":
         work = task("orient", wedge_work, out_degree, key=("work",))
     bounds = task("orient", source_bounds, work, parts, key=("bounds",))
-    *oriented, bounds = timer.submit("orient", *oriented, bounds)
-    del keys
-
-    splits = [task("sort", split_by_source, o, bounds, n, key=("split", p))
-              for p, o in enumerate(oriented)]
-    sorted_parts = timer.submit("sort", *exchange("sort", splits, sorted_edges, parts, n,
+    if staging is None:
+        *oriented, bounds = timer.submit("orient", *oriented, bounds)
+        del keys
+        splits = [task("sort", split_by_source, o, bounds, n, key=("split", p))
+                  for p, o in enumerate(oriented)]
+    else:
+        (bounds,) = timer.submit("orient", bounds)
+        splits = [task("sort", oriented_split, k, rank, bounds, n, key=("split", p))
+                  for p, k in enumerate(keys)]
+        del keys
+    combine = sorted_edges if staging is None else sorted_csr
+    sorted_parts = timer.submit("sort", *exchange("sort", splits, combine, parts, n,
                                                    workers=workers))
     return list(sorted_parts), [n], (vertices, rank)
+
+
+def owner_counts(stage: str, func: Any, items: list[Any], args: tuple, workers: tuple[str, ...],
+                 staging: str, key: str = "") -> list[Any]:
+    """Host staging's leaves of a tree of vertex-wide counts: per worker, one task that folds
+    ``func(item, *args)`` over the items it owns (item ``p`` lives on ``workers[p % W]``, as the
+    exchanges place their receivers) on the device, one item at a time
+    (:func:`dtri.staging.folded`)."""
+    holders = [workers[p % len(workers)] if workers else None for p in range(len(items))]
+    return holder_folds(stage, add_counts, func, items, args, holders, staging, key or "counts")
+
+
+def holder_folds(stage: str, combine: Any, func: Any, items: list[Any], args: tuple,
+                 holders: list[str | None], staging: str, key: str) -> list[Any]:
+    """One :func:`dtri.staging.folded` task per worker in ``holders`` (the worker holding each
+    item; ``None``: unknown), placed there, over the items it holds."""
+    by_holder: dict[str | None, list[int]] = {}
+    for i, holder in enumerate(holders):
+        by_holder.setdefault(holder, []).append(i)
+    leaves = []
+    for w, (holder, members) in enumerate(by_holder.items()):
+        with placed([holder] if holder else (), 0):
+            leaves.append(task(stage, folded, staging, combine, func, args,
+                               *(items[i] for i in members), key=(key, "owner", w)))
+    return leaves
 
 
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
@@ -517,8 +586,13 @@ def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
 def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = "degree",
                    bins: int | None = None, memory_budget: int | None = None,
                    join: str = "auto", partitions: int | None = None,
-                   progress: bool = False, explain: bool = False) -> CountResult:
+                   progress: bool = False, explain: bool = False,
+                   staging: str = "auto") -> CountResult:
     """Run every stage on ``edges`` (a Dask DataFrame with integer ``src``, ``dst``).
+
+    ``staging``: where stage results live between tasks (:mod:`dtri.staging`): ``host``,
+    ``device`` or ``auto`` (``host`` on GPU workers with a capped RMM pool). Host staging
+    runs the fused join, per group of partitions (:func:`dtri.plan.staged_plan`).
 
     ``explain``: stop after planning (read, canonicalize, orient, sort and the partition
     summaries run; no edge bin, wedge or join does) and return the plan with
@@ -528,11 +602,39 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     fitted to the workers and the memory budget (:func:`fitted_partitions`). The input keeps
     its own partitioning unless a partition is too big for one task.
     """
+    session = replace(session, staging=resolve_staging(staging, session))
+    host = session.staging == "host"
+    if host and join == "wedges":
+        raise ConfigurationError(
+            "host staging (--staging host, the default with --rmm-pool-size) counts with the "
+            "fused join: give --join intersect or auto, or --staging device")
+    cached = host and session.backend == "gpu" and session.client is not None
+    if cached:  # the device cache of vertex-wide arrays: a quarter of a task's budget
+        session.client.run(set_cache_limit, session.task_budget(memory_budget) // 4)
+    try:
+        with staged(session.backend if host else None):
+            return _count(edges, session, orientation=orientation, bins=bins,
+                          memory_budget=memory_budget, join=join, partitions=partitions,
+                          progress=progress, explain=explain)
+    finally:
+        if cached:
+            session.client.run(clear_cache)
+
+
+def _count(edges: dd.DataFrame, session: Session, *, orientation: str, bins: int | None,
+           memory_budget: int | None, join: str, partitions: int | None, progress: bool,
+           explain: bool) -> CountResult:
+    """:func:`count_pipeline` with staging resolved (and, for host staging, turned on)."""
     started = time.perf_counter()
     timer = StageTimer(session, progress)
     task_budget = session.task_budget(memory_budget)
+    host = session.staging == "host"
 
     check_integer_columns(edges)
+    if host:  # the input's partitions go to host memory as they are read
+        meta = edges._meta[["src", "dst"]]
+        edges = edges.map_partitions(host_frame, meta=meta.to_pandas() if is_gpu_frame(meta)
+                                     else meta)
     edges, inputs, rows, holders = read_inputs(edges, session, timer, task_budget)
     if partitions is None:
         partitions = fitted_partitions(sum(rows), session, task_budget)
@@ -546,26 +648,38 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         parts = [task("prepare", getitem, prepared, 0, key=("edges", 0))]
         vertex_counts = [task("prepare", getitem, prepared, 1, key=("vertices", 0))]
         names = [task("prepare", getitem, prepared, i, key=("names", i)) for i in (2, 3)]
+        if host:
+            parts = [task("prepare", frame_csr, parts[0], key=("csr", 0))]
         edges_0, vertex_count, *names = timer.submit("prepare", *parts, *vertex_counts, *names)
         parts, vertex_counts, names = [edges_0], [vertex_count], tuple(names)
         del prepared
     else:
-        work_model = "intersect" if session.backend == "gpu" and join != "wedges" else "wedges"
-        groups = input_groups(rows, holders, task_budget // BYTES_PER_EDGE_IN_FLIGHT)
+        work_model = ("intersect" if (session.backend == "gpu" or host) and join != "wedges"
+                      else "wedges")
+        # host staging: a sender per input partition (concatenating them is a host copy)
+        limit = 1 if host else task_budget // BYTES_PER_EDGE_IN_FLIGHT
+        groups = input_groups(rows, holders, limit)
         parts, vertex_counts, names = prepare_partitions(
             inputs, groups, partitions, orientation, timer, session.addresses, work_model,
-            holders, vertex_fan_in(sum(rows), task_budget))
+            holders, vertex_fan_in(sum(rows), task_budget),
+            staging=session.backend if host else None)
     del inputs
 
-    summary_tasks = [task("plan", partition_summary, part, key=(p,))
-                     for p, part in enumerate(parts)]
+    summarize = csr_summary if host else partition_summary
+    summary_tasks = [task("plan", summarize, part, key=(p,)) for p, part in enumerate(parts)]
     vertex_counts, summaries = timer.compute("plan", vertex_counts, summary_tasks)
     summaries = [PartitionSummary(*s) for s in summaries]
     check_whole_adjacency(summaries)
     try:
-        plan = build_plan(summaries, sum(vertex_counts), workers=session.workers,
-                          threads_per_worker=session.threads_per_worker,
-                          backend=session.backend, task_budget=task_budget, bins=bins, join=join)
+        if host:
+            plan = staged_plan(summaries, sum(vertex_counts), workers=session.workers,
+                               threads_per_worker=session.threads_per_worker,
+                               backend=session.backend, task_budget=task_budget)
+        else:
+            plan = build_plan(summaries, sum(vertex_counts), workers=session.workers,
+                              threads_per_worker=session.threads_per_worker,
+                              backend=session.backend, task_budget=task_budget, bins=bins,
+                              join=join)
     except ListTooLongError as error:  # name the vertex by its input id
         (vertex,) = timer.compute("plan", task("plan", input_id_of_rank, *names, error.rank,
                                                key=("name",)))
@@ -574,6 +688,12 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     if explain:  # stop after planning: no edge bin, wedge or join is built
         timer.seconds["total"] = round(time.perf_counter() - started, 6)
         return _result(plan, None, orientation, timer.seconds, session)
+
+    if host:
+        joins = staged_joins(plan, parts, session)
+        (triangles,) = timer.compute("wedges_join", reduce_tree(joins))
+        timer.seconds["total"] = round(time.perf_counter() - started, 6)
+        return _result(plan, int(triangles), orientation, timer.seconds, session)
 
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
     # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
@@ -625,6 +745,30 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
     timer.seconds["total"] = round(time.perf_counter() - started, 6)
 
     return _result(plan, int(triangles), orientation, timer.seconds, session)
+
+
+def staged_joins(plan: CountPlan, parts: list[Any], session: Session) -> list[Any]:
+    """Host staging's join (``dtri-count``): per group of consecutive partitions (the plan's
+    bins) and per worker, one task that moves the group to the device as one CSR and counts
+    the triangles closed there by the edges of that worker's partitions that reach it
+    (:func:`dtri.intersect.count_group`)."""
+    owners = max(session.workers, 1)
+    workers = session.addresses
+    rows = chunk_rows(plan.task_budget)
+    device = session.backend == "gpu"
+    joins = []
+    for k, members in plan.bin_partitions.items():
+        for w in range(owners):
+            own = [p for p in range(w, plan.partitions, owners) if k in plan.reach[p]]
+            if not own:
+                continue
+            outside = [p for p in own if p not in members]
+            inputs = [*members, *outside]
+            with placed(workers, w):
+                joins.append(task("count", count_group, device, rows, len(members),
+                                  tuple(inputs.index(p) for p in own),
+                                  *(parts[p] for p in inputs), key=(k, w)))
+    return joins
 
 
 def _result(plan: CountPlan, triangles: int | None, orientation: str,

@@ -231,6 +231,9 @@ class CountPlan:
     bin_edges: dict[int, int] = field(repr=False)
     """Estimated edges per bin (even spread of sources, see :func:`estimated_bin_edges`)."""
     estimates: dict[str, StageEstimate] = field(repr=False)
+    staging: str = "device"
+    """``host``: stage results live in host memory and the join runs per group of consecutive
+    partitions (the bins are those groups: :func:`staged_plan`); ``device``: radix bins."""
 
     @property
     def partitions(self) -> int:
@@ -301,7 +304,7 @@ class CountPlan:
                                "moved_bytes": e.moved_bytes}
                        for stage, e in self.estimates.items()},
             "peak_bytes": self.peak_bytes, "moved_bytes": self.moved_bytes,
-            "over_budget": self.over_budget(),
+            "over_budget": self.over_budget(), "staging": self.staging,
         }
 
 
@@ -421,6 +424,97 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
         bin_edges=bin_edges, estimates=estimates,
     )
+
+
+GROUP_SHARE_OF_BUDGET = 2
+"""Host staging: a group's CSR may take half a ``dtri-count`` task's budget; the rest holds
+one other partition's CSR and the intersection's working rows."""
+
+CHUNK_SHARE_OF_BUDGET = 4
+"""Host staging: the working rows of one intersection pass (:data:`CHUNK_BYTES_PER_ROW` each)
+take at most a quarter of a task's budget."""
+
+CHUNK_BYTES_PER_ROW = 96
+"""Working memory per partition row of one intersection pass (dtri.intersect.count_against)."""
+
+
+def partition_csr_bytes(summary: PartitionSummary) -> int:
+    """A sorted partition as CSR (:class:`dtri.sort.PartitionCSR`)."""
+    if not summary.edges:
+        return 8
+    return csr_bytes(summary.edges, summary.last_src - summary.first_src + 1)
+
+
+def csr_groups(summaries: Sequence[PartitionSummary], limit: int) -> list[tuple[int, int]]:
+    """Consecutive partitions ``[first, last]`` grouped so that each group's CSR takes at most
+    ``limit`` bytes (a partition larger than that is a group of its own), in order."""
+    groups: list[tuple[int, int]] = []
+    first, size = 0, 0
+    for p, s in enumerate(summaries):
+        need = partition_csr_bytes(s)
+        if p > first and size + need > limit:
+            groups.append((first, p - 1))
+            first, size = p, 0
+        size += need
+    if summaries:
+        groups.append((first, len(summaries) - 1))
+    return groups
+
+
+def chunk_rows(task_budget: int) -> int:
+    """Partition rows per intersection pass under host staging."""
+    return max(1, task_budget // CHUNK_SHARE_OF_BUDGET // CHUNK_BYTES_PER_ROW)
+
+
+def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
+                threads_per_worker: int, backend: str, task_budget: int) -> CountPlan:
+    """The plan under host staging: the fused join, with groups of consecutive partitions as
+    its bins (each group's CSR fits half a task's budget, :func:`csr_groups`). Partitions are
+    source ranges already, so a group is made of whole partitions and no edge is re-cut;
+    each ``dtri-count`` task moves one group to the device and, one at a time, the partitions
+    of one worker whose targets reach it (``reach``).
+
+    Estimates: ``count`` peak = the group's CSR + the largest other partition's CSR + one
+    pass's working rows; moved = what the tasks copy from host to device (the group once per
+    worker, every partition once per group it reaches)."""
+    summaries = tuple(PartitionSummary(*s) for s in summaries)
+    vertices = int(vertices)
+    bits = checked_key_bits(vertices)
+    groups = csr_groups(summaries, task_budget // GROUP_SHARE_OF_BUDGET)
+    bin_sources, bin_partitions, bin_edges = {}, {}, {}
+    for k, (first, last) in enumerate(groups):
+        filled = [s for s in summaries[first: last + 1] if s.edges]
+        if not filled:
+            continue
+        bin_sources[k] = (filled[0].first_src, filled[-1].last_src + 1)
+        bin_partitions[k] = tuple(range(first, last + 1))
+        bin_edges[k] = sum(s.edges for s in filled)
+    reach = tuple(tuple(k for k, (low, high) in bin_sources.items()
+                        if s.wedges and high > s.first_src + 1 and low <= s.last_dst)
+                  for s in summaries)
+    csr = [partition_csr_bytes(s) for s in summaries]
+    group_csr = {k: sum(csr[p] for p in bin_partitions[k]) for k in bin_sources}
+    tasks = [(k, w) for k in bin_sources for w in range(max(workers, 1))
+             if any(k in reach[p] for p in range(w, len(summaries), max(workers, 1)))]
+    rows = min(chunk_rows(task_budget), max((s.edges for s in summaries), default=0))
+    count = StageEstimate(
+        tasks=len(tasks),
+        peak_bytes=max((group_csr[k] + max(csr) + CHUNK_BYTES_PER_ROW * rows
+                        for k in bin_sources), default=0),
+        moved_bytes=sum(group_csr[k] for k, _ in tasks)
+        + sum(csr[p] for p in range(len(summaries)) for _ in reach[p]))
+    estimates = {"count": count, "reduce": StageEstimate(
+        tasks=reduce_task_count(len(tasks)),
+        peak_bytes=BYTES_PER_COUNT * min(max(len(tasks), 1), REDUCE_FAN_IN),
+        moved_bytes=BYTES_PER_COUNT * len(tasks) if workers > 1 else 0)}
+    return CountPlan(
+        vertices=vertices, edges=sum(s.edges for s in summaries),
+        wedges=sum(s.wedges for s in summaries), backend=backend, workers=workers,
+        threads_per_worker=threads_per_worker, task_budget=task_budget, bits=bits,
+        nbins=len(groups), shift=0, src_shift=0, batch_size=0, summaries=summaries,
+        strategy=("intersect",) * len(summaries), fallback=(), batches=(),
+        bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
+        bin_edges=bin_edges, estimates=estimates, staging="host")
 
 
 def _intersect_peak(summary: PartitionSummary, reached: tuple[int, ...],

@@ -184,11 +184,43 @@ class Session:
     caps: MemoryCaps = field(default_factory=MemoryCaps)
     """The workers' memory caps (the smallest over the workers); ``worker_memory`` is the
     RMM pool on GPU workers that have one, the memory limit on CPU workers."""
+    staging: str = "device"
+    """Where stage results live between tasks: ``host`` or ``device`` (:mod:`dtri.staging`,
+    :func:`resolve_staging`)."""
 
     def task_budget(self, memory_budget: int | None) -> int:
-        """Bytes one task may plan for: the per-worker budget shared by its threads."""
-        budget = memory_budget or int(self.worker_memory * DEFAULT_BUDGET_FRACTION)
+        """Bytes one task may plan for: the per-worker budget shared by its threads (by
+        default a quarter of the worker's memory; half of the GPU's under host staging, where
+        the device holds nothing between tasks)."""
+        share = STAGED_BUDGET_FRACTION if self.staged_on_gpu else DEFAULT_BUDGET_FRACTION
+        budget = memory_budget or int(self.worker_memory * share)
         return max(1, budget // max(1, self.threads_per_worker))
+
+    @property
+    def staged_on_gpu(self) -> bool:
+        """Host staging with GPU tasks: the data moves to the device task by task."""
+        return self.staging == "host" and self.backend == "gpu"
+
+
+STAGED_BUDGET_FRACTION = 0.5
+"""Share of a capped GPU one task may plan for under host staging (:mod:`dtri.staging`): a
+stage's results wait in host memory, so the pool holds the running task and the device cache
+of vertex-wide arrays (a quarter of the budget) and nothing else."""
+
+
+def resolve_staging(requested: str, session: Session) -> str:
+    """``host`` or ``device`` for a run: ``auto`` stages on the host when the GPU workers'
+    memory is capped by an RMM pool that cannot grow (``--rmm-pool-size``, or
+    ``dask cuda worker --rmm-maximum-pool-size``), since the graph then may not fit."""
+    from dtri.staging import STAGINGS
+
+    if requested not in STAGINGS:
+        raise ConfigurationError(f"staging must be one of {', '.join(STAGINGS)}, "
+                                 f"got {requested!r}")
+    if requested != "auto":
+        return requested
+    capped = session.backend == "gpu" and session.caps.rmm_pool_size is not None
+    return "host" if capped else "device"
 
 
 def gpu_available() -> bool:

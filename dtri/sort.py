@@ -77,10 +77,68 @@ def wedge_profile(src: Any, points: int = PROFILE_POINTS) -> tuple[int, int, int
 def partition_summary(frame: Any) -> PartitionSummary:
     """Edges, wedges, source range, largest target, longest list and wedge profile of one
     sorted partition."""
-    src = column_to_array(frame["src"])
+    return edges_summary(column_to_array(frame["src"]), column_to_array(frame["dst"]))
+
+
+def edges_summary(src: Any, dst: Any) -> PartitionSummary:
+    """:func:`partition_summary` of a partition's sorted ``src`` and ``dst`` arrays."""
     if src.shape[0] == 0:
         return PartitionSummary(0, 0, -1, -1, -1)
     wedges, max_out_degree, longest_row, rows, before = wedge_profile(src)
-    last_dst = int(column_to_array(frame["dst"]).max())
+    last_dst = int(dst.max())
     return PartitionSummary(int(src.shape[0]), wedges, int(src[0]), int(src[-1]), last_dst,
                             max_out_degree, int(src[longest_row]), tuple(rows), tuple(before))
+
+
+class PartitionCSR(NamedTuple):
+    """A sorted partition as CSR, the form host staging keeps (4 bytes an edge instead of 16):
+    the targets of sources ``low .. low + len(offsets) - 2``, grouped by source, ascending."""
+
+    dst: Any  # int32 (ranks are below 2**31: dtri.bins.MAX_KEY_BITS)
+    offsets: Any  # int64, one more than the sources of the range; offsets[0] == 0
+    low: int
+
+    @property
+    def high(self) -> int:
+        """One past the last source of the range."""
+        return self.low + int(self.offsets.shape[0]) - 1
+
+    @property
+    def edges(self) -> int:
+        return int(self.dst.shape[0])
+
+
+def csr_of(src: Any, dst: Any) -> PartitionCSR:
+    """The CSR of a partition's edges sorted by (src, dst), over its sources' range."""
+    xp = array_module(src)
+    if src.shape[0] == 0:
+        return PartitionCSR(xp.zeros(0, dtype=xp.int32), xp.zeros(1, dtype=xp.int64), 0)
+    low, high = int(src[0]), int(src[-1]) + 1
+    offsets = xp.searchsorted(src, xp.arange(low, high + 1, dtype=src.dtype)).astype(xp.int64)
+    return PartitionCSR(dst.astype(xp.int32), offsets, low)
+
+
+def sorted_csr(vertices: int, *pieces: Any) -> PartitionCSR:
+    """:func:`sorted_edges` as CSR (host staging's sort)."""
+    xp = array_module(pieces[0])
+    keys = xp.sort(xp.concatenate(pieces))
+    src, dst = unpack_keys(keys, checked_key_bits(vertices))
+    del keys
+    return csr_of(src, dst)
+
+
+def frame_csr(frame: Any) -> PartitionCSR:
+    """A sorted ``src, dst`` partition as CSR."""
+    return csr_of(column_to_array(frame["src"]), column_to_array(frame["dst"]))
+
+
+def csr_sources(csr: PartitionCSR) -> Any:
+    """The source of every edge of a CSR partition (the ``src`` column it came from)."""
+    xp = array_module(csr.offsets)
+    rows = xp.arange(csr.edges, dtype=xp.int64)
+    return xp.searchsorted(csr.offsets, rows, side="right") - 1 + csr.low
+
+
+def csr_summary(csr: PartitionCSR) -> PartitionSummary:
+    """:func:`partition_summary` of a CSR partition."""
+    return edges_summary(csr_sources(csr), csr.dst)

@@ -218,3 +218,27 @@ def test_gpu_worker_killed_mid_count_is_recomputed_exactly(rmat13_gpu_oracle):
             lambda: dtri.count(edges, backend="gpu", npartitions=6, memory_budget="256KiB",
                                join="wedges"))
         assert result.triangles == expected, f"worker {address} killed while running {key}"
+
+
+def test_host_staging_under_a_capped_pool_counts_exactly(rmat13_gpu_oracle):
+    """--rmm-pool-size turns host staging on (auto): stage results wait in host memory, each
+    task runs on the device; the count equals the in-memory one."""
+    edges, expected = rmat13_gpu_oracle
+    result = dtri.count(edges, backend="gpu", workers=1, rmm_pool_size="256MiB",
+                        memory_budget="4MiB")
+    assert result.plan["staging"] == "host" and result.partitions > 1 and result.bins > 1
+    assert result.triangles == expected
+
+
+def test_device_cache_keeps_repeated_arrays_and_drops_released_ones():
+    import cupy
+
+    from dtri.staging import CACHED_MIN_BYTES, DeviceCache
+
+    cache = DeviceCache(4 * CACHED_MIN_BYTES)
+    ids = np.arange(CACHED_MIN_BYTES // 8, dtype=np.int64)
+    first, second, third = cache.get(ids), cache.get(ids), cache.get(ids)
+    assert isinstance(first, cupy.ndarray) and first is not second and second is third
+    assert cache.nbytes == ids.nbytes and (cupy.asnumpy(third) == ids).all()
+    del ids, first, second, third
+    assert cache.nbytes == 0  # the weak reference dropped the copy with the host array

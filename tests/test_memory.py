@@ -227,7 +227,8 @@ def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
         assert session.caps.rmm_pool_size == pool and session.worker_memory == pool
         assert session.caps.device_memory_limit == pool // 2
         with measured_memory(session) as report:
-            capped = dtri.count(rmat(18, seed=0, npartitions=16, backend="gpu"), backend="gpu")
+            capped = dtri.count(rmat(18, seed=0, npartitions=16, backend="gpu"), backend="gpu",
+                                staging="device")
     assert capped.memory_budget == pool // 4
     uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
                           scheduler="synchronous")
@@ -236,6 +237,26 @@ def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
         assert worker["peak_device_source"] == "rmm", report
         assert 0 < worker["peak_device_bytes"] <= pool, report
     assert sum(w["spilled_device_bytes"] or 0 for w in report.values()) > 0, report
+
+
+@pytest.mark.gpu
+def test_host_staging_under_a_128mib_pool_counts_exactly_within_the_pool():
+    """The same R-MAT 18 under the same 128 MiB pool with host staging (the default with a
+    capped pool): the stages' results wait in host memory, so the device holds one task at a
+    time, and RMM saw no more than the pool."""
+    from dtri.generate import rmat
+
+    pool = 128 << 20
+    with open_session("gpu", caps=memory_caps(rmm_pool_size=pool)) as session, \
+            measured_memory(session) as report:
+        capped = dtri.count(rmat(18, seed=0, npartitions=16, backend="gpu"), backend="gpu")
+    assert capped.plan["staging"] == "host" and capped.memory_budget == pool // 2
+    uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
+                          scheduler="synchronous")
+    assert capped.triangles == uncapped.triangles and capped.edges == uncapped.edges
+    for worker in report.values():
+        assert worker["peak_device_source"] == "rmm", report
+        assert 0 < worker["peak_device_bytes"] <= pool, report
 
 
 def test_cudf_sizeof_is_registered_lazily_so_dask_cuda_can_weigh_stored_frames():

@@ -1,0 +1,273 @@
+"""Host staging: stage results live in host memory; each task moves only its own inputs to the
+GPU, computes there and moves its results back.
+
+Under a capped GPU (``--rmm-pool-size``) the graph no longer fits: RMAT 26's 1.07 G generated
+edges are 17 GB as int64 pairs against an 8 GiB pool. Left on the device, every stage's
+results spill through dask-cuda one stored key at a time and come back the same way, least
+recently used first, which cost 10x the in-core time (``examples/results/``). Staged, the data
+at rest is NumPy/pandas in the workers' host memory (spilled to disk by Dask, beyond
+``--memory-limit``), and a task's GPU memory is its inputs, its working arrays and its
+outputs: what ``--memory-budget`` bounds. Each byte crosses the bus once into a task and once
+out of it.
+
+:func:`task` wraps a task's function in :class:`OnDevice` while :func:`staged` is active
+(pipeline order: the pipeline turns it on around the stages it builds), except for the
+functions in :data:`HOST_FUNCTIONS`, which only look at or pick from their inputs. Arrays
+that many tasks of a worker read (the vertex ids, the ranks, the out-degrees) are kept on the
+device between tasks in a small cache (:class:`DeviceCache`) from the second time a task
+receives the same stored object.
+
+On the CPU backend the moves are identities, so the staged task graph runs (and is tested) on
+a machine with no GPU.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from operator import getitem
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+STAGINGS = ("auto", "host", "device")
+"""Where stage results live between tasks: ``device`` (GPU memory, spilled by dask-cuda when
+capped), ``host`` (host memory, moved to the GPU task by task) or ``auto`` (``host`` when the
+GPU workers' memory is capped by an RMM pool that cannot grow, ``device`` otherwise)."""
+
+CACHE_SHARE_OF_BUDGET = 4
+"""The device cache of a worker holds at most a quarter of a task's memory budget."""
+
+CACHED_MIN_BYTES = 1 << 20
+"""Smaller inputs are copied each time: the cache is for vertex-wide arrays."""
+
+_backend: ContextVar[str | None] = ContextVar("dtri_staging_backend", default=None)
+
+
+@contextmanager
+def staged(backend: str | None) -> Iterator[None]:
+    """Wrap the functions of the tasks built inside in :class:`OnDevice` (``backend`` names
+    the device side: ``"gpu"``, or ``"cpu"`` where the moves are identities); ``None`` wraps
+    nothing."""
+    token = _backend.set(backend)
+    try:
+        yield
+    finally:
+        _backend.reset(token)
+
+
+def staging_backend() -> str | None:
+    """The device side of the tasks being built (:func:`staged`), ``None`` when not staged."""
+    return _backend.get()
+
+
+HOST_FUNCTIONS: set[Callable[..., Any]] = {getitem}
+"""Task functions that run on the host as they are under staging: they pick from or measure
+their inputs, so moving those to the GPU would only cost a copy each way. Modules add theirs
+with :func:`runs_on_host`."""
+
+
+def runs_on_host(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a task function as one that runs on host data as it is (see :data:`HOST_FUNCTIONS`);
+    also for functions that move their own data to the device piece by piece."""
+    HOST_FUNCTIONS.add(func)
+    return func
+
+
+def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` as a task built now runs it: in :class:`OnDevice` while staging is on."""
+    backend = staging_backend()
+    if backend is None or func in HOST_FUNCTIONS:
+        return func
+    return OnDevice(func, backend)
+
+
+class OnDevice:
+    """A task function that receives host data, runs on the device and returns host data.
+
+    Arrays and DataFrames (also inside tuples, lists and dicts) go to the device before the
+    call and come back after it; anything else (ints, ``None``, strings) passes as it is."""
+
+    __slots__ = ("backend", "func")
+
+    def __init__(self, func: Callable[..., Any], backend: str):
+        self.func = func
+        self.backend = backend
+
+    def __call__(self, *args: Any) -> Any:
+        if self.backend != "gpu":
+            return self.func(*args)
+        return to_host(self.func(*(to_device(arg) for arg in args)))
+
+    def __reduce__(self) -> tuple:
+        return OnDevice, (self.func, self.backend)
+
+    def __dask_tokenize__(self) -> tuple:
+        from dask.base import tokenize
+
+        return ("dtri-on-device", tokenize(self.func), self.backend)
+
+    def __repr__(self) -> str:
+        return f"OnDevice({getattr(self.func, '__name__', self.func)!r})"
+
+    @property
+    def __name__(self) -> str:  # Dask labels tasks by their function's name
+        return getattr(self.func, "__name__", "on_device")
+
+
+def to_device(value: Any) -> Any:
+    """``value`` with its NumPy arrays as CuPy arrays and its pandas frames as cuDF frames
+    (device objects and other values unchanged); a repeated large array comes from the
+    worker's :class:`DeviceCache`."""
+    if isinstance(value, np.ndarray):
+        return _device_cache().get(value)
+    if isinstance(value, pd.DataFrame):
+        from dtri.gpu import device_frame
+
+        return device_frame(value)
+    return _rebuilt(value, to_device)
+
+
+def to_host(value: Any) -> Any:
+    """``value`` with its CuPy arrays as NumPy arrays and its cuDF frames as pandas frames."""
+    module = type(value).__module__.split(".")[0]
+    if module == "cupy":
+        return value.get()
+    if module == "cudf":
+        from dtri.gpu import host_copy
+
+        return host_copy(value)
+    return _rebuilt(value, to_host)
+
+
+def _rebuilt(value: Any, move: Callable[[Any], Any]) -> Any:
+    """A tuple (NamedTuples too), list or dict with ``move`` applied to its items; any other
+    value as it is."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
+        return type(value)(*(move(item) for item in value))
+    if isinstance(value, tuple | list):
+        return type(value)(move(item) for item in value)
+    if isinstance(value, dict):
+        return {key: move(item) for key, item in value.items()}
+    return value
+
+
+class DeviceCache:
+    """Device copies of host arrays that this worker's tasks receive more than once.
+
+    A stored result reaches every task that reads it as the same Python object, so an array
+    is known by its ``id`` while it lives (a weak reference drops the copy when Dask releases
+    the array). The first time an array is seen it is only remembered; from the second on, its
+    copy stays on the device, least recently used first out, within ``limit`` bytes."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._seen: dict[int, weakref.ref] = {}
+        self._copies: OrderedDict[int, Any] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, array: np.ndarray) -> Any:
+        import cupy
+
+        if array.nbytes < CACHED_MIN_BYTES or array.nbytes > self.limit:
+            return cupy.asarray(array)
+        key = id(array)
+        with self._lock:
+            ref = self._seen.get(key)
+            if ref is None or ref() is not array:  # first sight (or a new object, same id)
+                self._forget(key)
+                self._seen[key] = weakref.ref(array, lambda _, key=key: self.drop(key))
+                return cupy.asarray(array)
+            if key in self._copies:
+                self._copies.move_to_end(key)
+                return self._copies[key]
+            copy = cupy.asarray(array)
+            self._copies[key] = copy
+            self._bytes += copy.nbytes
+            while self._bytes > self.limit and len(self._copies) > 1:
+                _, old = self._copies.popitem(last=False)
+                self._bytes -= old.nbytes
+            return copy
+
+    def drop(self, key: int) -> None:
+        """Forget an array that Dask has released."""
+        with self._lock:
+            self._forget(key)
+
+    def _forget(self, key: int) -> None:
+        self._seen.pop(key, None)
+        copy = self._copies.pop(key, None)
+        if copy is not None:
+            self._bytes -= copy.nbytes
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+
+_cache: DeviceCache | None = None
+"""This process's device cache (a worker's: tasks run in the worker process)."""
+
+DEFAULT_CACHE_BYTES = 1 << 30
+"""The cache's limit until :func:`set_cache_limit` gives the run's."""
+
+
+def _device_cache() -> DeviceCache:
+    global _cache
+    if _cache is None:
+        _cache = DeviceCache(DEFAULT_CACHE_BYTES)
+    return _cache
+
+
+def set_cache_limit(limit: int) -> None:
+    """Bytes this process's device cache may hold (run on the workers before a staged count:
+    a quarter of a task's budget)."""
+    cache = _device_cache()
+    cache.limit = max(0, int(limit))
+    with cache._lock:
+        while cache._bytes > cache.limit and cache._copies:
+            _, old = cache._copies.popitem(last=False)
+            cache._bytes -= old.nbytes
+
+
+def clear_cache() -> None:
+    """Free every device copy (after a count)."""
+    if _cache is not None:
+        with _cache._lock:
+            _cache._seen.clear()
+            _cache._copies.clear()
+            _cache._bytes = 0
+
+
+def host_frame(frame: Any) -> Any:
+    """A partition of the input in host memory (cuDF → pandas, ids as int32 where they all
+    fit: :func:`dtri.gpu.host_ids`; pandas as it is)."""
+    if type(frame).__module__.split(".")[0] != "cudf":
+        return frame
+    from dtri.gpu import host_ids
+
+    return host_ids(frame)
+
+
+def folded(backend: str, combine: Callable[[Any, Any], Any], func: Callable[..., Any],
+           args: tuple, *items: Any) -> Any:
+    """``combine`` over ``func(item, *args)`` for every item, on the device one item at a time
+    (``backend`` ``"gpu"``; on ``"cpu"`` as it is): one task folds the partitions a worker
+    holds into one vertex-wide array, instead of one such array per partition crossing the
+    bus twice (RMAT 26: 64 degree arrays of 0.5 GB)."""
+    device = backend == "gpu"
+    args = tuple(to_device(arg) for arg in args) if device else args
+    total = None
+    for item in items:
+        value = func(to_device(item) if device else item, *args)
+        total = value if total is None else combine(total, value)
+    return to_host(total) if device else total
+
+
+runs_on_host(folded)

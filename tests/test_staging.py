@@ -1,0 +1,175 @@
+"""Host staging (dtri.staging): stage results in host memory, tasks on the device one at a
+time, the join per group of partitions. On the CPU the moves are identities, so the same task
+graph runs here and is checked against NetworkX; tests/test_gpu.py runs it on a GPU."""
+
+from __future__ import annotations
+
+import pickle
+from itertools import pairwise
+from operator import getitem
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from dask.base import tokenize
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dtri
+from dtri.cli import main
+from dtri.errors import ConfigurationError
+from dtri.intersect import BinCSR, count_against, count_group, count_intersections, load_group
+from dtri.plan import csr_groups, partition_csr_bytes, staged_plan
+from dtri.session import MemoryCaps, Session, resolve_staging
+from dtri.sort import PartitionSummary, csr_of, csr_summary, edges_summary
+from dtri.staging import OnDevice, staged, to_host, wrap
+from dtri.wedges import list_ends
+from tests.conftest import networkx_triangles
+from tests.test_pipeline import messy_graphs
+
+
+def oriented(seed: int, n: int = 300, m: int = 3000) -> tuple[np.ndarray, np.ndarray]:
+    """A random simple graph, oriented from lower to higher id, sorted by (src, dst)."""
+    rng = np.random.default_rng(seed)
+    pairs = np.sort(rng.integers(0, n, (m, 2)), axis=1)
+    pairs = np.unique(pairs[pairs[:, 0] < pairs[:, 1]], axis=0)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+@given(edges=messy_graphs(), npartitions=st.integers(1, 5),
+       memory_budget=st.sampled_from([None, 2_000, 20_000]))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_host_staging_counts_equal_networkx(edges, npartitions, memory_budget):
+    result = dtri.count(edges, backend="cpu", scheduler="synchronous", staging="host",
+                        npartitions=npartitions, memory_budget=memory_budget)
+    assert result.plan["staging"] == "host" and result.join == "intersect"
+    assert result.triangles == networkx_triangles(edges)
+
+
+@pytest.mark.slow
+def test_host_staging_on_two_workers_with_many_groups_is_exact():
+    """Two worker processes, a budget that makes many partitions and several groups: the
+    owner folds, the per-(group, worker) count tasks and their placement."""
+    from dtri.generate import rmat
+
+    edges = rmat(12, seed=3, npartitions=4).compute(scheduler="sync")
+    expected = networkx_triangles(edges.to_numpy())
+    result = dtri.count(rmat(12, seed=3, npartitions=4), backend="cpu", workers=2,
+                        staging="host", memory_budget="256KiB")
+    assert result.workers == 2 and result.partitions > 4 and result.bins > 1
+    assert result.plan["stages"]["count"]["tasks"] > result.bins
+    assert result.triangles == expected
+
+
+def test_partition_csr_round_trips_the_sorted_edges_and_their_summary():
+    src, dst = oriented(1)
+    csr = csr_of(src, dst)
+    assert csr.low == src[0] and csr.high == src[-1] + 1 and csr.edges == src.shape[0]
+    assert csr.dst.dtype == np.int32 and csr.offsets[0] == 0 and csr.offsets[-1] == csr.edges
+    assert csr_summary(csr) == edges_summary(src, dst)
+    empty = csr_of(src[:0], dst[:0])
+    assert empty.edges == 0 and csr_summary(empty).edges == 0
+
+
+def test_counting_against_groups_matches_the_fused_join():
+    """Every split of a graph's partitions into groups counts what the fused join counts."""
+    src, dst = oriented(2)
+    whole = BinCSR(dst.astype(np.int32), np.searchsorted(src, np.arange(301)), 0, 300)
+    expected = count_intersections(src, dst, whole, list_ends(src))
+    assert expected == networkx_triangles(np.stack([src, dst], axis=1))
+    cuts = [0, 700, 1500, 1501, 2400, src.shape[0]]
+    cuts = [int(np.searchsorted(src, src[c])) if c < src.shape[0] else c for c in cuts]
+    parts = [csr_of(src[a:b], dst[a:b]) for a, b in pairwise(cuts)]
+    for groups in ([(0, len(parts) - 1)], [(0, 1), (2, len(parts) - 1)],
+                   [(p, p) for p in range(len(parts))]):
+        found = 0
+        for first, last in groups:
+            members = list(range(first, last + 1))
+            outside = [p for p in range(len(parts)) if p not in members]
+            inputs = members + outside
+            found += count_group(False, 97, len(members), tuple(range(len(inputs))),
+                                 *(parts[p] for p in inputs))
+        assert found == expected, groups
+
+
+def test_a_group_merges_its_partitions_into_one_csr_across_gaps():
+    src, dst = oriented(4)
+    cut = int(np.searchsorted(src, 150))
+    left, right = csr_of(src[:cut], dst[:cut]), csr_of(src[cut:], dst[cut:])
+    group, starts = load_group([left, right], device=False)
+    assert starts == [0, left.edges]
+    full = csr_of(src, dst)
+    assert group.low == full.low and (group.offsets == full.offsets).all()
+    assert (group.dst == full.dst).all()
+    assert count_against(left, group, 10) == count_against(left, group, 10_000)
+
+
+def test_groups_fill_up_to_the_limit_and_a_big_partition_stands_alone():
+    def summary(edges: int, first: int, last: int) -> PartitionSummary:
+        return PartitionSummary(edges, edges, first, last, last + 5)
+
+    summaries = [summary(100, 0, 9), summary(100, 10, 19), summary(1000, 20, 29),
+                 summary(100, 30, 39), PartitionSummary(0, 0, -1, -1, -1)]
+    sizes = [partition_csr_bytes(s) for s in summaries]
+    groups = csr_groups(summaries, sizes[0] + sizes[1])
+    assert groups == [(0, 1), (2, 2), (3, 4)]
+    plan = staged_plan(summaries, 50, workers=2, threads_per_worker=1, backend="cpu",
+                       task_budget=2 * (sizes[0] + sizes[1]))
+    assert plan.staging == "host" and plan.nbins == 3 and not plan.batches
+    assert plan.bin_sources == {0: (0, 20), 1: (20, 30), 2: (30, 40)}
+    assert plan.reach[0] == (0,) and plan.reach[1] == (0, 1) and plan.reach[4] == ()
+    assert set(plan.estimates) == {"count", "reduce"}
+
+
+def test_only_tasks_built_while_staged_are_wrapped_and_pickers_never():
+    def double(x):
+        return 2 * x
+
+    assert wrap(double) is double
+    with staged("gpu"):
+        wrapped = wrap(double)
+        assert isinstance(wrapped, OnDevice) and wrapped.__name__ == "double"
+        assert wrap(getitem) is getitem
+    with staged("cpu"):
+        assert wrap(double)(4) == 8  # no device: the moves are identities
+    assert wrap(double) is double
+    assert tokenize(OnDevice(getitem, "gpu")) == tokenize(OnDevice(getitem, "gpu"))
+    assert tokenize(OnDevice(getitem, "gpu")) != tokenize(OnDevice(getitem, "cpu"))
+    assert pickle.loads(pickle.dumps(OnDevice(getitem, "gpu"))).func is getitem
+
+
+def test_moving_back_keeps_tuples_named_tuples_lists_and_dicts():
+    csr = csr_of(*oriented(5))
+    value = {"a": [csr, (1, None)], "b": "text"}
+    assert to_host(value) == value or pickle.dumps(to_host(value)) == pickle.dumps(value)
+    assert type(to_host(value)["a"][0]) is type(csr)
+
+
+def test_auto_staging_is_host_only_for_a_capped_gpu():
+    def session(backend, pool):
+        return Session(backend, None, 1, 1, 1 << 30, caps=MemoryCaps(rmm_pool_size=pool))
+
+    assert resolve_staging("auto", session("gpu", 1 << 33)) == "host"
+    assert resolve_staging("auto", session("gpu", None)) == "device"
+    assert resolve_staging("auto", session("cpu", None)) == "device"
+    assert resolve_staging("host", session("cpu", None)) == "host"
+    with pytest.raises(ConfigurationError):
+        resolve_staging("disk", session("cpu", None))
+    capped = Session("gpu", None, 1, 1, 8 << 30, staging="host")
+    assert capped.task_budget(None) == 4 << 30  # half the pool: nothing else is stored there
+    assert Session("gpu", None, 1, 1, 8 << 30).task_budget(None) == 2 << 30
+
+
+def test_cli_staging_option_and_the_wedges_join_refusal():
+    runner = CliRunner()
+    ok = runner.invoke(main, ["count", "--backend", "cpu", "--scheduler", "synchronous",
+                              "--staging", "host", "--json", "examples/karate.txt"])
+    assert ok.exit_code == 0 and '"triangles": 45' in ok.output
+    refused = runner.invoke(main, ["count", "--backend", "cpu", "--scheduler", "synchronous",
+                                   "--staging", "host", "--join", "wedges",
+                                   "examples/karate.txt"])
+    assert refused.exit_code == 2 and "fused join" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1
+    explained = runner.invoke(main, ["count", "--backend", "cpu", "--scheduler", "synchronous",
+                                     "--staging", "host", "--explain", "examples/karate.txt"])
+    assert explained.exit_code == 0 and "dtri-count" in explained.output
