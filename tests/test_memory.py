@@ -211,9 +211,6 @@ def test_no_client_measures_nothing():
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=False, raises=MemoryError, reason=(
-    "issue 5, open: on an H200 (commit 8d33165) the 128 MiB pool ran out on a 104 MiB "
-    "allocation; the per-task budget does not yet bound every allocation of the pipeline"))
 def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
     """R-MAT 18 (4 Mi generated edges, 64 MiB as the input alone) under a 128 MiB RMM pool per
     worker: stored results above the default device memory limit (half the pool) move to host
