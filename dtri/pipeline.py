@@ -86,7 +86,15 @@ from dtri.sort import (
     sorted_csr,
     sorted_edges,
 )
-from dtri.staging import clear_cache, folded, host_frame, runs_on_host, set_cache_limit, staged
+from dtri.staging import (
+    CACHE_SHARE_OF_BUDGET,
+    clear_cache,
+    folded,
+    host_frame,
+    runs_on_host,
+    set_cache_limit,
+    staged,
+)
 from dtri.tasks import FAN_IN, exchange, pick_pieces, placed, task, tree
 from dtri.wedges import closure_keys, list_ends
 
@@ -610,7 +618,8 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
             "fused join: give --join intersect or auto, or --staging device")
     cached = host and session.backend == "gpu" and session.client is not None
     if cached:  # the device cache of vertex-wide arrays: a quarter of a task's budget
-        session.client.run(set_cache_limit, session.task_budget(memory_budget) // 4)
+        session.client.run(set_cache_limit,
+                           session.task_budget(memory_budget) // CACHE_SHARE_OF_BUDGET)
     try:
         with staged(session.backend if host else None):
             return _count(edges, session, orientation=orientation, bins=bins,

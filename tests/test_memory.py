@@ -210,6 +210,18 @@ def test_no_client_measures_nothing():
 # ------------------------------------------------------------------------------------ GPU
 
 
+def check_capped_rmat18(capped: dtri.CountResult, report: dict, pool: int) -> None:
+    """A capped R-MAT 18 count equals the uncapped one, and RMM saw no more than the pool."""
+    from dtri.generate import rmat
+
+    uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
+                          scheduler="synchronous")
+    assert capped.triangles == uncapped.triangles and capped.edges == uncapped.edges
+    for worker in report.values():
+        assert worker["peak_device_source"] == "rmm", report
+        assert 0 < worker["peak_device_bytes"] <= pool, report
+
+
 @pytest.mark.gpu
 def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
     """R-MAT 18 (4 Mi generated edges, 64 MiB as the input alone) under a 128 MiB RMM pool per
@@ -227,12 +239,7 @@ def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
             capped = dtri.count(rmat(18, seed=0, npartitions=16, backend="gpu"), backend="gpu",
                                 staging="device")
     assert capped.memory_budget == pool // 4
-    uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
-                          scheduler="synchronous")
-    assert capped.triangles == uncapped.triangles and capped.edges == uncapped.edges
-    for worker in report.values():
-        assert worker["peak_device_source"] == "rmm", report
-        assert 0 < worker["peak_device_bytes"] <= pool, report
+    check_capped_rmat18(capped, report, pool)
     assert sum(w["spilled_device_bytes"] or 0 for w in report.values()) > 0, report
 
 
@@ -248,12 +255,7 @@ def test_host_staging_under_a_128mib_pool_counts_exactly_within_the_pool():
             measured_memory(session) as report:
         capped = dtri.count(rmat(18, seed=0, npartitions=16, backend="gpu"), backend="gpu")
     assert capped.plan["staging"] == "host" and capped.memory_budget == pool // 2
-    uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
-                          scheduler="synchronous")
-    assert capped.triangles == uncapped.triangles and capped.edges == uncapped.edges
-    for worker in report.values():
-        assert worker["peak_device_source"] == "rmm", report
-        assert 0 < worker["peak_device_bytes"] <= pool, report
+    check_capped_rmat18(capped, report, pool)
 
 
 def test_cudf_sizeof_is_registered_lazily_so_dask_cuda_can_weigh_stored_frames():
