@@ -616,10 +616,12 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
         raise ConfigurationError(
             "host staging (--staging host, the default with --rmm-pool-size) counts with the "
             "fused join: give --join intersect or auto, or --staging device")
-    cached = host and session.backend == "gpu" and session.client is not None
-    if cached:  # the device cache of vertex-wide arrays: a quarter of a task's budget
-        session.client.run(set_cache_limit,
-                           session.task_budget(memory_budget) // CACHE_SHARE_OF_BUDGET)
+    cached = host and session.backend == "gpu"
+    # the device cache of vertex-wide arrays (a quarter of a task's budget) lives where the
+    # tasks run: the workers, or this process under a local scheduler
+    run = session.client.run if session.client is not None else (lambda f, *a: f(*a))
+    if cached:
+        run(set_cache_limit, session.task_budget(memory_budget) // CACHE_SHARE_OF_BUDGET)
     try:
         with staged(session.backend if host else None):
             return _count(edges, session, orientation=orientation, bins=bins,
@@ -627,7 +629,7 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
                           progress=progress, explain=explain)
     finally:
         if cached:
-            session.client.run(clear_cache)
+            run(clear_cache)
 
 
 def _count(edges: dd.DataFrame, session: Session, *, orientation: str, bins: int | None,
@@ -761,22 +763,16 @@ def staged_joins(plan: CountPlan, parts: list[Any], session: Session) -> list[An
     bins) and per worker, one task that moves the group to the device as one CSR and counts
     the triangles closed there by the edges of that worker's partitions that reach it
     (:func:`dtri.intersect.count_group`)."""
-    owners = max(session.workers, 1)
-    workers = session.addresses
     rows = chunk_rows(plan.task_budget)
     device = session.backend == "gpu"
     joins = []
-    for k, members in plan.bin_partitions.items():
-        for w in range(owners):
-            own = [p for p in range(w, plan.partitions, owners) if k in plan.reach[p]]
-            if not own:
-                continue
-            outside = [p for p in own if p not in members]
-            inputs = [*members, *outside]
-            with placed(workers, w):
-                joins.append(task("count", count_group, device, rows, len(members),
-                                  tuple(inputs.index(p) for p in own),
-                                  *(parts[p] for p in inputs), key=(k, w)))
+    for k, w, own in plan.count_tasks:
+        members = plan.bin_partitions[k]
+        inputs = [*members, *(p for p in own if p not in members)]
+        with placed(session.addresses, w):
+            joins.append(task("count", count_group, device, rows, len(members),
+                              tuple(inputs.index(p) for p in own),
+                              *(parts[p] for p in inputs), key=(k, w)))
     return joins
 
 

@@ -196,6 +196,15 @@ class StageEstimate:
     """Estimated bytes that the tasks of this kind pull from other workers (upper bound)."""
 
 
+class CountTask(NamedTuple):
+    """One ``dtri-count`` task of host staging: group ``group`` (a bin of the plan) against the
+    partitions ``own`` of worker ``worker`` whose targets reach it."""
+
+    group: int
+    worker: int
+    own: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class CountPlan:
     """What the counting phase will do, decided from the partition summaries alone.
@@ -234,6 +243,8 @@ class CountPlan:
     staging: str = "device"
     """``host``: stage results live in host memory and the join runs per group of consecutive
     partitions (the bins are those groups: :func:`staged_plan`); ``device``: radix bins."""
+    count_tasks: tuple[CountTask, ...] = field(default=(), repr=False)
+    """Host staging's ``dtri-count`` tasks (empty otherwise)."""
 
     @property
     def partitions(self) -> int:
@@ -494,14 +505,16 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
                   for s in summaries)
     csr = [partition_csr_bytes(s) for s in summaries]
     group_csr = {k: sum(csr[p] for p in bin_partitions[k]) for k in bin_sources}
-    tasks = [(k, w) for k in bin_sources for w in range(max(workers, 1))
-             if any(k in reach[p] for p in range(w, len(summaries), max(workers, 1)))]
+    owners = max(workers, 1)  # partition p is owned by worker p % owners (the exchanges')
+    tasks = tuple(CountTask(k, w, own) for k in bin_sources for w in range(owners)
+                  if (own := tuple(p for p in range(w, len(summaries), owners)
+                                   if k in reach[p])))
     rows = min(chunk_rows(task_budget), max((s.edges for s in summaries), default=0))
     count = StageEstimate(
         tasks=len(tasks),
         peak_bytes=max((group_csr[k] + max(csr) + CHUNK_BYTES_PER_ROW * rows
                         for k in bin_sources), default=0),
-        moved_bytes=sum(group_csr[k] for k, _ in tasks)
+        moved_bytes=sum(group_csr[t.group] for t in tasks)
         + sum(csr[p] for p in range(len(summaries)) for _ in reach[p]))
     estimates = {"count": count, "reduce": StageEstimate(
         tasks=reduce_task_count(len(tasks)),
@@ -514,7 +527,7 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
         nbins=len(groups), shift=0, src_shift=0, batch_size=0, summaries=summaries,
         strategy=("intersect",) * len(summaries), fallback=(), batches=(),
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
-        bin_edges=bin_edges, estimates=estimates, staging="host")
+        bin_edges=bin_edges, estimates=estimates, staging="host", count_tasks=tasks)
 
 
 def _intersect_peak(summary: PartitionSummary, reached: tuple[int, ...],

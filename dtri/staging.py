@@ -170,7 +170,7 @@ class DeviceCache:
         self._seen: dict[int, weakref.ref] = {}
         self._copies: OrderedDict[int, Any] = OrderedDict()
         self._bytes = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a weak reference's callback may run inside it
 
     def get(self, array: np.ndarray) -> Any:
         import cupy
@@ -190,15 +190,31 @@ class DeviceCache:
             copy = cupy.asarray(array)
             self._copies[key] = copy
             self._bytes += copy.nbytes
-            while self._bytes > self.limit and len(self._copies) > 1:
-                _, old = self._copies.popitem(last=False)
-                self._bytes -= old.nbytes
+            self._evict()  # never the new copy: it fits the limit alone
             return copy
 
     def drop(self, key: int) -> None:
         """Forget an array that Dask has released."""
         with self._lock:
             self._forget(key)
+
+    def resize(self, limit: int) -> None:
+        """A new limit, the least recently used copies dropped to fit it."""
+        with self._lock:
+            self.limit = max(0, int(limit))
+            self._evict()
+
+    def clear(self) -> None:
+        """Free every copy and forget every array."""
+        with self._lock:
+            self._seen.clear()
+            self._copies.clear()
+            self._bytes = 0
+
+    def _evict(self) -> None:
+        while self._bytes > self.limit and self._copies:
+            _, old = self._copies.popitem(last=False)
+            self._bytes -= old.nbytes
 
     def _forget(self, key: int) -> None:
         self._seen.pop(key, None)
@@ -228,21 +244,13 @@ def _device_cache() -> DeviceCache:
 def set_cache_limit(limit: int) -> None:
     """Bytes this process's device cache may hold (run on the workers before a staged count:
     a quarter of a task's budget)."""
-    cache = _device_cache()
-    cache.limit = max(0, int(limit))
-    with cache._lock:
-        while cache._bytes > cache.limit and cache._copies:
-            _, old = cache._copies.popitem(last=False)
-            cache._bytes -= old.nbytes
+    _device_cache().resize(limit)
 
 
 def clear_cache() -> None:
     """Free every device copy (after a count)."""
     if _cache is not None:
-        with _cache._lock:
-            _cache._seen.clear()
-            _cache._copies.clear()
-            _cache._bytes = 0
+        _cache.clear()
 
 
 def host_frame(frame: Any) -> Any:
