@@ -282,6 +282,6 @@ def _moved(array: Any, device: bool) -> Any:
     """A host array on the device (``device``), or as it is."""
     if not device:
         return array
-    import cupy
+    from dtri.gpu import device_array
 
-    return cupy.asarray(array)
+    return device_array(array)

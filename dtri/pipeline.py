@@ -88,12 +88,12 @@ from dtri.sort import (
 )
 from dtri.staging import (
     CACHE_SHARE_OF_BUDGET,
-    clear_cache,
+    end_staging,
     folded,
     host_frame,
     runs_on_host,
-    set_cache_limit,
     staged,
+    start_staging,
 )
 from dtri.tasks import FAN_IN, exchange, pick_pieces, placed, task, tree
 from dtri.wedges import closure_keys, list_ends
@@ -617,11 +617,12 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
             "host staging (--staging host, the default with --rmm-pool-size) counts with the "
             "fused join: give --join intersect or auto, or --staging device")
     cached = host and session.backend == "gpu"
-    # the device cache of vertex-wide arrays (a quarter of a task's budget) lives where the
-    # tasks run: the workers, or this process under a local scheduler
+    # the device cache of vertex-wide arrays (a quarter of a task's budget) and the arena of
+    # page-locked host memory live where the tasks run: the workers, or this process under a
+    # local scheduler
     run = session.client.run if session.client is not None else (lambda f, *a: f(*a))
     if cached:
-        run(set_cache_limit, session.task_budget(memory_budget) // CACHE_SHARE_OF_BUDGET)
+        run(start_staging, session.task_budget(memory_budget) // CACHE_SHARE_OF_BUDGET, True)
     try:
         with staged(session.backend if host else None):
             return _count(edges, session, orientation=orientation, bins=bins,
@@ -629,7 +630,7 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
                           progress=progress, explain=explain)
     finally:
         if cached:
-            run(clear_cache)
+            run(end_staging)
 
 
 def _count(edges: dd.DataFrame, session: Session, *, orientation: str, bins: int | None,

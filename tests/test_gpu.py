@@ -242,3 +242,30 @@ def test_device_cache_keeps_repeated_arrays_and_drops_released_ones():
     assert cache.nbytes == ids.nbytes and (cupy.asnumpy(third) == ids).all()
     del ids, first, second, third
     assert cache.nbytes == 0  # the weak reference dropped the copy with the host array
+
+
+def test_staged_results_land_in_page_locked_memory_that_is_reused():
+    import gc
+
+    import cupy
+
+    from dtri.gpu import PinnedPool, device_array, host_array
+    from dtri.staging import ARENA_MIN_BYTES, HostArena
+
+    pool = PinnedPool(8 * ARENA_MIN_BYTES)
+    arena = HostArena(pool)
+    values = cupy.arange(ARENA_MIN_BYTES // 4, dtype=cupy.int32)
+    host = arena.empty(values.shape, values.dtype)
+    values.get(out=host)
+    attributes = cupy.cuda.runtime.pointerGetAttributes(host.ctypes.data)
+    assert attributes.type == cupy.cuda.runtime.memoryTypeHost  # page-locked, not pageable
+    assert (device_array(host) == values).all() and (host == cupy.asnumpy(values)).all()
+    address = host.ctypes.data
+    del host
+    gc.collect()
+    again = arena.empty(values.shape, values.dtype)
+    assert again.ctypes.data == address  # the pool took it back and lends it again
+    too_big = arena.empty(16 * ARENA_MIN_BYTES, np.uint8)  # beyond the limit: pageable
+    assert too_big.flags.owndata
+    assert pool.host_memory.nbytes <= 8 * ARENA_MIN_BYTES
+    assert (host_array(values) == cupy.asnumpy(values)).all()  # no arena set up: NumPy

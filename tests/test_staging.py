@@ -4,6 +4,7 @@ graph runs here and is checked against NetworkX; tests/test_gpu.py runs it on a 
 
 from __future__ import annotations
 
+import gc
 import pickle
 from itertools import pairwise
 from operator import getitem
@@ -22,7 +23,7 @@ from dtri.intersect import BinCSR, count_against, count_group, count_intersectio
 from dtri.plan import csr_groups, partition_csr_bytes, staged_plan
 from dtri.session import MemoryCaps, Session, resolve_staging
 from dtri.sort import PartitionSummary, csr_of, csr_summary, edges_summary
-from dtri.staging import OnDevice, staged, to_host, wrap
+from dtri.staging import ARENA_MIN_BYTES, HostArena, OnDevice, staged, to_host, wrap
 from dtri.wedges import list_ends
 from tests.conftest import networkx_triangles
 from tests.test_pipeline import messy_graphs
@@ -173,3 +174,52 @@ def test_cli_staging_option_and_the_wedges_join_refusal():
     explained = runner.invoke(main, ["count", "--backend", "cpu", "--scheduler", "synchronous",
                                      "--staging", "host", "--explain", "examples/karate.txt"])
     assert explained.exit_code == 0 and "dtri-count" in explained.output
+
+
+class LendingResource:
+    """A stand-in for the page-locked pool: hands out NumPy memory, records what comes back,
+    and refuses beyond ``limit`` bytes as RMM's pool does (``MemoryError``)."""
+
+    def __init__(self, limit: int):
+        self.limit, self.lent, self.returned = limit, {}, []
+
+    def allocate(self, nbytes: int) -> int:
+        if sum(len(owner) for owner in self.lent.values()) + nbytes > self.limit:
+            raise MemoryError("at the limit")
+        owner = np.empty(nbytes, np.uint8)
+        self.lent[owner.ctypes.data] = owner
+        return owner.ctypes.data
+
+    def deallocate(self, address: int, nbytes: int) -> None:
+        assert len(self.lent.pop(address)) == nbytes
+        self.returned.append(address)
+
+
+def test_the_arena_lends_memory_until_the_last_view_is_gone():
+    resource = LendingResource(4 * ARENA_MIN_BYTES)
+    arena = HostArena(resource)
+    array = arena.empty((ARENA_MIN_BYTES // 8,), np.int64)
+    (address,) = resource.lent
+    assert array.ctypes.data == address and array.flags.writeable and array.flags.c_contiguous
+    array[:] = np.arange(array.shape[0])
+    view = array[10:20]
+    picked = pickle.loads(pickle.dumps(array[5:8]))  # what Dask does to spill or send one
+    del array
+    gc.collect()
+    assert resource.returned == []  # a view still reads the memory
+    assert view.tolist() == list(range(10, 20)) and picked.tolist() == [5, 6, 7]
+    del view
+    gc.collect()
+    assert resource.returned == [address]
+
+
+def test_the_arena_falls_back_to_numpy_when_small_or_at_its_limit():
+    resource = LendingResource(3 * ARENA_MIN_BYTES // 2)
+    arena = HostArena(resource)
+    small = arena.empty(16, np.int32)
+    kept = arena.empty((2, ARENA_MIN_BYTES // 16), np.int64)
+    beyond = arena.empty(ARENA_MIN_BYTES, np.uint8)  # the resource refuses: plain NumPy
+    assert len(resource.lent) == 1 and small.shape == (16,)
+    assert kept.shape == (2, ARENA_MIN_BYTES // 16)
+    assert beyond.flags.owndata and small.flags.owndata and not kept.flags.owndata
+    assert kept.dtype == np.int64 and beyond.nbytes == ARENA_MIN_BYTES

@@ -2,6 +2,7 @@
 # Capped (host staging, the default under --rmm-pool-size) against uncapped GPU counts of the
 # same generated graph, each on fresh workers, with nvidia-smi's peak sampled alongside.
 #   bash examples/results/staged_gpu.sh OUT.jsonl "rmat:24=2GiB rmat:26=8GiB" [extra dtri args]
+# DTRI_COMMIT names the commit that runs where the copy of .git is not that of the tree.
 set -uo pipefail
 out=$1; runs=$2; shift 2
 for run in $runs; do
@@ -16,10 +17,10 @@ for run in $runs; do
     end=$(date +%s.%N)
     peak=$(sort -n /tmp/smi.txt | tail -1)
     python - "$line" "$graph" "$cap" "$rc" "$peak" "$start" "$end" "$*" >> "$out" <<'PY'
-import json, subprocess, sys
+import json, os, subprocess, sys
 line, graph, cap, rc, peak, start, end, extra = sys.argv[1:]
 r = json.loads(line) if line.strip() else {}
-commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+commit = os.environ.get("DTRI_COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                         text=True).stdout.strip()
 device = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                         capture_output=True, text=True).stdout.split("\n")[0]
