@@ -94,8 +94,8 @@ def host_ids(frame: cudf.DataFrame) -> pd.DataFrame:
 class RegisteredHostMemory:
     """Page-locked host memory, up to ``limit`` bytes, for RMM's pool to carve
     (:class:`PinnedPool`): NumPy memory first touched by several threads, then registered
-    with CUDA. On an H200 host that pinned 4 GiB in 0.23 s with 16 threads, where
-    ``cudaHostAlloc`` took 0.4 s per GiB: the kernel zeroes the pages either way, and one
+    with CUDA. On an H200 host that pinned 4 GiB in 0.25 s with 16 threads, where
+    ``cudaHostAlloc`` took 0.54 s per GiB: the kernel zeroes the pages either way, and one
     thread zeroes at 4.7 GB/s (``examples/results/copy-probe-h200.jsonl``)."""
 
     def __init__(self, limit: int):
