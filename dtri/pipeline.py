@@ -644,9 +644,13 @@ def _count(edges: dd.DataFrame, session: Session, *, orientation: str, bins: int
 
     check_integer_columns(edges)
     if host:  # the input's partitions go to host memory as they are read
+        # without their index (host_frame keeps the columns only), so without divisions: a
+        # repartition by divisions below would slice every partition by index values that
+        # its host copy no longer has (R-MAT 24 under a 2 GiB pool lost all partitions but
+        # the first, whose index starts at 0)
         meta = edges._meta[["src", "dst"]]
         edges = edges.map_partitions(host_frame, meta=meta.to_pandas() if is_gpu_frame(meta)
-                                     else meta)
+                                     else meta, clear_divisions=True)
     edges, inputs, rows, holders = read_inputs(edges, session, timer, task_budget)
     if partitions is None:
         partitions = fitted_partitions(sum(rows), session, task_budget)

@@ -220,10 +220,17 @@ def test_gpu_worker_killed_mid_count_is_recomputed_exactly(rmat13_gpu_oracle):
         assert result.triangles == expected, f"worker {address} killed while running {key}"
 
 
-def test_host_staging_under_a_capped_pool_counts_exactly(rmat13_gpu_oracle):
+@pytest.mark.parametrize("source", ["pandas", "generated on the GPU"])
+def test_host_staging_under_a_capped_pool_counts_exactly(rmat13_gpu_oracle, source):
     """--rmm-pool-size turns host staging on (auto): stage results wait in host memory, each
-    task runs on the device; the count equals the in-memory one."""
+    task runs on the device; the count equals the in-memory one. The budget splits the input
+    partitions, and the generated ones have divisions that their host copies' index does not
+    keep (that lost every partition but the first once)."""
+    from dtri.generate import rmat
+
     edges, expected = rmat13_gpu_oracle
+    if source != "pandas":
+        edges = rmat(13, seed=1, npartitions=4, backend="gpu")
     result = dtri.count(edges, backend="gpu", workers=1, rmm_pool_size="256MiB",
                         memory_budget="512KiB")
     assert result.plan["staging"] == "host" and result.partitions > 1 and result.bins > 1
