@@ -106,16 +106,26 @@ class RegisteredHostMemory:
         self._threads = max(1, min(16, len(os.sched_getaffinity(0))))
 
     def allocate(self, nbytes: int, stream: Any = None) -> int:
+        """The address of ``nbytes`` of page-locked memory; ``MemoryError`` beyond the limit,
+        and from then on once memory could not be had or registered (a host or container
+        that refuses to lock more), so that the arena falls back to pageable arrays at once
+        instead of touching memory it cannot register."""
         with self._lock:
             if self.nbytes + nbytes > self.limit:
                 raise MemoryError(f"page-locked staging memory is at its limit of {self.limit} B")
             self.nbytes += nbytes
-        owner = np.empty(nbytes, np.uint8)
-        step = -(-nbytes // self._threads)
-        with ThreadPoolExecutor(self._threads) as pool:
-            list(pool.map(lambda start: np.copyto(owner[start:start + step], 0),
-                          range(0, nbytes, step)))
-        cupy.cuda.runtime.hostRegister(owner.ctypes.data, nbytes, 0)
+        try:
+            owner = np.empty(nbytes, np.uint8)
+            step = -(-nbytes // self._threads)
+            with ThreadPoolExecutor(self._threads) as pool:
+                list(pool.map(lambda start: np.copyto(owner[start:start + step], 0),
+                              range(0, nbytes, step)))
+            cupy.cuda.runtime.hostRegister(owner.ctypes.data, nbytes, 0)
+        except (MemoryError, cupy.cuda.runtime.CUDARuntimeError) as error:
+            with self._lock:
+                self.nbytes -= nbytes
+                self.limit = self.nbytes  # no further tries
+            raise MemoryError(f"cannot page-lock {nbytes} B of host memory: {error}") from None
         with self._lock:
             self._owners[owner.ctypes.data] = owner
         return owner.ctypes.data

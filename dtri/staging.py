@@ -338,7 +338,11 @@ def start_staging(cache_limit: int, pinned: bool) -> None:
     if pinned:
         from dtri.gpu import PinnedPool
 
-        _arena = HostArena(PinnedPool(int(host_memory_limit() * PINNED_SHARE_OF_HOST_MEMORY)))
+        try:
+            pool = PinnedPool(int(host_memory_limit() * PINNED_SHARE_OF_HOST_MEMORY))
+        except MemoryError:  # no page-locked memory to be had here: results stay pageable
+            pool = None
+        _arena = HostArena(pool) if pool is not None else None
 
 
 def end_staging() -> None:

@@ -276,3 +276,30 @@ def test_staged_results_land_in_page_locked_memory_that_is_reused():
     assert too_big.flags.owndata
     assert pool.host_memory.nbytes <= 8 * ARENA_MIN_BYTES
     assert (host_array(values) == cupy.asnumpy(values)).all()  # no arena set up: NumPy
+
+
+def test_host_memory_that_cannot_be_page_locked_leaves_results_pageable(monkeypatch):
+    """Where CUDA refuses to page-lock (a container's limit), the first refusal ends the
+    tries and staged results are plain NumPy arrays: slower copies, the same count."""
+    import cupy
+
+    import dtri.staging
+    from dtri.gpu import RegisteredHostMemory
+    from dtri.staging import ARENA_MIN_BYTES, end_staging, host_empty, start_staging
+
+    def refuse(address, nbytes, flags):
+        raise cupy.cuda.runtime.CUDARuntimeError(2)  # cudaErrorMemoryAllocation
+
+    monkeypatch.setattr(cupy.cuda.runtime, "hostRegister", refuse)
+    memory = RegisteredHostMemory(64 * ARENA_MIN_BYTES)
+    with pytest.raises(MemoryError, match="cannot page-lock"):
+        memory.allocate(ARENA_MIN_BYTES)
+    assert memory.nbytes == 0 and memory.limit == 0
+    with pytest.raises(MemoryError, match="at its limit"):  # no second try
+        memory.allocate(256)
+    start_staging(1 << 20, True)
+    try:
+        assert dtri.staging._arena is None
+        assert host_empty(ARENA_MIN_BYTES, np.uint8).flags.owndata
+    finally:
+        end_staging()
