@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{client.dashboard_link}", file=sys.stderr)
             client.wait_for_workers(workers, timeout=args.timeout)
             if args.generate:
-                from dtri.generate import from_spec
+                from dtri.input.generate import from_spec
 
                 edges: Any = from_spec(args.generate, seed=args.seed, backend=args.backend)
                 source: dict[str, Any] = {"generate": args.generate, "seed": args.seed}

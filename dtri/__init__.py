@@ -9,8 +9,9 @@ from dtri.pipeline import CountResult
 
 
 def read_edges(*args, **kwargs):
-    """Read edge files as a Dask DataFrame of ``src, dst`` (see :func:`dtri.read.read_edges`)."""
-    from dtri.read import read_edges as _read_edges
+    """Read edge files as a Dask DataFrame of ``src, dst`` (see
+    :func:`dtri.input.read.read_edges`)."""
+    from dtri.input.read import read_edges as _read_edges
 
     return _read_edges(*args, **kwargs)
 

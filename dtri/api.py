@@ -7,10 +7,10 @@ from typing import Any
 
 from dask.utils import parse_bytes
 
-from dtri.inputs import as_edge_frame, input_on_gpu, is_path_like
-from dtri.orient import ORIENTATIONS
+from dtri.input.frames import as_edge_frame, input_on_gpu, is_path_like
+from dtri.kernels.orient import ORIENTATIONS
 from dtri.pipeline import CountResult, count_pipeline
-from dtri.session import memory_caps, open_session, resolve_backend
+from dtri.runtime.session import memory_caps, open_session, resolve_backend
 
 
 def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None = None,
@@ -44,7 +44,8 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
     (UCX between several GPU workers when ``distributed-ucxx`` is installed).
 
     Memory of a local cluster started for this run (bytes or strings such as ``"2GiB"``, per
-    worker; :class:`dtri.session.MemoryCaps`): ``memory_limit``, host memory above which Dask
+    worker; :class:`dtri.runtime.session.MemoryCaps`): ``memory_limit``, host memory above which
+    Dask
     spills stored results to disk, in ``spill_directory``; on GPU workers
     ``device_memory_limit``, device memory above which dask-cuda moves stored results to host
     memory, and ``rmm_pool_size``, a hard cap on the GPU memory used (an RMM pool that cannot
@@ -53,15 +54,17 @@ def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None =
     any of them with a running cluster or scheduler raises
     :class:`dtri.errors.ConfigurationError`.
 
-    ``staging``: where stage results wait between tasks (:mod:`dtri.staging`): ``host`` (host
+
+    ``staging``: where stage results wait between tasks (:mod:`dtri.runtime.staging`): ``host`` (host
     memory; each GPU task moves its inputs to the device and its results back, so the device
     holds one task's data: the fast path for graphs larger than a capped GPU), ``device``
     (GPU memory, spilled by dask-cuda under a cap) or ``auto`` (``host`` when the GPU
     workers' RMM pool is capped, ``device`` otherwise).
 
-    The result's ``plan`` holds the counting phase's plan (bins, batches, join per partition)
+    The result's ``plan`` holds the counting phase's plan (bins, batches, join per
+    partition)
     with estimates of each task kind's peak memory and of the bytes moved between workers
-    (:class:`dtri.plan.CountPlan`). ``explain=True`` stops after planning: the input is read,
+    (:class:`dtri.analytics.plan.CountPlan`). ``explain=True`` stops after planning: the input is read,
     oriented and sorted, but no wedge is written, and ``triangles`` is ``None``.
     """
     if orientation not in ORIENTATIONS:

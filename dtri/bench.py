@@ -34,10 +34,10 @@ import dask
 import numpy as np
 from dask.utils import parse_bytes
 
-from dtri.dispatch import array_module, column_to_array, to_host
 from dtri.errors import DtriError
-from dtri.generate import from_spec, is_spec
-from dtri.session import MemoryCaps, measured_memory, memory_caps
+from dtri.input.generate import from_spec, is_spec
+from dtri.kernels.dispatch import array_module, column_to_array, to_host
+from dtri.runtime.session import MemoryCaps, measured_memory, memory_caps
 
 NETWORKX_MAX_EDGES = 2_000_000
 """Larger graphs skip NetworkX, which would take minutes and gigabytes of Python objects."""
@@ -248,7 +248,7 @@ def device_name(backend: str) -> str:
 @dataclass(frozen=True)
 class BenchOptions:
     """What ``dtri bench`` runs and where; the memory caps shape the local cluster it starts
-    (see :class:`dtri.session.MemoryCaps`; sizes in bytes or strings such as ``"2GiB"``)."""
+    (see :class:`dtri.runtime.session.MemoryCaps`; sizes in bytes or strings such as ``"2GiB"``)."""
 
     backend: str = "auto"
     repeat: int = 3
@@ -300,7 +300,7 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
                 local_scheduler: str | None, peers: list[str]) -> dict[str, Any]:
     """One benchmark record (see the module docstring); runs in an open session."""
     from dtri.api import count
-    from dtri.inputs import as_edge_frame
+    from dtri.input.frames import as_edge_frame
 
     generated = is_spec(graph)
 
@@ -413,7 +413,7 @@ def run_bench(graphs: list[str], options: BenchOptions,
     Raises :class:`BenchDisagreement` (after emitting the record) when a peer's count
     differs from dtri's.
     """
-    from dtri.session import LOCAL_SCHEDULERS, open_session, resolve_backend
+    from dtri.runtime.session import LOCAL_SCHEDULERS, open_session, resolve_backend
 
     if options.repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {options.repeat}")
@@ -421,7 +421,7 @@ def run_bench(graphs: list[str], options: BenchOptions,
     peers = parse_peers(options.peers, backend)
     for graph in graphs:
         if is_spec(graph):
-            from dtri.generate import parse_spec
+            from dtri.input.generate import parse_spec
 
             parse_spec(graph)  # a bad spec fails before any work
     address = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")

@@ -9,11 +9,11 @@ from typing import Any
 import click
 from dask.utils import format_bytes, parse_bytes
 
-from dtri.orient import ORIENTATIONS
+from dtri.input.read import FORMATS
+from dtri.kernels.orient import ORIENTATIONS
 from dtri.pipeline import JOINS
-from dtri.read import FORMATS
-from dtri.session import BACKENDS, PROTOCOLS
-from dtri.staging import STAGINGS
+from dtri.runtime.session import BACKENDS, PROTOCOLS
+from dtri.runtime.staging import STAGINGS
 
 INPUT_MEANING = """\
 Input is read as a simple undirected graph: an edge and its reverse are one edge, repeated
@@ -66,7 +66,7 @@ MEMORY_CAP_OPTIONS = (
              "cannot grow, shared by cuDF and CuPy. The default --memory-budget is a quarter "
              "of it."),
 )
-"""Memory options of the local cluster (:class:`dtri.session.MemoryCaps`)."""
+"""Memory options of the local cluster (:class:`dtri.runtime.session.MemoryCaps`)."""
 
 scheduler_file_option = click.option(
     "--scheduler-file", type=click.Path(dir_okay=False),
@@ -170,8 +170,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns
               else "give PATHS to count, or --generate SPEC")
     try:
         if spec:
-            from dtri.generate import from_spec
-            from dtri.session import resolve_backend
+            from dtri.input.generate import from_spec
+            from dtri.runtime.session import resolve_backend
 
             backend = resolve_backend(backend, False)
             edges: Any = from_spec(spec, seed=seed, backend=backend)
@@ -265,8 +265,8 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
     from fsspec.core import url_to_fs
 
     from dtri.errors import DtriError
-    from dtri.generate import from_spec
-    from dtri.session import open_session, resolve_backend
+    from dtri.input.generate import from_spec
+    from dtri.runtime.session import open_session, resolve_backend
 
     try:
         chosen = resolve_backend(backend, False)

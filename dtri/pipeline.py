@@ -1,7 +1,7 @@
 """The pipeline: read → canonicalize → orient → sort → plan → edge bins → wedges/bins/join → reduce.
 
 A graph that fits one partition runs canonicalize/orient/sort as one ``dtri-prepare`` task of
-array operations (:mod:`dtri.prepare`); larger ones run the same operations per partition,
+array operations (:mod:`dtri.prepare.local`); larger ones run the same operations per partition,
 joined by array exchanges (:func:`prepare_partitions`). Each stage is persisted on the
 workers and the next one is queued behind it in the same breath (:class:`StageTimer`): the
 client waits only where it needs values (input sizes, the partition summaries, the count),
@@ -18,7 +18,7 @@ counting phase is a task graph whose keys are named after their stage (``dtri-we
   that bin travels;
 * ``dtri-join-(p, j, k)``: how many of those keys are edges of bin ``k``;
 * ``dtri-intersect-(p, k)``: instead of the three above, for partitions the planner gives to
-  the fused join (:mod:`dtri.intersect`): triangles closed by partition ``p``'s edges whose
+  the fused join (:mod:`dtri.kernels.intersect`): triangles closed by partition ``p``'s edges whose
   target lies in bin ``k``, by list intersection against bin ``k`` as CSR (``dtri-edge-csr``);
 * ``dtri-reduce``: the exact sum, a tree of Python ints.
 """
@@ -37,8 +37,19 @@ import dask
 import dask.dataframe as dd
 from dask.dataframe.dispatch import concat
 
-from dtri.bins import pack_edges, radix_split
-from dtri.canonicalize import (
+from dtri.analytics.plan import (  # noqa: F401  (the planner's names stay importable from here)
+    INTERSECT_MIN_WEDGES,
+    JOINS,
+    REDUCE_FAN_IN,
+    CountPlan,
+    build_plan,
+    choose_join,
+    chunk_rows,
+    staged_plan,
+)
+from dtri.errors import ConfigurationError, ListTooLongError, OutOfMemoryError
+from dtri.kernels.bins import pack_edges, radix_split
+from dtri.kernels.canonicalize import (
     check_integer_columns,
     merge_vertices,
     partition_vertices,
@@ -46,11 +57,18 @@ from dtri.canonicalize import (
     unique_edge_keys,
     vertex_count,
 )
-from dtri.dispatch import array_module, column_to_array, is_gpu_frame
-from dtri.errors import ConfigurationError, ListTooLongError, OutOfMemoryError
-from dtri.intersect import BinCSR, bin_csr, count_group, count_intersections
-from dtri.join import count_closed
-from dtri.orient import (
+from dtri.kernels.csr import (
+    PartitionSummary,
+    csr_summary,
+    frame_csr,
+    partition_summary,
+    sorted_csr,
+    sorted_edges,
+)
+from dtri.kernels.dispatch import array_module, column_to_array, is_gpu_frame
+from dtri.kernels.intersect import BinCSR, bin_csr, count_group, count_intersections
+from dtri.kernels.join import count_closed
+from dtri.kernels.orient import (
     WORK_MODELS,
     add_counts,
     degree_counts,
@@ -66,27 +84,10 @@ from dtri.orient import (
     vertex_ranks,
     wedge_work,
 )
-from dtri.plan import (  # noqa: F401  (the planner's names stay importable from here)
-    INTERSECT_MIN_WEDGES,
-    JOINS,
-    REDUCE_FAN_IN,
-    CountPlan,
-    build_plan,
-    choose_join,
-    chunk_rows,
-    staged_plan,
-)
-from dtri.prepare import prepare_partition_with_ids
-from dtri.session import Session, resolve_staging
-from dtri.sort import (
-    PartitionSummary,
-    csr_summary,
-    frame_csr,
-    partition_summary,
-    sorted_csr,
-    sorted_edges,
-)
-from dtri.staging import (
+from dtri.kernels.wedges import closure_keys, list_ends
+from dtri.prepare.local import prepare_partition_with_ids
+from dtri.runtime.session import Session, resolve_staging
+from dtri.runtime.staging import (
     CACHE_SHARE_OF_BUDGET,
     end_staging,
     folded,
@@ -95,8 +96,7 @@ from dtri.staging import (
     staged,
     start_staging,
 )
-from dtri.tasks import FAN_IN, exchange, pick_pieces, placed, task, tree
-from dtri.wedges import closure_keys, list_ends
+from dtri.runtime.tasks import FAN_IN, exchange, pick_pieces, placed, task, tree
 
 
 @dataclass
@@ -118,10 +118,11 @@ class CountResult:
     memory_budget: int
     seconds: dict[str, float] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
-    """The counting phase's plan with its estimates (:meth:`dtri.plan.CountPlan.to_dict`)."""
+    """The counting phase's plan with its estimates
+    (:meth:`dtri.analytics.plan.CountPlan.to_dict`)."""
     caps: dict[str, Any] = field(default_factory=dict)
     """The workers' memory caps, bytes or ``None``: ``memory_limit``, ``device_memory_limit``,
-    ``rmm_pool_size`` (:class:`dtri.session.MemoryCaps`)."""
+    ``rmm_pool_size`` (:class:`dtri.runtime.session.MemoryCaps`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -255,7 +256,7 @@ def edge_bin_csr(keys: Any, bits: int, low: int, high: int) -> tuple:
 
 
 def partition_list_ends(frame: Any) -> Any:
-    """:func:`dtri.wedges.list_ends` of one sorted partition, shared by its bins' tasks."""
+    """:func:`dtri.kernels.wedges.list_ends` of one sorted partition, shared by its bins' tasks."""
     return list_ends(column_to_array(frame["src"]))
 
 
@@ -316,7 +317,7 @@ def fitted_partitions(rows: int, session: Session, task_budget: int) -> int:
     worker owns the partitions ``w, w + workers, ...`` (three on two workers would leave one
     worker with twice the other's share).
 
-    One partition takes the one-task path (:mod:`dtri.prepare`); the counting phase still
+    One partition takes the one-task path (:mod:`dtri.prepare.local`); the counting phase still
     spreads over every worker through its batches and bins.
     """
     wanted = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
@@ -375,7 +376,7 @@ def concat_frames(*frames: Any) -> Any:
 
 
 def prepare_inputs(orientation: str, *frames: Any) -> tuple[Any, int, Any, Any]:
-    """:func:`dtri.prepare.prepare_partition_with_ids` of input partitions taken together."""
+    """:func:`dtri.prepare.local.prepare_partition_with_ids` of input partitions taken together."""
     return prepare_partition_with_ids(concat_frames(*frames), orientation)
 
 
@@ -470,11 +471,12 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
                        holders: list[str | None] | None = None, fan_in: int = FAN_IN,
                        staging: str | None = None,
                        ) -> tuple[list[Any], list[Any], tuple[Any, Any]]:
-    """Canonicalize, rank, orient and sort edges held in the ``inputs`` partitions (the
-    docstrings of :mod:`dtri.canonicalize`, :mod:`dtri.orient` and :mod:`dtri.sort` explain
+    """Canonicalize, rank, orient and sort edges held in the ``inputs`` partitions
+    (the
+    docstrings of :mod:`dtri.kernels.canonicalize`, :mod:`dtri.kernels.orient` and :mod:`dtri.kernels.csr` explain
     the steps) into ``parts`` sorted partitions, each holding one source range's whole
     adjacency lists; returns them, the vertex count, and the persisted vertex ids and ranks
-    that name a vertex by its input id (:func:`dtri.orient.input_id_of_rank`; kept until the
+    that name a vertex by its input id (:func:`dtri.kernels.orient.input_id_of_rank`; kept until the
     plan is made, a fraction of the edges' size).
 
     The first exchange goes from ``groups`` of input partitions (:func:`input_groups`, each
@@ -482,11 +484,11 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
     input is never repartitioned. Each stage is submitted behind the one before; every
     exchange sends each partition's pieces to their receivers once, through Dask; receiver
     ``j`` lives on ``workers[j]`` (round robin), which then owns sorted partition ``j``.
-    ``work_model`` (one of :data:`dtri.orient.WORK_MODELS`) is what the sort's source ranges
+    ``work_model`` (one of :data:`dtri.kernels.orient.WORK_MODELS`) is what the sort's source ranges
     balance; ``fan_in`` is that of the trees over vertex-wide arrays (:func:`vertex_fan_in`).
 
     ``staging`` (the backend of host staging's tasks, ``None`` without it): the sorted
-    partitions are CSRs (:func:`dtri.sort.sorted_csr`), and the per-partition vertex-wide
+    partitions are CSRs (:func:`dtri.kernels.csr.sorted_csr`), and the per-partition vertex-wide
     counts are folded per owning worker (:func:`owner_counts`).
     """
     if work_model not in WORK_MODELS:
@@ -531,7 +533,7 @@ def prepare_partitions(inputs: list[Any], groups: list[list[int]], parts: int,
         out_degree = counts("orient", out_degree_counts, oriented, n)
         if work_model == "intersect":
             work = counts("orient", intersection_work, oriented, out_degree, n, key="work")
-    else:  # host staging orients on the fly (dtri.orient.oriented_split)
+    else:  # host staging orients on the fly (dtri.kernels.orient.oriented_split)
         out_degree = counts("orient", oriented_out_degree, keys, rank, n)
         if work_model == "intersect":
             work = counts("orient", oriented_intersection_work, keys, rank, out_degree, n,
@@ -560,14 +562,15 @@ def owner_counts(stage: str, func: Any, items: list[Any], args: tuple, workers: 
     """Host staging's leaves of a tree of vertex-wide counts: per worker, one task that folds
     ``func(item, *args)`` over the items it owns (item ``p`` lives on ``workers[p % W]``, as the
     exchanges place their receivers) on the device, one item at a time
-    (:func:`dtri.staging.folded`)."""
+    (:func:`dtri.runtime.staging.folded`)."""
     holders = [workers[p % len(workers)] if workers else None for p in range(len(items))]
     return holder_folds(stage, add_counts, func, items, args, holders, staging, key or "counts")
 
 
-def holder_folds(stage: str, combine: Any, func: Any, items: list[Any], args: tuple,
+def holder_folds(stage: str, combine: Any, func: Any, items: list[Any], args:
+tuple,
                  holders: list[str | None], staging: str, key: str) -> list[Any]:
-    """One :func:`dtri.staging.folded` task per worker in ``holders`` (the worker holding each
+    """One :func:`dtri.runtime.staging.folded` task per worker in ``holders`` (the worker holding each
     item; ``None``: unknown), placed there, over the items it holds."""
     by_holder: dict[str | None, list[int]] = {}
     for i, holder in enumerate(holders):
@@ -598,9 +601,9 @@ def count_pipeline(edges: dd.DataFrame, session: Session, *, orientation: str = 
                    staging: str = "auto") -> CountResult:
     """Run every stage on ``edges`` (a Dask DataFrame with integer ``src``, ``dst``).
 
-    ``staging``: where stage results live between tasks (:mod:`dtri.staging`): ``host``,
+    ``staging``: where stage results live between tasks (:mod:`dtri.runtime.staging`): ``host``,
     ``device`` or ``auto`` (``host`` on GPU workers with a capped RMM pool). Host staging
-    runs the fused join, per group of partitions (:func:`dtri.plan.staged_plan`).
+    runs the fused join, per group of partitions (:func:`dtri.analytics.plan.staged_plan`).
 
     ``explain``: stop after planning (read, canonicalize, orient, sort and the partition
     summaries run; no edge bin, wedge or join does) and return the plan with
@@ -767,7 +770,7 @@ def staged_joins(plan: CountPlan, parts: list[Any], session: Session) -> list[An
     """Host staging's join (``dtri-count``): per group of consecutive partitions (the plan's
     bins) and per worker, one task that moves the group to the device as one CSR and counts
     the triangles closed there by the edges of that worker's partitions that reach it
-    (:func:`dtri.intersect.count_group`)."""
+    (:func:`dtri.kernels.intersect.count_group`)."""
     rows = chunk_rows(plan.task_budget)
     device = session.backend == "gpu"
     joins = []

@@ -54,7 +54,7 @@ def _processing(dask_scheduler, prefixes):
 def rmat13():
     """R-MAT scale 13 (131,072 generated edges) and its NetworkX count: a few seconds of
     counting on three single-threaded workers."""
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     edges = rmat(13, seed=0, npartitions=1).compute(scheduler="sync")
     return edges, networkx_triangles(edges.to_numpy())
@@ -136,7 +136,7 @@ def test_count_is_exact_after_a_worker_is_killed(phase, rmat13):
 def test_a_worker_killed_during_a_count_is_restarted_by_its_nanny():
     from distributed import Client, LocalCluster
 
-    from dtri.session import open_session
+    from dtri.runtime.session import open_session
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \

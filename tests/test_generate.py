@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import dtri
 from dtri.cli import main
 from dtri.errors import ConfigurationError
-from dtri.generate import (
+from dtri.input.generate import (
     MAX_PARTITION_EDGES,
     default_partitions,
     from_spec,

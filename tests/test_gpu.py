@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import dtri
-from dtri.bins import bin_shift, radix_split
-from dtri.dispatch import array_module, column_to_array, to_host
-from dtri.join import count_closed
-from dtri.wedges import closure_keys, count_wedges
+from dtri.kernels.bins import bin_shift, radix_split
+from dtri.kernels.dispatch import array_module, column_to_array, to_host
+from dtri.kernels.join import count_closed
+from dtri.kernels.wedges import closure_keys, count_wedges
 from tests.conftest import networkx_triangles
 from tests.test_pipeline import messy_graphs
 
@@ -90,8 +90,8 @@ def test_local_cuda_cluster_counts_exactly():
 def test_cuda_intersection_kernel_matches_the_vectorised_reference():
     import cupy
 
-    from dtri.bins import key_bits, pack_edges
-    from dtri.intersect import _count_vectorised, bin_csr, count_intersections, edge_lists
+    from dtri.kernels.bins import key_bits, pack_edges
+    from dtri.kernels.intersect import _count_vectorised, bin_csr, count_intersections, edge_lists
 
     rng = np.random.default_rng(9)
     # a skewed graph: a few hubs with long lists (warp-wide groups) and many short lists
@@ -157,14 +157,14 @@ needs_two_gpus = pytest.mark.skipif(not _enough_gpus(), reason="needs two or mor
 
 
 def _protocols() -> list[str]:
-    from dtri.session import ucx_available
+    from dtri.runtime.session import ucx_available
 
     return ["tcp", "ucx"] if ucx_available() else ["tcp"]
 
 
 @pytest.fixture(scope="module")
 def rmat13_gpu_oracle():
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     edges = rmat(13, seed=1, npartitions=1).compute(scheduler="sync")
     return edges, networkx_triangles(edges.to_numpy())
@@ -175,7 +175,7 @@ def rmat13_gpu_oracle():
 def test_every_visible_gpu_gets_a_worker_and_the_count_is_exact(protocol, rmat13_gpu_oracle):
     """One dask-cuda worker per GPU, one partition each (the exchange path), over TCP and
     over UCX: the NetworkX count, and every worker ran counting tasks."""
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     _, expected = rmat13_gpu_oracle
     gpus = _gpus()
@@ -226,7 +226,7 @@ def test_host_staging_under_a_capped_pool_counts_exactly(rmat13_gpu_oracle, sour
     task runs on the device; the count equals the in-memory one. The budget splits the input
     partitions, and the generated ones have divisions that their host copies' index does not
     keep (that lost every partition but the first once)."""
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     edges, expected = rmat13_gpu_oracle
     if source != "pandas":
@@ -240,7 +240,7 @@ def test_host_staging_under_a_capped_pool_counts_exactly(rmat13_gpu_oracle, sour
 def test_device_cache_keeps_repeated_arrays_and_drops_released_ones():
     import cupy
 
-    from dtri.staging import CACHED_MIN_BYTES, DeviceCache
+    from dtri.runtime.staging import CACHED_MIN_BYTES, DeviceCache
 
     cache = DeviceCache(4 * CACHED_MIN_BYTES)
     ids = np.arange(CACHED_MIN_BYTES // 8, dtype=np.int64)
@@ -256,8 +256,8 @@ def test_staged_results_land_in_page_locked_memory_that_is_reused():
 
     import cupy
 
-    from dtri.gpu import PinnedPool, device_array, host_array
-    from dtri.staging import ARENA_MIN_BYTES, HostArena
+    from dtri.runtime.gpu import PinnedPool, device_array, host_array
+    from dtri.runtime.staging import ARENA_MIN_BYTES, HostArena
 
     pool = PinnedPool(8 * ARENA_MIN_BYTES)
     arena = HostArena(pool)
@@ -283,9 +283,9 @@ def test_host_memory_that_cannot_be_page_locked_leaves_results_pageable(monkeypa
     tries and staged results are plain NumPy arrays: slower copies, the same count."""
     import cupy
 
-    import dtri.staging
-    from dtri.gpu import RegisteredHostMemory
-    from dtri.staging import ARENA_MIN_BYTES, end_staging, host_empty, start_staging
+    import dtri.runtime.staging
+    from dtri.runtime.gpu import RegisteredHostMemory
+    from dtri.runtime.staging import ARENA_MIN_BYTES, end_staging, host_empty, start_staging
 
     def refuse(address, nbytes, flags):
         raise cupy.cuda.runtime.CUDARuntimeError(2)  # cudaErrorMemoryAllocation
@@ -299,7 +299,7 @@ def test_host_memory_that_cannot_be_page_locked_leaves_results_pageable(monkeypa
         memory.allocate(256)
     start_staging(1 << 20, True)
     try:
-        assert dtri.staging._arena is None
+        assert dtri.runtime.staging._arena is None
         assert host_empty(ARENA_MIN_BYTES, np.uint8).flags.owndata
     finally:
         end_staging()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dtri.bins import (
+from dtri.kernels.bins import (
     bin_shift,
     choose_bin_count,
     key_bits,
@@ -18,8 +18,8 @@ from dtri.bins import (
     split_by_hash,
     unpack_keys,
 )
-from dtri.join import count_closed
-from dtri.wedges import closure_keys, count_wedges, wedges_per_edge
+from dtri.kernels.join import count_closed
+from dtri.kernels.wedges import closure_keys, count_wedges, wedges_per_edge
 
 
 def sorted_oriented(pairs: set[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -111,7 +111,7 @@ def test_bin_count_choice():
 def test_fused_intersection_counts_triangles_bin_by_bin(pairs, nbins):
     import networkx as nx
 
-    from dtri.intersect import bin_csr, count_intersections
+    from dtri.kernels.intersect import bin_csr, count_intersections
 
     src, dst = sorted_oriented(pairs)
     bits = key_bits(31)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import dtri
 from dtri.cli import main
 from dtri.errors import ConfigurationError
-from dtri.session import (
+from dtri.runtime.session import (
     MemoryCaps,
     default_device_memory_limit,
     measured_memory,
@@ -34,7 +34,7 @@ KARATE = "examples/karate.txt"
 @pytest.fixture(scope="module")
 def rmat12():
     """The R-MAT 12 edges (as every backend generates them) and their NetworkX count."""
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     edges = rmat(SCALE, seed=0, npartitions=1).compute(scheduler="sync")
     return edges, networkx_triangles(edges.to_numpy())
@@ -130,7 +130,7 @@ def test_a_task_out_of_memory_is_one_line_naming_its_stage(monkeypatch, schedule
         monkeypatch.setattr(dtri.pipeline, "unique_edge_keys", exhausted)
         with Client(processes=False, n_workers=1, threads_per_worker=1,
                     dashboard_address=":0"), pytest.raises(MemoryError) as caught:
-            dtri.count(dtri.generate.rmat(12, seed=0), backend="cpu", memory_budget="1MiB")
+            dtri.count(dtri.input.generate.rmat(12, seed=0), backend="cpu", memory_budget="1MiB")
         line, stage = str(caught.value), "canonicalize"
     assert f"{stage} stage ran out of memory (std::bad_alloc" in line, line
     assert "--rmm-pool-size" in line and "--memory-budget" in line
@@ -159,7 +159,7 @@ def test_caps_with_a_running_scheduler_are_one_line_errors(where):
 
 
 def test_caps_with_the_active_client_are_refused(monkeypatch):
-    monkeypatch.setattr("dtri.session.active_client", lambda: object())
+    monkeypatch.setattr("dtri.runtime.session.active_client", lambda: object())
     with pytest.raises(ConfigurationError, match=r"active distributed\.Client"):
         dtri.count(KARATE, backend="cpu", memory_limit="1GiB")
     with pytest.raises(ConfigurationError, match="not a size"):
@@ -212,7 +212,7 @@ def test_no_client_measures_nothing():
 
 def check_capped_rmat18(capped: dtri.CountResult, report: dict, pool: int) -> None:
     """A capped R-MAT 18 count equals the uncapped one, and RMM saw no more than the pool."""
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
                           scheduler="synchronous")
@@ -228,7 +228,7 @@ def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
     worker: stored results above the default device memory limit (half the pool) move to host
     memory, the count equals an uncapped one, and RMM saw no more than the pool. The edges
     are generated in 16 tasks of 4 MiB, so that the generator fits the pool too."""
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     pool = 128 << 20
     caps = memory_caps(rmm_pool_size=pool)
@@ -248,7 +248,7 @@ def test_host_staging_under_a_128mib_pool_counts_exactly_within_the_pool():
     """The same R-MAT 18 under the same 128 MiB pool with host staging (the default with a
     capped pool): the stages' results wait in host memory, so the device holds one task at a
     time, and RMM saw no more than the pool."""
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     pool = 128 << 20
     with open_session("gpu", caps=memory_caps(rmm_pool_size=pool)) as session, \
@@ -263,14 +263,14 @@ def test_cudf_sizeof_is_registered_lazily_so_dask_cuda_can_weigh_stored_frames()
     dask-cuda's device memory limit never spills it (seen on an H200 under an RMM pool)."""
     from dask.sizeof import sizeof
 
-    import dtri.dispatch
+    import dtri.kernels.dispatch
 
-    assert sizeof._lazy.get("cudf") is dtri.dispatch._register_gpu
+    assert sizeof._lazy.get("cudf") is dtri.kernels.dispatch._register_gpu
 
 
 @pytest.mark.gpu
 def test_dask_weighs_cudf_frames_by_their_device_memory_in_a_fresh_process():
-    code = ("import cudf, cupy, dtri.dispatch\n"
+    code = ("import cudf, cupy, dtri.kernels.dispatch\n"
             "from dask.sizeof import sizeof\n"
             "print(sizeof(cudf.DataFrame({'a': cupy.arange(1_000_000)})))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -1,4 +1,4 @@
-"""The planner (dtri.plan): batches, bins, estimates, and ``dtri count --explain``."""
+"""The planner (dtri.analytics.plan): batches, bins, estimates, and ``dtri count --explain``."""
 
 from __future__ import annotations
 
@@ -14,11 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dtri
-from dtri.cli import main
-from dtri.errors import ConfigurationError
-from dtri.generate import rmat
-from dtri.pipeline import batch_rows, wedge_bins
-from dtri.plan import (
+from dtri.analytics.plan import (
     BYTES_PER_EDGE,
     BYTES_PER_KEY,
     BYTES_PER_WEDGE,
@@ -27,9 +23,13 @@ from dtri.plan import (
     build_plan,
     list_bytes,
 )
-from dtri.prepare import prepare_partition
-from dtri.sort import PROFILE_POINTS, PartitionSummary, partition_summary
-from dtri.wedges import BYTES_PER_ROW, closure_keys
+from dtri.cli import main
+from dtri.errors import ConfigurationError
+from dtri.input.generate import rmat
+from dtri.kernels.csr import PROFILE_POINTS, PartitionSummary, partition_summary
+from dtri.kernels.wedges import BYTES_PER_ROW, closure_keys
+from dtri.pipeline import batch_rows, wedge_bins
+from dtri.prepare.local import prepare_partition
 from tests.conftest import networkx_triangles
 
 

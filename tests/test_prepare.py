@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dtri
-from dtri.bins import split_by_bounds
-from dtri.canonicalize import partition_vertices
-from dtri.inputs import as_edge_frame
-from dtri.orient import (
+from dtri.input.frames import as_edge_frame
+from dtri.kernels.bins import split_by_bounds
+from dtri.kernels.canonicalize import partition_vertices
+from dtri.kernels.orient import (
     INTERSECT_EDGE_COST,
     add_counts,
     input_id_of_rank,
@@ -35,8 +35,8 @@ from dtri.pipeline import (
     persisted_partitions,
     vertex_fan_in,
 )
-from dtri.prepare import prepare_partition
-from dtri.session import Session, open_session
+from dtri.prepare.local import prepare_partition
+from dtri.runtime.session import Session, open_session
 from tests.conftest import networkx_triangles
 
 
@@ -220,7 +220,7 @@ def test_several_partitions_come_in_a_multiple_of_the_workers(workers):
 def test_vertex_trees_merge_fewer_arrays_when_they_approach_the_budget():
     """A tree over vertex-wide arrays (at most two 8-byte entries per edge) holds its inputs
     about three times over: small graphs keep the wide fan-in, large ones merge pairs."""
-    from dtri.tasks import FAN_IN
+    from dtri.runtime.tasks import FAN_IN
 
     assert vertex_fan_in(1000, 1 << 30) == FAN_IN
     assert vertex_fan_in(1 << 24, 1 << 30) == 2  # 256 MiB per array, 3 GiB for a pair
@@ -234,7 +234,7 @@ def test_vertex_trees_merge_fewer_arrays_when_they_approach_the_budget():
 def test_pieces_are_picked_split_by_split():
     """Each pick carries a priority falling with its split's index, so a worker short of
     memory brings each stored split back once, not once per receiver."""
-    from dtri.tasks import pick_pieces, task
+    from dtri.runtime.tasks import pick_pieces, task
 
     splits = {i: task("t", dict, key=(i,)) for i in (0, 2, 5)}
     picks = pick_pieces("t", splits, {0: [0, 1], 2: [1], 5: [0, 1, 2]})

@@ -1,4 +1,4 @@
-"""Tests of dtri.read: every format, splitting into blocks, and exact errors for bad input."""
+"""Tests of dtri.input.read: every format, splitting into blocks, and exact errors for bad input."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dtri.errors import ConfigurationError, InputError
-from dtri.read import FORMATS, _read_stream_block, detect_format, read_edges
+from dtri.input.read import FORMATS, _read_stream_block, detect_format, read_edges
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

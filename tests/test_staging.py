@@ -1,4 +1,4 @@
-"""Host staging (dtri.staging): stage results in host memory, tasks on the device one at a
+"""Host staging (dtri.runtime.staging): stage results in host memory, tasks on the device one at a
 time, the join per group of partitions. On the CPU the moves are identities, so the same task
 graph runs here and is checked against NetworkX; tests/test_gpu.py runs it on a GPU."""
 
@@ -17,14 +17,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dtri
+from dtri.analytics.plan import csr_groups, partition_csr_bytes, staged_plan
 from dtri.cli import main
 from dtri.errors import ConfigurationError
-from dtri.intersect import BinCSR, count_against, count_group, count_intersections, load_group
-from dtri.plan import csr_groups, partition_csr_bytes, staged_plan
-from dtri.session import MemoryCaps, Session, resolve_staging
-from dtri.sort import PartitionSummary, csr_of, csr_summary, edges_summary
-from dtri.staging import ARENA_MIN_BYTES, HostArena, OnDevice, staged, to_host, wrap
-from dtri.wedges import list_ends
+from dtri.kernels.csr import PartitionSummary, csr_of, csr_summary, edges_summary
+from dtri.kernels.intersect import (
+    BinCSR,
+    count_against,
+    count_group,
+    count_intersections,
+    load_group,
+)
+from dtri.kernels.wedges import list_ends
+from dtri.runtime.session import MemoryCaps, Session, resolve_staging
+from dtri.runtime.staging import ARENA_MIN_BYTES, HostArena, OnDevice, staged, to_host, wrap
 from tests.conftest import networkx_triangles
 from tests.test_pipeline import messy_graphs
 
@@ -51,7 +57,7 @@ def test_host_staging_counts_equal_networkx(edges, npartitions, memory_budget):
 def test_host_staging_on_two_workers_with_many_groups_is_exact():
     """Two worker processes, a budget that makes many partitions and several groups: the
     owner folds, the per-(group, worker) count tasks and their placement."""
-    from dtri.generate import rmat
+    from dtri.input.generate import rmat
 
     edges = rmat(12, seed=3, npartitions=4).compute(scheduler="sync")
     expected = networkx_triangles(edges.to_numpy())

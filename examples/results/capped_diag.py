@@ -11,8 +11,8 @@ import time
 
 if __name__ == "__main__":
     import dtri
-    from dtri.generate import from_spec
-    from dtri.session import memory_caps, open_session
+    from dtri.input.generate import from_spec
+    from dtri.runtime.session import memory_caps, open_session
     scale, pool = sys.argv[1], sys.argv[2]
     with open_session("gpu", caps=memory_caps(rmm_pool_size=pool)) as session:
         client = session.client

@@ -5,7 +5,7 @@ run spent its time in copies. This probe separates the costs: copying into fresh
 NumPy memory pays a page fault per 4 KiB page, pageable memory goes through CUDA's bounce
 buffer, and page-locked memory runs at the link's rate. It also times the two ways of getting
 page-locked memory (cudaHostAlloc versus first touch in threads + cudaHostRegister), which is
-what ``dtri.gpu.RegisteredHostMemory`` is built on.
+what ``dtri.runtime.gpu.RegisteredHostMemory`` is built on.
 
 Run on the GPU host: ``python examples/results/copy_probe.py > copy-probe.jsonl``.
 """

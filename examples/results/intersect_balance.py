@@ -3,7 +3,7 @@
 Usage (one GPU): ``python examples/results/intersect_balance.py [SCALE]`` (default 25).
 The RMAT graph (seed 0) is prepared in one partition; then, for each candidate model of
 per-source work, the sources are cut into 2 and 4 ranges of equal modelled work
-(:func:`dtri.orient.source_bounds`) and the fused join of each range against the whole edge
+(:func:`dtri.kernels.orient.source_bounds`) and the fused join of each range against the whole edge
 set is timed on this GPU alone (best of 2). One JSON line per (model, parts) with each range's
 edges and seconds, and the imbalance ``max / mean``; a last line fits seconds ≈ α·edges +
 β·Σ shorter list·log2(longer list) over every timed range.
@@ -29,12 +29,12 @@ import numpy as np
 def main(scale: int) -> None:
     import cudf
 
-    from dtri.bins import checked_key_bits, pack_edges
-    from dtri.generate import rmat_arrays
-    from dtri.intersect import bin_csr, count_intersections
-    from dtri.orient import source_bounds, wedge_work
-    from dtri.prepare import prepare_partition
-    from dtri.wedges import list_ends
+    from dtri.input.generate import rmat_arrays
+    from dtri.kernels.bins import checked_key_bits, pack_edges
+    from dtri.kernels.intersect import bin_csr, count_intersections
+    from dtri.kernels.orient import source_bounds, wedge_work
+    from dtri.kernels.wedges import list_ends
+    from dtri.prepare.local import prepare_partition
 
     src, dst = rmat_arrays(cp, 0, 16 << scale, scale, 0.57, 0.19, 0.19, 0)
     frame, n = prepare_partition(cudf.DataFrame({"src": src, "dst": dst}), "degree")

@@ -46,8 +46,8 @@ def profile(graph: str, workers: int) -> dict:
     from distributed import Client, get_task_stream, wait
 
     import dtri
-    from dtri.generate import from_spec
-    from dtri.session import _start_local_cluster
+    from dtri.input.generate import from_spec
+    from dtri.runtime.session import _start_local_cluster
 
     cluster = _start_local_cluster("gpu", workers, "auto")
     with Client(cluster) as client:

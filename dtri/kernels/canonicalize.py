@@ -14,10 +14,10 @@ from typing import Any
 
 import dask.dataframe as dd
 
-from dtri.bins import checked_key_bits, pack_edges, split_by_hash
-from dtri.dispatch import array_module, column_to_array
 from dtri.errors import InputError
-from dtri.staging import runs_on_host
+from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_hash
+from dtri.kernels.dispatch import array_module, column_to_array
+from dtri.runtime.staging import runs_on_host
 
 
 def id_columns(frame: Any) -> tuple[Any, Any]:

@@ -4,7 +4,7 @@ The pipeline's kernels are written once against the array API that NumPy and CuP
 and against the DataFrame API that pandas and cuDF share. The few places where the two
 differ are functions here that dispatch on the type of their argument, registered the way
 ``dask/dataframe/dispatch.py`` registers pandas and cuDF: the GPU implementations live in
-:mod:`dtri.gpu` and are only imported the first time a cuDF or CuPy object is seen, so this
+:mod:`dtri.kernels.gpu` and are only imported the first time a cuDF or CuPy object is seen, so this
 module (and every test) imports without a GPU.
 """
 
@@ -58,7 +58,7 @@ def _pandas_frame(like: pd.DataFrame | np.ndarray, columns: dict[str, Any]) -> p
 @frame_from_arrays.register_lazy("cupy")
 @sizeof.register_lazy("cudf")
 def _register_gpu() -> None:
-    from dtri import gpu  # noqa: F401  (registers the cuDF/CuPy implementations)
+    from dtri.kernels import gpu  # noqa: F401  (registers the cuDF/CuPy implementations)
 
 
 def is_gpu_frame(frame: Any) -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtri.dispatch import array_module
 from dtri.errors import ConfigurationError
+from dtri.kernels.dispatch import array_module
 
 MAX_BIN_BITS = 16
 

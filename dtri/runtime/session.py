@@ -28,8 +28,8 @@ import dask
 import psutil
 from dask.utils import format_bytes, parse_bytes
 
-from dtri.compat import lift_cached_property_locks
 from dtri.errors import ConfigurationError
+from dtri.runtime.compat import lift_cached_property_locks
 
 BACKENDS = ("auto", "cpu", "gpu")
 PROTOCOLS = ("auto", "tcp", "ucx")
@@ -185,7 +185,7 @@ class Session:
     """The workers' memory caps (the smallest over the workers); ``worker_memory`` is the
     RMM pool on GPU workers that have one, the memory limit on CPU workers."""
     staging: str = "device"
-    """Where stage results live between tasks: ``host`` or ``device`` (:mod:`dtri.staging`,
+    """Where stage results live between tasks: ``host`` or ``device`` (:mod:`dtri.runtime.staging`,
     :func:`resolve_staging`)."""
 
     def task_budget(self, memory_budget: int | None) -> int:
@@ -203,7 +203,7 @@ class Session:
 
 
 STAGED_BUDGET_FRACTION = 0.5
-"""Share of a capped GPU one task may plan for under host staging (:mod:`dtri.staging`): a
+"""Share of a capped GPU one task may plan for under host staging (:mod:`dtri.runtime.staging`): a
 stage's results wait in host memory, so the pool holds the running task and the device cache
 of vertex-wide arrays (a quarter of the budget) and nothing else."""
 
@@ -212,7 +212,7 @@ def resolve_staging(requested: str, session: Session) -> str:
     """``host`` or ``device`` for a run: ``auto`` stages on the host when the GPU workers'
     memory is capped by an RMM pool that cannot grow (``--rmm-pool-size``, or
     ``dask cuda worker --rmm-maximum-pool-size``), since the graph then may not fit."""
-    from dtri.staging import STAGINGS
+    from dtri.runtime.staging import STAGINGS
 
     if requested not in STAGINGS:
         raise ConfigurationError(f"staging must be one of {', '.join(STAGINGS)}, "
@@ -327,7 +327,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
 
 
 def _device_memory() -> int:
-    from dtri.gpu import device_memory_bytes
+    from dtri.runtime.gpu import device_memory_bytes
 
     return device_memory_bytes()
 
@@ -532,7 +532,7 @@ def _reset_worker_memory(backend: str, *, dask_worker: Any) -> None:
     marks: dict[str, Any] = {"time": time.time(), "spilled": _spilled(dask_worker.data),
                              "exact_host_peak": _reset_high_water_mark(), "device": None}
     if backend == "gpu":
-        from dtri.gpu import reset_device_peak
+        from dtri.runtime.gpu import reset_device_peak
 
         marks["device"] = reset_device_peak()
     _MEMORY_MARKS[dask_worker.address] = marks
@@ -549,7 +549,7 @@ def _read_worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
     spilled, before = _spilled(dask_worker.data), marks["spilled"]
     device_peak, device_source = None, None
     if backend == "gpu":
-        from dtri.gpu import device_peak_bytes
+        from dtri.runtime.gpu import device_peak_bytes
 
         device_peak = device_peak_bytes() if marks["device"] == "rmm" else None
         if device_peak is not None:

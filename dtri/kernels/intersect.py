@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from dtri.bins import unpack_keys
-from dtri.dispatch import array_module
-from dtri.sort import PartitionCSR
-from dtri.staging import runs_on_host
-from dtri.wedges import list_ends
+from dtri.kernels.bins import unpack_keys
+from dtri.kernels.csr import PartitionCSR
+from dtri.kernels.dispatch import array_module
+from dtri.kernels.wedges import list_ends
+from dtri.runtime.staging import runs_on_host
 
 PAIRS_PER_CHUNK = 1 << 24
 """(edge, member) pairs the vectorised path expands at once (bounds its memory)."""
@@ -282,6 +282,6 @@ def _moved(array: Any, device: bool) -> Any:
     """A host array on the device (``device``), or as it is."""
     if not device:
         return array
-    from dtri.gpu import device_array
+    from dtri.runtime.gpu import device_array
 
     return device_array(array)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtri.bins import pack_edges
-from dtri.dispatch import array_module
+from dtri.kernels.bins import pack_edges
+from dtri.kernels.dispatch import array_module
 
 BYTES_PER_WEDGE = 96
 """Peak working memory per wedge of a batch, an upper bound for NumPy and CuPy alike: wedge

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtri.dispatch import array_module
+from dtri.kernels.dispatch import array_module
 
 
 def count_closed(closure: Any, edge_keys: Any) -> int:

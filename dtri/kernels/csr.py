@@ -1,6 +1,7 @@
 """Sort: each source range's oriented edges ordered by (src, dst).
 
-A receiving partition gets every edge of its source range (:func:`dtri.orient.source_bounds`),
+A receiving partition gets every edge of its source range
+(:func:`dtri.kernels.orient.source_bounds`),
 so it holds whole adjacency lists, sorted, which is what the wedge stage needs.
 :func:`partition_summary` then measures each partition: edges, wedges (prefix sums of
 C(d, 2)), its source range, largest target and longest adjacency list, and a coarse profile
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from dtri.bins import checked_key_bits, unpack_keys
-from dtri.dispatch import array_module, column_to_array, frame_from_arrays
+from dtri.kernels.bins import checked_key_bits, unpack_keys
+from dtri.kernels.dispatch import array_module, column_to_array, frame_from_arrays
 
 PROFILE_POINTS = 1024
 """Evenly spaced rows whose adjacency lists bound the checkpoints of a wedge profile."""
@@ -94,7 +95,7 @@ class PartitionCSR(NamedTuple):
     """A sorted partition as CSR, the form host staging keeps (4 bytes an edge instead of 16):
     the targets of sources ``low .. low + len(offsets) - 2``, grouped by source, ascending."""
 
-    dst: Any  # int32 (ranks are below 2**31: dtri.bins.MAX_KEY_BITS)
+    dst: Any  # int32 (ranks are below 2**31: dtri.kernels.bins.MAX_KEY_BITS)
     offsets: Any  # int64, one more than the sources of the range; offsets[0] == 0
     low: int
 

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtri.canonicalize import partition_vertices, split_edge_keys, unique_edge_keys, vertex_count
-from dtri.orient import degree_counts, orient_keys, vertex_ranks
-from dtri.sort import sorted_edges
+from dtri.kernels.canonicalize import (
+    partition_vertices,
+    split_edge_keys,
+    unique_edge_keys,
+    vertex_count,
+)
+from dtri.kernels.csr import sorted_edges
+from dtri.kernels.orient import degree_counts, orient_keys, vertex_ranks
 
 
 def prepare_partition(frame: Any, orientation: str) -> tuple[Any, int]:
@@ -23,7 +28,7 @@ def prepare_partition(frame: Any, orientation: str) -> tuple[Any, int]:
 def prepare_partition_with_ids(frame: Any, orientation: str) -> tuple[Any, int, Any, Any]:
     """:func:`prepare_partition` plus the input id of every dense vertex (ascending) and the
     rank of every dense vertex (``None`` for the id orientation), which name a vertex of the
-    sorted edges by its input id (:func:`dtri.orient.input_id_of_rank`)."""
+    sorted edges by its input id (:func:`dtri.kernels.orient.input_id_of_rank`)."""
     vertices = partition_vertices(frame)
     n = vertex_count(vertices)
     keys = unique_edge_keys(split_edge_keys(frame, vertices, 1)[0])

@@ -134,7 +134,7 @@ def to_device(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return _device_cache().get(value)
     if isinstance(value, pd.DataFrame):
-        from dtri.gpu import device_frame
+        from dtri.runtime.gpu import device_frame
 
         return device_frame(value)
     return _rebuilt(value, to_device)
@@ -144,11 +144,11 @@ def to_host(value: Any) -> Any:
     """``value`` with its CuPy arrays as NumPy arrays and its cuDF frames as pandas frames."""
     module = type(value).__module__.split(".")[0]
     if module == "cupy":
-        from dtri.gpu import host_array
+        from dtri.runtime.gpu import host_array
 
         return host_array(value)
     if module == "cudf":
-        from dtri.gpu import host_copy
+        from dtri.runtime.gpu import host_copy
 
         return host_copy(value)
     return _rebuilt(value, to_host)
@@ -182,7 +182,7 @@ class DeviceCache:
         self._lock = threading.RLock()  # a weak reference's callback may run inside it
 
     def get(self, array: np.ndarray) -> Any:
-        from dtri.gpu import device_array
+        from dtri.runtime.gpu import device_array
 
         if array.nbytes < CACHED_MIN_BYTES or array.nbytes > self.limit:
             return device_array(array)
@@ -260,7 +260,7 @@ class HostArena:
 
     ``resource`` hands out and takes back raw memory (``allocate(nbytes) -> address``,
     ``deallocate(address, nbytes)``; on GPU workers RMM's pool over page-locked memory:
-    :class:`dtri.gpu.PinnedPool`); once it cannot (its limit, a ``MemoryError``), arrays are
+    :class:`dtri.runtime.gpu.PinnedPool`); once it cannot (its limit, a ``MemoryError``), arrays are
     plain NumPy, which is slower to copy into but the same data. An array's memory is lent to
     a small *lease* object that exposes it through ``__array_interface__``: NumPy keeps the
     lease as the base of the array and of every view of it, and the memory goes back to the
@@ -336,7 +336,7 @@ def start_staging(cache_limit: int, pinned: bool) -> None:
     global _arena
     _device_cache().resize(cache_limit)
     if pinned:
-        from dtri.gpu import PinnedPool
+        from dtri.runtime.gpu import PinnedPool
 
         try:
             pool = PinnedPool(int(host_memory_limit() * PINNED_SHARE_OF_HOST_MEMORY))
@@ -356,10 +356,10 @@ def end_staging() -> None:
 
 def host_frame(frame: Any) -> Any:
     """A partition of the input in host memory (cuDF → pandas, ids as int32 where they all
-    fit: :func:`dtri.gpu.host_ids`; pandas as it is)."""
+    fit: :func:`dtri.runtime.gpu.host_ids`; pandas as it is)."""
     if type(frame).__module__.split(".")[0] != "cudf":
         return frame
-    from dtri.gpu import host_ids
+    from dtri.runtime.gpu import host_ids
 
     return host_ids(frame)
 

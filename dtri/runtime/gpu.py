@@ -1,4 +1,5 @@
-"""cuDF/CuPy implementations of :mod:`dtri.dispatch`; imported lazily, only where a GPU is used."""
+"""GPU memory of the runtime: copies between host and device, page-locked host memory for host
+staging, and RMM's peak-memory statistics. Imported only where a GPU is used."""
 
 from __future__ import annotations
 
@@ -9,41 +10,15 @@ from typing import Any
 
 import cudf
 import cupy
-import dask_cudf.backends  # noqa: F401  (cuDF's sizeof for Dask: see below)
 import numpy as np
 import pandas as pd
 
-# Dask weighs stored results with ``dask.sizeof``, whose cuDF implementation lives in
-# dask_cudf.backends. A worker that only runs dtri's tasks never imports it, so a stored cuDF
-# frame weighed 48 B (its Python object) and dask-cuda's device memory limit never spilled
-# anything: :mod:`dtri.dispatch` registers this module lazily for cuDF's sizeof.
-from dtri.dispatch import array_module, column_to_array, frame_from_arrays, to_host
-from dtri.staging import host_empty
-
-
-@array_module.register(cupy.ndarray)
-def _cupy_module(array: cupy.ndarray) -> Any:
-    return cupy
-
-
-@to_host.register(cupy.ndarray)
-def _cupy_to_host(array: cupy.ndarray) -> Any:
-    return cupy.asnumpy(array)
-
-
-@column_to_array.register(cudf.Series)
-def _cudf_column(series: cudf.Series) -> cupy.ndarray:
-    return series.values
-
-
-@frame_from_arrays.register((cudf.DataFrame, cupy.ndarray))
-def _cudf_frame(like: cudf.DataFrame | cupy.ndarray, columns: dict[str, Any]) -> cudf.DataFrame:
-    return cudf.DataFrame(columns)
+from dtri.runtime.staging import host_empty
 
 
 def device_array(array: np.ndarray) -> cupy.ndarray:
     """A host array's copy on the device, by one ``cudaMemcpy`` from where it lies: at the
-    bus's speed from page-locked memory (:class:`dtri.staging.HostArena`). (``cupy.asarray``
+    bus's speed from page-locked memory (:class:`dtri.runtime.staging.HostArena`). (``cupy.asarray``
     first copies a pageable array into a page-locked buffer of CuPy's pool, which keeps a
     buffer of every size it met: 3.6 GB/s against 6.2 GB/s for the direct copy.)"""
     array = np.ascontiguousarray(array)
@@ -55,7 +30,7 @@ def device_array(array: np.ndarray) -> cupy.ndarray:
 
 def host_array(array: cupy.ndarray) -> np.ndarray:
     """A device array's copy in host memory, in the staging arena while one is set up
-    (:func:`dtri.staging.host_empty`)."""
+    (:func:`dtri.runtime.staging.host_empty`)."""
     array = cupy.ascontiguousarray(array)
     copy = host_empty(array.shape, array.dtype)
     if array.size:
@@ -80,7 +55,7 @@ def host_copy(frame: cudf.DataFrame) -> pd.DataFrame:
 def host_ids(frame: cudf.DataFrame) -> pd.DataFrame:
     """An input partition's ``src``, ``dst`` in host memory, as int32 when every id fits
     (half the bytes to move and keep; the ids are the same numbers, and the pipeline reads
-    them as int64: :func:`dtri.canonicalize.id_columns`)."""
+    them as int64: :func:`dtri.kernels.canonicalize.id_columns`)."""
     columns = {name: frame[name].values for name in ("src", "dst")}
     if all(c.dtype.kind in "iu" and c.dtype.itemsize > 4 for c in columns.values()) and all(
             c.shape[0] == 0 or (int(c.min()) >= 0 and int(c.max()) < 2**31)
@@ -143,7 +118,7 @@ PINNED_POOL_START = 1 << 28
 
 class PinnedPool:
     """RMM's coalescing pool over page-locked host memory (:class:`RegisteredHostMemory`) of
-    at most ``limit`` bytes: the resource of :class:`dtri.staging.HostArena` on GPU workers.
+    at most ``limit`` bytes: the resource of :class:`dtri.runtime.staging.HostArena` on GPU workers.
     RMM's pool is left without a maximum of its own, since it would then grow by half of what
     is left at once; the upstream refuses beyond ``limit`` and the pool tries smaller growths,
     then raises ``MemoryError``."""

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtri.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
-from dtri.dispatch import array_module
-from dtri.staging import runs_on_host
+from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
+from dtri.kernels.dispatch import array_module
+from dtri.runtime.staging import runs_on_host
 
 ORIENTATIONS = ("degree", "id")
 

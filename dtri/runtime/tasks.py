@@ -23,7 +23,7 @@ from typing import Any
 import dask
 from dask.base import tokenize
 
-from dtri.staging import wrap
+from dtri.runtime.staging import wrap
 
 FAN_IN = 32
 """Inputs per task of a reduction tree."""
@@ -31,8 +31,9 @@ FAN_IN = 32
 
 def task(stage: str, func: Callable[..., Any], *args: Any, key: tuple) -> Any:
     """A delayed call whose key names its stage (``dtri-<stage>-<token>-<index...>``); under
-    host staging it runs on the device with host data in and out (:func:`dtri.staging.wrap`)."""
-    func = wrap(func)  # in OnDevice under host staging (dtri.staging)
+    host staging it runs on the device with host data in and out
+    (:func:`dtri.runtime.staging.wrap`)."""
+    func = wrap(func)  # in OnDevice under host staging (dtri.runtime.staging)
     index = "-".join(str(part) for part in key)
     name = f"dtri-{stage}-{tokenize(func, *args)}-{index}"
     return dask.delayed(func, pure=True)(*args, dask_key_name=name)

@@ -1,6 +1,6 @@
 """Turn whatever the caller has into the pipeline's input: a Dask DataFrame of ``src, dst``.
 
-Paths, globs, directories and URLs go through :func:`dtri.read.read_edges`; Dask, pandas and
+Paths, globs, directories and URLs go through :func:`dtri.input.read.read_edges`; Dask, pandas and
 cuDF DataFrames keep their partitions (the first two columns, or ``src``/``dst`` when present,
 or the two named in ``columns``); ``(m, 2)`` NumPy or CuPy arrays become one frame each.
 """
@@ -14,8 +14,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dtri.dispatch import is_gpu_frame
 from dtri.errors import InputError
+from dtri.kernels.dispatch import is_gpu_frame
 
 DEFAULT_PARTITION_ROWS = 4_000_000
 
@@ -72,7 +72,7 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
                   npartitions: int | None = None, **read_options: Any) -> dd.DataFrame:
     """A Dask DataFrame of ``src, dst`` with pandas (``cpu``) or cuDF (``gpu``) partitions."""
     if is_path_like(edges):
-        from dtri.read import read_edges
+        from dtri.input.read import read_edges
 
         frame = read_edges(edges, columns=columns,
                            dataframe_backend="cudf" if backend == "gpu" else "pandas",

@@ -1,13 +1,13 @@
 """Plan: bins, wedge batches and join strategy of the counting phase, with cost estimates.
 
-Pipeline order: after the sort (whose :class:`~dtri.sort.PartitionSummary` list it reads),
+Pipeline order: after the sort (whose :class:`~dtri.kernels.csr.PartitionSummary` list it reads),
 before the wedges. :func:`build_plan` is a pure function of the partition summaries, the
 vertex count, the session's facts (workers, threads per worker, backend, the per-task memory
 budget) and the options (``bins``, ``join``); :func:`dtri.pipeline.count_pipeline` builds its
 task graph from the :class:`CountPlan` it returns, and ``dtri count --explain`` prints it.
 
 Wedge batches are sized per partition from its summary's wedge profile (checkpoints at
-adjacency-list starts with the wedges before each, :func:`dtri.sort.wedge_profile`): a batch
+adjacency-list starts with the wedges before each, :func:`dtri.kernels.csr.wedge_profile`): a batch
 of wedges ``[first, last)`` reads only the rows between the checkpoints around it, so its
 memory is those rows and its wedges, and the planner makes each batch as large as the
 per-task budget allows (and small enough that every thread gets work). A vertex whose
@@ -37,16 +37,16 @@ from typing import Any, NamedTuple
 
 from dask.utils import format_bytes
 
-from dtri.bins import (
+from dtri.errors import ListTooLongError
+from dtri.kernels.bins import (
     BIN_SHARE_OF_BUDGET,
     MAX_BIN_BITS,
     bin_shift,
     checked_key_bits,
     choose_bin_count,
 )
-from dtri.errors import ListTooLongError
-from dtri.sort import PartitionSummary
-from dtri.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
+from dtri.kernels.csr import PartitionSummary
+from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
@@ -379,7 +379,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                bins: int | None = None, join: str = "auto") -> CountPlan:
     """The plan of the counting phase (pure: sizes in, decisions and estimates out).
 
-    ``task_budget``: bytes one task may plan for (:meth:`dtri.session.Session.task_budget`).
+    ``task_budget``: bytes one task may plan for (:meth:`dtri.runtime.session.Session.task_budget`).
     Each partition's batches are as large as fits the budget (:func:`partition_batches`),
     and small enough that there are at least two per thread of the cluster, so that every
     core has work. With ``join="auto"``, a partition whose fused-join tasks would exceed the
@@ -446,11 +446,12 @@ CHUNK_SHARE_OF_BUDGET = 4
 take at most a quarter of a task's budget."""
 
 CHUNK_BYTES_PER_ROW = 96
-"""Working memory per partition row of one intersection pass (dtri.intersect.count_against)."""
+"""Working memory per partition row of one intersection pass
+(dtri.kernels.intersect.count_against)."""
 
 
 def partition_csr_bytes(summary: PartitionSummary) -> int:
-    """A sorted partition as CSR (:class:`dtri.sort.PartitionCSR`)."""
+    """A sorted partition as CSR (:class:`dtri.kernels.csr.PartitionCSR`)."""
     if not summary.edges:
         return 8
     return csr_bytes(summary.edges, summary.last_src - summary.first_src + 1)

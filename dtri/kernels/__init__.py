@@ -1,0 +1,3 @@
+"""Array code only: the operations on one partition's NumPy or CuPy arrays that every stage is
+made of. Nothing here knows about Dask, workers or staging; :mod:`dtri.kernels.dispatch` picks
+between the CPU and GPU libraries."""
