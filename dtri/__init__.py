@@ -1,11 +1,15 @@
-"""dtri: exact triangle counting as a Dask wedge → radix-bin → join pipeline.
+"""dtri: exact triangle counting and the analytics built on triangles, as a Dask pipeline.
 
-The same pipeline runs on pandas/NumPy partitions and on cuDF/CuPy partitions (GPUs).
+The same pipeline runs on pandas/NumPy partitions and on cuDF/CuPy partitions (GPUs). A graph
+is prepared once on the workers (:func:`prepare`) and analysed many times: the triangle count,
+triangles per vertex, clustering, transitivity, edge support and k-truss.
 """
 
-from dtri.api import count, count_triangles
+from dtri.analytics.count import CountResult
+from dtri.api import Session, count, count_triangles, prepare
 from dtri.errors import ConfigurationError, DtriError, InputError
-from dtri.pipeline import CountResult
+from dtri.options import Options
+from dtri.prepared.graph import PreparedGraph
 
 
 def read_edges(*args, **kwargs):
@@ -21,8 +25,12 @@ __all__ = [
     "CountResult",
     "DtriError",
     "InputError",
+    "Options",
+    "PreparedGraph",
+    "Session",
     "count",
     "count_triangles",
+    "prepare",
     "read_edges",
 ]
 __version__ = "0.1.0"

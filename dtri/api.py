@@ -1,92 +1,106 @@
-"""The Python API: a thin layer that opens a session, shapes the input and runs the pipeline."""
+"""The Python API: a session of runtime options, the prepared graph, and the one-line count.
+
+```python
+with dtri.Session(backend="gpu", rmm_pool_size="8GiB") as session:  # options, checked once
+    g = dtri.prepare("web.parquet", session=session)               # persisted on the workers
+    g.count_triangles(), g.triangles(), g.clustering(), g.k_truss(4)
+dtri.count("web.parquet")                                          # prepare, count, release
+```
+
+Every layer reads the same :class:`~dtri.options.Options`; this module only opens the
+session, shapes the input (:func:`dtri.input.frames.as_edge_frame`) and hands over to the
+preparation (:func:`dtri.prepared.graph.prepare_graph`).
+"""
 
 from __future__ import annotations
 
-import os
+from contextlib import ExitStack
 from typing import Any
 
-from dask.utils import parse_bytes
-
+from dtri.analytics.count import CountResult
+from dtri.errors import ConfigurationError
 from dtri.input.frames import as_edge_frame, input_on_gpu, is_path_like
-from dtri.kernels.orient import ORIENTATIONS
-from dtri.pipeline import CountResult, count_pipeline
-from dtri.runtime.session import memory_caps, open_session, resolve_backend
+from dtri.options import RUNTIME_OPTIONS, Options
+from dtri.prepared.graph import PreparedGraph, prepare_graph
+from dtri.runtime.session import Runtime, open_runtime
 
 
-def count(edges: Any, *, format: str = "auto", columns: tuple[Any, Any] | None = None,
-          header: bool | None = None, backend: str = "auto", scheduler: str | None = None,
-          scheduler_file: str | None = None, workers: int | None = None,
-          memory_budget: int | str | None = None, bins: int | None = None,
-          orientation: str = "degree", blocksize: int | str = "64MiB",
-          npartitions: int | None = None, storage_options: dict | None = None,
-          join: str = "auto", protocol: str = "auto", progress: bool = False,
-          explain: bool = False, memory_limit: int | str | None = None,
-          device_memory_limit: int | str | None = None, rmm_pool_size: int | str | None = None,
-          spill_directory: str | os.PathLike | None = None,
-          staging: str = "auto") -> CountResult:
-    """Count the triangles of an undirected graph exactly, with the run's statistics.
+class Session:
+    """The options of a run, checked once, and the Dask cluster they name, open for as long as
+    the session is (``with``, or :meth:`close`). Without ``scheduler`` it uses the active
+    ``distributed.Client``, or starts a local cluster (one worker per GPU, or per core) and
+    closes it with the session."""
+
+    def __init__(self, options: Options | None = None, /, **changes: Any):
+        self.options = Options.of(options, **changes)
+        self.runtime: Runtime | None = None
+        self._stack = ExitStack()
+
+    def open(self, input_on_gpu: bool = False) -> Runtime:
+        """The session's runtime, opened on first use (``input_on_gpu`` picks the GPU backend
+        under ``backend="auto"``)."""
+        if self.runtime is None:
+            self.runtime = self._stack.enter_context(open_runtime(self.options, input_on_gpu))
+        return self.runtime
+
+    def close(self) -> None:
+        """Close what the session opened (a local cluster, its client)."""
+        self.runtime = None
+        self._stack.close()
+
+    def prepare(self, edges: Any, **options: Any) -> PreparedGraph:
+        """:func:`prepare` in this session."""
+        return prepare(edges, session=self, **options)
+
+    def __enter__(self) -> Session:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> PreparedGraph:
+    """Read, canonicalize, rank, orient and sort a graph once, on the workers, for analytics.
 
     ``edges``: a path, glob, directory or fsspec URL of edge files (SNAP text, CSV/TSV, Matrix
     Market, Parquet, optionally ``.gz``/``.bz2``), a Dask/pandas/cuDF DataFrame, or an
-    ``(m, 2)`` NumPy/CuPy array. The input is read as a simple undirected graph: directions,
-    duplicate edges and self-loops do not change the count.
-
-    ``backend``: ``auto`` (cuDF when it imports and a GPU is visible), ``cpu`` or ``gpu``.
-    ``scheduler``: ``tcp://host:port`` of a running cluster, or ``threads``/``synchronous``;
-    default: the active ``distributed.Client``, else a local cluster started for this run.
-    ``memory_budget``: bytes (``"2GiB"`` works) one worker may plan for; default a quarter of
-    the worker's memory (GPU memory on the GPU backend). ``bins``: number of radix bins (a power
-    of two), default from the sizes. ``orientation``: ``degree`` or ``id``. ``join``: ``wedges``
-    (materialise closure keys in budget-sized batches, radix-bin, sorted search), ``intersect``
-    (fused list intersection, no wedge written; a CUDA kernel on GPUs) or ``auto`` (per
-    partition, from its wedge count: the fused kernel for large ones on the GPU).
-    ``protocol``: comms of a local cluster started for this run, ``tcp``, ``ucx`` or ``auto``
-    (UCX between several GPU workers when ``distributed-ucxx`` is installed).
-
-    Memory of a local cluster started for this run (bytes or strings such as ``"2GiB"``, per
-    worker; :class:`dtri.runtime.session.MemoryCaps`): ``memory_limit``, host memory above which
-    Dask
-    spills stored results to disk, in ``spill_directory``; on GPU workers
-    ``device_memory_limit``, device memory above which dask-cuda moves stored results to host
-    memory, and ``rmm_pool_size``, a hard cap on the GPU memory used (an RMM pool that cannot
-    grow, shared by cuDF and CuPy; the device memory limit then defaults to the pool less twice
-    the memory budget). With a cap set, the default memory budget is a quarter of it. Giving
-    any of them with a running cluster or scheduler raises
-    :class:`dtri.errors.ConfigurationError`.
+    ``(m, 2)`` NumPy/CuPy array, read as a simple undirected graph: directions, duplicate
+    edges and self-loops do not change it. ``options``: any of :class:`dtri.Options` (in a
+    ``session``, those that shape the input and the plan). Without a session the graph opens
+    its own, which :meth:`PreparedGraph.release` (or the end of a ``with`` block) closes."""
+    owned = session is None
+    if not owned and (runtime_options := sorted(set(options) & RUNTIME_OPTIONS)):
+        raise ConfigurationError(f"{runtime_options[0]} is an option of the session: give it "
+                                 "to dtri.Session(...)")
+    session = session or Session(**options)
+    chosen = Options.of(session.options, **(options if not owned else {}))
+    try:
+        runtime = session.open(input_on_gpu(edges))
+        frame = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
+                              npartitions=chosen.npartitions,
+                              **(chosen.read_options() if is_path_like(edges) else {}))
+        graph = prepare_graph(frame, runtime, chosen)
+    except BaseException:
+        if owned:
+            session.close()
+        raise
+    if owned:
+        graph.exit_stack = session._stack
+    return graph
 
 
-    ``staging``: where stage results wait between tasks (:mod:`dtri.runtime.staging`): ``host`` (host
-    memory; each GPU task moves its inputs to the device and its results back, so the device
-    holds one task's data: the fast path for graphs larger than a capped GPU), ``device``
-    (GPU memory, spilled by dask-cuda under a cap) or ``auto`` (``host`` when the GPU
-    workers' RMM pool is capped, ``device`` otherwise).
+def count(edges: Any, *, explain: bool = False, **options: Any) -> CountResult:
+    """Count the triangles of an undirected graph exactly, with the run's statistics.
 
-    The result's ``plan`` holds the counting phase's plan (bins, batches, join per
-    partition)
-    with estimates of each task kind's peak memory and of the bytes moved between workers
-    (:class:`dtri.analytics.plan.CountPlan`). ``explain=True`` stops after planning: the input is read,
-    oriented and sorted, but no wedge is written, and ``triangles`` is ``None``.
-    """
-    if orientation not in ORIENTATIONS:
-        raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
-    budget = parse_bytes(memory_budget) if isinstance(memory_budget, str) else memory_budget
-    chosen = resolve_backend(backend, input_on_gpu(edges))
-    caps = memory_caps(memory_limit, device_memory_limit, rmm_pool_size, spill_directory)
-    with open_session(chosen, scheduler, scheduler_file, workers, protocol, caps,
-                      budget) as session:
-        frame = as_edge_frame(edges, chosen, columns=columns, npartitions=npartitions,
-                              **_read_options(edges, format, header, blocksize, storage_options))
-        return count_pipeline(frame, session, orientation=orientation, bins=bins,
-                              memory_budget=budget, join=join, partitions=npartitions,
-                              progress=progress, explain=explain, staging=staging)
-
-
-def _read_options(edges: Any, format: str, header: bool | None, blocksize: int | str,
-                  storage_options: dict | None) -> dict[str, Any]:
-    if not is_path_like(edges):
-        return {}
-    return {"format": format, "header": header, "blocksize": blocksize,
-            "storage_options": storage_options}
+    ``edges`` and ``options`` as for :func:`prepare` (:class:`dtri.Options`: ``backend``,
+    ``scheduler``, ``memory_budget``, ``rmm_pool_size``, ``staging``, ``orientation``,
+    ``join``, ``bins``, ...). The result's ``plan`` holds the counting phase's plan with
+    estimates of each task kind's peak memory and of the bytes moved between workers;
+    ``explain=True`` stops after planning (the input is read, oriented and sorted, no wedge is
+    written) and ``triangles`` is ``None``."""
+    with prepare(edges, **options) as graph:
+        return graph.count(explain=explain)
 
 
 def count_triangles(edges: Any, **options: Any) -> int:

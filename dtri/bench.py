@@ -25,19 +25,18 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import dask
 import numpy as np
-from dask.utils import parse_bytes
 
 from dtri.errors import DtriError
 from dtri.input.generate import from_spec, is_spec
 from dtri.kernels.dispatch import array_module, column_to_array, to_host
-from dtri.runtime.session import MemoryCaps, measured_memory, memory_caps
+from dtri.options import Options
+from dtri.runtime.memory import measured_memory
 
 NETWORKX_MAX_EDGES = 2_000_000
 """Larger graphs skip NetworkX, which would take minutes and gigabytes of Python objects."""
@@ -245,81 +244,44 @@ def device_name(backend: str) -> str:
 # ---------------------------------------------------------------------------- the benchmark
 
 
-@dataclass(frozen=True)
-class BenchOptions:
-    """What ``dtri bench`` runs and where; the memory caps shape the local cluster it starts
-    (see :class:`dtri.runtime.session.MemoryCaps`; sizes in bytes or strings such as ``"2GiB"``)."""
-
-    backend: str = "auto"
-    repeat: int = 3
-    peers: str = "auto"
-    scheduler: str | None = None
-    scheduler_file: str | None = None
-    workers: int | None = None
-    seed: int = 0
-    memory_budget: int | str | None = None
-    protocol: str = "auto"
-    memory_limit: int | str | None = None
-    device_memory_limit: int | str | None = None
-    rmm_pool_size: int | str | None = None
-    spill_directory: str | None = None
-
-    def caps(self) -> MemoryCaps:
-        return memory_caps(self.memory_limit, self.device_memory_limit, self.rmm_pool_size,
-                           self.spill_directory)
-
-
-@contextmanager
-def _reusing(session: Any) -> Iterator[None]:
-    """Make :func:`dtri.count` calls reuse this session's client rather than connect anew.
-
-    With a distributed session, dtri.count is called without a scheduler so that it takes
-    the active client (this session's); ``DASK_SCHEDULER_ADDRESS`` would make it open a
-    second client, which cannot use the first one's persisted data, so it is set aside.
-    """
-    saved = os.environ.pop("DASK_SCHEDULER_ADDRESS", None) if session.client else None
-    try:
-        yield
-    finally:
-        if saved is not None:
-            os.environ["DASK_SCHEDULER_ADDRESS"] = saved
-
-
-def _materialize(frame: Any, session: Any) -> Any:
+def _materialize(frame: Any, runtime: Any) -> Any:
     """Persist ``frame`` on the workers (or in this process) and wait until it is there."""
-    # lowered first: dask-cuDF's Parquet reader merges files when lowered (see pipeline.py)
+    # lowered first: dask-cuDF's Parquet reader merges files when lowered (dtri.prepared.inputs)
     (persisted,) = dask.persist(frame.optimize())
-    if session.client is not None:
+    if runtime.client is not None:
         from distributed import wait
 
         wait(persisted)
     return persisted
 
 
-def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
-                local_scheduler: str | None, peers: list[str]) -> dict[str, Any]:
+def bench_graph(graph: str, session: Any, repeat: int, seed: int,
+                peers: list[str]) -> dict[str, Any]:
     """One benchmark record (see the module docstring); runs in an open session."""
-    from dtri.api import count
+    from dtri.api import prepare
     from dtri.input.frames import as_edge_frame
 
+    runtime = session.runtime
+    backend = runtime.backend
     generated = is_spec(graph)
 
     def source() -> Any:
         if generated:
-            return from_spec(graph, seed=options.seed, backend=backend)
+            return from_spec(graph, seed=seed, backend=backend)
         return graph
 
-    count_options = {"backend": backend, "scheduler": local_scheduler,
-                     "workers": options.workers, "memory_budget": options.memory_budget}
+    def counted(edges: Any) -> Any:
+        with prepare(edges, session=session) as prepared:
+            return prepared.count()
 
     def best_count(make_input: Callable[[], Any]) -> tuple[Any, float, dict[str, Any]]:
         """The fastest of ``repeat`` counts: its result, seconds and workers' memory."""
         best, best_result, best_memory = float("inf"), None, {}
-        for _ in range(options.repeat):
+        for _ in range(repeat):
             edges = make_input()
-            with measured_memory(session) as memory:
+            with measured_memory(runtime) as memory:
                 started = time.perf_counter()
-                result = count(edges, **count_options)
+                result = counted(edges)
                 seconds = time.perf_counter() - started
             if best_result is not None and result.triangles != best_result.triangles:
                 raise BenchDisagreement(f"{graph}: dtri counted {best_result.triangles} and "
@@ -328,12 +290,11 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
                 best, best_result, best_memory = seconds, result, memory
         return best_result, best, best_memory
 
-    with _reusing(session):
-        result, end_to_end, memory = best_count(source)
-        persisted = _materialize(as_edge_frame(source(), backend), session)
-        in_memory_result, in_memory, in_memory_memory = best_count(lambda: persisted)
-        utilisation = worker_utilisation(session, lambda: count(persisted, **count_options))
-        table = persisted.compute() if peers else None
+    result, end_to_end, memory = best_count(source)
+    persisted = _materialize(as_edge_frame(source(), backend), runtime)
+    in_memory_result, in_memory, in_memory_memory = best_count(lambda: persisted)
+    utilisation = worker_utilisation(runtime, lambda: counted(persisted))
+    table = persisted.compute() if peers else None
     persisted = None  # release the workers' copy before the peers run
     if in_memory_result.triangles != result.triangles:
         raise BenchDisagreement(f"{graph}: dtri counted {result.triangles} triangles from the "
@@ -341,7 +302,7 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
 
     record: dict[str, Any] = {
         "graph": graph,
-        **({"seed": options.seed} if generated else {}),
+        **({"seed": seed} if generated else {}),
         "n": result.vertices,
         "m": result.edges,
         "wedges": result.wedges,
@@ -349,11 +310,11 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
         "device": device_name(backend),
         "backend": backend,
         "workers": result.workers,
-        "protocol": (session.client.scheduler.address.split("://")[0]
-                     if session.client is not None else None),
-        "repeat": options.repeat,
+        "protocol": (runtime.client.scheduler.address.split("://")[0]
+                     if runtime.client is not None else None),
+        "repeat": repeat,
         "memory_budget": result.memory_budget,
-        "caps": session.caps.sizes(),
+        "caps": runtime.caps.sizes(),
         "dtri": {
             "end_to_end_seconds": round(end_to_end, 6),
             "stage_seconds": result.seconds,
@@ -370,7 +331,7 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
         edges = canonical_edges(column_to_array(table["src"]), column_to_array(table["dst"]))
         del table
         for name in peers:
-            report = run_peer(name, edges, options.repeat)
+            report = run_peer(name, edges, repeat)
             if "triangles" in report:
                 report["agrees"] = report["triangles"] == result.triangles
             record["peers"][name] = report
@@ -378,15 +339,15 @@ def bench_graph(graph: str, backend: str, session: Any, options: BenchOptions,
     return record
 
 
-def worker_utilisation(session: Any, run: Callable[[], Any]) -> dict[str, float] | None:
+def worker_utilisation(runtime: Any, run: Callable[[], Any]) -> dict[str, float] | None:
     """Share of one more in-memory run's wall time each worker spent computing tasks, from
     Dask's task stream (``None`` without a distributed client)."""
-    if session.client is None:
+    if runtime.client is None:
         return None
     from distributed import get_task_stream
 
     started = time.perf_counter()
-    with get_task_stream(session.client) as stream:
+    with get_task_stream(runtime.client) as stream:
         run()
     wall = time.perf_counter() - started
     busy: dict[str, float] = {}
@@ -406,33 +367,27 @@ def disagreement(record: dict[str, Any]) -> str | None:
     return None
 
 
-def run_bench(graphs: list[str], options: BenchOptions,
-              emit: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
-    """Benchmark every graph in one session, handing each record to ``emit`` as it is made.
+def run_bench(graphs: list[str], options: Options, emit: Callable[[dict[str, Any]], None], *,
+              repeat: int = 3, peers: str = "auto", seed: int = 0) -> list[dict[str, Any]]:
+    """Benchmark every graph in one session (``options``: where it runs and its memory),
+    handing each record to ``emit`` as it is made.
 
     Raises :class:`BenchDisagreement` (after emitting the record) when a peer's count
     differs from dtri's.
     """
-    from dtri.runtime.session import LOCAL_SCHEDULERS, open_session, resolve_backend
+    from dtri.api import Session
+    from dtri.input.generate import parse_spec
 
-    if options.repeat < 1:
-        raise ValueError(f"repeat must be at least 1, got {options.repeat}")
-    backend = resolve_backend(options.backend, False)
-    peers = parse_peers(options.peers, backend)
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
     for graph in graphs:
         if is_spec(graph):
-            from dtri.input.generate import parse_spec
-
             parse_spec(graph)  # a bad spec fails before any work
-    address = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    local_scheduler = address if address in LOCAL_SCHEDULERS else None
     records = []
-    budget = parse_bytes(options.memory_budget) if isinstance(options.memory_budget, str) \
-        else options.memory_budget
-    with open_session(backend, options.scheduler, options.scheduler_file,
-                      options.workers, options.protocol, options.caps(), budget) as session:
+    with Session(options) as session:
+        chosen = parse_peers(peers, session.runtime.backend)
         for graph in graphs:
-            record = bench_graph(graph, backend, session, options, local_scheduler, peers)
+            record = bench_graph(graph, session, repeat, seed, chosen)
             records.append(record)
             emit(record)
             if (problem := disagreement(record)) is not None:

@@ -1,19 +1,23 @@
-"""The ``dtri`` command line: a thin layer over :func:`dtri.count`."""
+"""The ``dtri`` command line: a thin layer over :func:`dtri.prepare` and the analytics.
+
+Every command takes its options from :class:`dtri.options.Options` (:func:`cli_options`), so
+an option means the same everywhere and is checked once. Errors are one ``dtri: error:`` line
+on stderr and exit status 2; results go to stdout (a short summary, or one JSON object with
+``--json``) and, for per-vertex and per-edge results, to Parquet with ``-o``.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
-from dask.utils import format_bytes, parse_bytes
+from dask.utils import format_bytes
 
-from dtri.input.read import FORMATS
-from dtri.kernels.orient import ORIENTATIONS
-from dtri.pipeline import JOINS
-from dtri.runtime.session import BACKENDS, PROTOCOLS
-from dtri.runtime.staging import STAGINGS
+from dtri.options import BACKENDS, cli_options, from_cli
 
 INPUT_MEANING = """\
 Input is read as a simple undirected graph: an edge and its reverse are one edge, repeated
@@ -21,77 +25,14 @@ edges count once, self-loops are ignored (their vertex still counts as a vertex)
 columns after the first two (weights, timestamps) are ignored.
 """
 
-
-class ByteSize(click.ParamType):
-    """A byte count such as 2GiB, 500MB or 1000000."""
-
-    name = "bytes"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> int:
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_bytes(value)
-        except ValueError:
-            self.fail(f"{value!r} is not a size such as 2GiB, 500MB or 1000000", param, ctx)
-
-
-def _columns(value: str | None) -> tuple[Any, Any] | None:
-    if value is None:
-        return None
-    parts = [p.strip() for p in value.split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise click.BadParameter("give two columns, e.g. --columns src,dst or --columns 0,1")
-    return tuple(int(p) if p.isdigit() else p for p in parts)  # type: ignore[return-value]
-
-
-MEMORY_CAP_OPTIONS = (
-    click.option(
-        "--memory-limit", type=ByteSize(),
-        help="Host memory per worker of the local cluster, e.g. 4GiB: Dask spills stored "
-             "results to disk above 60% of it (their size) or 70% (process memory); pause "
-             "and terminate are off. Default: Dask's (RAM / workers)."),
-    click.option(
-        "--spill-directory", type=click.Path(file_okay=False),
-        help="Where the local cluster's workers spill (default: Dask's temporary-directory, "
-             "else the system's)."),
-    click.option(
-        "--device-memory-limit", type=ByteSize(),
-        help="GPU: device memory of stored results per worker above which dask-cuda moves "
-             "them to host memory (default: dask-cuda's 80% of the GPU; with --rmm-pool-size, "
-             "the pool less twice the memory budget)."),
-    click.option(
-        "--rmm-pool-size", type=ByteSize(),
-        help="GPU: hard cap on the GPU memory per worker: an RMM pool of this size that "
-             "cannot grow, shared by cuDF and CuPy. The default --memory-budget is a quarter "
-             "of it."),
-)
-"""Memory options of the local cluster (:class:`dtri.runtime.session.MemoryCaps`)."""
-
-scheduler_file_option = click.option(
-    "--scheduler-file", type=click.Path(dir_okay=False),
-    help="Scheduler file written by 'dask scheduler --scheduler-file'.")
-
-
-def local_cluster_options(command: Any) -> Any:
-    """``--workers``, ``--protocol`` and the memory caps: the shape of the local cluster a
-    command starts (caps given with a running cluster are an error)."""
-    for option in reversed(MEMORY_CAP_OPTIONS):
-        command = option(command)
-    command = click.option(
-        "--protocol", type=click.Choice(PROTOCOLS), default="auto", show_default=True,
-        help="Comms of the local cluster started for the run: auto is UCX (NVLink) between "
-             "several GPU workers when distributed-ucxx is installed, else TCP.")(command)
-    return click.option(
-        "--workers", type=click.IntRange(min=1),
-        help="Workers of the local cluster (default: one per GPU, or per core).")(command)
+RUN_GROUPS = ("input", "cluster", "memory", "plan")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dtri")
 def main() -> None:
-    """dtri: exact triangle counting for graphs too big for one GPU, as a Dask pipeline on
-    cuDF (GPU) or pandas (CPU) partitions."""
+    """dtri: exact triangle counting, and the analytics built on triangles, for graphs too big
+    for one GPU, as a Dask pipeline on cuDF (GPU) or pandas (CPU) partitions."""
 
 
 def _fail(message: Any, code: int = 2) -> None:
@@ -100,49 +41,58 @@ def _fail(message: Any, code: int = 2) -> None:
     sys.exit(code)
 
 
+@contextmanager
+def _errors_as_one_line() -> Iterator[None]:
+    """dtri's own errors, bad values, missing files, and a broken compressed stream as one line
+    and exit 2 (click would print a bare ``Aborted!`` for an ``EOFError``)."""
+    from dtri.errors import DtriError
+
+    try:
+        yield
+    except (DtriError, ValueError, OSError, EOFError) as error:
+        _fail(error)
+
+
+def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``PATHS...`` or ``--generate SPEC --seed N``, the input options, the cluster, memory and
+    plan options, ``--progress``."""
+    command = click.option("--progress/--no-progress", default=None,
+                           help="Dask progress bars on stderr (default: when stderr is a "
+                                "terminal).")(command)
+    command = cli_options(*RUN_GROUPS)(command)
+    command = click.option("--seed", type=int, default=0, show_default=True,
+                           help="Seed of the --generate graph.")(command)
+    command = click.option("--generate", "spec", metavar="SPEC",
+                           help="A generated graph instead of PATHS: rmat:SCALE[:EDGE_FACTOR] "
+                                "(Graph500 R-MAT) or gnm:N:M, built on the workers.")(command)
+    return click.argument("paths", nargs=-1)(command)
+
+
+def _prepared(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str, Any]) -> Any:
+    """The prepared graph of a command's input (its own session, closed on release)."""
+    from dtri.api import prepare
+
+    if bool(paths) == bool(spec):
+        _fail("give PATHS or --generate SPEC, not both" if paths
+              else "give PATHS, or --generate SPEC")
+    progress = values.pop("progress", None)
+    options = from_cli(values, progress=sys.stderr.isatty() if progress is None else progress)
+    if spec:
+        from dtri.input.generate import from_spec
+        from dtri.runtime.session import resolve_backend
+
+        edges: Any = from_spec(spec, seed=seed, backend=resolve_backend(options.backend, False))
+    else:
+        edges = list(paths)
+    return prepare(edges, **vars(options))
+
+
+def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, Any]:
+    return {"generate": spec, "seed": seed} if spec else {"paths": list(paths)}
+
+
 @main.command(epilog=INPUT_MEANING)
-@click.argument("paths", nargs=-1)
-@click.option("--generate", "spec", metavar="SPEC",
-              help="Count a generated graph instead of PATHS: rmat:SCALE[:EDGE_FACTOR] "
-                   "(Graph500 R-MAT) or gnm:N:M, built on the workers.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the --generate graph.")
-@click.option("--format", "fmt", type=click.Choice(("auto", *FORMATS)), default="auto",
-              show_default=True,
-              help="Input format; auto picks by extension (.mtx, .csv, .tsv, .parquet, else SNAP "
-                   "text). .gz/.bz2 are read transparently.")
-@click.option("--columns", help="Source and target columns, by name or 0-based position "
-                                "(CSV/TSV/Parquet), e.g. src,dst or 0,1.")
-@click.option("--header/--no-header", default=None,
-              help="CSV/TSV: whether the first line is a header (default: detected).")
-@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
-              help="cpu: pandas partitions; gpu: cuDF partitions on dask-cuda workers; auto: gpu "
-                   "when cuDF imports and a GPU is visible.")
-@click.option("--scheduler", envvar="DASK_SCHEDULER_ADDRESS",
-              help="Address of a running Dask scheduler (tcp://host:8786; also read from "
-                   "DASK_SCHEDULER_ADDRESS), or 'threads'/'synchronous'. Default: a local "
-                   "cluster on this machine's GPUs or cores.")
-@scheduler_file_option
-@local_cluster_options
-@click.option("--memory-budget", type=ByteSize(),
-              help="Memory one worker may plan for, e.g. 8GiB (default: a quarter of the "
-                   "worker's memory, GPU memory on the GPU backend, or of --rmm-pool-size / "
-                   "--memory-limit when given).")
-@click.option("--bins", type=click.IntRange(min=1),
-              help="Number of radix bins, a power of two (default: from the sizes).")
-@click.option("--orientation", type=click.Choice(ORIENTATIONS), default="degree",
-              show_default=True, help="Orient edges by (degree, id) or by id.")
-@click.option("--join", type=click.Choice(JOINS), default="auto", show_default=True,
-              help="wedges: write closure keys in budget-sized batches, radix-bin, sorted "
-                   "search; intersect: fused sorted-list intersection, no wedge written (a CUDA "
-                   "kernel on GPUs); auto: per partition from its wedge count.")
-@click.option("--staging", type=click.Choice(STAGINGS), default="auto", show_default=True,
-              help="Where stage results wait between tasks: host (host memory; each GPU task "
-                   "moves its own inputs to the device and its results back), device (GPU "
-                   "memory, spilled by dask-cuda), auto: host when --rmm-pool-size caps the "
-                   "GPU workers, device otherwise.")
-@click.option("--blocksize", default="64MiB", show_default=True,
-              help="Bytes of text per read partition.")
+@graph_source
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object with the count and the statistics (with --explain: "
                    "the plan).")
@@ -151,44 +101,13 @@ def _fail(message: Any, code: int = 2) -> None:
                    "join per partition, and per task kind the tasks, estimated peak memory of "
                    "the largest task and estimated bytes moved between workers. The input is "
                    "still read and sorted; no wedge is written.")
-@click.option("--progress/--no-progress", default=None,
-              help="Dask progress bars on stderr (default: when stderr is a terminal).")
-def count(paths: tuple[str, ...], spec: str | None, seed: int, fmt: str, columns: str | None,
-          header: bool | None, backend: str, scheduler: str | None, scheduler_file: str | None,
-          workers: int | None, protocol: str, memory_limit: int | None,
-          spill_directory: str | None, device_memory_limit: int | None,
-          rmm_pool_size: int | None, memory_budget: int | None, bins: int | None,
-          orientation: str, join: str, staging: str, blocksize: str, as_json: bool,
-          explain: bool, progress: bool | None) -> None:
+def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, explain: bool,
+          **values: Any) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
-    from dtri.api import count as run_count
-    from dtri.errors import DtriError
-
-    if bool(paths) == bool(spec):
-        _fail("give PATHS or --generate SPEC, not both" if paths
-              else "give PATHS to count, or --generate SPEC")
-    try:
-        if spec:
-            from dtri.input.generate import from_spec
-            from dtri.runtime.session import resolve_backend
-
-            backend = resolve_backend(backend, False)
-            edges: Any = from_spec(spec, seed=seed, backend=backend)
-        else:
-            edges = list(paths)
-        result = run_count(
-            edges, format=fmt, columns=_columns(columns), header=header, backend=backend,
-            scheduler=scheduler, scheduler_file=scheduler_file, workers=workers,
-            protocol=protocol, memory_budget=memory_budget, bins=bins, orientation=orientation,
-            join=join, blocksize=blocksize, explain=explain, memory_limit=memory_limit,
-            spill_directory=spill_directory, device_memory_limit=device_memory_limit,
-            rmm_pool_size=rmm_pool_size, staging=staging,
-            progress=sys.stderr.isatty() if progress is None else progress,
-        )
-    except (DtriError, ValueError, OSError) as error:
-        _fail(error)
-    source = {"generate": spec, "seed": seed} if spec else {"paths": list(paths)}
+    with _errors_as_one_line(), _prepared(paths, spec, seed, values) as graph:
+        result = graph.count(explain=explain)
+    source = _source(paths, spec, seed)
     if explain:
         if as_json:
             click.echo(json.dumps({**source, "plan": result.plan, "seconds": result.seconds}))
@@ -234,6 +153,144 @@ def _print_plan(plan: dict[str, Any]) -> None:
                "moved are an upper bound that ignores locality")
 
 
+# ------------------------------------------------------------------------------ analytics
+
+def analytic_output(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``-o/--output`` (Parquet), ``--top`` and ``--json``."""
+    command = click.option("--json", "as_json", is_flag=True,
+                           help="Print one JSON object with the summary instead of text.")(command)
+    command = click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+                           help="Rows of the summary's top list.")(command)
+    return click.option("-o", "--output", "out", metavar="PATH",
+                        help="Write the per-vertex or per-edge result to Parquet at PATH (a "
+                             "directory or fsspec URL; it must not exist or be empty)."
+                        )(command)
+
+
+def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> None:
+    """One JSON object, or the summary as aligned lines (a top list as a small table)."""
+    if as_json:
+        click.echo(json.dumps({**source, **summary}))
+        return
+    for name, value in summary.items():
+        if name == "top" or name == "seconds":
+            continue
+        click.echo(f"{name:<22} {value}")
+    if summary.get("top"):
+        columns = list(summary["top"][0])
+        click.echo("top")
+        click.echo("  " + "  ".join(f"{c:>14}" for c in columns))
+        for row in summary["top"]:
+            click.echo("  " + "  ".join(f"{_shown(row[c]):>14}" for c in columns))
+    click.echo("seconds                " + "  ".join(f"{k} {v:.3f}"
+                                                     for k, v in summary["seconds"].items()))
+
+
+def _shown(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None,
+                  as_json: bool, values: dict[str, Any],
+                  analyse: Callable[[Any, str | None], dict[str, Any]]) -> None:
+    """Prepare the graph, run ``analyse(graph, out)`` and print its summary."""
+    import time
+
+    from dtri.report import check_new_output
+
+    with _errors_as_one_line():
+        if out is not None:
+            check_new_output(out)
+        with _prepared(paths, spec, seed, values) as graph:
+            started = time.perf_counter()
+            summary = analyse(graph, out)
+            seconds = {k: v for k, v in graph.seconds.items() if k != "prepare_total"}
+            seconds["analytic"] = round(time.perf_counter() - started, 6)
+            summary["seconds"] = seconds
+    _report(summary, as_json, _source(paths, spec, seed))
+
+
+@main.command(epilog=INPUT_MEANING)
+@graph_source
+@analytic_output
+def triangles(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
+              as_json: bool, **values: Any) -> None:
+    """Triangles at each vertex of the graph in PATHS (or --generate SPEC): the total, the
+    vertices with the most, and with -o every vertex's count (columns vertex, triangles)."""
+    from dtri.report import triangles_summary
+
+    _run_analytic(paths, spec, seed, out, as_json, values,
+                  lambda graph, path: triangles_summary(graph, path, top))
+
+
+@main.command(epilog=INPUT_MEANING)
+@graph_source
+@analytic_output
+def clustering(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
+               as_json: bool, **values: Any) -> None:
+    """Local clustering coefficients (NetworkX's definition: 0 below degree 2): the average,
+    the transitivity, the highest, and with -o every vertex's (columns vertex, clustering)."""
+    from dtri.report import clustering_summary
+
+    _run_analytic(paths, spec, seed, out, as_json, values,
+                  lambda graph, path: clustering_summary(graph, path, top))
+
+
+@main.command(epilog=INPUT_MEANING)
+@graph_source
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def transitivity(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool,
+                 **values: Any) -> None:
+    """The transitivity of the graph: 3 × triangles / connected triples."""
+    from dtri.report import transitivity_summary
+
+    _run_analytic(paths, spec, seed, None, as_json, values,
+                  lambda graph, path: transitivity_summary(graph))
+
+
+@main.command(epilog=INPUT_MEANING)
+@graph_source
+@analytic_output
+def support(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
+            as_json: bool, **values: Any) -> None:
+    """Triangles on each edge (its support): the edges with the most, and with -o every edge
+    once (columns u, v, support; u < v)."""
+    from dtri.report import support_summary
+
+    _run_analytic(paths, spec, seed, out, as_json, values,
+                  lambda graph, path: support_summary(graph, path, top))
+
+
+@main.command(epilog=INPUT_MEANING)
+@click.argument("k", type=click.IntRange(min=0))
+@graph_source
+@analytic_output
+def ktruss(k: int, paths: tuple[str, ...], spec: str | None, seed: int, out: str | None,
+           top: int, as_json: bool, **values: Any) -> None:
+    """The K-truss (networkx.k_truss): the largest subgraph in which every edge lies on at
+    least K - 2 of its triangles, without isolated vertices. Prints its size; with -o writes
+    its edges (columns u, v; u < v)."""
+    from dtri.report import ktruss_summary
+
+    _run_analytic(paths, spec, seed, out, as_json, values,
+                  lambda graph, path: ktruss_summary(graph, k, path))
+
+
+@main.command(epilog=INPUT_MEANING)
+@graph_source
+@analytic_output
+def truss(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
+          as_json: bool, **values: Any) -> None:
+    """The truss number of every edge (the largest k whose k-truss holds it): the largest,
+    the edges per truss number, and with -o every edge once (columns u, v, truss)."""
+    from dtri.report import truss_summary
+
+    _run_analytic(paths, spec, seed, out, as_json, values,
+                  lambda graph, path: truss_summary(graph, path, top))
+
+
+# ------------------------------------------------------------------------------ generate, bench
+
 GENERATE_FORMATS = ("parquet", "snap", "csv")
 
 
@@ -254,7 +311,8 @@ GENERATE_FORMATS = ("parquet", "snap", "csv")
                    "same.")
 @click.option("--scheduler", default="threads", show_default=True,
               help="Dask scheduler: threads, synchronous, or the address of a running one.")
-@scheduler_file_option
+@click.option("--scheduler-file", type=click.Path(dir_okay=False),
+              help="Scheduler file written by 'dask scheduler --scheduler-file'.")
 def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, backend: str,
              scheduler: str, scheduler_file: str | None) -> None:
     """Write the edge list of a generated graph SPEC (rmat:SCALE[:EDGE_FACTOR] or gnm:N:M).
@@ -262,20 +320,17 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
     One file per partition; 'dtri count OUT' reads it back. The edges are the same for a
     given SPEC and --seed whatever --partitions and --backend are.
     """
-    from fsspec.core import url_to_fs
-
-    from dtri.errors import DtriError
     from dtri.input.generate import from_spec
-    from dtri.runtime.session import open_session, resolve_backend
+    from dtri.options import Options
+    from dtri.report import check_new_output
+    from dtri.runtime.session import open_runtime, resolve_backend
 
-    try:
+    with _errors_as_one_line():
         chosen = resolve_backend(backend, False)
         frame = from_spec(spec, seed=seed, npartitions=partitions, backend=chosen)
-        fs, path = url_to_fs(out)
-        if fs.exists(path) and (not fs.isdir(path) or fs.ls(path)):
-            raise DtriError(f"{out} already exists; give a new or empty directory")
-        fs.makedirs(path, exist_ok=True)
-        with open_session(chosen, scheduler, scheduler_file):
+        check_new_output(out, make=True)
+        options = Options(backend=chosen, scheduler=scheduler, scheduler_file=scheduler_file)
+        with open_runtime(options):
             if fmt == "parquet":
                 frame.to_parquet(out, write_index=False)
             else:
@@ -285,16 +340,12 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
                 text.to_csv(f"{out.rstrip('/')}/part-*.{suffix}",
                             name_function=lambda i: f"{i:05d}", index=False,
                             sep=" " if fmt == "snap" else ",", header=fmt == "csv")
-    except (DtriError, ValueError, OSError) as error:
-        _fail(error)
     click.echo(f"wrote {spec} (seed {seed}) to {out}: {frame.npartitions} {fmt} file"
                f"{'s' if frame.npartitions != 1 else ''}")
 
 
 @main.command()
 @click.argument("graphs", nargs=-1, required=True)
-@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
-              help="Backend of dtri's runs (and of the generated graphs).")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
               help="Runs of dtri and of each peer; the best time is reported.")
 @click.option("--peers", default="auto", show_default=True,
@@ -303,21 +354,11 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
                    "networkit, networkx.")
 @click.option("--output", type=click.Path(dir_okay=False),
               help="Also append each JSON line to this file.")
-@click.option("--scheduler", envvar="DASK_SCHEDULER_ADDRESS",
-              help="Address of a running Dask scheduler, or 'threads'/'synchronous'. Default: "
-                   "a local cluster, started once for the whole benchmark.")
-@scheduler_file_option
-@local_cluster_options
-@click.option("--memory-budget", type=ByteSize(),
-              help="Memory one worker may plan for (default: a quarter of the worker's "
-                   "memory or cap).")
+@cli_options("cluster", "memory")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the generated graphs.")
-def bench(graphs: tuple[str, ...], backend: str, repeat: int, peers: str, output: str | None,
-          scheduler: str | None, scheduler_file: str | None, workers: int | None,
-          protocol: str, memory_limit: int | None, spill_directory: str | None,
-          device_memory_limit: int | None, rmm_pool_size: int | None,
-          memory_budget: int | None, seed: int) -> None:
+def bench(graphs: tuple[str, ...], repeat: int, peers: str, output: str | None, seed: int,
+          **values: Any) -> None:
     """Time dtri on each GRAPH (a spec such as rmat:16, or a path) and compare with peers.
 
     Prints one JSON line per graph: its size and count, dtri's end-to-end and in-memory
@@ -325,8 +366,7 @@ def bench(graphs: tuple[str, ...], backend: str, repeat: int, peers: str, output
     bytes, and each peer's seconds, count and whether it agrees. Exits with status 1 if a
     peer's count differs from dtri's.
     """
-    from dtri.bench import BenchDisagreement, BenchOptions, run_bench
-    from dtri.errors import DtriError
+    from dtri.bench import BenchDisagreement, run_bench
 
     def emit(record: dict[str, Any]) -> None:
         line = json.dumps(record)
@@ -335,15 +375,9 @@ def bench(graphs: tuple[str, ...], backend: str, repeat: int, peers: str, output
             with open(output, "a") as handle:
                 handle.write(line + "\n")
 
-    options = BenchOptions(backend=backend, repeat=repeat, peers=peers, scheduler=scheduler,
-                           scheduler_file=scheduler_file, workers=workers, seed=seed,
-                           memory_budget=memory_budget, protocol=protocol,
-                           memory_limit=memory_limit, spill_directory=spill_directory,
-                           device_memory_limit=device_memory_limit,
-                           rmm_pool_size=rmm_pool_size)
-    try:
-        run_bench(list(graphs), options, emit)
-    except BenchDisagreement as error:
-        _fail(error, code=1)
-    except (DtriError, ValueError, OSError) as error:
-        _fail(error)
+    with _errors_as_one_line():
+        try:
+            run_bench(list(graphs), from_cli(values), emit, repeat=repeat, peers=peers,
+                      seed=seed)
+        except BenchDisagreement as error:
+            _fail(error, code=1)

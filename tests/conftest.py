@@ -1,18 +1,14 @@
-"""Shared fixtures: the NetworkX oracle, the shared SNAP graphs, Dask clusters, GPU skips."""
+"""Shared fixtures: the shared SNAP graphs, Dask clusters, the backend, GPU skips (the oracles
+are in tests/oracles.py)."""
 
 from __future__ import annotations
 
-import csv
 import logging
-import os
 from pathlib import Path
 
-import networkx as nx
-import numpy as np
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = Path(os.environ.get("DTRI_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+from tests.oracles import SHARED_DATA
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,22 +25,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-def networkx_triangles(edges: np.ndarray) -> int:
-    """The oracle: triangles of the simple undirected graph of ``edges`` (m, 2)."""
-    graph = nx.Graph()
-    graph.add_edges_from((int(u), int(v)) for u, v in edges if u != v)
-    return sum(nx.triangles(graph).values()) // 3
-
-
-def manifest_rows() -> list[dict[str, str]]:
-    """Rows of ../shared/data/MANIFEST.tsv (empty when the folder is absent)."""
-    manifest = SHARED_DATA / "MANIFEST.tsv"
-    if not manifest.exists():
-        return []
-    with manifest.open() as handle:
-        return list(csv.DictReader(handle, delimiter="\t"))
 
 
 @pytest.fixture(scope="session")

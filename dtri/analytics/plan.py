@@ -60,7 +60,7 @@ BYTES_PER_KEY = 8
 BYTES_PER_COUNT = 8
 """A partial count passed to ``dtri-reduce``."""
 
-STAGES = ("edge-bins", "edge-csr", "wedges", "bins", "join", "intersect", "reduce")
+STAGES = ("edge-bins", "edge-keys", "wedges", "bins", "join", "intersect", "reduce")
 """Task kinds of the counting phase, as their Dask keys name them (``dtri-<stage>-...``)."""
 
 
@@ -272,7 +272,7 @@ class CountPlan:
 
     @property
     def needs_csr(self) -> bool:
-        """Whether any partition uses the fused join (the edge bins as CSR)."""
+        """Whether any partition uses the fused join (against the edge bins' CSRs)."""
         return "intersect" in self.strategy
 
     @property
@@ -547,10 +547,11 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
               bin_edges: dict[int, int], workers: int) -> dict[str, StageEstimate]:
     """Tasks, largest task's peak memory and bytes pulled from other workers, per task kind.
 
-    * ``edge-bins``: peak = bin edges × 8 (its packed keys); pulls its slices of the
-      partitions that overlap it, its keys × 8.
-    * ``edge-csr``: peak = bin keys + the bin as CSR (int32 targets, int64 offsets per
-      source), about twice the keys; local to its edge bin.
+    * ``edge-bins``: peak = the bin as CSR (int32 targets, int64 offsets per source) and its
+      slices, twice the CSR; pulls its slices of the partitions that overlap it, about its
+      CSR.
+    * ``edge-keys``: (the wedges join) peak = the bin as CSR + its packed keys (× 8); local to
+      its edge bin.
     * ``wedges``: peak = the batch's rows × ``BYTES_PER_ROW`` (32) + its wedges ×
       ``BYTES_PER_WEDGE`` (96) (:func:`batch_bytes`): it reads only the rows of the
       checkpoint intervals its wedges lie in, cut from the partition where the partition
@@ -572,14 +573,15 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
     uses_csr = "intersect" in strategy
     estimates: dict[str, StageEstimate] = {}
 
+    binned = bool(batches) or uses_csr
     estimates["edge-bins"] = StageEstimate(
-        tasks=len(bin_sources) if batches or uses_csr else 0,
-        peak_bytes=max(keys.values(), default=0) if batches or uses_csr else 0,
-        moved_bytes=remote * sum(keys.values()) if batches or uses_csr else 0,
+        tasks=len(bin_sources) if binned else 0,
+        peak_bytes=2 * max(csr.values(), default=0) if binned else 0,
+        moved_bytes=remote * sum(csr.values()) if binned else 0,
     )
-    estimates["edge-csr"] = StageEstimate(
-        tasks=len(bin_sources) if uses_csr else 0,
-        peak_bytes=max((keys[k] + csr[k] for k in bin_sources), default=0) if uses_csr else 0,
+    estimates["edge-keys"] = StageEstimate(
+        tasks=len(bin_sources) if batches else 0,
+        peak_bytes=max((keys[k] + csr[k] for k in bin_sources), default=0) if batches else 0,
         moved_bytes=0,
     )
     estimates["wedges"] = StageEstimate(

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dtri.errors import InputError
-from dtri.kernels.dispatch import is_gpu_frame
+from dtri.kernels.dispatch import is_device_object
 
 DEFAULT_PARTITION_ROWS = 4_000_000
 
@@ -32,8 +32,8 @@ def is_path_like(edges: Any) -> bool:
 def input_on_gpu(edges: Any) -> bool:
     """True when the caller's edges already live in cuDF/CuPy objects."""
     if isinstance(edges, dd.DataFrame):
-        return is_gpu_frame(edges._meta)
-    return type(edges).__module__.split(".")[0] in {"cudf", "cupy", "dask_cudf"}
+        return is_device_object(edges._meta)
+    return is_device_object(edges)
 
 
 def _select_columns(frame: Any, columns: tuple[Any, Any] | None) -> Any:
@@ -61,7 +61,7 @@ def _select_columns(frame: Any, columns: tuple[Any, Any] | None) -> Any:
 def _array_frame(edges: Any) -> Any:
     if edges.ndim != 2 or edges.shape[1] != 2:
         raise InputError(f"an edge array must have shape (m, 2), got {edges.shape}")
-    if type(edges).__module__.split(".")[0] == "cupy":
+    if is_device_object(edges):
         import cudf
 
         return cudf.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
@@ -80,7 +80,8 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
     elif isinstance(edges, dd.DataFrame):
         frame = _select_columns(edges, columns)
     else:
-        if isinstance(edges, np.ndarray) or type(edges).__module__.split(".")[0] == "cupy":
+        if isinstance(edges, np.ndarray) or (is_device_object(edges)
+                                             and not hasattr(edges, "columns")):
             edges = _array_frame(edges)
         if not hasattr(edges, "columns"):
             raise InputError(
@@ -92,7 +93,7 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
         frame = dd.from_pandas(edges, npartitions=parts, sort=False)
     if npartitions and frame.npartitions != npartitions:
         frame = frame.repartition(npartitions=npartitions)
-    on_gpu = is_gpu_frame(frame._meta)
+    on_gpu = is_device_object(frame._meta)
     if backend == "gpu" and not on_gpu:
         frame = frame.to_backend("cudf")
     elif backend == "cpu" and on_gpu:

@@ -4,16 +4,23 @@ Every reader yields exactly two int64 columns, ``src`` and ``dst``, holding the 
 written in the file.  Text files are cut into newline-aligned byte ranges, one task each, and
 parsed with pandas' C parser; a block the fast parser does not read cleanly is re-read line by
 line, so that a bad input is reported as ``path:line: message`` rather than silently dropped,
-rounded or reinterpreted.
+rounded or reinterpreted.  A truncated or corrupt compressed stream, a Matrix Market entry
+outside the declared matrix and an entry count other than the declared nnz are errors too.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
+import lzma
 import math
 import os
 import re
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -23,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from dask.base import tokenize
 from dask.utils import parse_bytes
 from fsspec import AbstractFileSystem
 from fsspec.core import has_magic, url_to_fs
@@ -45,12 +53,22 @@ _META = pd.DataFrame({"src": np.empty(0, np.int64), "dst": np.empty(0, np.int64)
 
 
 @dataclass(frozen=True)
+class MatrixShape:
+    """The size line ``rows cols nnz`` of a Matrix Market file."""
+
+    rows: int
+    cols: int
+    nnz: int  # the number of entry lines
+
+
+@dataclass(frozen=True)
 class Layout:
-    """How the data lines of one text file split into fields."""
+    """How the data lines of one text file split into fields, and what they must satisfy."""
 
     sep: str  # WHITESPACE, "," or "\t"
     comments: bytes  # characters that start a comment running to the end of the line
     usecols: tuple[int, int]  # 0-based positions of the source and target fields
+    shape: MatrixShape | None = None  # Matrix Market: fields 0 and 1 lie in 1..rows, 1..cols
 
 
 @dataclass(frozen=True)
@@ -154,6 +172,35 @@ def detect_format(path: str | os.PathLike, storage_options: dict | None = None) 
     return "snap"
 
 
+# ---------------------------------------------------------------------------- opening files
+
+
+def _corrupt_stream(error: BaseException) -> bool:
+    """True for the errors a decompressor raises on a truncated or corrupt stream: EOFError
+    (gzip, bz2, xz cut short), zlib/lzma/zip errors, BadGzipFile, and bz2's bare OSError("Invalid
+    data stream"), which unlike a file system's OSError has no errno."""
+    if isinstance(error, EOFError | zlib.error | lzma.LZMAError | zipfile.BadZipFile):
+        return True
+    return isinstance(error, gzip.BadGzipFile) or (type(error) is OSError and not error.errno)
+
+
+@contextmanager
+def _open_text(
+    fs: AbstractFileSystem, path: str, name: str, compression: str | None
+) -> Iterator[IO[bytes]]:
+    """Open a file to read, decompressing.  A truncated or corrupt stream, met anywhere in the
+    ``with`` body, raises an InputError naming the file (a bare EOFError would reach the user
+    as click's "Aborted!"); every other error passes unchanged."""
+    try:
+        with fs.open(path, "rb", compression=compression) as f:
+            yield f
+    except (EOFError, OSError, zlib.error, lzma.LZMAError, zipfile.BadZipFile) as error:
+        if compression is None or not _corrupt_stream(error):
+            raise
+        message = f"the {compression} stream is truncated or corrupt ({error})"
+        raise InputError(message, name) from error
+
+
 # ---------------------------------------------------------------------------- file preambles
 
 
@@ -194,8 +241,9 @@ def _split_fields(body: bytes, sep: str) -> list[str]:
     return [field.strip(" \t") for field in row]
 
 
-def _read_mtx_preamble(f: IO[bytes], name: str) -> int:
-    """Check the Matrix Market banner and size line; return the offset of the first entry."""
+def _read_mtx_preamble(f: IO[bytes], name: str) -> tuple[int, MatrixShape | None]:
+    """Check the Matrix Market banner and size line; return the offset of the first entry and
+    the declared shape (None when the file ends before a size line: no entries either)."""
     banner = f.readline()
     words = _decode(banner.removeprefix(_BOM)).lower().split()
     if not words or words[0] != "%%matrixmarket" or len(words) < 4 or words[1] != "matrix":
@@ -208,13 +256,17 @@ def _read_mtx_preamble(f: IO[bytes], name: str) -> int:
             1,
         )
     line, lineno, pos = _first_data_line(f, WHITESPACE, b"#%", lineno=1, pos=len(banner))
-    if line is not None:
-        size = _split_fields(_strip_comment(line, b"#%"), WHITESPACE)
-        if len(size) != 3 or not all(_INTEGER.fullmatch(s) for s in size):
-            raise InputError(
-                f"expected a size line 'rows cols nnz', got {_decode(line)!r}", name, lineno
-            )
-    return pos
+    if line is None:
+        return pos, None
+    size = _split_fields(_strip_comment(line, b"#%"), WHITESPACE)
+    if len(size) != 3 or not all(_INTEGER.fullmatch(s) and int(s) >= 0 for s in size):
+        raise InputError(
+            f"expected a size line 'rows cols nnz' (non-negative integers), got {_decode(line)!r}",
+            name,
+            lineno,
+        )
+    rows, cols, nnz = map(int, size)
+    return pos, MatrixShape(rows, cols, nnz)
 
 
 def _looks_like_header(fields: list[str]) -> bool:
@@ -266,17 +318,18 @@ def _text_layout(
     """The file's layout and the offset where its data lines start (after any header)."""
     compression = infer_compression(path)
     if fmt in ("snap", "mtx"):
-        start = 0
+        start, shape = 0, None
         if fmt == "mtx":
-            with fs.open(path, "rb", compression=compression) as f:
-                start = _read_mtx_preamble(f, name)
+            with _open_text(fs, path, name, compression) as f:
+                start, shape = _read_mtx_preamble(f, name)
         if columns is not None and not all(isinstance(c, int) for c in columns):
             raise InputError(f"{fmt} files have no column names; give 0-based positions", name)
-        return Layout(WHITESPACE, b"#%", _resolve_columns(columns, None, name)), start
+        usecols = _resolve_columns(columns, None, name)
+        return Layout(WHITESPACE, b"#%", usecols, shape), start
     sep = "," if fmt == "csv" else "\t"
     names, start = None, 0
     if header is not False:
-        with fs.open(path, "rb", compression=compression) as f:
+        with _open_text(fs, path, name, compression) as f:
             line, _, end = _first_data_line(f, sep, b"#")
         fields = [] if line is None else _split_fields(_strip_comment(line, b"#"), sep)
         if header or (header is None and _looks_like_header(fields)):
@@ -353,7 +406,7 @@ def _read_stream_block(f: IO[bytes], offset: int, length: int | None) -> bytes:
 
 
 def _read_block_bytes(block: TextBlock) -> bytes:
-    with block.fs.open(block.path, "rb", compression=block.compression) as f:
+    with _open_text(block.fs, block.path, block.name, block.compression) as f:
         if block.compression is None:
             return read_block(f, block.offset, block.length, delimiter=b"\n")
         return _read_stream_block(f, block.offset, block.length)
@@ -364,7 +417,7 @@ def _first_line_number(block: TextBlock) -> int:
     if block.offset == 0:
         return 1
     newlines, left = 0, block.offset
-    with block.fs.open(block.path, "rb", compression=block.compression) as f:
+    with _open_text(block.fs, block.path, block.name, block.compression) as f:
         while left > 0 and (chunk := f.read(min(left, _CHUNK))):
             newlines, left = newlines + chunk.count(b"\n"), left - len(chunk)
     return newlines + 2  # the block starts after the first newline at or after its offset
@@ -380,16 +433,25 @@ def _valid_ids(column: pd.Series) -> bool:
     return kind == "u" and (len(column) == 0 or column.max() <= INT64_MAX)
 
 
+def _within(column: pd.Series, size: int) -> bool:
+    """True when every value is an integer in 1..size (Matrix Market indices are 1-based)."""
+    if column.dtype.kind not in "iu":
+        return False
+    return len(column) == 0 or (int(column.min()) >= 1 and int(column.max()) <= size)
+
+
 def _parse_fast(data: bytes, layout: Layout) -> pd.DataFrame | None:
-    """Parse with pandas' C parser; None when the result is anything but clean int64 ids."""
+    """Parse with pandas' C parser; None when the result is anything but clean int64 ids (and,
+    for Matrix Market, entries inside the declared shape)."""
     if layout.sep == WHITESPACE:
         data = data.translate(_PERCENT_TO_HASH)
+    shape = layout.shape
     try:
         table = pd.read_csv(
             io.BytesIO(data),
             sep=r"\s+" if layout.sep == WHITESPACE else layout.sep,
             header=None,
-            usecols=list(layout.usecols),
+            usecols=sorted({*layout.usecols, *((0, 1) if shape is not None else ())}),
             comment="#",
             lineterminator="\n",
             quoting=csv.QUOTE_NONE if layout.sep == WHITESPACE else csv.QUOTE_MINIMAL,
@@ -400,18 +462,44 @@ def _parse_fast(data: bytes, layout: Layout) -> pd.DataFrame | None:
     src, dst = (table[c] for c in layout.usecols)
     if not (_valid_ids(src) and _valid_ids(dst)):
         return None
+    if shape is not None and not (_within(table[0], shape.rows) and _within(table[1], shape.cols)):
+        return None  # the exact parser finds the entry and its line
     return pd.DataFrame({"src": src.to_numpy(np.int64), "dst": dst.to_numpy(np.int64)})
+
+
+def _not_ids(line: str) -> _LineError:
+    return _LineError(f"expected two non-negative integer vertex ids, got {line!r}")
 
 
 def _vertex_id(token: str, line: str) -> int:
     if not _INTEGER.fullmatch(token):
-        raise _LineError(f"expected two non-negative integer vertex ids, got {line!r}")
+        raise _not_ids(line)
     value = int(token)
     if value < 0:
         raise _LineError(f"negative vertex id {token} (vertex ids must be >= 0), in {line!r}")
     if value > INT64_MAX:
         raise _LineError(f"vertex id {token} is larger than 2**63-1, in {line!r}")
     return value
+
+
+def _check_entry(fields: list[str], line: str, shape: MatrixShape) -> None:
+    """Raise for a Matrix Market entry whose row (field 0) or column (field 1) is not an
+    integer inside the declared ``rows x cols`` (1-based)."""
+    if not (_INTEGER.fullmatch(fields[0]) and _INTEGER.fullmatch(fields[1])):
+        raise _not_ids(line)
+    row, col = int(fields[0]), int(fields[1])
+    if 1 <= row <= shape.rows and 1 <= col <= shape.cols:
+        return
+    if min(shape.rows, shape.cols) == 0:
+        valid = "which has no entries"
+    elif shape.rows == shape.cols:
+        valid = f"rows and columns are 1..{shape.rows}"
+    else:
+        valid = f"rows are 1..{shape.rows}, columns 1..{shape.cols}"
+    raise _LineError(
+        f"entry ({row}, {col}) is outside the declared {shape.rows} x {shape.cols} matrix "
+        f"({valid})"
+    )
 
 
 def _edge(line: bytes, layout: Layout) -> tuple[int, int] | None:
@@ -424,6 +512,8 @@ def _edge(line: bytes, layout: Layout) -> tuple[int, int] | None:
     if len(fields) <= max(i, j):
         wanted = "two" if (i, j) == (0, 1) else str(max(i, j) + 1)
         raise _LineError(f"expected at least {wanted} columns (source and target), got {text!r}")
+    if layout.shape is not None:  # fields has two or more: max(i, j) >= 1
+        _check_entry(fields, text, layout.shape)
     return _vertex_id(fields[i], text), _vertex_id(fields[j], text)
 
 
@@ -649,5 +739,62 @@ def collection_from_plan(plan: ReadPlan, storage_options: dict | None = None,
         return _parquet_collection(plan, storage_options, dataframe_backend, planned_remotely)
     if not plan:  # no data blocks (e.g. an empty Matrix Market file)
         return dd.from_pandas(_META, npartitions=1)
+    if any(block.layout.shape is not None for block in plan):
+        return _counted_collection(plan)
     return dd.from_map(parse_block, list(plan), meta=_META, label="read-edges",
                        enforce_metadata=False)
+
+
+# ---------------------------------------------------------------------------- entry counts
+
+
+def _file_ranges(blocks: tuple[TextBlock, ...]) -> list[range]:
+    """The blocks of each file, as index ranges: a file's blocks are consecutive, at increasing
+    offsets (so a file listed twice in a row is two files)."""
+    starts = [
+        k
+        for k, block in enumerate(blocks)
+        if k == 0
+        or (block.path, block.name) != (blocks[k - 1].path, blocks[k - 1].name)
+        or block.offset <= blocks[k - 1].offset
+    ]
+    return [range(a, b) for a, b in zip(starts, [*starts[1:], len(blocks)], strict=True)]
+
+
+def _check_entry_count(name: str, nnz: int, rows: list[int]) -> None:
+    """Raise when a Matrix Market file's blocks hold other than its declared nnz entries."""
+    if (found := sum(rows)) != nnz:
+        raise InputError(f"declares {nnz} entries (nnz) but has {found}", name)
+
+
+def _after_check(frame: pd.DataFrame, check: None) -> pd.DataFrame:
+    """A block's frame, once its file's entry count is checked (the check is a dependency)."""
+    return frame
+
+
+def _counted_collection(blocks: tuple[TextBlock, ...]) -> dd.DataFrame:
+    """``from_map(parse_block, blocks)`` with each Matrix Market file's entries counted against
+    its nnz, in the same graph, reading each block once: the block tasks parse, one check task
+    per file sums its blocks' row counts, and each partition of that file is its block passed
+    on once the check has run, so any compute of the collection raises a wrong count."""
+    token = tokenize(blocks)
+    parsed = [
+        dask.delayed(parse_block)(block, dask_key_name=(f"read-edges-parse-{token}", k))
+        for k, block in enumerate(blocks)
+    ]
+    parts = list(parsed)
+    for f, members in enumerate(_file_ranges(blocks)):
+        first = blocks[members[0]]
+        if first.layout.shape is None:
+            continue
+        rows = [dask.delayed(len)(parsed[k], dask_key_name=(f"read-edges-rows-{token}", k))
+                for k in members]
+        check = dask.delayed(_check_entry_count)(
+            first.name, first.layout.shape.nnz, rows,
+            dask_key_name=(f"read-edges-check-{token}", f),
+        )
+        for k in members:
+            parts[k] = dask.delayed(_after_check)(
+                parsed[k], check, dask_key_name=(f"read-edges-checked-{token}", k)
+            )
+    return dd.from_delayed(parts, meta=_META, verify_meta=False, prefix="read-edges")

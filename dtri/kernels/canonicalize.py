@@ -17,7 +17,6 @@ import dask.dataframe as dd
 from dtri.errors import InputError
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_hash
 from dtri.kernels.dispatch import array_module, column_to_array
-from dtri.runtime.staging import runs_on_host
 
 
 def id_columns(frame: Any) -> tuple[Any, Any]:
@@ -64,7 +63,6 @@ def merge_vertices(*vertex_sets: Any) -> Any:
     return sorted_unique(array_module(vertex_sets[0]).concatenate(vertex_sets))
 
 
-@runs_on_host
 def vertex_count(vertices: Any) -> int:
     """Number of distinct vertices (the length of the merged vertex array)."""
     return int(vertices.shape[0])

@@ -1,22 +1,158 @@
-"""Sort: each source range's oriented edges ordered by (src, dst).
+"""Sorted adjacency as CSR: the form of every sorted partition, edge bin and group of partitions.
 
-A receiving partition gets every edge of its source range
-(:func:`dtri.kernels.orient.source_bounds`),
-so it holds whole adjacency lists, sorted, which is what the wedge stage needs.
-:func:`partition_summary` then measures each partition: edges, wedges (prefix sums of
-C(d, 2)), its source range, largest target and longest adjacency list, and a coarse profile
-of where its wedges lie (:func:`wedge_profile`), all before any wedge is written.
+A sorted partition holds the oriented edges of one range of source ranks ``[low, high)``, whole
+adjacency lists, as :class:`CSR`: the targets grouped by source, ascending within each source
+(int32: ranks are below 2**31, :data:`dtri.kernels.bins.MAX_KEY_BITS`), and one offset per
+source of the range plus one. Four bytes an edge, and every list's start and end without a
+search. An edge bin (a source range cut by the top bits of the rank) and a group of consecutive
+partitions are CSRs of their ranges too (:func:`rows_of`, :func:`joined`).
+
+:func:`summary` measures a partition for the planner: edges, wedges (prefix sums of C(d, 2)),
+its sources, largest target, longest list and a coarse profile of where its wedges lie, all
+before any wedge is written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from dtri.kernels.bins import checked_key_bits, unpack_keys
-from dtri.kernels.dispatch import array_module, column_to_array, frame_from_arrays
+from dtri.kernels.bins import checked_key_bits, pack_edges, unpack_keys
+from dtri.kernels.dispatch import array_module
 
 PROFILE_POINTS = 1024
 """Evenly spaced rows whose adjacency lists bound the checkpoints of a wedge profile."""
+
+
+class CSR(NamedTuple):
+    """Oriented edges of the sources ``low .. high - 1`` (ranks), grouped by source."""
+
+    dst: Any
+    """int32 targets, grouped by source, ascending within each source."""
+    offsets: Any
+    """int64, one more than the sources of the range; ``offsets[0] == 0``."""
+    low: int
+
+    @property
+    def high(self) -> int:
+        """One past the last source of the range."""
+        return self.low + int(self.offsets.shape[0]) - 1
+
+    @property
+    def edges(self) -> int:
+        return int(self.dst.shape[0])
+
+
+def stored(csr: CSR) -> tuple:
+    """A CSR as tasks store and send it: a plain tuple. Dask sends a tuple's GPU arrays by their
+    CUDA serializers (UCX/NVLink), but pickles a NamedTuple whole, through the host."""
+    return tuple(csr)
+
+
+def as_csr(value: CSR | tuple) -> CSR:
+    """A stored CSR (:func:`stored`) as a :class:`CSR` again."""
+    return value if isinstance(value, CSR) else CSR(*value)
+
+
+def empty(xp: Any, low: int = 0, high: int | None = None) -> CSR:
+    """A CSR of no edges over ``[low, high)`` (``high`` defaults to ``low``)."""
+    sources = 0 if high is None else high - low
+    return CSR(xp.zeros(0, dtype=xp.int32), xp.zeros(sources + 1, dtype=xp.int64), low)
+
+
+def from_sorted(src: Any, dst: Any, low: int, high: int) -> CSR:
+    """The CSR over ``[low, high)`` of edges sorted by (src, dst) whose sources lie there."""
+    xp = array_module(src)
+    offsets = xp.searchsorted(src, xp.arange(low, high + 1, dtype=src.dtype))
+    return CSR(dst.astype(xp.int32), offsets.astype(xp.int64, copy=False), low)
+
+
+def from_keys(keys: Any, vertices: int, low: int, high: int) -> CSR:
+    """The CSR over ``[low, high)`` of oriented packed keys ``(src << bits) | dst``, any order
+    (the sort of a receiving partition)."""
+    xp = array_module(keys)
+    keys = xp.sort(keys)
+    src, dst = unpack_keys(keys, checked_key_bits(vertices))
+    del keys
+    return from_sorted(src, dst, low, high)
+
+
+def degrees(csr: CSR) -> Any:
+    """Out-degree of each source of the range."""
+    return csr.offsets[1:] - csr.offsets[:-1]
+
+
+def sources(csr: CSR, first: int = 0, last: int | None = None) -> Any:
+    """The source (rank) of each edge ``first .. last - 1`` (default: all), int64."""
+    xp = array_module(csr.offsets)
+    last = csr.edges if last is None else last
+    if xp.__name__ == "numpy" and first == 0 and last == csr.edges:
+        return xp.repeat(xp.arange(csr.low, csr.high, dtype=xp.int64), degrees(csr))
+    rows = xp.arange(first, last, dtype=xp.int64)
+    return xp.searchsorted(csr.offsets, rows, side="right") - 1 + csr.low
+
+
+def edge_window(csr: CSR, first: int, last: int) -> tuple[Any, Any]:
+    """``(src, dst)`` of edges ``first .. last - 1`` as int64 arrays (a wedge batch's rows)."""
+    xp = array_module(csr.offsets)
+    return sources(csr, first, last), csr.dst[first:last].astype(xp.int64)
+
+
+def keys_of(csr: CSR, bits: int) -> Any:
+    """Packed keys ``(src << bits) | dst`` of every edge, ascending."""
+    return pack_edges(sources(csr), csr.dst, bits, copy=False)
+
+
+def rows_of(csr: CSR, low: int, high: int) -> CSR:
+    """The sub-CSR of the sources ``[low, high)`` (clipped to the CSR's range), with arrays of
+    its own: a piece that is stored, sent or spilled must not keep its whole partition alive
+    (Dask would count only the piece's bytes)."""
+    low, high = max(low, csr.low), min(max(high, low), csr.high)
+    if high <= low:
+        return empty(array_module(csr.offsets), low)
+    offsets = csr.offsets[low - csr.low: high - csr.low + 1]
+    first, last = int(offsets[0]), int(offsets[-1])
+    return CSR(csr.dst[first:last].copy(), offsets - first, low)
+
+
+def row_range(csr: CSR, first: int, last: int) -> CSR:
+    """The CSR of rows ``[first, last)``, which start and end at list boundaries, as views of
+    ``csr`` (positions in it are positions in the range plus ``first``)."""
+    xp = array_module(csr.offsets)
+    low = int(xp.searchsorted(csr.offsets, first, side="right")) - 1
+    high = max(int(xp.searchsorted(csr.offsets, last, side="left")), low)
+    return CSR(csr.dst[first:last], csr.offsets[low: high + 1] - first, csr.low + low)
+
+
+def joined(low: int, high: int, parts: Sequence[CSR], xp: Any = None) -> CSR:
+    """One CSR over ``[low, high)`` from CSRs of disjoint ranges inside it, ascending (gaps
+    between them are sources without edges). ``xp``: the array library of the result, when
+    ``parts`` may be empty or lie elsewhere (each part is moved there first)."""
+    xp = xp or (array_module(parts[0].offsets) if parts else None)
+    if xp is None:
+        raise ValueError("joined() of no parts needs the array module")
+    dst = xp.empty(sum(p.edges for p in parts), dtype=xp.int32)
+    degree = xp.zeros(max(high - low, 0), dtype=xp.int64)
+    base = 0
+    for part in parts:
+        if part.high <= part.low:
+            continue
+        if part.edges:
+            dst[base: base + part.edges] = xp.asarray(part.dst)
+        offsets = xp.asarray(part.offsets)
+        degree[part.low - low: part.high - low] = offsets[1:] - offsets[:-1]
+        base += part.edges
+    offsets = xp.zeros(degree.shape[0] + 1, dtype=xp.int64)
+    xp.cumsum(degree, out=offsets[1:])
+    return CSR(dst, offsets, low)
+
+
+def with_edges(csr: CSR, keep: Any) -> CSR:
+    """The CSR of the edges where ``keep`` (a boolean per edge) holds, same range."""
+    xp = array_module(csr.offsets)
+    kept = xp.zeros(csr.edges + 1, dtype=xp.int64)
+    xp.cumsum(keep, out=kept[1:])
+    return CSR(csr.dst[keep], kept[csr.offsets], csr.low)
 
 
 class PartitionSummary(NamedTuple):
@@ -38,29 +174,20 @@ class PartitionSummary(NamedTuple):
     """Wedges of the rows before each checkpoint row (the wedge number it starts at)."""
 
 
-def sorted_edges(vertices: int, *pieces: Any) -> Any:
-    """One source range's oriented keys as a ``src, dst`` frame sorted by (src, dst)."""
-    xp = array_module(pieces[0])
-    keys = xp.sort(xp.concatenate(pieces))
-    src, dst = unpack_keys(keys, checked_key_bits(vertices))
-    return frame_from_arrays(keys, {"src": src, "dst": dst})
-
-
-def wedge_profile(src: Any, points: int = PROFILE_POINTS) -> tuple[int, int, int, list, list]:
-    """Wedges, longest list and checkpoints ``(rows, wedges before)`` of a sorted ``src``.
+def wedge_profile(starts: Any, edges: int,
+                  points: int = PROFILE_POINTS) -> tuple[int, int, int, list, list]:
+    """Wedges, longest list and checkpoints ``(rows, wedges before)`` of sorted edges whose
+    adjacency lists start at the ascending rows ``starts`` (the first at 0).
 
     The checkpoints are list starts: for each of ``points + 1`` evenly spaced rows, the start
     and the end of the list that holds it, and the longest list's start and end. So every
     interval between two checkpoints is either one adjacency list or at most
     ``ceil(edges / points)`` rows, and a list of at least that many rows is an interval of its
     own; a wedge range that the planner places inside intervals needs no other rows.
-    Returns ``(wedges, max_out_degree, its row, rows, wedges_before)``.
+    Returns ``(wedges, max_out_degree, its list's index, rows, wedges_before)``.
     """
-    xp = array_module(src)
-    edges = src.shape[0]
-    bounds = xp.concatenate([xp.zeros(1, dtype=xp.int64),
-                             xp.flatnonzero(src[1:] != src[:-1]).astype(xp.int64) + 1,
-                             xp.full(1, edges, dtype=xp.int64)])  # list starts, then the end
+    xp = array_module(starts)
+    bounds = xp.concatenate([starts.astype(xp.int64), xp.full(1, edges, dtype=xp.int64)])
     degree = bounds[1:] - bounds[:-1]
     before = xp.concatenate([xp.zeros(1, dtype=xp.int64),
                              xp.cumsum(degree * (degree - 1) // 2, dtype=xp.int64)])
@@ -71,75 +198,19 @@ def wedge_profile(src: Any, points: int = PROFILE_POINTS) -> tuple[int, int, int
     picked = xp.unique(xp.concatenate([
         holding, xp.minimum(holding + 1, lists),
         xp.asarray([0, lists, longest, longest + 1], dtype=holding.dtype)]))
-    return (int(before[-1]), int(degree[longest]), int(bounds[longest]),
-            bounds[picked].tolist(), before[picked].tolist())
+    return (int(before[-1]), int(degree[longest]), longest, bounds[picked].tolist(),
+            before[picked].tolist())
 
 
-def partition_summary(frame: Any) -> PartitionSummary:
-    """Edges, wedges, source range, largest target, longest list and wedge profile of one
-    sorted partition."""
-    return edges_summary(column_to_array(frame["src"]), column_to_array(frame["dst"]))
-
-
-def edges_summary(src: Any, dst: Any) -> PartitionSummary:
-    """:func:`partition_summary` of a partition's sorted ``src`` and ``dst`` arrays."""
-    if src.shape[0] == 0:
+def summary(csr: CSR) -> PartitionSummary:
+    """Edges, wedges, sources, largest target, longest list and wedge profile of a partition."""
+    if csr.edges == 0:
         return PartitionSummary(0, 0, -1, -1, -1)
-    wedges, max_out_degree, longest_row, rows, before = wedge_profile(src)
-    last_dst = int(dst.max())
-    return PartitionSummary(int(src.shape[0]), wedges, int(src[0]), int(src[-1]), last_dst,
-                            max_out_degree, int(src[longest_row]), tuple(rows), tuple(before))
-
-
-class PartitionCSR(NamedTuple):
-    """A sorted partition as CSR, the form host staging keeps (4 bytes an edge instead of 16):
-    the targets of sources ``low .. low + len(offsets) - 2``, grouped by source, ascending."""
-
-    dst: Any  # int32 (ranks are below 2**31: dtri.kernels.bins.MAX_KEY_BITS)
-    offsets: Any  # int64, one more than the sources of the range; offsets[0] == 0
-    low: int
-
-    @property
-    def high(self) -> int:
-        """One past the last source of the range."""
-        return self.low + int(self.offsets.shape[0]) - 1
-
-    @property
-    def edges(self) -> int:
-        return int(self.dst.shape[0])
-
-
-def csr_of(src: Any, dst: Any) -> PartitionCSR:
-    """The CSR of a partition's edges sorted by (src, dst), over its sources' range."""
-    xp = array_module(src)
-    if src.shape[0] == 0:
-        return PartitionCSR(xp.zeros(0, dtype=xp.int32), xp.zeros(1, dtype=xp.int64), 0)
-    low, high = int(src[0]), int(src[-1]) + 1
-    offsets = xp.searchsorted(src, xp.arange(low, high + 1, dtype=src.dtype)).astype(xp.int64)
-    return PartitionCSR(dst.astype(xp.int32), offsets, low)
-
-
-def sorted_csr(vertices: int, *pieces: Any) -> PartitionCSR:
-    """:func:`sorted_edges` as CSR (host staging's sort)."""
-    xp = array_module(pieces[0])
-    keys = xp.sort(xp.concatenate(pieces))
-    src, dst = unpack_keys(keys, checked_key_bits(vertices))
-    del keys
-    return csr_of(src, dst)
-
-
-def frame_csr(frame: Any) -> PartitionCSR:
-    """A sorted ``src, dst`` partition as CSR."""
-    return csr_of(column_to_array(frame["src"]), column_to_array(frame["dst"]))
-
-
-def csr_sources(csr: PartitionCSR) -> Any:
-    """The source of every edge of a CSR partition (the ``src`` column it came from)."""
     xp = array_module(csr.offsets)
-    rows = xp.arange(csr.edges, dtype=xp.int64)
-    return xp.searchsorted(csr.offsets, rows, side="right") - 1 + csr.low
-
-
-def csr_summary(csr: PartitionCSR) -> PartitionSummary:
-    """:func:`partition_summary` of a CSR partition."""
-    return edges_summary(csr_sources(csr), csr.dst)
+    filled = xp.flatnonzero(degrees(csr))  # sources with a list, ascending
+    wedges, max_out_degree, longest, rows, before = wedge_profile(csr.offsets[filled],
+                                                                  csr.edges)
+    first, last = int(filled[0]), int(filled[-1])
+    return PartitionSummary(csr.edges, wedges, csr.low + first, csr.low + last,
+                            int(csr.dst.max()), max_out_degree, csr.low + int(filled[longest]),
+                            tuple(rows), tuple(before))

@@ -30,6 +30,13 @@ CuPy → cuDF) built from a dict of arrays."""
 to_host = Dispatch("to_host")
 """A NumPy copy of an array (identity for NumPy arrays)."""
 
+is_device_object = Dispatch("is_device_object")
+"""True for objects in GPU memory (CuPy arrays, cuDF frames and series), False otherwise."""
+
+series_from_arrays = Dispatch("series_from_arrays")
+"""A Series of the library of ``values`` (NumPy → pandas, CuPy → cuDF): ``values`` indexed by
+``index``, named ``name``, its index named ``index_name``."""
+
 
 @array_module.register(np.ndarray)
 def _numpy_module(array: np.ndarray) -> Any:
@@ -39,6 +46,17 @@ def _numpy_module(array: np.ndarray) -> Any:
 @to_host.register(np.ndarray)
 def _numpy_to_host(array: np.ndarray) -> np.ndarray:
     return array
+
+
+@is_device_object.register(object)
+def _not_on_device(value: Any) -> bool:
+    return False
+
+
+@series_from_arrays.register(np.ndarray)
+def _pandas_series(values: np.ndarray, index: np.ndarray, name: str,
+                   index_name: str) -> pd.Series:
+    return pd.Series(values, index=pd.Index(index, name=index_name), name=name, copy=False)
 
 
 @column_to_array.register(pd.Series)
@@ -52,6 +70,9 @@ def _pandas_frame(like: pd.DataFrame | np.ndarray, columns: dict[str, Any]) -> p
 
 
 @array_module.register_lazy("cupy")
+@is_device_object.register_lazy("cupy")
+@is_device_object.register_lazy("cudf")
+@series_from_arrays.register_lazy("cupy")
 @to_host.register_lazy("cupy")
 @column_to_array.register_lazy("cudf")
 @frame_from_arrays.register_lazy("cudf")
@@ -59,8 +80,3 @@ def _pandas_frame(like: pd.DataFrame | np.ndarray, columns: dict[str, Any]) -> p
 @sizeof.register_lazy("cudf")
 def _register_gpu() -> None:
     from dtri.kernels import gpu  # noqa: F401  (registers the cuDF/CuPy implementations)
-
-
-def is_gpu_frame(frame: Any) -> bool:
-    """True for cuDF objects, found by module name so cuDF need not be importable."""
-    return type(frame).__module__.split(".")[0] in {"cudf", "dask_cudf"}

@@ -19,7 +19,6 @@ from typing import Any
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
 from dtri.kernels.dispatch import array_module
-from dtri.runtime.staging import runs_on_host
 
 ORIENTATIONS = ("degree", "id")
 
@@ -46,6 +45,22 @@ def id_counts(ids: Any, vertices: int) -> Any:
     return counts.view(xp.int64)
 
 
+def weighted_counts(ids: Any, weights: Any, vertices: int) -> Any:
+    """``Σ weights`` per id ``0 .. vertices - 1``, exact (int64): numba's loop on the CPU
+    (NumPy's ``bincount`` adds weights in float64), 64-bit atomics on the GPU (like
+    :func:`id_counts`)."""
+    xp = array_module(ids)
+    if xp.__name__ != "cupy":
+        from dtri.kernels.cpu import scatter_add
+
+        return scatter_add(ids, weights, vertices)
+    import cupyx
+
+    counts = xp.zeros(vertices, dtype=xp.uint64)
+    cupyx.scatter_add(counts, ids, weights.astype(xp.uint64))
+    return counts.view(xp.int64)
+
+
 def add_counts(*counts: Any) -> Any:
     """Element-wise sum of per-partition count arrays of equal length, in the widest of their
     dtypes (CuPy's ``bincount`` of an empty partition returns ints even with float weights)."""
@@ -69,13 +84,22 @@ def vertex_ranks(degree: Any, orientation: str) -> Any | None:
     return rank
 
 
-@runs_on_host
-def input_id_of_rank(vertices: Any, rank: Any | None, wanted: int) -> int:
-    """The input id of the vertex of rank ``wanted``: ``vertices`` holds the input ids of the
-    dense vertices, ascending, and ``rank`` their ranks (``None``: ranks are dense ids)."""
-    xp = array_module(vertices)
-    dense = wanted if rank is None else int(xp.flatnonzero(rank == wanted)[0])
-    return int(vertices[dense])
+def rank_and_order(degree: Any, orientation: str) -> tuple[Any | None, Any | None]:
+    """The rank of every dense vertex (:func:`vertex_ranks`) and its inverse, the dense vertex
+    of every rank (``None`` for both with the id orientation: dense ids are the ranks)."""
+    rank = vertex_ranks(degree, orientation)
+    if rank is None:
+        return None, None
+    xp = array_module(rank)
+    order = xp.empty_like(rank)
+    order[rank] = xp.arange(rank.shape[0], dtype=rank.dtype)
+    return rank, order
+
+
+def by_rank(values: Any, order: Any | None) -> Any:
+    """A vertex-wide array indexed by dense id, reindexed by rank (``order`` from
+    :func:`rank_and_order`; ``None``: dense ids are the ranks)."""
+    return values if order is None else values[order]
 
 
 def orient_keys(keys: Any, rank: Any | None, vertices: int) -> Any:
@@ -108,7 +132,7 @@ INTERSECT_EDGE_COST = 1024
 """Work of one edge in the fused join apart from its intersection, in units of one step of
 binary search (shorter list × log2(longer list)). Fitted on an H200 (RMAT 25, one partition's
 source ranges timed alone): an edge costs 0.94 ns of passes over the edge arrays, a search step
-0.00085 ns (examples/results/intersect-balance-h200.jsonl)."""
+0.00085 ns (examples/benchmarks/intersect-balance-h200.jsonl)."""
 
 
 def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
@@ -147,9 +171,9 @@ def split_by_source(oriented: Any, bounds: list[int], vertices: int) -> dict[int
     return split_by_bounds(oriented, oriented >> checked_key_bits(vertices), bounds)
 
 
-# Host staging orients on the fly: the oriented keys are never stored, since keeping them
-# would move every edge to host memory and back once more; each task that needs them orients
-# its partition's canonical keys again from the ranks (kept on the device by the cache).
+# Orientation happens on the fly: the oriented keys are never stored, since keeping them would
+# hold every edge twice (and, under host staging, move it to host memory and back once more);
+# each task that needs them orients its partition's canonical keys again from the ranks.
 
 def oriented_out_degree(keys: Any, rank: Any | None, vertices: int) -> Any:
     """:func:`out_degree_counts` of a partition's canonical keys, oriented first."""

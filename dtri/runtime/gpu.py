@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,12 +14,14 @@ import cupy
 import numpy as np
 import pandas as pd
 
-from dtri.runtime.staging import host_empty
+HostEmpty = Callable[[tuple[int, ...] | int, Any], np.ndarray]
+"""An allocator of uninitialized host arrays (the worker's staging arena, or ``numpy.empty``)."""
 
 
 def device_array(array: np.ndarray) -> cupy.ndarray:
     """A host array's copy on the device, by one ``cudaMemcpy`` from where it lies: at the
-    bus's speed from page-locked memory (:class:`dtri.runtime.staging.HostArena`). (``cupy.asarray``
+    bus's speed from page-locked memory (:class:`dtri.runtime.staging.HostArena`).
+    (``cupy.asarray``
     first copies a pageable array into a page-locked buffer of CuPy's pool, which keeps a
     buffer of every size it met: 3.6 GB/s against 6.2 GB/s for the direct copy.)"""
     array = np.ascontiguousarray(array)
@@ -28,11 +31,11 @@ def device_array(array: np.ndarray) -> cupy.ndarray:
     return copy
 
 
-def host_array(array: cupy.ndarray) -> np.ndarray:
-    """A device array's copy in host memory, in the staging arena while one is set up
-    (:func:`dtri.runtime.staging.host_empty`)."""
+def host_array(array: cupy.ndarray, empty: HostEmpty = np.empty) -> np.ndarray:
+    """A device array's copy in host memory allocated by ``empty`` (the worker's staging
+    arena: :meth:`dtri.runtime.staging.StagingState.host_empty`)."""
     array = cupy.ascontiguousarray(array)
-    copy = host_empty(array.shape, array.dtype)
+    copy = empty(array.shape, array.dtype)
     if array.size:
         array.get(out=copy)
     return copy
@@ -44,15 +47,15 @@ def device_frame(frame: Any) -> cudf.DataFrame:
     return cudf.DataFrame({name: device_array(frame[name].to_numpy()) for name in frame.columns})
 
 
-def host_copy(frame: cudf.DataFrame) -> pd.DataFrame:
+def host_copy(frame: cudf.DataFrame, empty: HostEmpty = np.empty) -> pd.DataFrame:
     """A cuDF frame of numeric columns as a pandas frame, one device-to-host copy per column
     (cuDF's ``to_pandas`` goes through Arrow: 0.3 s for a 16 Mi-edge partition on an H200),
     the columns kept as they are (pandas copies a dict's arrays by default)."""
-    return pd.DataFrame({name: host_array(frame[name].values) for name in frame.columns},
-                        copy=False)
+    return pd.DataFrame({name: host_array(frame[name].values, empty)
+                         for name in frame.columns}, copy=False)
 
 
-def host_ids(frame: cudf.DataFrame) -> pd.DataFrame:
+def host_ids(frame: cudf.DataFrame, empty: HostEmpty = np.empty) -> pd.DataFrame:
     """An input partition's ``src``, ``dst`` in host memory, as int32 when every id fits
     (half the bytes to move and keep; the ids are the same numbers, and the pipeline reads
     them as int64: :func:`dtri.kernels.canonicalize.id_columns`)."""
@@ -61,17 +64,28 @@ def host_ids(frame: cudf.DataFrame) -> pd.DataFrame:
             c.shape[0] == 0 or (int(c.min()) >= 0 and int(c.max()) < 2**31)
             for c in columns.values()):
         columns = {name: c.astype(cupy.int32) for name, c in columns.items()}
-    return pd.DataFrame({name: host_array(c) for name, c in columns.items()}, copy=False)
+    return pd.DataFrame({name: host_array(c, empty) for name, c in columns.items()},
+                        copy=False)
 
 
 # ------------------------------------------------- page-locked host memory for host staging
+
+def first_touch(memory: np.ndarray, threads: int) -> np.ndarray:
+    """``memory`` zeroed by ``threads`` threads, slice by slice: the kernel maps (and zeroes)
+    a fresh page on its first write, at 4.7 GB/s for one thread on an H200 host."""
+    step = -(-memory.shape[0] // max(1, threads))
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        list(pool.map(lambda start: np.copyto(memory[start:start + step], 0),
+                      range(0, memory.shape[0], step)))
+    return memory
+
 
 class RegisteredHostMemory:
     """Page-locked host memory, up to ``limit`` bytes, for RMM's pool to carve
     (:class:`PinnedPool`): NumPy memory first touched by several threads, then registered
     with CUDA. On an H200 host that pinned 4 GiB in 0.25 s with 16 threads, where
     ``cudaHostAlloc`` took 0.54 s per GiB: the kernel zeroes the pages either way, and one
-    thread zeroes at 4.7 GB/s (``examples/results/copy-probe-h200.jsonl``)."""
+    thread zeroes at 4.7 GB/s (``examples/benchmarks/copy-probe-h200.jsonl``)."""
 
     def __init__(self, limit: int):
         self.limit = limit
@@ -90,11 +104,7 @@ class RegisteredHostMemory:
                 raise MemoryError(f"page-locked staging memory is at its limit of {self.limit} B")
             self.nbytes += nbytes
         try:
-            owner = np.empty(nbytes, np.uint8)
-            step = -(-nbytes // self._threads)
-            with ThreadPoolExecutor(self._threads) as pool:
-                list(pool.map(lambda start: np.copyto(owner[start:start + step], 0),
-                              range(0, nbytes, step)))
+            owner = first_touch(np.empty(nbytes, np.uint8), self._threads)
             cupy.cuda.runtime.hostRegister(owner.ctypes.data, nbytes, 0)
         except (MemoryError, cupy.cuda.runtime.CUDARuntimeError) as error:
             with self._lock:
@@ -118,7 +128,8 @@ PINNED_POOL_START = 1 << 28
 
 class PinnedPool:
     """RMM's coalescing pool over page-locked host memory (:class:`RegisteredHostMemory`) of
-    at most ``limit`` bytes: the resource of :class:`dtri.runtime.staging.HostArena` on GPU workers.
+    at most ``limit`` bytes: the resource of :class:`dtri.runtime.staging.HostArena` on GPU
+    workers.
     RMM's pool is left without a maximum of its own, since it would then grow by half of what
     is left at once; the upstream refuses beyond ``limit`` and the pool tries smaller growths,
     then raises ``MemoryError``."""
@@ -129,7 +140,9 @@ class PinnedPool:
         self.host_memory = RegisteredHostMemory(limit)
         upstream = rmm.mr.CallbackMemoryResource(self.host_memory.allocate,
                                                  self.host_memory.deallocate)
-        start = min(PINNED_POOL_START, limit) // 256 * 256
+        from dtri.runtime.session import RMM_ALIGNMENT
+
+        start = min(PINNED_POOL_START, limit) // RMM_ALIGNMENT * RMM_ALIGNMENT
         self._pool = rmm.mr.PoolMemoryResource(upstream, initial_pool_size=start)
 
     def allocate(self, nbytes: int) -> int:

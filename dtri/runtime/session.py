@@ -1,4 +1,4 @@
-"""Where a count runs: the Dask scheduler, the partition backend and the memory budget.
+"""Where a run goes: the Dask scheduler, the partition backend, the memory caps and budget.
 
 * ``scheduler`` is a scheduler address (``tcp://host:8786``; ``DASK_SCHEDULER_ADDRESS`` is
   read when it is not given), ``scheduler_file``, or the name of a local Dask scheduler
@@ -10,7 +10,9 @@
 * :class:`MemoryCaps` shape the memory of a cluster started here: a host memory limit above
   which workers spill stored results to disk, and on GPU workers a device memory limit above
   which dask-cuda moves them to host memory and an RMM pool that caps the GPU memory dtri uses.
-  :func:`measured_memory` reads each worker's peak memory and spilled bytes after a run.
+
+:func:`open_runtime` opens all of it from the run's :class:`~dtri.options.Options` and yields a
+:class:`Runtime`: what the planner and the task builders need to know of it.
 """
 
 from __future__ import annotations
@@ -18,10 +20,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 import dask
@@ -29,15 +30,11 @@ import psutil
 from dask.utils import format_bytes, parse_bytes
 
 from dtri.errors import ConfigurationError
+from dtri.options import BACKENDS, PROTOCOLS, Options
 from dtri.runtime.compat import lift_cached_property_locks
+from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
 
-BACKENDS = ("auto", "cpu", "gpu")
-PROTOCOLS = ("auto", "tcp", "ucx")
-"""Comm protocol of an embedded local cluster. ``auto``: UCX (with NVLink) between the dask-cuda
-workers of several GPUs when ``distributed-ucxx`` is installed, TCP otherwise."""
 LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
-DEFAULT_BUDGET_FRACTION = 0.25
-"""Share of a worker's memory (GPU memory on the GPU backend) one count may plan for."""
 RMM_ALIGNMENT = 256
 """RMM pools are sized in multiples of 256 bytes; a pool size is rounded down to one."""
 DEFAULT_RMM_POOL = 0.5
@@ -45,7 +42,7 @@ DEFAULT_RMM_POOL = 0.5
 fraction of the GPU's memory; it grows as needed (no maximum), so it is no cap. Without a
 pool every cuDF allocation is a ``cudaMalloc`` and every free a synchronizing ``cudaFree``,
 and UCX opens a new CUDA IPC handle for each received buffer: on 4 H200s a pool took RMAT 25
-from 1.387 s to 0.912 s, and 2.630 s to 2.126 s on one (``examples/results/``). dask-cuda
+from 1.387 s to 0.912 s, and 2.630 s to 2.126 s on one (``examples/benchmarks/``). dask-cuda
 recommends a pool with NVLink for the same reason."""
 WORKER_MEMORY_CONFIG = {
     "distributed.worker.memory.pause": False,
@@ -169,7 +166,7 @@ def resolve_caps(caps: MemoryCaps, backend: str, memory_budget: int | None) -> M
 
 
 @dataclass(frozen=True)
-class Session:
+class Runtime:
     """The resources of one run, as the planner sees them."""
 
     backend: str
@@ -184,43 +181,20 @@ class Session:
     caps: MemoryCaps = field(default_factory=MemoryCaps)
     """The workers' memory caps (the smallest over the workers); ``worker_memory`` is the
     RMM pool on GPU workers that have one, the memory limit on CPU workers."""
-    staging: str = "device"
-    """Where stage results live between tasks: ``host`` or ``device`` (:mod:`dtri.runtime.staging`,
-    :func:`resolve_staging`)."""
+    staging: Staging = field(default_factory=Staging)
+    """Where stage results wait between tasks (:func:`dtri.runtime.staging.resolve_staging`)."""
 
     def task_budget(self, memory_budget: int | None) -> int:
         """Bytes one task may plan for: the per-worker budget shared by its threads (by
         default a quarter of the worker's memory; half of the GPU's under host staging, where
         the device holds nothing between tasks)."""
-        share = STAGED_BUDGET_FRACTION if self.staged_on_gpu else DEFAULT_BUDGET_FRACTION
-        budget = memory_budget or int(self.worker_memory * share)
+        budget = memory_budget or int(self.worker_memory * self.staging.budget_fraction)
         return max(1, budget // max(1, self.threads_per_worker))
 
     @property
-    def staged_on_gpu(self) -> bool:
-        """Host staging with GPU tasks: the data moves to the device task by task."""
-        return self.staging == "host" and self.backend == "gpu"
-
-
-STAGED_BUDGET_FRACTION = 0.5
-"""Share of a capped GPU one task may plan for under host staging (:mod:`dtri.runtime.staging`): a
-stage's results wait in host memory, so the pool holds the running task and the device cache
-of vertex-wide arrays (a quarter of the budget) and nothing else."""
-
-
-def resolve_staging(requested: str, session: Session) -> str:
-    """``host`` or ``device`` for a run: ``auto`` stages on the host when the GPU workers'
-    memory is capped by an RMM pool that cannot grow (``--rmm-pool-size``, or
-    ``dask cuda worker --rmm-maximum-pool-size``), since the graph then may not fit."""
-    from dtri.runtime.staging import STAGINGS
-
-    if requested not in STAGINGS:
-        raise ConfigurationError(f"staging must be one of {', '.join(STAGINGS)}, "
-                                 f"got {requested!r}")
-    if requested != "auto":
-        return requested
-    capped = session.backend == "gpu" and session.caps.rmm_pool_size is not None
-    return "host" if capped else "device"
+    def capped(self) -> bool:
+        """GPU workers whose memory an RMM pool that cannot grow caps."""
+        return self.backend == "gpu" and self.caps.rmm_pool_size is not None
 
 
 def gpu_available() -> bool:
@@ -275,7 +249,7 @@ def _visible_gpus() -> int:
 def resolve_protocol(requested: str, backend: str, workers: int | None) -> str:
     """``tcp`` or ``ucx`` for an embedded cluster. ``auto`` picks UCX for several GPU workers
     when it is installed: Dask's TCP comm moves GPU data at about 1 GB/s through host memory,
-    UCX over NVLink at about 100 GB/s (measured on 4 H200, examples/results/README.md)."""
+    UCX over NVLink at about 100 GB/s (measured on 4 H200, examples/benchmarks/README.md)."""
     if requested not in PROTOCOLS:
         raise ConfigurationError(
             f"protocol must be one of {', '.join(PROTOCOLS)}, got {requested!r}")
@@ -354,7 +328,7 @@ def _smallest(values: list[Any]) -> Any:
     return min(present) if present else None
 
 
-def _describe_client(client: Any, backend: str, workers: int | None) -> Session:
+def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
     info = client.scheduler_info(n_workers=-1)["workers"]
     if not info:
         client.wait_for_workers(1, timeout=60)
@@ -369,7 +343,7 @@ def _describe_client(client: Any, backend: str, workers: int | None) -> Session:
         memory = caps.rmm_pool_size or min(r["device_memory"] for r in reports)
     else:
         memory = caps.memory_limit or psutil.virtual_memory().total
-    return Session(
+    return Runtime(
         backend=backend, client=client, workers=len(info),
         threads_per_worker=max(w["nthreads"] for w in info.values()),
         worker_memory=int(memory), dashboard=getattr(client, "dashboard_link", None),
@@ -395,18 +369,71 @@ def _refuse_caps_for(caps: MemoryCaps, where: str) -> None:
 
 
 @contextmanager
-def open_session(backend: str, scheduler: str | None = None, scheduler_file: str | None = None,
-                 workers: int | None = None, protocol: str = "auto",
-                 caps: MemoryCaps | None = None,
-                 memory_budget: int | None = None) -> Iterator[Session]:
-    """Connect to (or start) the Dask scheduler of one run; close what this run started.
+def open_runtime(options: Options, input_on_gpu: bool = False) -> Iterator[Runtime]:
+    """Connect to (or start) the Dask scheduler that ``options`` name; close what was started
+    here when the block ends.
 
-    ``protocol`` and ``caps`` apply to a cluster started here (a running one has its own; caps
-    given for one raise :class:`ConfigurationError`). ``memory_budget`` (bytes per worker, or
-    ``None`` for the default) only sizes the device memory limit of an RMM pool given
-    without one (:func:`default_device_memory_limit`)."""
+    The backend is ``options.backend`` (``auto``: the GPU when the input is on it or a GPU is
+    usable). ``options.protocol`` and the memory caps apply to a cluster started here (a
+    running one has its own; caps given for one raise :class:`ConfigurationError`); the
+    memory budget only sizes the device memory limit of an RMM pool given without one
+    (:func:`default_device_memory_limit`). The staging is resolved against the workers' caps
+    (:func:`dtri.runtime.staging.resolve_staging`), and under host staging on GPU workers each
+    worker gets its staging state (:class:`dtri.runtime.staging.StagingPlugin`) for as long
+    as the block lasts."""
+    backend = resolve_backend(options.backend, input_on_gpu)
+    caps = memory_caps(options.memory_limit, options.device_memory_limit,
+                       options.rmm_pool_size, options.spill_directory)
+    with _opened(backend, options.scheduler, options.scheduler_file, options.workers,
+                 options.protocol, caps, options.memory_budget) as runtime:
+        runtime = replace(runtime, staging=resolve_staging(options.staging, backend,
+                                                           runtime.capped))
+        if runtime.staging.on_host and options.join == "wedges":
+            raise ConfigurationError(
+                "host staging (the default with a capped RMM pool) counts with the fused "
+                "join: give --join intersect or auto, or --staging device")
+        with _staging_state(runtime, options.memory_budget):
+            yield runtime
+
+
+@contextmanager
+def _staging_state(runtime: Runtime, memory_budget: int | None) -> Iterator[None]:
+    """Each worker's :class:`~dtri.runtime.staging.StagingState` (its device cache, a quarter
+    of a task's budget, and its arena of page-locked memory) while host staging moves data
+    to GPU workers; this process's under a local scheduler."""
+    from dtri.runtime.staging import (
+        CACHE_SHARE_OF_BUDGET,
+        PLUGIN_NAME,
+        StagingPlugin,
+        end_local_staging,
+        start_local_staging,
+    )
+
+    if not runtime.staging.moves:
+        yield
+        return
+    limit = runtime.task_budget(memory_budget) // CACHE_SHARE_OF_BUDGET
+    if runtime.client is None:
+        start_local_staging(limit, pinned=True)
+        try:
+            yield
+        finally:
+            end_local_staging()
+        return
+    runtime.client.register_plugin(StagingPlugin(limit, pinned=True), name=PLUGIN_NAME)
+    try:
+        yield
+    finally:
+        runtime.client.unregister_worker_plugin(PLUGIN_NAME)
+
+
+@contextmanager
+def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
+            workers: int | None, protocol: str, caps: MemoryCaps,
+            memory_budget: int | None) -> Iterator[Runtime]:
+    """:func:`open_runtime` before the staging is resolved."""
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    caps = resolve_caps(caps or MemoryCaps(), backend, memory_budget)
+    caps = resolve_caps(caps, backend, memory_budget)
     if address in LOCAL_SCHEDULERS:
         _refuse_caps_for(caps, f"--scheduler {address} (no workers)")
     elif address or scheduler_file:
@@ -420,7 +447,7 @@ def open_session(backend: str, scheduler: str | None = None, scheduler_file: str
             stack.enter_context(dask.config.set(scheduler=address))
             threads = 1 if address != "threads" else (os.cpu_count() or 1)
             memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
-            yield Session(backend, None, 1, threads, memory)
+            yield Runtime(backend, None, 1, threads, memory)
             return
         from distributed import Client
 
@@ -446,151 +473,3 @@ def open_session(backend: str, scheduler: str | None = None, scheduler_file: str
         # as_current, not dask.config: a nanny copies the config into the workers it restarts
         stack.enter_context(client.as_current())
         yield _describe_client(client, backend, workers)
-
-
-# ------------------------------------------------------------------ peak memory and spilling
-
-_MEMORY_MARKS: dict[str, dict[str, Any]] = {}
-"""In each worker process: what :func:`_reset_worker_memory` saw, by worker address."""
-
-
-class SpillCounter:
-    """A ``zict.Buffer`` ``fast_to_slow`` callback adding up the bytes (``sizeof``) it moves.
-
-    dask-cuda's buffers (device to host, host to disk) keep no such count themselves."""
-
-    def __init__(self) -> None:
-        self.bytes = 0
-
-    def __call__(self, key: Any, value: Any) -> None:
-        from distributed.sizeof import safe_sizeof
-
-        self.bytes += safe_sizeof(value)
-
-
-def _spill_counter(buffer: Any) -> SpillCounter | None:
-    """The :class:`SpillCounter` of a ``zict.Buffer`` (installed once), ``None`` for a
-    mapping that never spills."""
-    callbacks = getattr(buffer, "fast_to_slow_callbacks", None)
-    if callbacks is None:
-        return None
-    for callback in callbacks:
-        if isinstance(callback, SpillCounter):
-            return callback
-    callbacks.append(counter := SpillCounter())
-    return counter
-
-
-def _spilled(data: Any) -> dict[str, int | None]:
-    """Bytes a worker has moved out of memory so far: ``disk`` (to its spill directory) and
-    ``host`` (device to host memory, dask-cuda workers only); ``None`` where it cannot."""
-    metrics = getattr(data, "cumulative_metrics", None)  # distributed's SpillBuffer
-    if metrics is not None:  # bytes written by the spill file, as Dask meters them
-        return {"disk": int(metrics.get(("disk-write", "bytes"), 0)), "host": None}
-    if hasattr(data, "device_buffer"):  # dask-cuda's DeviceHostFile
-        to_host, to_disk = _spill_counter(data.device_buffer), _spill_counter(data.host_buffer)
-        return {"disk": to_disk.bytes if to_disk else None,
-                "host": to_host.bytes if to_host else None}
-    return {"disk": None, "host": None}
-
-
-def _high_water_mark() -> int | None:
-    """This process's peak resident memory (Linux ``VmHWM``), or ``None``."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _reset_high_water_mark() -> bool:
-    """Restart the kernel's count of this process's peak memory (Linux 4.0+)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _sampled_peak(monitor: Any, quantity: str, since: float) -> int | None:
-    """Largest sample of ``quantity`` that Dask's system monitor took since ``since``."""
-    samples = monitor.quantities.get(quantity)
-    if not samples:
-        return None
-    times = monitor.quantities["time"]
-    recent = [value for when, value in zip(reversed(times), reversed(samples), strict=False)
-              if when >= since]
-    return int(max(recent)) if recent else int(samples[-1])
-
-
-def _reset_worker_memory(backend: str, *, dask_worker: Any) -> None:
-    """Start this worker's peak and spill counts afresh (run on the worker)."""
-    marks: dict[str, Any] = {"time": time.time(), "spilled": _spilled(dask_worker.data),
-                             "exact_host_peak": _reset_high_water_mark(), "device": None}
-    if backend == "gpu":
-        from dtri.runtime.gpu import reset_device_peak
-
-        marks["device"] = reset_device_peak()
-    _MEMORY_MARKS[dask_worker.address] = marks
-
-
-def _read_worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
-    """This worker's peaks and spilled bytes since :func:`_reset_worker_memory` (run on the
-    worker; a worker restarted since then counts from its start)."""
-    marks = _MEMORY_MARKS.get(dask_worker.address) or {
-        "time": 0.0, "spilled": {}, "exact_host_peak": False, "device": None}
-    monitor = dask_worker.monitor
-    host_peak = (_high_water_mark() if marks["exact_host_peak"]
-                 else _sampled_peak(monitor, "memory", marks["time"]))
-    spilled, before = _spilled(dask_worker.data), marks["spilled"]
-    device_peak, device_source = None, None
-    if backend == "gpu":
-        from dtri.runtime.gpu import device_peak_bytes
-
-        device_peak = device_peak_bytes() if marks["device"] == "rmm" else None
-        if device_peak is not None:
-            device_source = "rmm"
-        elif (device_peak := _sampled_peak(monitor, "gpu_memory_used", marks["time"])):
-            device_source = "nvml-sampled"
-    return {
-        "peak_process_bytes": host_peak,
-        "peak_device_bytes": device_peak,
-        "peak_device_source": device_source,
-        "spilled_bytes": (None if spilled["disk"] is None
-                          else spilled["disk"] - (before.get("disk") or 0)),
-        "spilled_device_bytes": (None if spilled["host"] is None
-                                 else spilled["host"] - (before.get("host") or 0)),
-    }
-
-
-@contextmanager
-def measured_memory(session: Session) -> Iterator[dict[str, dict[str, Any]]]:
-    """Measure each worker's memory over the block; the yielded dict is filled at its end.
-
-    Per worker address: ``peak_process_bytes`` (the worker process's peak resident memory:
-    the kernel's high-water mark, or Dask's system monitor samples where it cannot be reset),
-    ``peak_device_bytes`` with ``peak_device_source`` (``rmm``: RMM statistics, exact, when
-    cuDF and CuPy both allocate through RMM, as with an RMM pool; ``nvml-sampled``: the GPU's
-    used memory as Dask's system monitor samples it every 500 ms), ``spilled_bytes`` (written
-    to the spill directory) and ``spilled_device_bytes`` (device data moved to host memory by
-    dask-cuda). ``None`` where not measured; empty without a distributed client.
-    """
-    report: dict[str, dict[str, Any]] = {}
-    client = session.client
-    if client is None:
-        yield report
-        return
-    client.run(_reset_worker_memory, session.backend, workers=_live_workers(session))
-    yield report
-    report.update(sorted(client.run(_read_worker_memory, session.backend,
-                                    workers=_live_workers(session)).items()))
-
-
-def _live_workers(session: Session) -> list[str]:
-    """The session's workers that are still up (a lost one is not waited for)."""
-    known = session.client.scheduler_info(n_workers=-1)["workers"]
-    return [address for address in session.addresses if address in known]

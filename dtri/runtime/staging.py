@@ -4,7 +4,7 @@ GPU, computes there and moves its results back.
 Under a capped GPU (``--rmm-pool-size``) the graph no longer fits: RMAT 26's 1.07 G generated
 edges are 17 GB as int64 pairs against an 8 GiB pool. Left on the device, every stage's
 results spill through dask-cuda one stored key at a time and come back the same way, least
-recently used first, which cost 10x the in-core time (``examples/results/``). Staged, the data
+recently used first, which cost 10x the in-core time (``examples/benchmarks/``). Staged, the data
 at rest is NumPy/pandas in the workers' host memory (spilled to disk by Dask, beyond
 ``--memory-limit``), and a task's GPU memory is its inputs, its working arrays and its
 outputs: what ``--memory-budget`` bounds. Each byte crosses the bus once into a task and once
@@ -13,16 +13,20 @@ out of it.
 Those crossings run at the speed of the host memory they land in. Into freshly allocated
 (pageable) NumPy arrays a device-to-host copy ran at 2.8 GB/s on an H200 host, bound by the
 kernel's page faults, and CuPy's host-to-device copy from pageable memory at 3.6 GB/s; into
-and out of page-locked memory both ran at 55 GB/s (``examples/results/copy-probe-h200.jsonl``).
+and out of page-locked memory both ran at 55 GB/s (``examples/benchmarks/copy-probe-h200.jsonl``).
 So on GPU workers the results land in a :class:`HostArena`: arrays carved from a pool of
 page-locked memory that is reused from task to task and stage to stage.
 
-:func:`task` wraps a task's function in :class:`OnDevice` while :func:`staged` is active
-(pipeline order: the pipeline turns it on around the stages it builds), except for the
-functions in :data:`HOST_FUNCTIONS`, which only look at or pick from their inputs. Arrays
-that many tasks of a worker read (the vertex ids, the ranks, the out-degrees) are kept on the
-device between tasks in a small cache (:class:`DeviceCache`) from the second time a task
-receives the same stored object.
+:class:`Staging` is the one strategy object for both places: the task builder
+(:class:`dtri.runtime.tasks.Tasks`) wraps task functions through it (:class:`OnDevice` under
+host staging, except for tasks that only look at or pick from their inputs), tasks that move
+their own data piece by piece call its :meth:`Staging.to_device` and :meth:`Staging.to_host`,
+and :meth:`Staging.folds_per_worker` says whether vertex-wide sums fold per worker on the
+device. Arrays that many tasks of a worker read (the vertex ids, the ranks, the out-degrees)
+are kept on the device between tasks in a small cache (:class:`DeviceCache`) from the second
+time a task receives the same stored object; the cache and the arena are the worker's state,
+owned by a :class:`StagingPlugin` (a Dask ``WorkerPlugin``) for as long as a staged graph is
+prepared.
 
 On the CPU backend the moves are identities, so the staged task graph runs (and is tested) on
 a machine with no GPU.
@@ -33,19 +37,15 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from operator import getitem
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from distributed.diagnostics.plugin import WorkerPlugin
 
-STAGINGS = ("auto", "host", "device")
-"""Where stage results live between tasks: ``device`` (GPU memory, spilled by dask-cuda when
-capped), ``host`` (host memory, moved to the GPU task by task) or ``auto`` (``host`` when the
-GPU workers' memory is capped by an RMM pool that cannot grow, ``device`` otherwise)."""
+from dtri.options import STAGINGS
 
 CACHE_SHARE_OF_BUDGET = 4
 """The device cache of a worker holds at most a quarter of a task's memory budget."""
@@ -53,52 +53,86 @@ CACHE_SHARE_OF_BUDGET = 4
 CACHED_MIN_BYTES = 1 << 20
 """Smaller inputs are copied each time: the cache is for vertex-wide arrays."""
 
-_backend: ContextVar[str | None] = ContextVar("dtri_staging_backend", default=None)
+STAGED_BUDGET_FRACTION = 0.5
+"""Share of a capped GPU one task may plan for under host staging: a stage's results wait in
+host memory, so the pool holds the running task and the device cache of vertex-wide arrays (a
+quarter of the budget) and nothing else."""
+
+DEFAULT_BUDGET_FRACTION = 0.25
+"""Share of a worker's memory (GPU memory on the GPU backend) one count may plan for."""
 
 
-@contextmanager
-def staged(backend: str | None) -> Iterator[None]:
-    """Wrap the functions of the tasks built inside in :class:`OnDevice` (``backend`` names
-    the device side: ``"gpu"``, or ``"cpu"`` where the moves are identities); ``None`` wraps
-    nothing."""
-    token = _backend.set(backend)
-    try:
-        yield
-    finally:
-        _backend.reset(token)
+@dataclass(frozen=True)
+class Staging:
+    """Where stage results wait between tasks (``where``: ``host`` or ``device``) for tasks
+    that run on ``backend`` (``cpu`` or ``gpu``). Small and picklable: tasks that move their
+    own data receive it as an argument."""
+
+    where: str = "device"
+    backend: str = "cpu"
+
+    @property
+    def on_host(self) -> bool:
+        """Results wait in host memory (NumPy/pandas) between tasks."""
+        return self.where == "host"
+
+    @property
+    def moves(self) -> bool:
+        """Each task moves its inputs to the GPU and its results back."""
+        return self.on_host and self.backend == "gpu"
+
+    @property
+    def folds_per_worker(self) -> bool:
+        """Vertex-wide sums (degrees, vertex sets, credits) fold per worker, one partition at
+        a time on the device, instead of one vertex-wide array per partition crossing the bus
+        twice (RMAT 26: 64 degree arrays of 0.5 GB)."""
+        return self.on_host
+
+    @property
+    def budget_fraction(self) -> float:
+        """Share of a worker's memory a task plans for by default."""
+        return STAGED_BUDGET_FRACTION if self.moves else DEFAULT_BUDGET_FRACTION
+
+    def wrap(self, func: Callable[..., Any], on_host: bool = False) -> Callable[..., Any]:
+        """``func`` as a task runs it: on the device with host data in and out
+        (:class:`OnDevice`) when results wait in host memory, unless ``on_host`` (a task
+        that only looks at or picks from its inputs, or moves its own data)."""
+        return OnDevice(func, self.backend) if self.on_host and not on_host else func
+
+    def to_device(self, value: Any) -> Any:
+        """``value`` where the task computes: moved to the GPU under host staging on GPU
+        workers (vertex-wide arrays through the worker's :class:`DeviceCache`), as it is
+        otherwise."""
+        return to_device(value) if self.moves else value
+
+    def to_host(self, value: Any) -> Any:
+        """A task's result where results wait: moved to host memory under host staging on
+        GPU workers (into the worker's page-locked arena), as it is otherwise."""
+        return to_host(value) if self.moves else value
+
+    def input_partition(self, frame: Any) -> Any:
+        """An input partition where results wait (in host memory: cuDF to pandas, ids as int32
+        where they all fit)."""
+        return host_frame(frame) if self.on_host else frame
 
 
-def staging_backend() -> str | None:
-    """The device side of the tasks being built (:func:`staged`), ``None`` when not staged."""
-    return _backend.get()
-
-
-HOST_FUNCTIONS: set[Callable[..., Any]] = {getitem}
-"""Task functions that run on the host as they are under staging: they pick from or measure
-their inputs, so moving those to the GPU would only cost a copy each way. Modules add theirs
-with :func:`runs_on_host`."""
-
-
-def runs_on_host(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a task function as one that runs on host data as it is (see :data:`HOST_FUNCTIONS`);
-    also for functions that move their own data to the device piece by piece."""
-    HOST_FUNCTIONS.add(func)
-    return func
-
-
-def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``func`` as a task built now runs it: in :class:`OnDevice` while staging is on."""
-    backend = staging_backend()
-    if backend is None or func in HOST_FUNCTIONS:
-        return func
-    return OnDevice(func, backend)
+def resolve_staging(requested: str, backend: str, capped: bool) -> Staging:
+    """The :class:`Staging` of a run: ``auto`` stages on the host when the GPU workers'
+    memory is capped by an RMM pool that cannot grow (``--rmm-pool-size``, or
+    ``dask cuda worker --rmm-maximum-pool-size``), since the graph then may not fit."""
+    if requested not in STAGINGS:
+        raise ValueError(f"staging must be one of {STAGINGS}, got {requested!r}")
+    if requested == "auto":
+        requested = "host" if backend == "gpu" and capped else "device"
+    return Staging(requested, backend)
 
 
 class OnDevice:
     """A task function that receives host data, runs on the device and returns host data.
 
     Arrays and DataFrames (also inside tuples, lists and dicts) go to the device before the
-    call and come back after it; anything else (ints, ``None``, strings) passes as it is."""
+    call and come back after it; anything else (ints, ``None``, strings) passes as it is. On
+    the CPU backend the call is direct."""
 
     __slots__ = ("backend", "func")
 
@@ -132,7 +166,7 @@ def to_device(value: Any) -> Any:
     (device objects and other values unchanged); a repeated large array comes from the
     worker's :class:`DeviceCache`."""
     if isinstance(value, np.ndarray):
-        return _device_cache().get(value)
+        return worker_state().cache.get(value)
     if isinstance(value, pd.DataFrame):
         from dtri.runtime.gpu import device_frame
 
@@ -141,17 +175,17 @@ def to_device(value: Any) -> Any:
 
 
 def to_host(value: Any) -> Any:
-    """``value`` with its CuPy arrays as NumPy arrays and its cuDF frames as pandas frames."""
-    module = type(value).__module__.split(".")[0]
-    if module == "cupy":
-        from dtri.runtime.gpu import host_array
+    """``value`` with its CuPy arrays as NumPy arrays (in the worker's arena) and its cuDF
+    frames as pandas frames."""
+    from dtri.kernels.dispatch import is_device_object
 
-        return host_array(value)
-    if module == "cudf":
-        from dtri.runtime.gpu import host_copy
+    if not is_device_object(value):
+        return _rebuilt(value, to_host)
+    from dtri.runtime.gpu import host_array, host_copy
 
-        return host_copy(value)
-    return _rebuilt(value, to_host)
+    if hasattr(value, "columns"):
+        return host_copy(value, worker_state().host_empty)
+    return host_array(value, worker_state().host_empty)
 
 
 def _rebuilt(value: Any, move: Callable[[Any], Any]) -> Any:
@@ -164,6 +198,12 @@ def _rebuilt(value: Any, move: Callable[[Any], Any]) -> Any:
     if isinstance(value, dict):
         return {key: move(item) for key, item in value.items()}
     return value
+
+
+def _device_array(array: np.ndarray) -> Any:
+    from dtri.runtime.gpu import device_array
+
+    return device_array(array)
 
 
 class DeviceCache:
@@ -182,21 +222,19 @@ class DeviceCache:
         self._lock = threading.RLock()  # a weak reference's callback may run inside it
 
     def get(self, array: np.ndarray) -> Any:
-        from dtri.runtime.gpu import device_array
-
         if array.nbytes < CACHED_MIN_BYTES or array.nbytes > self.limit:
-            return device_array(array)
+            return _device_array(array)
         key = id(array)
         with self._lock:
             ref = self._seen.get(key)
             if ref is None or ref() is not array:  # first sight (or a new object, same id)
                 self._forget(key)
                 self._seen[key] = weakref.ref(array, lambda _, key=key: self.drop(key))
-                return device_array(array)
+                return _device_array(array)
             if key in self._copies:
                 self._copies.move_to_end(key)
                 return self._copies[key]
-            copy = device_array(array)
+            copy = _device_array(array)
             self._copies[key] = copy
             self._bytes += copy.nbytes
             self._evict()  # never the new copy: it fits the limit alone
@@ -236,18 +274,8 @@ class DeviceCache:
         return self._bytes
 
 
-_cache: DeviceCache | None = None
-"""This process's device cache (a worker's: tasks run in the worker process)."""
-
 DEFAULT_CACHE_BYTES = 1 << 30
-"""The cache's limit until :func:`start_staging` gives the run's."""
-
-
-def _device_cache() -> DeviceCache:
-    global _cache
-    if _cache is None:
-        _cache = DeviceCache(DEFAULT_CACHE_BYTES)
-    return _cache
+"""The cache's limit where no :class:`StagingPlugin` gave one (a local scheduler)."""
 
 
 ARENA_MIN_BYTES = 1 << 20
@@ -295,22 +323,11 @@ class _Lease:
                                     "typestr": dtype.str, "version": 3}
 
 
-_arena: HostArena | None = None
-"""This process's arena for staged results (GPU workers during a staged count), or none."""
-
 PINNED_SHARE_OF_HOST_MEMORY = 0.4
 """The page-locked pool of a worker holds at most this share of its host memory limit. Dask
 moves stored results to disk above 60 % of the limit (``target``) and 70 % of the process's
 memory (``spill``); the pool's free memory counts in the process's memory but no spilling can
 free it, so it stays well below both."""
-
-
-def host_empty(shape: tuple[int, ...] | int, dtype: Any) -> np.ndarray:
-    """An uninitialized host array for a result coming off the device: from this process's
-    :class:`HostArena` while a staged count runs, plain NumPy otherwise."""
-    if _arena is None:
-        return np.empty(shape, dtype)
-    return _arena.empty(shape, dtype)
 
 
 def host_memory_limit() -> int:
@@ -328,55 +345,107 @@ def host_memory_limit() -> int:
     return int(limit)
 
 
-def start_staging(cache_limit: int, pinned: bool) -> None:
-    """Set this process up for a staged count (run on each worker, or here under a local
-    scheduler): the device cache's limit (a quarter of a task's budget) and, with ``pinned``,
-    an arena of page-locked host memory of up to :data:`PINNED_SHARE_OF_HOST_MEMORY` of the
-    host memory limit."""
-    global _arena
-    _device_cache().resize(cache_limit)
-    if pinned:
-        from dtri.runtime.gpu import PinnedPool
+class StagingState:
+    """One worker's staging state: its :class:`DeviceCache` and, on GPU workers, the
+    :class:`HostArena` its results land in."""
 
-        try:
-            pool = PinnedPool(int(host_memory_limit() * PINNED_SHARE_OF_HOST_MEMORY))
-        except MemoryError:  # no page-locked memory to be had here: results stay pageable
-            pool = None
-        _arena = HostArena(pool) if pool is not None else None
+    def __init__(self, cache_limit: int = DEFAULT_CACHE_BYTES, arena: HostArena | None = None):
+        self.cache = DeviceCache(cache_limit)
+        self.arena = arena
+
+    def host_empty(self, shape: tuple[int, ...] | int, dtype: Any) -> np.ndarray:
+        """An uninitialized host array for a result coming off the device: from the arena
+        while there is one, plain NumPy otherwise."""
+        return np.empty(shape, dtype) if self.arena is None else self.arena.empty(shape, dtype)
+
+    def close(self) -> None:
+        """Free every device copy and let go of the arena (its memory goes back to the system
+        once the last array from it is gone)."""
+        self.arena = None
+        self.cache.clear()
 
 
-def end_staging() -> None:
-    """Free every device copy and let go of the arena (its memory goes back to the system
-    once the last array from it is gone)."""
-    global _arena
-    _arena = None
-    if _cache is not None:
-        _cache.clear()
+def pinned_arena() -> HostArena | None:
+    """An arena of page-locked host memory of up to :data:`PINNED_SHARE_OF_HOST_MEMORY` of
+    this worker's host memory limit; ``None`` where none can be had (results stay
+    pageable)."""
+    from dtri.runtime.gpu import PinnedPool
+
+    try:
+        return HostArena(PinnedPool(int(host_memory_limit() * PINNED_SHARE_OF_HOST_MEMORY)))
+    except MemoryError:
+        return None
+
+
+class StagingPlugin(WorkerPlugin):
+    """Gives each worker a :class:`StagingState` while a host-staged GPU graph is prepared
+    (registered as :data:`PLUGIN_NAME`; a worker that joins or restarts meanwhile gets one
+    too), and frees it when unregistered."""
+
+    name = "dtri-staging"
+
+    def __init__(self, cache_limit: int, pinned: bool):
+        self.cache_limit = cache_limit
+        self.pinned = pinned
+        self.state: StagingState | None = None
+
+    def setup(self, worker: Any) -> None:
+        self.state = StagingState(self.cache_limit, pinned_arena() if self.pinned else None)
+
+    def teardown(self, worker: Any) -> None:
+        if self.state is not None:
+            self.state.close()
+            self.state = None
+
+
+PLUGIN_NAME = StagingPlugin.name
+_local = StagingState()
+"""The state of this process where tasks run without a worker (a local scheduler)."""
+
+
+def worker_state() -> StagingState:
+    """The staging state of the worker running this task (its :class:`StagingPlugin`'s), or
+    of this process under a local scheduler."""
+    try:
+        from distributed import get_worker
+
+        plugin = get_worker().plugins.get(PLUGIN_NAME)
+    except ValueError:  # not in a worker
+        return _local
+    return plugin.state if plugin is not None and plugin.state is not None else _local
+
+
+def start_local_staging(cache_limit: int, pinned: bool) -> None:
+    """:class:`StagingPlugin`'s setup for this process (a local scheduler runs the tasks)."""
+    global _local
+    _local.close()
+    _local = StagingState(cache_limit, pinned_arena() if pinned else None)
+
+
+def end_local_staging() -> None:
+    """:class:`StagingPlugin`'s teardown for this process."""
+    _local.close()
 
 
 def host_frame(frame: Any) -> Any:
     """A partition of the input in host memory (cuDF → pandas, ids as int32 where they all
     fit: :func:`dtri.runtime.gpu.host_ids`; pandas as it is)."""
-    if type(frame).__module__.split(".")[0] != "cudf":
+    from dtri.kernels.dispatch import is_device_object
+
+    if not is_device_object(frame):
         return frame
     from dtri.runtime.gpu import host_ids
 
-    return host_ids(frame)
+    return host_ids(frame, worker_state().host_empty)
 
 
-def folded(backend: str, combine: Callable[[Any, Any], Any], func: Callable[..., Any],
+def folded(staging: Staging, combine: Callable[[Any, Any], Any], func: Callable[..., Any],
            args: tuple, *items: Any) -> Any:
     """``combine`` over ``func(item, *args)`` for every item, on the device one item at a time
-    (``backend`` ``"gpu"``; on ``"cpu"`` as it is): one task folds the partitions a worker
-    holds into one vertex-wide array, instead of one such array per partition crossing the
-    bus twice (RMAT 26: 64 degree arrays of 0.5 GB)."""
-    device = backend == "gpu"
-    args = tuple(to_device(arg) for arg in args) if device else args
+    (a task that moves its own data: built with ``on_host``)."""
+    args = tuple(staging.to_device(arg) for arg in args)
     total = None
     for item in items:
-        value = func(to_device(item) if device else item, *args)
+        value = func(staging.to_device(item), *args)
         total = value if total is None else combine(total, value)
-    return to_host(total) if device else total
-
-
-runs_on_host(folded)
+    return staging.to_host(total)

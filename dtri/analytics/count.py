@@ -1,0 +1,305 @@
+"""The triangle count of a prepared graph: plan → edge bins → wedges/bins/join (or the fused
+intersection) → reduce.
+
+The planner (:mod:`dtri.analytics.plan`) decides the counting phase from the partition
+summaries alone; this module builds its task graph, whose keys are named after their stage
+(so the Dask dashboard tells the story):
+
+* ``dtri-edge-bins-k``: bin ``k`` of the edge set, the sources ``[k << src_shift,
+  (k + 1) << src_shift)``, as CSR, built from the slices of the partitions that overlap it
+  (``dtri-edge-bins-slices-p``, cut where each partition lives); ``dtri-edge-keys-k``: its
+  packed keys, for the wedges join;
+* ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, a wedge-number range
+  sized by prefix sums to fit the memory budget, radix-split into bins; it reads only the
+  rows of its sources (``dtri-wedges-rows-(p, j)``, cut where the partition lives);
+* ``dtri-bins-(p, j, k)``: bin ``k`` of that batch, picked where the batch lives so that only
+  that bin travels;
+* ``dtri-join-(p, j, k)``: how many of those keys are edges of bin ``k``;
+* ``dtri-intersect-(p, k)``: instead of the three above, for partitions the planner gives to
+  the fused join (:mod:`dtri.kernels.intersect`): triangles closed by partition ``p``'s edges
+  whose target lies in bin ``k``;
+* ``dtri-count-(k, w)``: under host staging, instead of all of these, the fused join of a
+  group of consecutive partitions against worker ``w``'s partitions that reach it
+  (:func:`count_group`);
+* ``dtri-reduce``: the exact sum, a tree of Python ints.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dtri.analytics.plan import REDUCE_FAN_IN, CountPlan, build_plan, chunk_rows, staged_plan
+from dtri.errors import ConfigurationError, ListTooLongError
+from dtri.kernels.bins import radix_split
+from dtri.kernels.csr import CSR, as_csr, edge_window, joined, keys_of, rows_of, stored
+from dtri.kernels.dispatch import array_module
+from dtri.kernels.intersect import intersect
+from dtri.kernels.join import count_closed
+from dtri.kernels.wedges import closure_keys
+from dtri.runtime.staging import Staging
+from dtri.runtime.tasks import Tasks
+
+
+@dataclass
+class CountResult:
+    """A count and the statistics of the run that produced it."""
+
+    triangles: int | None
+    """The exact count; ``None`` when the run only planned (``explain=True``)."""
+    vertices: int
+    edges: int
+    wedges: int
+    bins: int
+    batches: int
+    partitions: int
+    backend: str
+    workers: int
+    orientation: str
+    join: str
+    memory_budget: int
+    seconds: dict[str, float] = field(default_factory=dict)
+    plan: dict[str, Any] = field(default_factory=dict)
+    """The counting phase's plan with its estimates
+    (:meth:`dtri.analytics.plan.CountPlan.to_dict`)."""
+    caps: dict[str, Any] = field(default_factory=dict)
+    """The workers' memory caps, bytes or ``None``: ``memory_limit``, ``device_memory_limit``,
+    ``rmm_pool_size`` (:class:`dtri.runtime.session.MemoryCaps`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return asdict(self)
+
+
+def count(graph: Any, *, explain: bool = False) -> CountResult:
+    """Count the triangles of a prepared graph (:class:`dtri.prepared.graph.PreparedGraph`);
+    ``explain``: plan only (no edge bin, wedge or join is built) and return the plan with
+    ``triangles=None``."""
+    started = time.perf_counter()
+    timer = graph.timer()
+    plan = plan_count(graph, timer)
+    if not explain:
+        if graph.staging.on_host:
+            joins = staged_joins(plan, graph)
+        else:
+            joins = binned_joins(plan, graph, timer)
+        (triangles,) = timer.compute("wedges_join", reduce_tree(graph.tasks, joins))
+        graph.cache["count"] = int(triangles)
+    seconds = {stage: value for stage, value in graph.seconds.items()
+               if stage != "prepare_total"}
+    for stage, value in timer.seconds.items():
+        seconds[stage] = round(seconds.get(stage, 0.0) + value, 6)
+    seconds["total"] = round(graph.seconds.get("prepare_total", 0.0)
+                             + time.perf_counter() - started, 6)
+    return CountResult(
+        triangles=None if explain else int(triangles), vertices=plan.vertices,
+        edges=plan.edges, wedges=plan.wedges, bins=plan.nbins, batches=len(plan.batches),
+        partitions=plan.partitions, backend=plan.backend, workers=plan.workers,
+        orientation=graph.options.orientation, join=plan.join,
+        memory_budget=plan.memory_budget, seconds=seconds, plan=plan.to_dict(),
+        caps=graph.runtime.caps.sizes())
+
+
+def plan_count(graph: Any, timer: Any) -> CountPlan:
+    """The plan of the counting phase (host staging: groups of partitions; else radix bins),
+    timed as part of ``plan``; a list too long for the budget is named by its input id."""
+    started = time.perf_counter()
+    runtime = graph.runtime
+    try:
+        if graph.staging.on_host:
+            plan = staged_plan(graph.summaries, graph.vertices, workers=runtime.workers,
+                               threads_per_worker=runtime.threads_per_worker,
+                               backend=runtime.backend, task_budget=graph.task_budget)
+        else:
+            plan = build_plan(graph.summaries, graph.vertices, workers=runtime.workers,
+                              threads_per_worker=runtime.threads_per_worker,
+                              backend=runtime.backend, task_budget=graph.task_budget,
+                              bins=graph.options.bins, join=graph.options.join)
+    except ListTooLongError as error:  # name the vertex by its input id
+        (vertex,) = timer.compute("plan", graph.tasks.task(
+            "plan", input_id_of_rank, graph.ids, error.rank, key=("name",), on_host=True))
+        raise ConfigurationError(f"{error} (vertex {vertex} of the input)") from None
+    timer.seconds["plan"] = round(timer.seconds.get("plan", 0.0)
+                                  + time.perf_counter() - started, 6)
+    return plan
+
+
+def input_id_of_rank(ids: Any, rank: int) -> int:
+    """The input id of the vertex of rank ``rank``."""
+    return int(ids[rank])
+
+
+# ------------------------------------------------------- device staging: radix bins of the edges
+
+def bin_slices(part: tuple, bins: tuple[int, ...], src_shift: int) -> dict[int, tuple]:
+    """One sorted partition cut at the edges of the bins it overlaps (bin ``k`` holds the
+    sources ``[k << src_shift, (k + 1) << src_shift)``), each slice a stored CSR of its own,
+    so that only each bin's share travels to the bin."""
+    csr = as_csr(part)
+    return {k: stored(rows_of(csr, k << src_shift, (k + 1) << src_shift)) for k in bins}
+
+
+def edge_bin(low: int, high: int, *slices: tuple) -> tuple:
+    """Bin ``[low, high)`` of the edges as one stored CSR, from its slices in partition order."""
+    return stored(joined(low, high, [as_csr(s) for s in slices]))
+
+
+def bin_keys(csr: tuple, bits: int) -> Any:
+    """The packed keys of a bin, ascending (what the wedges join searches)."""
+    return keys_of(as_csr(csr), bits)
+
+
+def batch_rows(part: tuple, start: int, stop: int) -> tuple:
+    """Rows ``[start, stop)`` of one sorted partition (whole adjacency lists) as ``(src,
+    dst)``: cut where the partition lives, so a wedge batch pulls only the rows it reads."""
+    return edge_window(as_csr(part), start, stop)
+
+
+def wedge_bins(rows: tuple, first: int, last: int, bits: int, shift: int, nbins: int) -> dict:
+    """Closure keys of wedges ``first .. last - 1`` of a window of rows (:func:`batch_rows`,
+    wedges numbered from its first row), radix-split into bins."""
+    src, dst = rows
+    return radix_split(closure_keys(src, dst, first, last, bits), shift, nbins)
+
+
+def pick_bin(bins: dict, k: int) -> Any:
+    """One bin of a split batch (``None`` when the batch has no key there)."""
+    return bins.get(k)
+
+
+def join_bin(closure: Any, edge_keys: Any) -> int:
+    """Closed wedges among one batch's keys of one bin."""
+    return 0 if closure is None else count_closed(closure, edge_keys)
+
+
+def intersect_bin(part: tuple, csr: tuple) -> int:
+    """Triangles closed by one partition's edges that point into one bin."""
+    return intersect(as_csr(part), as_csr(csr)).triangles
+
+
+def binned_joins(plan: CountPlan, graph: Any, timer: Any) -> list[Any]:
+    """The counting tasks of device staging: edge bins, then wedge batches joined against
+    them or the fused join of each partition against the bins it reaches."""
+    tasks, parts = graph.tasks, graph.parts
+    bits, shift, nbins = plan.bits, plan.shift, plan.nbins
+    # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
+    owned = tasks if plan.owned else Tasks(tasks.staging)
+    overlapped: dict[int, list[int]] = {}  # partition -> the bins it overlaps, ascending
+    for k, owners in plan.bin_partitions.items():
+        for p in owners:
+            overlapped.setdefault(p, []).append(k)
+    slices = {}
+    for p, bins_of_p in overlapped.items():
+        with owned.placed(p):
+            slices[p] = tasks.task("edge-bins", bin_slices, parts[p], tuple(bins_of_p),
+                                   plan.src_shift, key=("slices", p))
+    picks = tasks.pick_pieces("edge-bins", slices, overlapped)
+    edge_bins = {k: tasks.task("edge-bins", edge_bin, *plan.bin_sources[k],
+                               *(picks[p, k] for p in plan.bin_partitions[k]), key=(k,))
+                 for k in plan.bin_sources}
+    needed = {("csr", k): b for k, b in edge_bins.items()} if plan.needs_csr else {}
+    if plan.needs_edge_keys:
+        needed.update({("keys", k): tasks.task("edge-keys", bin_keys, b, bits, key=(k,))
+                       for k, b in edge_bins.items()})
+    persisted = dict(zip(needed, timer.submit("edge_bins", *needed.values()), strict=True))
+
+    joins = []
+    for batch in plan.batches:
+        p, j, base = batch.partition, batch.batch, batch.wedge_base
+        with owned.placed(p):  # on the partition's owner: nothing but the bins travels
+            rows = tasks.task("wedges", batch_rows, parts[p], batch.row_start, batch.row_stop,
+                              key=("rows", p, j))
+            split = tasks.task("wedges", wedge_bins, rows, batch.first - base,
+                               batch.last - base, bits, shift, nbins, key=(p, j))
+        for k in plan.reach[p]:
+            picked = tasks.task("bins", pick_bin, split, k, key=(p, j, k), on_host=True)
+            joins.append(tasks.task("join", join_bin, picked, persisted["keys", k],
+                                    key=(p, j, k)))
+    for p, s in enumerate(plan.summaries):
+        if plan.strategy[p] == "intersect" and s.wedges:
+            with owned.placed(p):  # on the partition's owner: only the bin travels
+                joins.extend(tasks.task("intersect", intersect_bin, parts[p],
+                                        persisted["csr", k], key=(p, k)) for k in plan.reach[p])
+    return joins
+
+
+# ------------------------------------------------------- host staging: groups of partitions
+
+def load_group(staging: Staging, bounds: tuple[int, int], parts: list[tuple]) -> CSR:
+    """Consecutive partitions' CSRs as one CSR over their ranks ``bounds``, built on the
+    device partition by partition."""
+    moved = [as_csr(staging.to_device(p)) for p in parts]
+    xp = array_module(moved[0].offsets) if moved else None
+    return joined(bounds[0], bounds[1], moved, xp)
+
+
+def own_partition(staging: Staging, group: CSR, starts: list[int], index: int,
+                  part: tuple) -> CSR:
+    """Partition ``index`` of a task's inputs on the device: read from the group's copy when
+    it is one of the group's members (``index < len(starts)``), moved there otherwise."""
+    csr = as_csr(part)
+    if index < len(starts):
+        start = starts[index]
+        return CSR(group.dst[start: start + csr.edges], staging.to_device(csr.offsets),
+                   csr.low)
+    return as_csr(staging.to_device(part))
+
+
+def member_starts(parts: list[tuple]) -> list[int]:
+    """Where each member's targets start in its group's joined CSR."""
+    starts, base = [], 0
+    for part in parts:
+        starts.append(base)
+        base += int(part[0].shape[0])
+    return starts
+
+
+def count_group(staging: Staging, rows: int, bounds: tuple[int, int], group_size: int,
+                own: tuple[int, ...], *parts: tuple) -> int:
+    """One task of host staging's join: triangles closed by the edges of the ``own``
+    partitions whose targets lie in the group of the first ``group_size`` of ``parts``
+    (consecutive partitions over the ranks ``bounds``); ``own`` indexes ``parts``. The group
+    goes to the device once, as one CSR; each other own partition follows it alone, so the
+    task holds the group and one partition."""
+    members = list(parts[:group_size])
+    group = load_group(staging, bounds, members)
+    starts = member_starts(members)
+    found = 0
+    for i in own:
+        if int(parts[i][0].shape[0]):
+            found += intersect(own_partition(staging, group, starts, i, parts[i]), group,
+                               chunk_rows=rows).triangles
+    return found
+
+
+def staged_joins(plan: CountPlan, graph: Any) -> list[Any]:
+    """Host staging's join (``dtri-count``): per group of consecutive partitions (the plan's
+    bins) and per worker, one task that moves the group to the device as one CSR and counts
+    the triangles closed there by the edges of that worker's partitions that reach it
+    (:func:`count_group`)."""
+    tasks, parts, bounds = graph.tasks, graph.parts, graph.bounds
+    rows = chunk_rows(plan.task_budget)
+    joins = []
+    for k, w, own in plan.count_tasks:
+        members = plan.bin_partitions[k]
+        inputs = [*members, *(p for p in own if p not in members)]
+        with tasks.placed(w):
+            joins.append(tasks.task(
+                "count", count_group, graph.staging, rows,
+                (bounds[members[0]], bounds[members[-1] + 1]), len(members),
+                tuple(inputs.index(p) for p in own), *(parts[p] for p in inputs), key=(k, w),
+                on_host=True))
+    return joins
+
+
+# ---------------------------------------------------------------------------------- reduce
+
+def total(*counts: int) -> int:
+    """Exact sum of partial counts."""
+    return sum(int(c) for c in counts)
+
+
+def reduce_tree(tasks: Tasks, counts: list[Any]) -> Any:
+    """Sum delayed counts in a tree (``dtri-reduce`` tasks)."""
+    return tasks.tree("reduce", total, counts, REDUCE_FAN_IN, on_host=True)

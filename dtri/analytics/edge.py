@@ -1,0 +1,80 @@
+"""Per-edge analytics: the triangles on each edge (its support), and the edges of a graph as
+input ids, shared by the k-truss.
+
+Every undirected edge appears once, in the partition of its lower-ranked end, as ``u < v`` by
+input id. The supports are summed on the partitions' owners
+(:func:`dtri.analytics.credits.edge_totals`) and cached on the graph; nothing per edge is
+gathered into one process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask.dataframe as dd
+
+from dtri.kernels.csr import as_csr, sources
+from dtri.kernels.dispatch import array_module, frame_from_arrays
+
+
+def edge_ids(part: tuple, ids: Any) -> tuple[Any, Any]:
+    """The edges of a partition as input ids, ``u < v``."""
+    csr = as_csr(part)
+    xp = array_module(csr.offsets)
+    u, v = ids[sources(csr)], ids[csr.dst.astype(xp.int64)]
+    return xp.minimum(u, v), xp.maximum(u, v)
+
+
+def support_frame(part: tuple, ids: Any, support: Any) -> Any:
+    """One partition of :func:`edge_support`: ``u``, ``v``, ``support``."""
+    u, v = edge_ids(part, ids)
+    return frame_from_arrays(u, {"u": u, "v": v, "support": support})
+
+
+def support_totals(graph: Any) -> list[Any]:
+    """Persisted, per partition on its owner: the triangles on each of its edges (int64)."""
+    if "edge_support_totals" not in graph.cache:
+        from dtri.analytics.credits import edge_totals
+
+        graph.cache["edge_support_totals"] = list(graph.timer().submit(
+            "support", *edge_totals(graph, "support")))
+    return graph.cache["edge_support_totals"]
+
+
+def edge_frame(graph: Any, stage: str, build: Any, columns: dict[str, str],
+               per_partition: list[Any], parts: list[Any] | None = None) -> dd.DataFrame:
+    """A Dask DataFrame of one persisted ``build(part, ids, values)`` per partition."""
+    tasks = graph.tasks
+    parts = graph.parts if parts is None else parts
+    frames = []
+    for p, part in enumerate(parts):
+        with tasks.placed(p):
+            frames.append(tasks.task(stage, build, part, graph.ids, per_partition[p], key=(p,),
+                                     on_host=True))
+    timer = graph.timer()
+    persisted = timer.submit(stage, *frames)
+    timer.settle()
+    return dd.from_delayed(list(persisted), meta=frame_meta(graph, columns),
+                           verify_meta=False)
+
+
+def frame_meta(graph: Any, columns: dict[str, str]) -> Any:
+    """An empty frame like the partitions: pandas, or cuDF where results stay on GPUs."""
+    import numpy
+
+    xp = numpy
+    if graph.backend == "gpu" and not graph.staging.on_host:
+        import cupy
+
+        xp = cupy
+    arrays = {name: xp.zeros(0, dtype=dtype) for name, dtype in columns.items()}
+    return frame_from_arrays(next(iter(arrays.values())), arrays)
+
+
+def edge_support(graph: Any) -> dd.DataFrame:
+    """Each undirected edge once, ``u < v`` by input id, with the triangles on it."""
+    if "edge_support" not in graph.cache:
+        graph.cache["edge_support"] = edge_frame(
+            graph, "edge-support", support_frame,
+            {"u": "int64", "v": "int64", "support": "int64"}, support_totals(graph))
+    return graph.cache["edge_support"]

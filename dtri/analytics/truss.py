@@ -1,0 +1,276 @@
+"""k-truss and truss numbers, by distributed peeling of the prepared graph.
+
+The k-truss is the largest subgraph in which every edge lies on at least ``k - 2`` triangles of
+that subgraph (``networkx.k_truss``; its isolated vertices are dropped). It is found by
+peeling, on the prepared partitions, without reading the input again:
+
+1. every edge starts with its support (:func:`dtri.analytics.edge.support_totals`, cached on
+   the graph) and the state *alive*;
+2. a round marks the alive edges whose support is below ``k - 2`` *leaving*; the fused
+   intersection, run over the edges not yet gone, credits each alive edge with the triangles
+   it loses, those with a leaving edge (``peel`` credits, :mod:`dtri.kernels.intersect`); the
+   supports drop by those credits and the leaving edges are *gone*;
+3. rounds repeat until no edge is leaving. What is alive then is the k-truss.
+
+The states live beside the partitions on their owners; only the counts of leaving and
+remaining edges come back to the client each round. Once half the edges of the partitions are
+gone, they are compacted (the gone edges dropped from the CSRs), so later rounds scan only
+what is left. The k-truss is returned as a prepared graph over the same ranks and vertex ids,
+its degrees counted anew and its vertices those with an edge.
+
+Truss numbers (the largest ``k`` whose k-truss holds an edge) peel level after level: an edge
+that leaves while ``k`` is peeled has truss number ``k - 1``; a level that would remove nothing
+is skipped (the next level is the smallest remaining support plus 3).
+"""
+
+from __future__ import annotations
+
+import time
+from operator import getitem
+from typing import Any, NamedTuple
+
+import dask.dataframe as dd
+
+from dtri.analytics.credits import edge_totals
+from dtri.analytics.edge import edge_frame, edge_ids, support_totals
+from dtri.kernels.csr import PartitionSummary, as_csr, sources, stored, with_edges
+from dtri.kernels.dispatch import array_module, frame_from_arrays
+from dtri.kernels.intersect import STATE_ALIVE, STATE_GONE, STATE_LEAVING
+from dtri.kernels.orient import add_counts, id_counts
+
+NO_SUPPORT = 2**62
+"""The smallest remaining support where nothing remains."""
+
+
+class Stats(NamedTuple):
+    """What a round tells the client of one partition."""
+
+    leaving: int
+    alive: int
+    """Edges still alive (not leaving, not gone)."""
+    gone: int
+    smallest: int
+    """The smallest support of an alive edge (:data:`NO_SUPPORT` if none)."""
+
+
+def initial(part: tuple, support: Any, numbers: bool) -> tuple:
+    """A partition's peeling state: its CSR, supports, states (all alive) and, when truss
+    numbers are wanted, each edge's truss number (0: not yet known)."""
+    xp = array_module(support)
+    edges = support.shape[0]
+    state = xp.full(edges, STATE_ALIVE, dtype=xp.uint8)
+    truss = xp.zeros(edges, dtype=xp.int32) if numbers else None
+    return part, support, state, truss
+
+
+def step(peeled: tuple, lost: Any, threshold: int, level: int) -> tuple:
+    """One round on one partition: the supports drop by what the alive edges ``lost`` (none
+    in the first round of a level), the leaving edges are gone, and the alive edges below
+    ``threshold`` leave (their truss number is ``level - 1``). Returns the new state and its
+    :class:`Stats`."""
+    part, support, state, truss = peeled
+    xp = array_module(support)
+    state = state.copy()
+    if lost is not None:
+        support = support - lost
+        state[state == STATE_LEAVING] = STATE_GONE
+    leaving = (state == STATE_ALIVE) & (support < threshold)
+    state[leaving] = STATE_LEAVING
+    if truss is not None:
+        truss = truss.copy()
+        truss[leaving] = level - 1
+    alive = state == STATE_ALIVE
+    smallest = int(support[alive].min()) if bool(alive.any()) else NO_SUPPORT
+    stats = Stats(int(xp.count_nonzero(leaving)), int(xp.count_nonzero(alive)),
+                  int(xp.count_nonzero(state == STATE_GONE)), smallest)
+    return (part, support, state, truss), tuple(stats)
+
+
+def compacted(peeled: tuple) -> tuple[tuple, tuple | None]:
+    """A partition without its gone edges, and the gone edges (source and target ranks with
+    their truss numbers; ``None`` without truss numbers)."""
+    part, support, state, truss = peeled
+    csr = as_csr(part)
+    keep = state != STATE_GONE
+    finished = None
+    if truss is not None:
+        gone = ~keep
+        finished = (sources(csr)[gone], csr.dst[gone], truss[gone])
+    kept = (stored(with_edges(csr, keep)), support[keep], state[keep],
+            None if truss is None else truss[keep])
+    return kept, finished
+
+
+def part_of(peeled: tuple) -> tuple:
+    return peeled[0]
+
+
+def state_of(peeled: tuple) -> Any:
+    return peeled[2]
+
+
+class Peeling:
+    """The client's side of peeling one graph: the per-partition states as futures, and the
+    rounds that advance them."""
+
+    def __init__(self, graph: Any, numbers: bool):
+        self.graph = graph
+        self.tasks = graph.tasks
+        self.timer = graph.timer()
+        self.numbers = numbers
+        self.finished: list[list[Any]] = [[] for _ in range(graph.partitions)]
+        self.round = 0
+        support = support_totals(graph)
+        self.peeled = list(self.timer.submit("truss", *(
+            self.tasks.task("truss", initial, part, support[p], numbers, key=("init", p),
+                            on_host=True) for p, part in enumerate(graph.parts))))
+        self.summaries = list(graph.summaries)
+        self.edges = graph.edges
+
+    def advance(self, threshold: int, level: int, peel: bool) -> list[Stats]:
+        """One round: with ``peel``, the leaving edges go and the supports drop; then the
+        edges below ``threshold`` leave. Returns each partition's :class:`Stats`."""
+        tasks, r = self.tasks, self.round
+        self.round += 1
+        lost = [None] * len(self.peeled)
+        if peel:
+            parts = [tasks.task("truss", part_of, s, key=("part", r, p), on_host=True)
+                     for p, s in enumerate(self.peeled)]
+            states = [tasks.task("truss", state_of, s, key=("state", r, p), on_host=True)
+                      for p, s in enumerate(self.peeled)]
+            lost = edge_totals(self.graph, "truss-peel", "peel", states=states, parts=parts,
+                               summaries=self.summaries)
+        stepped = []
+        for p, peeled in enumerate(self.peeled):
+            with tasks.placed(p):
+                stepped.append(tasks.task("truss", step, peeled, lost[p], threshold, level,
+                                          key=("step", r, p), on_host=True))
+        results = [tasks.task("truss", getitem, s, 0, key=("peeled", r, p), on_host=True)
+                   for p, s in enumerate(stepped)]
+        stats = [tasks.task("truss", getitem, s, 1, key=("stats", r, p), on_host=True)
+                 for p, s in enumerate(stepped)]
+        self.peeled = list(self.timer.submit("truss", *results))
+        (stats,) = self.timer.compute("truss", stats)
+        stats = [Stats(*s) for s in stats]
+        if peel:
+            self.maybe_compact(stats)
+        return stats
+
+    def maybe_compact(self, stats: list[Stats]) -> None:
+        """Drop the gone edges from the partitions once half of them are gone."""
+        gone = sum(s.gone for s in stats)
+        if 2 * gone >= max(self.edges, 1):
+            self.compact()
+
+    def compact(self) -> None:
+        """Drop the gone edges from the partitions (keeping those with truss numbers as
+        finished pieces) and summarise what is left for the next rounds' plans."""
+        from dtri.prepared.graph import _summary
+
+        tasks, r = self.tasks, self.round
+        compactions = []
+        for p, peeled in enumerate(self.peeled):
+            with tasks.placed(p):
+                compactions.append(tasks.task("truss", compacted, peeled, key=("compact", r, p),
+                                              on_host=True))
+        kept = [tasks.task("truss", getitem, c, 0, key=("kept", r, p), on_host=True)
+                for p, c in enumerate(compactions)]
+        done = ([tasks.task("truss", getitem, c, 1, key=("done", r, p), on_host=True)
+                 for p, c in enumerate(compactions)] if self.numbers else [])
+        persisted = self.timer.submit("truss", *kept, *done)
+        self.peeled = list(persisted[: len(kept)])
+        for p, finished in enumerate(persisted[len(kept):]):
+            self.finished[p].append(finished)
+        (summaries,) = self.timer.compute("truss", [
+            tasks.task("truss", _summary, tasks.task("truss", part_of, peeled,
+                                                      key=("part", r, p), on_host=True),
+                       key=("summary", r, p)) for p, peeled in enumerate(self.peeled)])
+        self.summaries = [PartitionSummary(*s) for s in summaries]
+        self.edges = sum(s.edges for s in self.summaries)
+
+    def peel_level(self, k: int) -> list[Stats]:
+        """Peel until no edge is leaving at level ``k``; the last round's stats."""
+        stats = self.advance(k - 2, k, peel=False)
+        while sum(s.leaving for s in stats):
+            stats = self.advance(k - 2, k, peel=True)
+        return stats
+
+
+def k_truss(graph: Any, k: int) -> Any:
+    """The k-truss of a prepared graph, as a prepared graph on the same workers."""
+    from dtri.prepared.graph import PreparedGraph, _summary
+
+    if k < 0:
+        raise ValueError(f"k must be at least 0, got {k}")
+    started = time.perf_counter()
+    peeling = Peeling(graph, numbers=False)
+    peeling.peel_level(max(k, 2))
+    tasks = graph.tasks
+    parts = [tasks.task("k-truss", getitem, tasks.task("k-truss", compacted, peeled,
+                                                        key=("compact", p), on_host=True),
+                        0, key=("kept", p), on_host=True)
+             for p, peeled in enumerate(peeling.peeled)]
+    parts = [tasks.task("k-truss", part_of, kept, key=("part", p), on_host=True)
+             for p, kept in enumerate(parts)]
+    owners = [tasks.owner(p) for p in range(len(parts))]
+    degree = tasks.reduce_over("k-truss", edge_degrees, add_counts, parts, (graph.vertices,),
+                               owners, "degree")
+    present = tasks.task("k-truss", has_edges, degree, key=("present",))
+    timer = peeling.timer
+    *parts, degree, present = timer.submit("k-truss", *parts, degree, present)
+    (summaries,) = timer.compute("k-truss", [tasks.task("k-truss", _summary, part, key=(p,))
+                                             for p, part in enumerate(parts)])
+    seconds = dict(timer.seconds)
+    seconds["prepare_total"] = round(time.perf_counter() - started, 6)
+    return PreparedGraph(runtime=graph.runtime, options=graph.options, parts=list(parts),
+                         bounds=graph.bounds, summaries=[PartitionSummary(*s) for s in summaries],
+                         vertices=graph.vertices, ids=graph.ids, degree=degree,
+                         present=present, seconds=seconds)
+
+
+def edge_degrees(part: tuple, vertices: int) -> Any:
+    """How many edges of a partition each rank has (both ends)."""
+    csr = as_csr(part)
+    xp = array_module(csr.offsets)
+    counts = id_counts(sources(csr), vertices)
+    counts += id_counts(csr.dst.astype(xp.int64), vertices)
+    return counts
+
+
+def has_edges(degree: Any) -> Any:
+    return degree > 0
+
+
+def truss_numbers(graph: Any) -> dd.DataFrame:
+    """The truss number of every edge (cached on the graph)."""
+    if "truss_numbers" in graph.cache:
+        return graph.cache["truss_numbers"]
+    peeling = Peeling(graph, numbers=True)
+    k = 3
+    while True:
+        stats = peeling.peel_level(k)
+        if not sum(s.alive for s in stats):
+            break
+        k = max(k + 1, min(s.smallest for s in stats) + 3)
+    peeling.compact()  # everything is gone: the pieces hold every edge
+    graph.cache["truss_numbers"] = edge_frame(
+        graph, "truss-numbers", truss_frame, {"u": "int64", "v": "int64", "truss": "int64"},
+        [tuple(pieces) for pieces in peeling.finished],
+        parts=[None] * graph.partitions)
+    return graph.cache["truss_numbers"]
+
+
+def truss_frame(_: Any, ids: Any, pieces: tuple) -> Any:
+    """One partition of :func:`truss_numbers` from its finished pieces."""
+    xp = array_module(ids)
+    pieces = [p for p in pieces if p is not None]
+    src = xp.concatenate([p[0] for p in pieces]) if pieces else xp.zeros(0, dtype=xp.int64)
+    dst = xp.concatenate([p[1].astype(xp.int64) for p in pieces]) if pieces \
+        else xp.zeros(0, dtype=xp.int64)
+    truss = xp.concatenate([p[2] for p in pieces]).astype(xp.int64) if pieces \
+        else xp.zeros(0, dtype=xp.int64)
+    u, v = ids[src], ids[dst]
+    return frame_from_arrays(u, {"u": xp.minimum(u, v), "v": xp.maximum(u, v), "truss": truss})
+
+
+__all__ = ["edge_ids", "k_truss", "truss_numbers"]

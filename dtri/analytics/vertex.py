@@ -1,0 +1,166 @@
+"""Per-vertex analytics: triangles at each vertex, local clustering, average clustering and
+transitivity, with NetworkX's definitions.
+
+Each result is a Dask collection with one partition per sorted partition of the graph: the
+vertices of its rank range, indexed by their ids in the input. The counts are computed once
+(:func:`dtri.analytics.credits.vertex_totals`), persisted on the partitions' owners and cached
+on the graph, so clustering, average clustering and transitivity reuse them and the degrees
+the preparation kept; nothing per vertex is gathered into one process.
+
+* triangles ``T(v)``: the triangles that ``v`` is a vertex of;
+* clustering ``c(v) = 2 T(v) / (d (d - 1))``, 0 where ``d < 2``;
+* average clustering: the mean of ``c`` over every vertex, zeros included;
+* transitivity: ``3 × triangles / triples = Σ 2 T(v) / Σ d (d - 1)``, computed in Python
+  integers and divided once, so it is the correctly rounded value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import dask.dataframe as dd
+
+from dtri.kernels.dispatch import array_module, series_from_arrays
+
+
+def vertex_block(ids: Any, degree: Any, present: Any, low: int, high: int) -> tuple:
+    """The input ids, degrees and presence of the ranks ``[low, high)`` (a partition's
+    vertices), as arrays of their own."""
+    return (ids[low:high].copy(), degree[low:high].copy(),
+            None if present is None else present[low:high].copy())
+
+
+def vertex_blocks(graph: Any) -> list[Any]:
+    """Persisted, per partition on its owner: :func:`vertex_block` of its rank range."""
+    if "blocks" not in graph.cache:
+        tasks, bounds = graph.tasks, graph.bounds
+        blocks = []
+        for p in range(graph.partitions):
+            with tasks.placed(p):
+                blocks.append(tasks.task("vertices", vertex_block, graph.ids, graph.degree,
+                                         graph.present, bounds[p], bounds[p + 1],
+                                         key=("block", p), on_host=True))
+        graph.cache["blocks"] = list(graph.timer().submit("vertices", *blocks))
+    return graph.cache["blocks"]
+
+
+def triangle_counts(graph: Any) -> list[Any]:
+    """Persisted, per partition: the triangles at each of its ranks (int64)."""
+    if "vertex_triangles" not in graph.cache:
+        from dtri.analytics.credits import vertex_totals
+
+        timer = graph.timer()
+        graph.cache["vertex_triangles"] = list(timer.submit("triangles",
+                                                            *vertex_totals(graph, "triangles")))
+        timer.settle()
+        graph.cache.setdefault("seconds", {}).update(timer.seconds)
+    return graph.cache["vertex_triangles"]
+
+
+def triangles_series(block: tuple, counts: Any) -> Any:
+    """One partition of :func:`triangles`: the counts of its vertices, by input id."""
+    ids, _, present = block
+    if present is not None:
+        ids, counts = ids[present], counts[present]
+    return series_from_arrays(counts, ids, "triangles", "vertex")
+
+
+def clustering_values(block: tuple, counts: Any) -> Any:
+    """Local clustering of a partition's ranks: ``2 T / (d (d - 1))``, 0 where ``d < 2``."""
+    _, degree, _ = block
+    xp = array_module(degree)
+    pairs = degree * (degree - 1)
+    values = xp.zeros(degree.shape[0], dtype=xp.float64)
+    some = pairs > 0
+    values[some] = (2 * counts[some]) / pairs[some]
+    return values
+
+
+def clustering_series(block: tuple, counts: Any) -> Any:
+    """One partition of :func:`clustering`."""
+    ids, _, present = block
+    values = clustering_values(block, counts)
+    if present is not None:
+        ids, values = ids[present], values[present]
+    return series_from_arrays(values, ids, "clustering", "vertex")
+
+
+def partition_sums(block: tuple, counts: Any) -> tuple[int, int, float, int]:
+    """A partition's ``Σ T``, ``Σ d (d - 1)``, ``Σ c`` and vertex count (its present
+    vertices)."""
+    _, degree, present = block
+    values = clustering_values(block, counts)
+    if present is not None:
+        degree, counts, values = degree[present], counts[present], values[present]
+    return (int(counts.sum()), int((degree * (degree - 1)).sum()), float(values.sum()),
+            int(degree.shape[0]))
+
+
+def _collection(graph: Any, stage: str, build: Any, name: str, dtype: str) -> dd.Series:
+    """A Dask Series from one persisted task per partition ``build(block, counts)``."""
+    tasks = graph.tasks
+    counts, blocks = triangle_counts(graph), vertex_blocks(graph)
+    parts = []
+    for p in range(graph.partitions):
+        with tasks.placed(p):
+            parts.append(tasks.task(stage, build, blocks[p], counts[p], key=(p,),
+                                    on_host=True))
+    timer = graph.timer()
+    persisted = timer.submit(stage, *parts)
+    timer.settle()
+    return dd.from_delayed(list(persisted), meta=_meta(graph, name, dtype), verify_meta=False)
+
+
+def _meta(graph: Any, name: str, dtype: str) -> Any:
+    """An empty Series like the partitions: pandas, or cuDF where results stay on GPUs."""
+    import numpy
+
+    xp = numpy
+    if graph.backend == "gpu" and not graph.staging.on_host:
+        import cupy
+
+        xp = cupy
+    return series_from_arrays(xp.zeros(0, dtype=dtype), xp.zeros(0, dtype="int64"), name,
+                              "vertex")
+
+
+def triangles(graph: Any) -> dd.Series:
+    """Triangles at each vertex, by input id (cached on the graph)."""
+    if "triangles" not in graph.cache:
+        graph.cache["triangles"] = _collection(graph, "vertex-triangles", triangles_series,
+                                               "triangles", "int64")
+    return graph.cache["triangles"]
+
+
+def clustering(graph: Any) -> dd.Series:
+    """Local clustering coefficient of each vertex, by input id (cached on the graph)."""
+    if "clustering" not in graph.cache:
+        graph.cache["clustering"] = _collection(graph, "clustering", clustering_series,
+                                                "clustering", "float64")
+    return graph.cache["clustering"]
+
+
+def _sums(graph: Any) -> tuple[int, int, float, int]:
+    """Σ T, Σ d (d - 1), Σ c and the vertex count over the graph (cached)."""
+    if "sums" not in graph.cache:
+        tasks = graph.tasks
+        counts, blocks = triangle_counts(graph), vertex_blocks(graph)
+        sums = [tasks.task("vertex-sums", partition_sums, blocks[p], counts[p], key=(p,),
+                           on_host=True) for p in range(graph.partitions)]
+        (values,) = graph.timer().compute("vertex-sums", sums)
+        graph.cache["sums"] = (sum(v[0] for v in values), sum(v[1] for v in values),
+                               math.fsum(v[2] for v in values), sum(v[3] for v in values))
+    return graph.cache["sums"]
+
+
+def average_clustering(graph: Any) -> float:
+    """Mean local clustering over every vertex, zeros included."""
+    _, _, total, vertices = _sums(graph)
+    return total / vertices if vertices else 0.0
+
+
+def transitivity(graph: Any) -> float:
+    """``Σ 2 T(v) / Σ d (d - 1)``, 0 without triangles (NetworkX's)."""
+    triangles_at, pairs, _, _ = _sums(graph)
+    return 0.0 if triangles_at == 0 else 2 * triangles_at / pairs  # Python ints: rounded once

@@ -1,0 +1,254 @@
+"""Every option of a run, in one place, validated once.
+
+:class:`Options` is what the Python API takes (as keywords), what the command line builds from
+its flags (:func:`cli_options` makes the click options from the same fields) and what every
+layer below reads. A value is checked and normalised when the object is made (sizes such as
+``"2GiB"`` become bytes, names are checked against their choices, combinations that cannot
+work are refused), so no layer re-declares or re-checks an option.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any
+
+from dask.utils import parse_bytes
+
+from dtri.errors import ConfigurationError
+
+BACKENDS = ("auto", "cpu", "gpu")
+PROTOCOLS = ("auto", "tcp", "ucx")
+STAGINGS = ("auto", "host", "device")
+ORIENTATIONS = ("degree", "id")
+JOINS = ("auto", "wedges", "intersect")
+FORMATS = ("auto", "snap", "csv", "tsv", "mtx", "parquet")
+SIZE_OPTIONS = ("memory_limit", "device_memory_limit", "rmm_pool_size", "memory_budget",
+                "blocksize")
+GROUPS = ("input", "cluster", "memory", "plan")
+"""What the options are about: reading files, where the run goes, memory, how it counts."""
+
+
+def _option(default: Any, group: str, flag: str, help: str, choices: tuple | None = None,
+            kind: str = "", **click: Any) -> Any:
+    """A field of :class:`Options` with its command-line flag, help and check."""
+    return field(default=default, metadata={"group": group, "flag": flag, "help": help,
+                                            "choices": choices, "kind": kind, "click": click})
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options of a run (all keyword, with defaults), checked when made."""
+
+    # ---- input
+    format: str = _option(
+        "auto", "input", "--format", "Input format; auto picks by extension (.mtx, .csv, .tsv, "
+        ".parquet, else SNAP text). .gz/.bz2 are read transparently.", FORMATS)
+    columns: tuple[Any, Any] | None = _option(
+        None, "input", "--columns", "Source and target columns, by name or 0-based position "
+        "(CSV/TSV/Parquet), e.g. src,dst or 0,1.", kind="columns")
+    header: bool | None = _option(
+        None, "input", "--header/--no-header", "CSV/TSV: whether the first line is a header "
+        "(default: detected).", kind="flag")
+    blocksize: int = _option(64 << 20, "input", "--blocksize",
+                             "Bytes of text per read partition, e.g. 64MiB.", kind="size")
+    storage_options: dict | None = field(default=None, metadata={"group": "input"})
+    """Passed to fsspec for URLs (no command-line flag)."""
+    npartitions: int | None = field(default=None, metadata={"group": "plan"})
+    """Sorted partitions to make (default: fitted to the workers and the budget); for
+    in-memory input, also the partitions it is cut into (no command-line flag)."""
+
+    # ---- where it runs
+    backend: str = _option(
+        "auto", "cluster", "--backend", "cpu: pandas partitions; gpu: cuDF partitions on "
+        "dask-cuda workers; auto: gpu when cuDF imports and a GPU is visible (or the input is "
+        "on the GPU).", BACKENDS)
+    scheduler: str | None = _option(
+        None, "cluster", "--scheduler", "Address of a running Dask scheduler (tcp://host:8786; "
+        "also read from DASK_SCHEDULER_ADDRESS), or 'threads'/'synchronous'. Default: the "
+        "active distributed.Client, else a local cluster on this machine's GPUs or cores.",
+        envvar="DASK_SCHEDULER_ADDRESS")
+    scheduler_file: str | None = _option(
+        None, "cluster", "--scheduler-file", "Scheduler file written by 'dask scheduler "
+        "--scheduler-file'.", kind="path")
+    workers: int | None = _option(
+        None, "cluster", "--workers", "Workers of the local cluster (default: one per GPU, or "
+        "per core).", kind="count")
+    protocol: str = _option(
+        "auto", "cluster", "--protocol", "Comms of the local cluster started for the run: auto "
+        "is UCX (NVLink) between several GPU workers when distributed-ucxx is installed, else "
+        "TCP.", PROTOCOLS)
+
+    # ---- memory
+    memory_limit: int | None = _option(
+        None, "memory", "--memory-limit", "Host memory per worker of the local cluster, e.g. "
+        "4GiB: Dask spills stored results to disk above 60% of it (their size) or 70% (process "
+        "memory); pause and terminate are off. Default: Dask's (RAM / workers).", kind="size")
+    spill_directory: str | None = _option(
+        None, "memory", "--spill-directory", "Where the local cluster's workers spill "
+        "(default: Dask's temporary-directory, else the system's).", kind="directory")
+    device_memory_limit: int | None = _option(
+        None, "memory", "--device-memory-limit", "GPU: device memory of stored results per "
+        "worker above which dask-cuda moves them to host memory (default: dask-cuda's 80% of "
+        "the GPU; with --rmm-pool-size, the pool less twice the memory budget).", kind="size")
+    rmm_pool_size: int | None = _option(
+        None, "memory", "--rmm-pool-size", "GPU: hard cap on the GPU memory per worker: an RMM "
+        "pool of this size that cannot grow, shared by cuDF and CuPy. The default "
+        "--memory-budget is a quarter of it.", kind="size")
+    memory_budget: int | None = _option(
+        None, "memory", "--memory-budget", "Memory one worker may plan for, e.g. 8GiB "
+        "(default: a quarter of the worker's memory, GPU memory on the GPU backend, or of "
+        "--rmm-pool-size / --memory-limit when given; half the pool under host staging).",
+        kind="size")
+    staging: str = _option(
+        "auto", "memory", "--staging", "Where stage results wait between tasks: host (host "
+        "memory; each GPU task moves its own inputs to the device and its results back), "
+        "device (GPU memory, spilled by dask-cuda), auto: host when --rmm-pool-size caps the "
+        "GPU workers, device otherwise.", STAGINGS)
+
+    # ---- how the graph is prepared and counted
+    orientation: str = _option(
+        "degree", "plan", "--orientation", "Orient edges by (degree, id) or by id.",
+        ORIENTATIONS)
+    join: str = _option(
+        "auto", "plan", "--join", "wedges: write closure keys in budget-sized batches, "
+        "radix-bin, sorted search; intersect: fused sorted-list intersection, no wedge written "
+        "(a CUDA kernel on GPUs); auto: per partition from its wedge count.", JOINS)
+    bins: int | None = _option(
+        None, "plan", "--bins", "Number of radix bins, a power of two (default: from the "
+        "sizes).", kind="count")
+
+    # ---- output
+    progress: bool = field(default=False, metadata={"group": "output"})
+    """Dask progress bars on stderr."""
+
+    def __post_init__(self) -> None:
+        for name in SIZE_OPTIONS:
+            object.__setattr__(self, name, _size(name, getattr(self, name)))
+        if self.spill_directory is not None:
+            object.__setattr__(self, "spill_directory", os.fspath(self.spill_directory))
+        if self.columns is not None:
+            columns = tuple(self.columns)
+            if len(columns) != 2:
+                raise ConfigurationError(f"columns must name exactly two columns, got "
+                                         f"{self.columns!r}")
+            object.__setattr__(self, "columns", columns)
+        for spec in fields(self):
+            choices = spec.metadata.get("choices")
+            value = getattr(self, spec.name)
+            if choices and value not in choices:
+                raise ConfigurationError(f"{_flag(spec.name)} must be one of "
+                                         f"{', '.join(choices)}, got {value!r}")
+        for name in ("workers", "npartitions", "bins", *SIZE_OPTIONS):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigurationError(f"{_flag(name)} must be a positive integer, got "
+                                         f"{value!r}")
+        if self.bins is not None and self.bins & (self.bins - 1):
+            raise ConfigurationError(f"--bins must be a power of two, got {self.bins}")
+        if self.staging == "host" and self.join == "wedges":
+            raise ConfigurationError(
+                "host staging (--staging host, the default with --rmm-pool-size) counts with "
+                "the fused join: give --join intersect or auto, or --staging device")
+
+    @classmethod
+    def of(cls, options: Options | None = None, **changes: Any) -> Options:
+        """``options`` (default: the defaults) with ``changes``; an unknown name is refused
+        with the list of known ones."""
+        known = {spec.name for spec in fields(cls)}
+        if unknown := sorted(set(changes) - known):
+            raise TypeError(f"unknown option {unknown[0]!r}; the options are "
+                            f"{', '.join(sorted(known))}")
+        base = options or cls()
+        return replace(base, **changes) if changes else base
+
+    def read_options(self) -> dict[str, Any]:
+        """What :func:`dtri.input.read.read_edges` takes."""
+        return {"format": self.format, "header": self.header, "blocksize": self.blocksize,
+                "storage_options": self.storage_options}
+
+
+RUNTIME_OPTIONS = frozenset(spec.name for spec in fields(Options)
+                            if spec.metadata.get("group") in ("cluster", "memory"))
+"""The options that shape the runtime (cluster, memory): a session's, fixed when it opens."""
+
+
+def _flag(name: str) -> str:
+    spec = next(s for s in fields(Options) if s.name == name)
+    flag = spec.metadata.get("flag")
+    return flag.split("/")[0] if flag else name
+
+
+def _size(name: str, value: Any) -> int | None:
+    """Bytes from an int or a string such as ``"2GiB"``."""
+    if value is None or isinstance(value, int):
+        return value
+    try:
+        return parse_bytes(value)
+    except (ValueError, TypeError):
+        raise ConfigurationError(f"{_flag(name)} {value!r} is not a size such as 2GiB, 500MB "
+                                 "or 1000000") from None
+
+
+# -------------------------------------------------------------------------- the command line
+
+def cli_options(*groups: str, exclude: tuple[str, ...] = ()) -> Callable[[Any], Any]:
+    """A decorator adding the click options of the fields in ``groups`` to a command; the
+    command receives them by field name (:func:`from_cli` turns them into :class:`Options`)."""
+    import click
+
+    def size_type() -> click.ParamType:
+        class ByteSize(click.ParamType):
+            name = "bytes"
+
+            def convert(self, value: Any, param: Any, ctx: Any) -> int:
+                try:
+                    return value if isinstance(value, int) else parse_bytes(value)
+                except ValueError:
+                    self.fail(f"{value!r} is not a size such as 2GiB, 500MB or 1000000", param,
+                              ctx)
+
+        return ByteSize()
+
+    def decorate(command: Any) -> Any:
+        for spec in reversed(fields(Options)):
+            meta = spec.metadata
+            if meta.get("group") not in groups or "flag" not in meta or spec.name in exclude:
+                continue
+            kind, extra = meta["kind"], dict(meta["click"])
+            if meta["choices"]:
+                extra.update(type=click.Choice(meta["choices"]), show_default=True)
+            elif kind == "size":
+                extra.update(type=size_type())
+            elif kind == "count":
+                extra.update(type=click.IntRange(min=1))
+            elif kind == "directory":
+                extra.update(type=click.Path(file_okay=False))
+            elif kind == "path":
+                extra.update(type=click.Path(dir_okay=False))
+            default = None if spec.default is MISSING else spec.default
+            if kind == "size" and default is not None:
+                extra.update(show_default=f"{default >> 20}MiB")
+            command = click.option(meta["flag"], spec.name, default=default, help=meta["help"],
+                                   **extra)(command)
+        return command
+
+    return decorate
+
+
+def from_cli(values: dict[str, Any], **extra: Any) -> Options:
+    """:class:`Options` from a command's keyword arguments (those that are options)."""
+    known = {spec.name for spec in fields(Options)}
+    chosen = {name: value for name, value in values.items() if name in known}
+    if isinstance(chosen.get("columns"), str):
+        chosen["columns"] = parse_columns(chosen["columns"])
+    return Options.of(**chosen, **extra)
+
+
+def parse_columns(value: str) -> tuple[Any, Any]:
+    """``"src,dst"`` or ``"0,1"``: two columns by name or 0-based position."""
+    parts = [p.strip() for p in value.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise ConfigurationError("give two columns, e.g. --columns src,dst or --columns 0,1")
+    return tuple(int(p) if p.isdigit() else p for p in parts)  # type: ignore[return-value]

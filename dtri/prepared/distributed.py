@@ -1,0 +1,122 @@
+"""Canonicalize → rank → orient → sort across partitions, joined by array exchanges.
+
+The docstrings of :mod:`dtri.kernels.canonicalize`, :mod:`dtri.kernels.orient` and
+:mod:`dtri.kernels.csr` explain the steps; here they are tasks. The first exchange goes from
+groups of input partitions (:func:`dtri.prepared.inputs.input_groups`, each taken together where
+it lives) to the receivers, so the input is never repartitioned. Each stage is submitted behind
+the one before (:class:`~dtri.runtime.timer.StageTimer`); every exchange sends each partition's
+pieces to their receivers once, through Dask; receiver ``j`` lives on the owner of partition
+``j``, which then owns sorted partition ``j``. Vertex-wide sums (the vertex set, degrees,
+out-degrees, work) are trees (:meth:`dtri.runtime.tasks.Tasks.reduce_over`).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from operator import getitem
+from typing import Any, NamedTuple
+
+from dtri.kernels.canonicalize import (
+    merge_vertices,
+    partition_vertices,
+    split_edge_keys,
+    unique_edge_keys,
+    vertex_count,
+)
+from dtri.kernels.csr import from_keys, stored
+from dtri.kernels.dispatch import array_module
+from dtri.kernels.orient import (
+    WORK_MODELS,
+    add_counts,
+    by_rank,
+    degree_counts,
+    oriented_intersection_work,
+    oriented_out_degree,
+    oriented_split,
+    rank_and_order,
+    source_bounds,
+    wedge_work,
+)
+from dtri.prepared.inputs import Inputs, concat_frames
+from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
+from dtri.runtime.timer import StageTimer
+
+
+class Prepared(NamedTuple):
+    """What the preparation leaves on the workers (persisted: futures, or values under a local
+    scheduler)."""
+
+    parts: list[Any]
+    """Sorted partition ``j`` as a stored CSR over the ranks ``[bounds[j], bounds[j + 1])``."""
+    vertices: Any
+    """The number of vertices."""
+    ids: Any
+    """The input id of every rank (vertex-wide)."""
+    degree: Any
+    """The degree of every rank (vertex-wide)."""
+    bounds: Any
+    """The rank ranges of the partitions: ``parts + 1`` ascending ranks from 0 to the vertex
+    count."""
+
+
+def sorted_partition(vertices: int, bounds: list[int], j: int, *pieces: Any) -> tuple:
+    """Receiver ``j`` of the sort: its source range's oriented keys as a stored CSR."""
+    keys = array_module(pieces[0]).concatenate(pieces)
+    return stored(from_keys(keys, vertices, bounds[j], bounds[j + 1]))
+
+
+def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orientation: str,
+                       tasks: Tasks, timer: StageTimer, work_model: str = "wedges",
+                       fan_in: int = FAN_IN) -> Prepared:
+    """Canonicalize, rank, orient and sort the edges of ``inputs`` into ``parts`` sorted
+    partitions, each holding one source range's whole adjacency lists, sent from the input
+    ``groups`` (:func:`dtri.prepared.inputs.input_groups`). ``work_model`` (one of
+    :data:`dtri.kernels.orient.WORK_MODELS`) is what the sort's source ranges balance;
+    ``fan_in`` is that of the trees over vertex-wide arrays
+    (:func:`dtri.prepared.inputs.vertex_fan_in`)."""
+    if work_model not in WORK_MODELS:
+        raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
+    senders = []
+    for g, group in enumerate(groups):
+        holder = inputs.holders[group[0]]
+        with placed_on(holder) if holder else nullcontext():
+            senders.append(tasks.task("canonicalize", concat_frames,
+                                      *(inputs.partitions[p] for p in group), key=("inputs", g),
+                                      on_host=True))
+    sender_holders = [inputs.holders[group[0]] for group in groups]
+    vertices = tasks.reduce_over("vertices", partition_vertices, merge_vertices, senders, (),
+                                 sender_holders, "ids", fan_in)
+    n = tasks.task("vertices", vertex_count, vertices, key=("count",), on_host=True)
+    splits = [tasks.task("canonicalize", split_edge_keys, sender, vertices, parts,
+                         key=("split", g)) for g, sender in enumerate(senders)]
+    *keys, n, vertices = timer.submit("canonicalize", *tasks.exchange(
+        "canonicalize", splits, unique_edge_keys, parts), n, vertices)
+    del senders, splits
+
+    owners = [tasks.owner(p) for p in range(parts)]
+    degree = tasks.reduce_over("rank", degree_counts, add_counts, keys, (n,), owners, "degree",
+                               fan_in)
+    ranked = tasks.task("rank", rank_and_order, degree, orientation, key=(0,))
+    rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
+    order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
+    ids = tasks.task("rank", by_rank, vertices, order, key=("ids",))
+    degree = tasks.task("rank", by_rank, degree, order, key=("degree",))
+    rank, ids, degree = timer.submit("rank", rank, ids, degree)
+    del vertices, order, ranked
+
+    out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys, (rank, n),
+                                   owners, "out", fan_in)
+    if work_model == "intersect":
+        work = tasks.reduce_over("orient", oriented_intersection_work, add_counts, keys,
+                                 (rank, out_degree, n), owners, "work", fan_in)
+    else:
+        work = tasks.task("orient", wedge_work, out_degree, key=("work",))
+    bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
+    (bounds,) = timer.submit("orient", bounds)
+    splits = [tasks.task("sort", oriented_split, k, rank, bounds, n, key=("split", p))
+              for p, k in enumerate(keys)]
+    del keys
+    sorted_parts = timer.submit("sort", *tasks.exchange("sort", splits, sorted_partition, parts,
+                                                        n, bounds, indexed=True))
+    return Prepared(list(sorted_parts), n, ids, degree, bounds)
+

@@ -1,0 +1,288 @@
+"""The prepared graph: read, canonicalized, ranked, oriented and sorted once, persisted on the
+workers, and reused by every analytic.
+
+:func:`prepare_graph` runs the preparation (the read stage, then one ``dtri-prepare`` task for
+a graph that fits one, or the exchanges of :mod:`dtri.prepared.distributed`) and summarises each
+sorted partition for the planners. :class:`PreparedGraph` holds what it leaves on the workers:
+
+* the sorted partitions, partition ``p`` a CSR of the oriented edges of the ranks
+  ``[bounds[p], bounds[p + 1])``, owned by worker ``p mod W``;
+* by rank, the input id and the degree of every vertex (vertex-wide arrays: they name the
+  vertices of every result and give clustering its degrees);
+* the partitions' summaries, on the client.
+
+Its methods are the analytics (:mod:`dtri.analytics`); each result they compute is cached on
+the graph, so ``clustering()`` reuses ``triangles()`` and the degrees, and a second analytic
+costs only its own counting. :meth:`PreparedGraph.release` lets go of the workers' data (and
+closes the cluster the graph started, if it started one); ``with`` does it at the end of the
+block.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from operator import getitem
+from typing import Any
+
+import dask.dataframe as dd
+
+from dtri.errors import DtriError
+from dtri.kernels.canonicalize import check_integer_columns
+from dtri.kernels.csr import PartitionSummary, as_csr, summary
+from dtri.options import Options
+from dtri.prepared.distributed import prepare_partitions
+from dtri.prepared.inputs import (
+    BYTES_PER_EDGE_IN_FLIGHT,
+    fitted_partitions,
+    input_groups,
+    read_inputs,
+    vertex_fan_in,
+)
+from dtri.prepared.local import prepare_inputs
+from dtri.runtime.session import Runtime
+from dtri.runtime.staging import Staging
+from dtri.runtime.tasks import Tasks
+from dtri.runtime.timer import StageTimer
+
+
+class ReleasedGraphError(DtriError):
+    """An analytic was asked of a graph whose data has been released."""
+
+
+@dataclass(eq=False)
+class PreparedGraph:
+    """A graph prepared on the workers (see the module docstring); made by
+    :func:`dtri.prepare`."""
+
+    runtime: Runtime
+    options: Options
+    parts: list[Any]
+    """Persisted sorted partitions (stored CSRs), partition ``p`` on worker ``p mod W``."""
+    bounds: list[int]
+    """The rank ranges of the partitions, ``partitions + 1`` ascending ranks from 0 to
+    :attr:`vertices`."""
+    summaries: list[PartitionSummary]
+    vertices: int
+    """Vertices of the graph's rank space (with :attr:`present`, those that belong to it)."""
+    ids: Any
+    """Persisted: the input id of every rank."""
+    degree: Any
+    """Persisted: the degree of every rank."""
+    present: Any = None
+    """Persisted: which ranks are vertices of this graph (a k-truss drops the vertices left
+    without an edge); ``None``: all of them."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time of each preparation stage."""
+    cache: dict[str, Any] = field(default_factory=dict)
+    """Results computed on this graph, by analytic (:mod:`dtri.analytics`)."""
+    exit_stack: ExitStack | None = None
+    """What :meth:`release` closes besides the data: the session the graph opened itself."""
+    released: bool = False
+
+    # ----------------------------------------------------------------- facts
+
+    @property
+    def edges(self) -> int:
+        """Edges of the simple undirected graph."""
+        return sum(s.edges for s in self.summaries)
+
+    @property
+    def wedges(self) -> int:
+        """Wedges of the oriented graph: the sum of C(out-degree, 2)."""
+        return sum(s.wedges for s in self.summaries)
+
+    @property
+    def partitions(self) -> int:
+        return len(self.parts)
+
+    @property
+    def staging(self) -> Staging:
+        return self.runtime.staging
+
+    @property
+    def backend(self) -> str:
+        return self.runtime.backend
+
+    @property
+    def tasks(self) -> Tasks:
+        """The task builder of this graph's runtime."""
+        return Tasks(self.runtime.staging, self.runtime.addresses)
+
+    @property
+    def task_budget(self) -> int:
+        return self.runtime.task_budget(self.options.memory_budget)
+
+    def timer(self) -> StageTimer:
+        """A stage timer for one analytic."""
+        self._check()
+        return StageTimer(self.runtime.client, self.options.progress)
+
+    # ----------------------------------------------------------------- analytics
+
+    def count(self, *, explain: bool = False) -> Any:
+        """The triangle count with the run's statistics and plan
+        (:class:`dtri.analytics.count.CountResult`); ``explain``: the plan only."""
+        from dtri.analytics.count import count
+
+        return count(self, explain=explain)
+
+    def count_triangles(self) -> int:
+        """The exact number of triangles."""
+        if "count" not in self.cache:
+            self.cache["count"] = self.count().triangles
+        return self.cache["count"]
+
+    def triangles(self) -> dd.Series:
+        """Triangles at each vertex (0 for vertices in none), a Dask Series indexed by the
+        input's vertex ids, like ``networkx.triangles``."""
+        from dtri.analytics.vertex import triangles
+
+        return triangles(self)
+
+    def clustering(self) -> dd.Series:
+        """The local clustering coefficient of each vertex (NetworkX's: 0 below degree 2),
+        a Dask Series indexed by the input's vertex ids."""
+        from dtri.analytics.vertex import clustering
+
+        return clustering(self)
+
+    def average_clustering(self) -> float:
+        """The mean local clustering coefficient over all vertices (zeros included), as
+        ``networkx.average_clustering``."""
+        from dtri.analytics.vertex import average_clustering
+
+        return average_clustering(self)
+
+    def transitivity(self) -> float:
+        """3 × triangles / connected triples, as ``networkx.transitivity``."""
+        from dtri.analytics.vertex import transitivity
+
+        return transitivity(self)
+
+    def edge_support(self) -> dd.DataFrame:
+        """Each undirected edge once, ``u < v`` by input id, with the triangles on it
+        (``support``): a Dask DataFrame."""
+        from dtri.analytics.edge import edge_support
+
+        return edge_support(self)
+
+    def k_truss(self, k: int) -> PreparedGraph:
+        """The k-truss (``networkx.k_truss``): the largest subgraph in which every edge lies on
+        at least ``k - 2`` of its triangles, without isolated vertices, as a prepared graph on
+        the same workers."""
+        from dtri.analytics.truss import k_truss
+
+        return k_truss(self, k)
+
+    def truss_numbers(self) -> dd.DataFrame:
+        """The truss number of each edge (the largest ``k`` whose k-truss holds it): a Dask
+        DataFrame of ``u < v`` by input id and ``truss``."""
+        from dtri.analytics.truss import truss_numbers
+
+        return truss_numbers(self)
+
+    # ----------------------------------------------------------------- life cycle
+
+    def release(self) -> None:
+        """Let go of the workers' data (partitions, vertex arrays, cached results) and close
+        what this graph opened (a local cluster). Idempotent."""
+        if self.released:
+            return
+        self.released = True
+        self.parts, self.ids, self.degree, self.present = [], None, None, None
+        self.cache.clear()
+        if self.exit_stack is not None:
+            self.exit_stack.close()
+
+    def __enter__(self) -> PreparedGraph:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def _check(self) -> None:
+        if self.released:
+            raise ReleasedGraphError("this graph has been released; prepare it again")
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else f"{self.partitions} partitions"
+        return (f"PreparedGraph(vertices={self.vertices}, edges={self.edges}, "
+                f"backend={self.backend!r}, {state})")
+
+
+def prepare_graph(frame: dd.DataFrame, runtime: Runtime, options: Options) -> PreparedGraph:
+    """Read, canonicalize, rank, orient and sort ``frame`` (a Dask DataFrame with integer
+    ``src``, ``dst``) on the workers of ``runtime``, and summarise the sorted partitions.
+
+    The sorted partitions are ``options.npartitions`` if given, else fitted to the workers and
+    the memory budget (:func:`dtri.prepared.inputs.fitted_partitions`). The input keeps its own
+    partitioning unless a partition is too big for one task."""
+    started = time.perf_counter()
+    timer = StageTimer(runtime.client, options.progress)
+    staging = runtime.staging
+    tasks = Tasks(staging, runtime.addresses)
+    task_budget = runtime.task_budget(options.memory_budget)
+
+    check_integer_columns(frame)
+    if staging.on_host:  # the input's partitions go to host memory as they are read
+        # without their index (the host copy keeps the columns only), so without divisions: a
+        # repartition by divisions below would slice every partition by index values that
+        # its host copy no longer has (R-MAT 24 under a 2 GiB pool lost all partitions but
+        # the first, whose index starts at 0)
+        meta = frame._meta[["src", "dst"]]
+        frame = frame.map_partitions(staging.input_partition, meta=staging.input_partition(meta),
+                                     clear_divisions=True)
+    inputs = read_inputs(frame, runtime, tasks, timer, task_budget)
+    parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
+    if max(inputs.rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
+        pieces = -(-sum(inputs.rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
+        inputs = read_inputs(inputs.frame.repartition(npartitions=pieces), runtime, tasks,
+                             timer, task_budget)
+    if parts == 1:  # the whole graph in one task: no exchange needed
+        prepared = tasks.task("prepare", prepare_inputs, options.orientation,
+                              *inputs.partitions, key=(0,))
+        part, n, ids, degree = timer.submit("prepare", *(
+            tasks.task("prepare", getitem, prepared, i, key=(name, 0), on_host=True)
+            for i, name in enumerate(("csr", "vertices", "ids", "degree"))))
+        partitions, bounds = [part], None
+        del prepared
+    else:
+        work_model = ("intersect" if (runtime.backend == "gpu" or staging.on_host)
+                      and options.join != "wedges" else "wedges")
+        # host staging: a sender per input partition (concatenating them is a host copy)
+        limit = 1 if staging.on_host else task_budget // BYTES_PER_EDGE_IN_FLIGHT
+        groups = input_groups(inputs.rows, inputs.holders, limit)
+        partitions, n, ids, degree, bounds = prepare_partitions(
+            inputs, groups, parts, options.orientation, tasks, timer, work_model,
+            vertex_fan_in(sum(inputs.rows), task_budget))
+    del inputs
+    summary_tasks = [tasks.task("plan", _summary, part, key=(p,))
+                     for p, part in enumerate(partitions)]
+    vertices, summaries, bounds = timer.compute("plan", n, summary_tasks, bounds)
+    summaries = [PartitionSummary(*s) for s in summaries]
+    check_whole_adjacency(summaries)
+    seconds = dict(timer.seconds)
+    seconds["prepare_total"] = round(time.perf_counter() - started, 6)
+    return PreparedGraph(runtime=runtime, options=options, parts=partitions,
+                         bounds=list(bounds) if bounds is not None else [0, int(vertices)],
+                         summaries=summaries, vertices=int(vertices), ids=ids, degree=degree,
+                         seconds=seconds)
+
+
+def _summary(part: tuple) -> PartitionSummary:
+    """The planner's summary of one stored partition."""
+    return summary(as_csr(part))
+
+
+def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:
+    """The analytics need every source's edges in one partition; fail loudly if not."""
+    ranges = [(s.first_src, s.last_src) for s in summaries if s.edges]
+    for (_, last), (first, _) in itertools.pairwise(ranges):
+        if first <= last:
+            raise RuntimeError(
+                f"internal error: source {first} is split across sorted partitions; "
+                "please report this with the input that caused it"
+            )

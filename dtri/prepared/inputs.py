@@ -1,0 +1,183 @@
+"""The read stage: the input persisted on the workers, its partitions, their rows and holders.
+
+The input is not repartitioned: the first exchange of the preparation sends from groups of
+input partitions taken together on the worker that holds them (:func:`input_groups`), each
+group at most one task's budget. A persisted input (a frame already on the workers) is used as
+it is, its partitions taken as futures. The number of sorted partitions to make is fitted to
+the workers and the budget (:func:`fitted_partitions`).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Any, NamedTuple
+
+import dask.dataframe as dd
+from dask.dataframe.dispatch import concat
+
+from dtri.runtime.session import Runtime
+from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
+from dtri.runtime.timer import StageTimer
+
+BYTES_PER_EDGE_IN_FLIGHT = 16 * 8
+"""Working memory per input edge in the preparation stages: an int64 pair, copied a few times
+by the casts, packs, splits and sorts."""
+
+MIN_ROWS_PER_PARTITION = 1 << 22
+"""Below this many input rows per worker, one partition (one task, no exchange) is faster than
+spreading the preparation over the workers."""
+
+VERTEX_ARRAY_COPIES = 3
+"""A merge or sum of vertex-wide arrays holds its inputs, their concatenation or sum, and a
+sort's scratch: about three times its inputs' size."""
+
+
+class Inputs(NamedTuple):
+    """The input partitions as the preparation receives them."""
+
+    frame: dd.DataFrame
+    partitions: list[Any]
+    """Futures where there is a cluster (delayed objects otherwise), in partition order."""
+    rows: list[int]
+    holders: list[str | None]
+    """The worker holding each partition (``None`` where unknown)."""
+
+
+def fitted_partitions(rows: int, runtime: Runtime, task_budget: int) -> int:
+    """How many sorted partitions to make: enough that each fits one task's budget, and one
+    per worker when the graph is large enough for the workers to share its preparation; one
+    partition otherwise. Several partitions come in a multiple of the workers, since each
+    worker owns the partitions ``w, w + workers, ...`` (three on two workers would leave one
+    worker with twice the other's share).
+
+    One partition takes the one-task path (:mod:`dtri.prepared.local`); the analytics still
+    spread over every worker through their bins, groups and source ranges.
+    """
+    wanted = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
+    spread = min(runtime.workers, rows // MIN_ROWS_PER_PARTITION)
+    if wanted <= 1 and spread <= 1:
+        return 1
+    workers = max(runtime.workers, 1)
+    return -(-max(wanted, spread) // workers) * workers
+
+
+def vertex_fan_in(rows: int, task_budget: int) -> int:
+    """Fan-in of the trees over vertex-wide arrays (the vertex-id sets, degree, out-degree and
+    work counts), so that one of their tasks fits the budget: such an array holds at most two
+    8-byte entries per input edge, whatever the tree level. Small graphs keep the wide
+    default; graphs whose vertex arrays approach the budget merge them two at a time."""
+    widest = 16 * max(rows, 1)
+    return max(2, min(FAN_IN, task_budget // (VERTEX_ARRAY_COPIES * widest)))
+
+
+def partition_lengths(*frames: Any) -> list[int]:
+    """Rows of each of some input partitions."""
+    return [len(frame) for frame in frames]
+
+
+def concat_frames(*frames: Any) -> Any:
+    """Input partitions taken together (pandas or cuDF, by Dask's ``concat`` dispatch)."""
+    return frames[0] if len(frames) == 1 else concat(list(frames))
+
+
+def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list[list[int]]:
+    """The input partitions grouped into the senders of the first exchange: by the worker
+    that holds them, so that grouping moves nothing, in index order, each group at most
+    ``limit`` rows (what one task may hold). Fewer, larger senders keep the vertex merge
+    cheap: each sender's distinct ids overlap the others' almost entirely on skewed graphs,
+    so merging them costs about one vertex set per sender."""
+    by_holder: dict[str | None, list[int]] = {}
+    for p, holder in enumerate(holders):
+        by_holder.setdefault(holder, []).append(p)
+    groups: list[list[int]] = []
+    for members in by_holder.values():
+        current: list[int] = []
+        size = 0
+        for p in members:
+            if current and size + rows[p] > limit:
+                groups.append(current)
+                current, size = [], 0
+            current.append(p)
+            size += rows[p]
+        groups.append(current)
+    return groups
+
+
+def persisted_partitions(edges: dd.DataFrame) -> list[Any] | None:
+    """The futures that hold the partitions of an already persisted ``edges``, in partition
+    order; ``None`` if it is not persisted. A task given a partition of a persisted frame
+    through the frame's own keys also runs one alias task per partition, and persisting it
+    again adds another layer (on RMAT 26, 192 alias tasks cost the read stage 0.15-0.3 s).
+    A persisted frame's futures are keyed ``(name, i)`` for its partitions ``i``."""
+    from distributed import futures_of
+
+    futures = futures_of(edges)
+    by_index = {future.key[1]: future for future in futures
+                if isinstance(future.key, tuple) and len(future.key) == 2}
+    names = {future.key[0] for future in by_index.values()}
+    if len(names) != 1 or sorted(by_index) != list(range(edges.npartitions)) \
+            or len(futures) != edges.npartitions:
+        return None
+    return [by_index[i] for i in range(edges.npartitions)]
+
+
+def input_placement(partitions: list[Any], runtime: Runtime,
+                    ) -> tuple[list[str | None], list[int]]:
+    """The worker holding each input partition given as a future, and its bytes as the
+    scheduler has them (``None`` and 0 where unknown: a partition given otherwise, or no
+    cluster)."""
+    unknown: tuple[list[str | None], list[int]] = ([None] * len(partitions),
+                                                   [0] * len(partitions))
+    if runtime.client is None:
+        return unknown
+    from distributed import Future
+
+    futures = [part for part in partitions if isinstance(part, Future)]
+    if not futures:
+        return unknown
+    keys = [part.key if isinstance(part, Future) else None for part in partitions]
+    who = runtime.client.who_has(futures)
+    sizes = runtime.client.nbytes([future.key for future in futures], summary=False)
+    return ([next(iter(who[key])) if key is not None and who.get(key) else None
+             for key in keys],
+            [int(sizes.get(key, 0)) if key is not None else 0 for key in keys])
+
+
+def input_rows(partitions: list[Any], holders: list[str | None], sizes: list[int],
+               task_budget: int, tasks: Tasks, timer: StageTimer) -> list[int]:
+    """Rows of each input partition (part of the ``read`` stage), counted where they live:
+    one task per group of :func:`input_groups` (a holder's partitions, at most half a task's
+    budget of bytes by ``sizes``, since a worker that spilled them brings a task's inputs
+    back to the device together). A task per partition costs a scheduler round trip each:
+    0.15 s for RMAT 26's 64 partitions on 4 GPUs."""
+    groups = input_groups(sizes, holders, task_budget // 2)
+    counted = []
+    for g, members in enumerate(groups):
+        holder = holders[members[0]]
+        with placed_on(holder) if holder else nullcontext():
+            counted.append(tasks.task("read", partition_lengths,
+                                      *(partitions[p] for p in members), key=("rows", g),
+                                      on_host=True))
+    rows = [0] * len(partitions)
+    for members, lengths in zip(groups, timer.compute("read", counted)[0], strict=True):
+        for p, length in zip(members, lengths, strict=True):
+            rows[p] = length
+    return rows
+
+
+def read_inputs(edges: dd.DataFrame, runtime: Runtime, tasks: Tasks, timer: StageTimer,
+                task_budget: int) -> Inputs:
+    """The ``read`` stage: ``edges`` persisted on the workers (unless it is already), and its
+    partitions (futures where there is a cluster) with their rows and holders."""
+    partitions = persisted_partitions(edges) if runtime.client is not None else None
+    if partitions is None:
+        # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer
+        # partitions when lowered, and partition keys must be those that exist after persist.
+        (edges,) = timer.submit("read", edges.optimize())
+        timer.settle()
+        partitions = (persisted_partitions(edges) if runtime.client is not None
+                      else None) or edges.to_delayed()
+    holders, sizes = input_placement(partitions, runtime)
+    rows = input_rows(partitions, holders, sizes, task_budget, tasks, timer)
+    return Inputs(edges, partitions, rows, holders)
+

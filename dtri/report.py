@@ -1,0 +1,123 @@
+"""What the analytic commands print and write: a short summary of each result (totals and a
+top list, computed as Dask reductions on the workers) and, with ``-o``, the whole result as
+Parquet through Dask (``to_parquet``: one file per partition, written where each partition
+lives)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsspec.core import url_to_fs
+
+from dtri.errors import DtriError
+
+
+def check_new_output(out: str, make: bool = False) -> None:
+    """Refuse to write into an existing file or a directory that is not empty (its files would
+    mix with ours); with ``make``, create the directory."""
+    fs, path = url_to_fs(out)
+    if fs.exists(path) and (not fs.isdir(path) or fs.ls(path)):
+        raise DtriError(f"{out} already exists; give a new or empty directory")
+    if make:
+        fs.makedirs(path, exist_ok=True)
+
+
+def write_parquet(frame: Any, out: str | None) -> str | None:
+    """``frame`` (a Dask DataFrame) to Parquet at ``out``, if given."""
+    if out is None:
+        return None
+    frame.to_parquet(out, write_index=False)
+    return out
+
+
+def top_rows(frame: Any, column: str, top: int, ties: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The ``top`` rows with the largest ``column`` (ties by ``ties``, ascending), as plain
+    Python values."""
+    if top == 0:
+        return []
+    picked = frame.nlargest(top, column).compute()
+    picked = picked.to_pandas() if hasattr(picked, "to_pandas") else picked
+    picked = picked.sort_values([column, *ties], ascending=[False, *([True] * len(ties))])
+    return [{name: value.item() if hasattr(value, "item") else value
+             for name, value in row.items()} for row in picked.to_dict("records")]
+
+
+def triangles_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
+    """``dtri triangles``: the total, the vertices with most triangles, the output."""
+    frame = graph.triangles().reset_index()
+    summary = {"vertices": _present_vertices(graph), "edges": graph.edges,
+               "triangles": graph.count_triangles(),
+               "top": top_rows(frame, "triangles", top, ("vertex",))}
+    summary["output"] = write_parquet(frame, out)
+    return summary
+
+
+def clustering_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
+    """``dtri clustering``: average clustering, transitivity, the highest, the output."""
+    frame = graph.clustering().reset_index()
+    summary = {"vertices": _present_vertices(graph), "edges": graph.edges,
+               "average_clustering": graph.average_clustering(),
+               "transitivity": graph.transitivity(),
+               "top": top_rows(frame, "clustering", top, ("vertex",))}
+    summary["output"] = write_parquet(frame, out)
+    return summary
+
+
+def transitivity_summary(graph: Any) -> dict[str, Any]:
+    """``dtri transitivity``: the transitivity and the triangles it counts."""
+    return {"vertices": _present_vertices(graph), "edges": graph.edges,
+            "triangles": graph.count_triangles(), "transitivity": graph.transitivity()}
+
+
+def support_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
+    """``dtri support``: the edges on most triangles, the output."""
+    frame = graph.edge_support()
+    summary = {"vertices": _present_vertices(graph), "edges": graph.edges,
+               "triangles": graph.count_triangles(),
+               "top": top_rows(frame, "support", top, ("u", "v"))}
+    summary["output"] = write_parquet(frame, out)
+    return summary
+
+
+def ktruss_summary(graph: Any, k: int, out: str | None) -> dict[str, Any]:
+    """``dtri ktruss K``: the size of the K-truss, its edges as output."""
+    truss = graph.k_truss(k)
+    summary = {"k": k, "vertices": _present_vertices(truss), "edges": truss.edges,
+               "triangles": truss.count_triangles(), "graph_vertices": _present_vertices(graph),
+               "graph_edges": graph.edges}
+    if out is not None:
+        summary["output"] = write_parquet(truss.edge_support()[["u", "v"]], out)
+    return summary
+
+
+def truss_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
+    """``dtri truss``: the largest truss number, edges per truss number, the output."""
+    frame = graph.truss_numbers()
+    levels = frame["truss"].value_counts().compute()
+    levels = levels.to_pandas() if hasattr(levels, "to_pandas") else levels
+    per_level = {int(k): int(v) for k, v in sorted(levels.items())}
+    summary = {"vertices": _present_vertices(graph), "edges": graph.edges,
+               "max_truss": max(per_level, default=2 if graph.edges else 0),
+               "edges_per_truss": per_level,
+               "top": top_rows(frame, "truss", top, ("u", "v"))}
+    summary["output"] = write_parquet(frame, out)
+    return summary
+
+
+def _present_vertices(graph: Any) -> int:
+    """Vertices of the graph (a k-truss's: those with an edge)."""
+    if graph.present is None:
+        return graph.vertices
+    from dtri.analytics.vertex import vertex_blocks
+
+    blocks = vertex_blocks(graph)
+    tasks = graph.tasks
+    counts = [tasks.task("vertices", _present_count, block, key=("present", p), on_host=True)
+              for p, block in enumerate(blocks)]
+    (values,) = graph.timer().compute("vertices", counts)
+    return sum(values)
+
+
+def _present_count(block: tuple) -> int:
+    _, degree, present = block
+    return int(degree.shape[0] if present is None else present.sum())

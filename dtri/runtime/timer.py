@@ -1,0 +1,117 @@
+"""The stage timer: runs each stage's collections on the cluster, queued behind each other,
+and times each stage; a task's ``MemoryError`` becomes one line naming its stage."""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import redirect_stdout
+from typing import Any
+
+import dask
+
+from dtri.errors import OutOfMemoryError
+
+
+def out_of_memory(stage: str, error: MemoryError) -> OutOfMemoryError:
+    """A task's ``MemoryError`` (an RMM pool's, CuPy's, the host's) as one line a user can act
+    on."""
+    return OutOfMemoryError(
+        f"a task of the {stage} stage ran out of memory ({str(error).strip() or 'MemoryError'});"
+        " give the workers more memory (--rmm-pool-size, --memory-limit) or each task less (a "
+        "smaller --memory-budget)")
+
+
+class StageTimer:
+    """Runs the stages' collections on the cluster and times each stage, with optional progress.
+
+
+    With a cluster, :meth:`submit` hands a stage to the scheduler and returns at once: the
+    next stage is built on its futures and queued behind it, so no round trip to the client
+    separates dependent stages. :meth:`settle` (which :meth:`compute` ends with) then waits
+    for the submitted stages in order; each stage's seconds run from the end of the stage
+    before it (or from its submission, for the first) to its own end. The timer lets go of a
+    stage's futures once it has finished, so a stage's data lives as long as the caller keeps
+    it or a later stage still needs it. Without a cluster (a local scheduler) every stage
+    runs when submitted.
+    """
+
+    def __init__(self, client: Any, progress: bool = False):
+        self.client = client
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+        self._pending: list[tuple[str, list[Any]]] = []
+        self._since: float | None = None
+
+    def submit(self, stage: str, *collections: Any) -> tuple[Any, ...]:
+        """Start persisting a stage's collections; returns them persisted (holding futures)."""
+        client = self.client
+        if client is None:
+            return self._run_locally(dask.persist, stage, *collections)
+        return tuple(self._queue(stage, client.persist, collections))
+
+    def compute(self, stage: str, *collections: Any) -> tuple[Any, ...]:
+        """Compute a stage's collections (after the stages submitted before it) and return
+        their values."""
+        client = self.client
+        if client is None:
+            return self._run_locally(dask.compute, stage, *collections)
+        futures = self._queue(stage, client.compute, collections)
+        self.settle()
+        return tuple(client.gather(futures))
+
+    def _queue(self, stage: str, hand_over: Any, collections: tuple[Any, ...]) -> list[Any]:
+        """Hand a stage to the scheduler (``client.persist`` or ``client.compute``) for
+        :meth:`settle` to wait for; the clock starts with the first stage handed over."""
+        if self._since is None:
+            self._since = time.perf_counter()
+        submitted = hand_over(list(collections))
+        self._pending.append((stage, submitted))
+        return submitted
+
+    def settle(self) -> None:
+        """Wait for the submitted stages in order, timing each; raise the first task error."""
+        from distributed import futures_of, wait
+
+        pending, self._pending = self._pending, []
+        for stage, collections in pending:
+            futures = futures_of(collections)
+            if self.progress:  # one bar per stage
+                from distributed import progress
+
+                with redirect_stdout(sys.stderr):  # keep stdout for the result (and --json)
+                    progress(futures)
+                    print(file=sys.stderr)
+            wait(futures)
+            for future in futures:
+                if future.status == "error":  # wait() returns on failed tasks too: raise
+                    self._since = None
+                    error = future.exception()
+                    if isinstance(error, MemoryError):
+                        raise out_of_memory(stage, error) from error
+                    raise error
+            self._add(stage)
+        self._since = None
+
+    def _add(self, stage: str) -> None:
+        """Wall time of a stage, added up when a stage runs in several steps."""
+        now = time.perf_counter()
+        assert self._since is not None
+        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + now - self._since, 6)
+        self._since = now
+
+    def _run_locally(self, action: Any, stage: str, *collections: Any) -> tuple[Any, ...]:
+        self._since = time.perf_counter()
+        try:
+            if not self.progress:
+                results = action(*collections)
+            else:
+                from dask.diagnostics import ProgressBar
+
+                with ProgressBar(out=sys.stderr):
+                    results = action(*collections)
+        except MemoryError as error:
+            raise out_of_memory(stage, error) from error
+        self._add(stage)
+        self._since = None
+        return tuple(results)

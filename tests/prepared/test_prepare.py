@@ -1,0 +1,249 @@
+"""The preparation stages as array pieces: exchanges, work-balanced source ranges, empty
+partitions (CPU; the GPU runs the same functions on CuPy in tests/gpu/test_gpu.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dtri
+from dtri.input.frames import as_edge_frame
+from dtri.kernels.bins import split_by_bounds
+from dtri.kernels.canonicalize import partition_vertices
+from dtri.kernels.csr import as_csr, edge_window
+from dtri.kernels.orient import (
+    INTERSECT_EDGE_COST,
+    add_counts,
+    intersection_work,
+    rank_and_order,
+    source_bounds,
+    wedge_work,
+)
+from dtri.prepared.inputs import (
+    BYTES_PER_EDGE_IN_FLIGHT,
+    MIN_ROWS_PER_PARTITION,
+    fitted_partitions,
+    input_groups,
+    input_placement,
+    persisted_partitions,
+    vertex_fan_in,
+)
+from dtri.prepared.local import prepare_partition
+from dtri.runtime.session import Runtime
+from tests.oracles import networkx_triangles
+
+
+@given(st.lists(st.integers(0, 99), max_size=200), st.integers(1, 6))
+def test_split_by_bounds_sends_each_value_to_its_range_once(values, parts):
+    values = np.asarray(values, dtype=np.int64)
+    bounds = [100 * j // parts for j in range(parts + 1)]  # even ranges of 0..99
+    pieces = split_by_bounds(values * 7, values, bounds)
+    assert sorted(pieces) == list(range(parts))  # every receiver gets a piece, maybe empty
+    for j, piece in pieces.items():
+        assert ((piece // 7 >= bounds[j]) & (piece // 7 < bounds[j + 1])).all()
+    assert sorted(np.concatenate(list(pieces.values())).tolist()) == sorted((values * 7).tolist())
+
+
+@given(st.lists(st.integers(0, 300), min_size=1, max_size=300), st.integers(1, 8))
+def test_source_bounds_even_out_edges_plus_wedges(out_degree, parts):
+    out_degree = np.asarray(out_degree, dtype=np.int64)
+    bounds = source_bounds(wedge_work(out_degree), parts)
+    assert bounds[0] == 0 and bounds[-1] == len(out_degree) and len(bounds) == parts + 1
+    assert all(a <= b for a, b in itertools.pairwise(bounds))
+    work = out_degree + out_degree * (out_degree - 1) // 2
+    largest = int(work.max())
+    for j in range(parts):  # each range within one source's work of the fair share
+        assert work[bounds[j]: bounds[j + 1]].sum() <= work.sum() / parts + largest
+
+
+def test_the_heaviest_sources_are_spread_over_the_ranges():
+    """A star-heavy degree list: ranges by work, not by vertex count."""
+    out_degree = np.array([1] * 1000 + [200] * 4, dtype=np.int64)
+    bounds = source_bounds(wedge_work(out_degree), 4)
+    assert bounds[1] >= 1000  # the 1000 light sources share one range with a heavy one
+
+
+def test_intersection_work_is_an_edge_cost_plus_the_expected_search_steps():
+    """Source 0 points at 1, 2, 3 (out-degree 3); 1 -> 2 and 1 -> 3; 2 -> 3."""
+    keys = np.array([(0 << 2) | 1, (0 << 2) | 2, (0 << 2) | 3, (1 << 2) | 2, (1 << 2) | 3,
+                     (2 << 2) | 3], dtype=np.int64)
+    out_degree = np.array([3, 2, 1, 0], dtype=np.int64)
+    work = intersection_work(keys, out_degree, 4)
+
+    def edge(later, target):  # shorter × log2(longer + 1), plus the per-edge cost
+        return INTERSECT_EDGE_COST + min(later, target) * np.log2(max(later, target) + 1)
+
+    expected = [edge(1, 2) + edge(1, 1) + edge(1, 0), edge(0.5, 1) + edge(0.5, 0), edge(0, 0), 0]
+    assert np.allclose(work, expected)
+
+
+def test_intersection_work_balances_hubs_by_their_short_lists():
+    """A hub with many wedges but sink targets costs its edges, not C(d, 2): the cut moves
+    past the hub into the light sources that follow it."""
+    light = np.arange(1, 1201)
+    keys = np.concatenate([(0 << 12) | (3300 + np.arange(400)),  # hub 0 -> 400 sinks
+                           (light << 12) | (2000 + light)])  # 1200 sources, one sink each
+    out_degree = np.bincount(keys >> 12, minlength=1 << 12)
+    by_wedges = source_bounds(wedge_work(out_degree), 2)
+    by_intersection = source_bounds(intersection_work(keys, out_degree, 1 << 12), 2)
+    assert by_wedges[1] == 1  # C(400, 2) wedges outweigh everything else
+    assert by_intersection[1] == 401  # 400 for the hub + 400 light sources = half of 1600
+
+
+def test_prepare_partition_orients_low_to_high_rank():
+    frame = pd.DataFrame({"src": [10, 20, 30, 10, 10**15], "dst": [20, 30, 10, 10, 10]})
+    part, vertices, ids, degree = prepare_partition(frame, "degree")
+    assert vertices == 4  # 10, 20, 30, 10**15 (the self-loop adds no edge, 10 no vertex)
+    src, dst = edge_window(as_csr(part), 0, as_csr(part).edges)
+    assert len(src) == 4 and (src < dst).all()
+    assert partition_vertices(frame).tolist() == [10, 20, 30, 10**15]
+    # by rank (degree, then id): 10**15 (degree 1), 20, 30 (2 each), 10 (3)
+    assert ids.tolist() == [10**15, 20, 30, 10] and degree.tolist() == [1, 2, 2, 3]
+
+
+def _with_empty_partitions(edges: np.ndarray) -> dd.DataFrame:
+    frame = pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
+    empty = frame.iloc[:0]
+    pieces = [empty, frame.iloc[: len(frame) // 2], empty, frame.iloc[len(frame) // 2:], empty]
+    return dd.from_delayed([dask.delayed(p) for p in pieces], meta=empty)
+
+
+@pytest.mark.parametrize("join", ["wedges", "intersect"])
+def test_empty_input_partitions_count_exactly(join):
+    rng = np.random.default_rng(5)
+    edges = rng.integers(0, 300, size=(3_000, 2))
+    result = dtri.count(_with_empty_partitions(edges), backend="cpu", scheduler="synchronous",
+                        npartitions=5, join=join, memory_budget="32KiB")
+    assert result.partitions == 5
+    assert result.triangles == networkx_triangles(edges)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(4, 9))
+def test_more_partitions_than_edges(partitions):
+    """Receivers with nothing to receive: empty pieces, empty sorted partitions, empty bins."""
+    rows = [pd.DataFrame({"src": [u], "dst": [v]}) for u, v in ((0, 1), (1, 2), (2, 0))]
+    rows += [rows[0].iloc[:0]] * (partitions - 3)
+    frame = dd.from_delayed([dask.delayed(r) for r in rows], meta=rows[0].iloc[:0])
+    result = dtri.count(frame, backend="cpu", scheduler="synchronous", npartitions=partitions)
+    assert result.triangles == 1 and result.partitions == partitions
+
+
+def test_a_partition_too_big_for_one_task_is_split_before_the_exchange():
+    """One input partition of 3000 edges × 128 B in flight against a 32 KiB budget: it is
+    cut into budget-sized pieces, and as many sorted partitions come out."""
+    rng = np.random.default_rng(7)
+    edges = rng.integers(0, 400, size=(3_000, 2))
+    frame = pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
+    result = dtri.count(frame, backend="cpu", scheduler="synchronous", memory_budget="32KiB")
+    assert result.partitions == -(-3_000 * 128 // (32 << 10))
+    assert result.triangles == networkx_triangles(edges)
+
+
+@pytest.mark.parametrize("inputs, parts", [(7, 2), (2, 5), (6, 1)])
+def test_any_number_of_input_partitions_feeds_any_number_of_sorted_ones(inputs, parts):
+    rng = np.random.default_rng(inputs * 10 + parts)
+    edges = rng.integers(0, 200, size=(2_000, 2))
+    frame = dd.from_pandas(pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}),
+                           npartitions=inputs)
+    result = dtri.count(frame, backend="cpu", scheduler="synchronous", npartitions=parts)
+    assert frame.npartitions == inputs and result.partitions == parts
+    assert result.triangles == networkx_triangles(edges)
+
+
+def test_input_groups_keep_each_worker_s_partitions_together_within_the_limit():
+    rows = [5, 5, 5, 5, 5, 5, 30]
+    holders = ["a", "b", "a", "b", "a", None, "a"]
+    groups = input_groups(rows, holders, limit=10)
+    assert groups == [[0, 2], [4], [6], [1, 3], [5]]  # by holder, index order, <= 10 rows
+    assert sorted(p for group in groups for p in group) == list(range(len(rows)))
+
+
+def test_input_placement_names_the_worker_of_each_persisted_partition():
+    from distributed import Client, LocalCluster, wait
+
+    frame = dd.from_pandas(pd.DataFrame({"src": range(100), "dst": range(1, 101)}),
+                           npartitions=6)
+    with (LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                       dashboard_address=":0") as cluster, Client(cluster) as client):
+        (persisted,) = dask.persist(frame)
+        wait(persisted)
+        partitions = persisted_partitions(persisted)
+        assert [part.result().src.tolist() for part in partitions] == [
+            part.src.tolist() for part in dask.compute(*frame.to_delayed())]  # in order
+        holders, sizes = input_placement(partitions, Runtime("cpu", client, 2, 1, 1 << 30))
+        assert all(size > 0 for size in sizes)  # the scheduler knows each partition's bytes
+        held = client.run(lambda dask_worker: list(dask_worker.data))
+        assert len(set(holders)) == 2  # both workers hold some
+        for part, holder in zip(partitions, holders, strict=True):
+            assert part.key in held[holder]  # that worker holds the partition
+        assert persisted_partitions(frame) is None  # not persisted: no futures
+        # an edge frame as it is stays persisted: its partitions need no alias tasks
+        assert persisted_partitions(as_edge_frame(persisted, "cpu")) is not None
+
+
+def test_add_counts_keeps_the_widest_dtype_whichever_partition_comes_first():
+    """An empty partition's counts may come back as ints (CuPy's bincount) beside floats."""
+    total = add_counts(np.zeros(3, dtype=np.int64), np.array([0.5, 1.0, 2.5]))
+    assert total.dtype == np.float64 and total.tolist() == [0.5, 1.0, 2.5]
+
+
+def test_rank_order_inverts_the_ranks():
+    degree = np.array([3, 1, 2], dtype=np.int64)  # dense 1 has the lowest degree: rank 0
+    rank, order = rank_and_order(degree, "degree")
+    assert rank.tolist() == [2, 0, 1] and order.tolist() == [1, 2, 0]
+    assert rank_and_order(degree, "id") == (None, None)  # id orientation: rank = dense id
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+def test_several_partitions_come_in_a_multiple_of_the_workers(workers):
+    """Worker w owns partitions w, w + workers, ...: a count that is not a multiple would
+    leave some workers more sorted edges, and more of the count, than others."""
+    session = Runtime("gpu", None, workers, 1, 1 << 40)
+    budget = 1 << 30
+    for rows in [10, MIN_ROWS_PER_PARTITION - 1, MIN_ROWS_PER_PARTITION * 3,
+                 budget // BYTES_PER_EDGE_IN_FLIGHT * 5 + 1, 1 << 31]:
+        parts = fitted_partitions(rows, session, budget)
+        assert parts * budget >= rows * BYTES_PER_EDGE_IN_FLIGHT  # each fits a task
+        assert parts == 1 or parts % workers == 0
+        assert parts == 1 or parts < -(-rows * BYTES_PER_EDGE_IN_FLIGHT // budget) + workers \
+            or parts == workers
+    assert fitted_partitions(10, session, budget) == 1  # tiny graphs take the one-task path
+
+
+def test_vertex_trees_merge_fewer_arrays_when_they_approach_the_budget():
+    """A tree over vertex-wide arrays (at most two 8-byte entries per edge) holds its inputs
+    about three times over: small graphs keep the wide fan-in, large ones merge pairs."""
+    from dtri.runtime.tasks import FAN_IN
+
+    assert vertex_fan_in(1000, 1 << 30) == FAN_IN
+    assert vertex_fan_in(1 << 24, 1 << 30) == 2  # 256 MiB per array, 3 GiB for a pair
+    assert vertex_fan_in(1 << 20, 1 << 30) == 21  # 16 MiB per array, 48 MiB each
+    for rows, budget in [(1, 1), (10**9, 1 << 20), (5000, 1 << 25)]:
+        fan_in = vertex_fan_in(rows, budget)
+        assert 2 <= fan_in <= FAN_IN
+        assert fan_in == 2 or fan_in * 3 * 16 * rows <= budget
+
+
+def test_pieces_are_picked_split_by_split():
+    """Each pick carries a priority falling with its split's index, so a worker short of
+    memory brings each stored split back once, not once per receiver."""
+    from dtri.runtime.staging import Staging
+    from dtri.runtime.tasks import Tasks
+
+    tasks = Tasks(Staging())
+    splits = {i: tasks.task("t", dict, key=(i,)) for i in (0, 2, 5)}
+    picks = tasks.pick_pieces("t", splits, {0: [0, 1], 2: [1], 5: [0, 1, 2]})
+    assert sorted(picks) == [(0, 0), (0, 1), (2, 1), (5, 0), (5, 1), (5, 2)]
+    priority = {}
+    for (i, j), pick in picks.items():
+        layer = pick.__dask_graph__().layers[pick.key]
+        priority[i, j] = layer.annotations["priority"]
+    assert priority[0, 0] == priority[0, 1] > priority[2, 1] > priority[5, 0] == priority[5, 2]

@@ -1,0 +1,333 @@
+"""dtri on clusters: losing a worker mid-count, several workers against one process, and the
+recipes in cluster/ (the SLURM script's job scripts, the Kubernetes values).
+
+The worker-loss tests come first: they start their own three-worker cluster and must not
+overlap the module-scoped two-worker ``dask_client`` of the shared-data test at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import dtri
+from tests.oracles import REPO_ROOT, manifest_rows, networkx_triangles
+
+CLUSTER = REPO_ROOT / "cluster"
+ROWS = manifest_rows()
+
+# ---------------------------------------------------------------------------------------------
+# A worker killed while a count runs (CPU)
+# ---------------------------------------------------------------------------------------------
+
+PHASES = {
+    # the counting phase: per-batch closure keys, their radix bins and the joins
+    "counting": ("dtri-wedges", "dtri-bins", "dtri-join"),
+    # the preparation: vertex merge, canonicalize/sort exchanges, degree and out-degree trees
+    "prepare": ("dtri-vertices", "dtri-canonicalize", "dtri-rank", "dtri-orient", "dtri-sort"),
+}
+COUNT_TIMEOUT = 180  # seconds for the count to finish after the kill
+PHASE_TIMEOUT = 60  # seconds for the phase to show up on the scheduler
+
+
+def _processing(dask_scheduler, prefixes):
+    """(key, worker address) of the tasks with one of these prefixes being processed now."""
+    return [(str(ts.key), ts.processing_on.address) for ts in dask_scheduler.tasks.values()
+            if ts.state == "processing" and ts.processing_on is not None
+            and ts.prefix.name in prefixes]
+
+
+@pytest.fixture(scope="module")
+def rmat13():
+    """R-MAT scale 13 (131,072 generated edges) and its NetworkX count: a few seconds of
+    counting on three single-threaded workers."""
+    from dtri.input.generate import rmat
+
+    edges = rmat(13, seed=0, npartitions=1).compute(scheduler="sync")
+    return edges, networkx_triangles(edges.to_numpy())
+
+
+def count_while_killing_a_worker(client, prefixes, count) -> tuple:
+    """Run ``count()`` in a thread; SIGKILL the worker process that runs a task whose key
+    starts with one of ``prefixes`` as soon as one shows up; return ``(result, killed
+    worker address, the task it ran)`` once the count ends. Fails the test if the count
+    hangs, raises, or no such task was seen."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:  # dtri.count uses the test's Client, the active default one
+            outcome["result"] = count()
+        except BaseException as error:  # reported below
+            outcome["error"] = error
+
+    runner = threading.Thread(target=run, name="dtri-count", daemon=True)
+    runner.start()
+    deadline = time.monotonic() + PHASE_TIMEOUT
+    running: list = []
+    while runner.is_alive() and time.monotonic() < deadline:
+        running = client.run_on_scheduler(_processing, prefixes=prefixes)
+        if running:
+            break
+        time.sleep(0.02)
+    if not running:
+        runner.join(COUNT_TIMEOUT)
+        pytest.fail(f"no {'/'.join(prefixes)} task was seen running before the count "
+                    f"ended or {PHASE_TIMEOUT} s passed; outcome: {outcome}")
+
+    key, address = running[0]
+    pid = client.run(os.getpid, workers=[address])[address]
+    os.kill(pid, signal.SIGKILL)
+    runner.join(COUNT_TIMEOUT)
+
+    assert not runner.is_alive(), (
+        f"dtri.count did not finish within {COUNT_TIMEOUT} s after worker {address} "
+        f"(pid {pid}) was killed while running {key}")
+    if "error" in outcome:
+        raise AssertionError(f"dtri.count failed after worker {address} was killed while "
+                             f"running {key}: {outcome['error']!r}") from outcome["error"]
+
+    # The scheduler saw the worker die, unexpectedly, while it ran tasks of the phase.
+    removals = [event for _, event in client.get_events("all")
+                if isinstance(event, dict) and event.get("action") == "remove-worker"
+                and event.get("worker") == address]
+    assert removals, f"the scheduler logged no removal of the killed worker {address}"
+    assert removals[0]["expected"] is False
+    lost = [str(k) for k in removals[0]["processing-tasks"]]
+    assert any(any(p in k for p in prefixes) for k in lost), (
+        f"the killed worker was running none of {prefixes} when it was removed: {lost[:5]}")
+    assert pid not in client.run(os.getpid).values()
+    return outcome["result"], address, key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("phase", list(PHASES))
+def test_count_is_exact_after_a_worker_is_killed(phase, rmat13):
+    """SIGKILL the worker that runs a task of ``phase``: the count must finish, and be exact
+    (the lost tasks and persisted partitions are recomputed, nothing is counted twice)."""
+    from distributed import Client, LocalCluster
+
+    edges, expected = rmat13
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(3, timeout=60)
+        result, address, key = count_while_killing_a_worker(
+            client, PHASES[phase],
+            lambda: dtri.count(edges, backend="cpu", npartitions=6, memory_budget="256KiB"))
+        assert result.triangles == expected, (
+            f"{result.triangles} triangles after the loss of worker {address} in the {phase} "
+            f"phase (it ran {key}), NetworkX counts {expected}")
+        assert result.partitions > 1 and "canonicalize" in result.seconds  # the exchange path
+
+
+def test_a_worker_killed_during_a_count_is_restarted_by_its_nanny():
+    from distributed import Client, LocalCluster
+
+    from dtri.options import Options
+    from dtri.runtime.session import open_runtime
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(2, timeout=60)
+        with open_runtime(Options(backend="cpu")):  # the state a count runs in
+            killed = next(iter(client.run(os.getpid).values()))
+            os.kill(killed, signal.SIGKILL)
+            deadline = time.monotonic() + 20
+            restarted = False
+            while time.monotonic() < deadline and not restarted:
+                time.sleep(0.25)
+                pids = set(client.run(os.getpid).values())
+                restarted = len(pids) == 2 and killed not in pids
+                if any(n.status.name in ("closing", "closed", "failed")
+                       for n in cluster.workers.values()):
+                    break  # the nanny gave up
+        assert restarted, f"the killed worker was not restarted: workers {client.run(os.getpid)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# SLURM: cluster/slurm.py builds dask-jobqueue SLURMClusters (nothing is submitted here)
+# ---------------------------------------------------------------------------------------------
+
+
+def _load_slurm_script():
+    spec = importlib.util.spec_from_file_location("dtri_cluster_slurm", CLUSTER / "slurm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    return _load_slurm_script()
+
+
+def _job_script(slurm, **options) -> str:
+    # dashboard on a free port; the scheduler starts here, no job is submitted (no scale)
+    with slurm.build_cluster(scheduler_options={"dashboard_address": ":0"}, **options) as cluster:
+        return cluster.job_script()
+
+
+def test_slurm_gpu_job_script(slurm):
+    script = _job_script(slurm, backend="gpu", nodes=2, gpus_per_node=4, cores=32,
+                         memory="256GiB", partition="gpu", account="graphs",
+                         walltime="00:30:00", prologue=["source ~/dtri/bin/activate"])
+    lines = script.splitlines()
+    for directive in ("#SBATCH -p gpu", "#SBATCH -A graphs", "#SBATCH -t 00:30:00",
+                      "#SBATCH --gres=gpu:4", "#SBATCH --cpus-per-task=32",
+                      "#SBATCH --mem=256G"):
+        assert directive in lines, script
+    assert "source ~/dtri/bin/activate" in lines
+    command = next(line for line in lines if " -m dask cuda worker " in line)
+    # one worker process per GPU, one thread each, a quarter of the job's memory each
+    assert "--nthreads 1" in command and "--memory-limit 64.00GiB" in command, command
+    assert "--nworkers" not in command and "distributed.cli.dask_worker" not in command
+    assert slurm.expected_workers("gpu", nodes=2, gpus_per_node=4, cores=32) == 8
+
+
+def test_slurm_cpu_job_script(slurm):
+    script = _job_script(slurm, backend="cpu", cores=8, memory="32GiB", partition="cpu",
+                         account="graphs", walltime="02:00:00",
+                         extra_directives=["--exclusive"])
+    lines = script.splitlines()
+    for directive in ("#SBATCH -p cpu", "#SBATCH -A graphs", "#SBATCH -t 02:00:00",
+                      "#SBATCH --cpus-per-task=8", "#SBATCH --mem=32G",
+                      "#SBATCH --exclusive"):
+        assert directive in lines, script
+    assert not any("--gres" in line for line in lines)
+    command = next(line for line in lines if " -m distributed.cli.dask_worker " in line)
+    assert "--nworkers 8" in command and "--nthreads 1" in command, command
+    assert "cuda" not in command
+    assert slurm.expected_workers("cpu", nodes=3, gpus_per_node=4, cores=8) == 24
+
+
+def test_slurm_script_dry_run_prints_the_job_script():
+    done = subprocess.run(
+        [sys.executable, str(CLUSTER / "slurm.py"), "--dry-run", "--partition", "gpu",
+         "--account", "graphs", "--gpus-per-node", "2", "--walltime", "00:10:00",
+         "examples/karate.txt"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "#SBATCH --gres=gpu:2" in done.stdout and "dask cuda worker" in done.stdout
+
+
+def test_slurm_script_refuses_to_run_without_sbatch(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(CLUSTER / "slurm.py"), "examples/karate.txt"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=REPO_ROOT,
+        env={**os.environ, "PATH": str(tmp_path)},
+    )
+    assert done.returncode == 2 and "sbatch" in done.stderr, done.stderr
+
+
+FAKE_SBATCH = """#!/usr/bin/env bash
+# Stands in for sbatch: runs the job script here, in its own process group.
+set -euo pipefail
+id=$(( $(ls "$JOBS" | grep -c '\\.sh$' || true) + 100 ))
+cp "$1" "$JOBS/$id.sh"
+setsid bash "$JOBS/$id.sh" </dev/null >"$JOBS/$id.log" 2>&1 &
+echo $! >"$JOBS/$id.pid"
+echo "Submitted batch job $id"
+"""
+FAKE_SCANCEL = """#!/usr/bin/env bash
+# Stands in for scancel: ends the process group of each job.
+for id in "$@"; do kill -TERM -- "-$(cat "$JOBS/$id.pid")" 2>/dev/null || true; done
+"""
+
+
+def test_slurm_script_counts_with_a_stand_in_sbatch(tmp_path):
+    """The whole script on the CPU backend, with sbatch/scancel replaced by scripts that run
+    the job here: it submits, waits for the workers, counts and prints the JSON result."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("sbatch", FAKE_SBATCH), ("scancel", FAKE_SCANCEL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "JOBS": str(jobs), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    try:
+        done = subprocess.run(
+            [sys.executable, str(CLUSTER / "slurm.py"), "--backend", "cpu", "--nodes", "1",
+             "--cores", "2", "--memory", "4GiB", "--interface", "lo", "--timeout", "120",
+             "--local-directory", str(tmp_path), "examples/karate.txt"],
+            capture_output=True, text=True, timeout=240, check=False, cwd=REPO_ROOT, env=env,
+        )
+    finally:  # the job's processes, if the script left any (scancel should have ended them)
+        for pid_file in jobs.glob("*.pid"):
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+    logs = "\n".join(log.read_text()[-2000:] for log in jobs.glob("*.log"))
+    assert done.returncode == 0, f"{done.stderr[-3000:]}\njob logs:\n{logs}"
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["triangles"] == 45 and report["workers"] == 2, report
+    assert report["paths"] == ["examples/karate.txt"]
+    assert len(list(jobs.glob("*.sh"))) == 1  # one job for one node
+
+
+# ---------------------------------------------------------------------------------------------
+# Kubernetes: the Helm values and the count Job parse and ask for GPUs (untested on Kubernetes)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_kubernetes_values_run_gpu_workers():
+    values = yaml.safe_load((CLUSTER / "kubernetes" / "values.yaml").read_text())
+    worker = values["worker"]
+    # dask-cuda-worker is dask-cuda's console script for `dask cuda worker`
+    assert worker["image"]["dask_worker"] == "dask-cuda-worker"
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert worker["threads_per_worker"] == 1
+    assert values["scheduler"]["servicePort"] == 8786
+    assert values["scheduler"]["image"] == {k: worker["image"][k] for k in values["scheduler"]
+                                            ["image"]}  # the same image (dtri + RAPIDS)
+
+
+def test_kubernetes_count_job_submits_to_the_scheduler_service():
+    job = yaml.safe_load((CLUSTER / "kubernetes" / "count-job.yaml").read_text())
+    assert job["kind"] == "Job"
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    command = container["command"] + container.get("args", [])
+    assert command[:2] == ["dtri", "count"]
+    assert "--scheduler" in command and "--backend" in command
+    assert command[command.index("--scheduler") + 1].endswith(":8786")
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Several workers count what one process counts, on every shared graph
+# ---------------------------------------------------------------------------------------------
+
+
+def _edges(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, sep=r"\s+", comment="#", header=None, usecols=[0, 1],
+                       names=["src", "dst"], dtype="int64")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["name"] for r in ROWS])
+def test_workers_and_one_process_agree_on_shared_graphs(row, shared_data, dask_client, backend):
+    """Four partitions (the exchange stages, not the one-partition path) on the two-worker
+    cluster and on the synchronous scheduler: both give the published count."""
+    edges = _edges(shared_data / row["file"])
+    published = int(row["triangles"])
+    spread = dtri.count(edges, backend=backend, npartitions=4)
+    single = dtri.count(edges, backend=backend, npartitions=4, scheduler="synchronous")
+    for result, where in ((spread, f"{spread.workers} workers"), (single, "synchronous")):
+        assert "canonicalize" in result.seconds and "prepare" not in result.seconds, where
+        assert result.triangles == published, f"{where}: {result.triangles} != {published}"
+        assert result.edges == int(row["undirected_edges"]), where
+    assert spread.workers == len(dask_client.scheduler_info(n_workers=-1)["workers"])
+    assert single.workers == 1

@@ -1,0 +1,276 @@
+"""Memory caps of the local cluster dtri starts: counts larger than a worker's memory limit
+spill to disk and stay exact; caps are refused where they cannot apply; peak memory and
+spilled bytes are reported (the GPU test needs a GPU and runs on the GPU host)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+import dtri
+from dtri.cli import main
+from dtri.errors import ConfigurationError
+from dtri.options import Options
+from dtri.runtime.memory import measured_memory
+from dtri.runtime.session import (
+    MemoryCaps,
+    default_device_memory_limit,
+    open_runtime,
+    resolve_caps,
+)
+from tests.oracles import networkx_triangles
+
+SCALE = 12
+"""R-MAT 12: 65,536 generated edges, 48,416 simple ones: 775 kB as oriented edges (16 B)."""
+LIMIT = 512 * 1024
+"""Per-worker memory limit (and budget) below that edge list, so workers must spill."""
+KARATE = "examples/karate.txt"
+
+
+@pytest.fixture(scope="module")
+def rmat12():
+    """The R-MAT 12 edges (as every backend generates them) and their NetworkX count."""
+    from dtri.input.generate import rmat
+
+    edges = rmat(SCALE, seed=0, npartitions=1).compute(scheduler="sync")
+    return edges, networkx_triangles(edges.to_numpy())
+
+
+def _spilled(report: dict) -> int:
+    return sum(worker["spilled_bytes"] or 0 for worker in report.values())
+
+
+def test_edges_larger_than_the_memory_limit_spill_to_disk_and_count_exactly(rmat12, tmp_path):
+    """Two workers of 512 KiB each count R-MAT 12, whose oriented edges alone take 775 kB:
+    the NetworkX count, and both the spill directory and Dask's spill metric saw data."""
+    edges, expected = rmat12
+    spill = tmp_path / "spill"
+    with open_runtime(Options(backend="cpu", workers=2, memory_limit=LIMIT,
+                              spill_directory=spill)) as session:
+        assert session.workers == 2 and session.worker_memory == LIMIT
+        assert session.caps.memory_limit == LIMIT
+        assert session.caps.spill_directory.startswith(str(spill))
+        with measured_memory(session) as report:
+            result = dtri.count(edges, backend="cpu", memory_budget=LIMIT)
+        # the default budget follows the cap: a quarter of the memory limit
+        assert dtri.count(KARATE, backend="cpu").memory_budget == LIMIT // 4
+    assert result.edges * 16 > LIMIT, "the graph must not fit one worker's memory limit"
+    assert result.triangles == expected
+    assert result.batches > 1 and result.partitions > 2
+    assert sorted(report) == sorted(session.addresses)
+    assert _spilled(report) > 0, report
+    for worker in report.values():
+        assert worker["peak_process_bytes"] > 0
+        assert worker["peak_device_bytes"] is None and worker["spilled_device_bytes"] is None
+
+
+def test_cli_count_under_a_memory_limit_is_exact(rmat12, tmp_path):
+    _, expected = rmat12
+    result = CliRunner().invoke(main, [
+        "count", "--generate", f"rmat:{SCALE}", "--backend", "cpu", "--workers", "2",
+        "--memory-limit", str(LIMIT), "--memory-budget", "512KiB",
+        "--spill-directory", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["triangles"] == expected and report["memory_budget"] == LIMIT
+
+
+def test_bench_records_peaks_and_spilled_bytes_per_worker():
+    result = CliRunner().invoke(main, [
+        "bench", "rmat:10", "--backend", "cpu", "--workers", "2", "--repeat", "1",
+        "--peers", "networkx", "--memory-limit", "128KiB", "--memory-budget", "1MiB"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout.splitlines()[-1])
+    assert record["peers"]["networkx"]["agrees"] is True
+    assert record["caps"] == {"memory_limit": 128 * 1024, "device_memory_limit": None,
+                              "rmm_pool_size": None}
+    assert record["memory_budget"] == 1 << 20
+    for runs in ("worker_memory", "in_memory_worker_memory"):
+        workers = record["dtri"][runs]
+        assert len(workers) == 2 and _spilled(workers) > 0, workers
+        for worker in workers.values():
+            assert set(worker) == {"peak_process_bytes", "peak_device_bytes",
+                                   "peak_device_source", "spilled_bytes",
+                                   "spilled_device_bytes"}
+            assert worker["peak_process_bytes"] > 0
+
+
+# ------------------------------------------------------------------------- option checks
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dtri: error: "), result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("scheduler", ["synchronous", "in-process"])
+def test_a_task_out_of_memory_is_one_line_naming_its_stage(monkeypatch, scheduler):
+    """A task's MemoryError (an RMM pool's ``std::bad_alloc``, CuPy's OutOfMemoryError) stops
+    the run with its stage and what to change, not a worker traceback: through the CLI on a
+    local scheduler (the one-task path), and through the API on a cluster (the exchanges)."""
+    def exhausted(*args):
+        raise MemoryError("std::bad_alloc: out_of_memory")
+
+    if scheduler == "synchronous":
+        monkeypatch.setattr("dtri.prepared.graph.prepare_inputs", exhausted)
+        result = CliRunner().invoke(main, ["count", "--generate", "rmat:8", "--backend", "cpu",
+                                           "--scheduler", "synchronous"])
+        line, stage = _one_line_error(result), "prepare"
+    else:
+        from distributed import Client
+
+        monkeypatch.setattr("dtri.prepared.distributed.unique_edge_keys", exhausted)
+        with Client(processes=False, n_workers=1, threads_per_worker=1,
+                    dashboard_address=":0"), pytest.raises(MemoryError) as caught:
+            dtri.count(dtri.input.generate.rmat(12, seed=0), backend="cpu", memory_budget="1MiB")
+        line, stage = str(caught.value), "canonicalize"
+    assert f"{stage} stage ran out of memory (std::bad_alloc" in line, line
+    assert "--rmm-pool-size" in line and "--memory-budget" in line
+
+
+@pytest.mark.parametrize("option", ["--rmm-pool-size", "--device-memory-limit"])
+def test_gpu_caps_on_the_cpu_backend_are_one_line_errors(option):
+    for command in (["count", KARATE], ["bench", "rmat:6"]):
+        result = CliRunner().invoke(main, [*command, "--backend", "cpu", option, "1GiB"])
+        line = _one_line_error(result)
+        assert f"{option} needs the GPU backend" in line and "--memory-limit" in line
+
+
+@pytest.mark.parametrize("where", [["--scheduler", "threads"], ["--scheduler", "synchronous"],
+                                   ["--scheduler", "tcp://127.0.0.1:1"],
+                                   ["--scheduler-file", "nowhere.json"]])
+def test_caps_with_a_running_scheduler_are_one_line_errors(where):
+    result = CliRunner().invoke(main, ["count", KARATE, "--backend", "cpu", *where,
+                                       "--memory-limit", "1GiB", "--spill-directory", "/tmp"])
+    line = _one_line_error(result)
+    assert "--memory-limit, --spill-directory apply only to the local cluster that dtri " \
+           "starts" in line
+    result = CliRunner().invoke(main, ["bench", "rmat:6", "--backend", "cpu", *where,
+                                       "--memory-limit", "1GiB"])
+    assert "--memory-limit applies only to the local cluster" in _one_line_error(result)
+
+
+def test_caps_with_the_active_client_are_refused(monkeypatch):
+    monkeypatch.setattr("dtri.runtime.session.active_client", lambda: object())
+    with pytest.raises(ConfigurationError, match=r"active distributed\.Client"):
+        dtri.count(KARATE, backend="cpu", memory_limit="1GiB")
+    with pytest.raises(ConfigurationError, match="not a size"):
+        dtri.count(KARATE, backend="cpu", memory_limit="lots")
+
+
+def test_bad_sizes_exit_2():
+    result = CliRunner().invoke(main, ["count", KARATE, "--memory-limit", "lots"])
+    assert result.exit_code == 2 and "lots" in result.output
+
+
+def test_help_lists_the_memory_options():
+    for command in ("count", "bench"):
+        text = CliRunner().invoke(main, [command, "--help"]).output
+        for option in ("--memory-limit", "--spill-directory", "--device-memory-limit",
+                       "--rmm-pool-size", "--memory-budget"):
+            assert option in text, (command, option)
+
+
+def test_rmm_pool_caps_are_checked_and_leave_room_for_the_running_tasks():
+    gib = 1 << 30
+    caps = resolve_caps(MemoryCaps(rmm_pool_size=8 * gib + 100), "gpu", None)
+    assert caps.rmm_pool_size == 8 * gib  # rounded down to RMM's 256-byte alignment
+    assert caps.device_memory_limit == 4 * gib  # less twice the default budget (2 GiB)
+    assert default_device_memory_limit(8 * gib, 3 * gib) == 2 * gib
+    assert default_device_memory_limit(8 * gib, 7 * gib) == 2 * gib  # never below a quarter
+    explicit = resolve_caps(MemoryCaps(device_memory_limit=gib, rmm_pool_size=8 * gib), "gpu",
+                            None)
+    assert explicit.device_memory_limit == gib
+    assert resolve_caps(MemoryCaps(device_memory_limit=gib), "gpu", None).rmm_pool_size is None
+    with pytest.raises(ConfigurationError, match=r"--device-memory-limit 8\.00 GiB is not below"):
+        resolve_caps(MemoryCaps(device_memory_limit=8 * gib, rmm_pool_size=8 * gib), "gpu",
+                     None)
+    with pytest.raises(ConfigurationError, match=r"--memory-budget 8\.00 GiB is not below"):
+        resolve_caps(MemoryCaps(rmm_pool_size=8 * gib), "gpu", 8 * gib)
+    with pytest.raises(ConfigurationError, match="--memory-limit must be positive"):
+        resolve_caps(MemoryCaps(memory_limit=0), "cpu", None)
+    with pytest.raises(ConfigurationError, match="needs the GPU backend"):
+        resolve_caps(MemoryCaps(rmm_pool_size=gib), "cpu", None)
+
+
+def test_no_client_measures_nothing():
+    with open_runtime(Options(backend="cpu", scheduler="synchronous")) as session, \
+            measured_memory(session) as report:
+        assert session.caps == MemoryCaps()
+    assert report == {}
+
+
+# ------------------------------------------------------------------------------------ GPU
+
+
+def check_capped_rmat18(capped: dtri.CountResult, report: dict, pool: int) -> None:
+    """A capped R-MAT 18 count equals the uncapped one, and RMM saw no more than the pool."""
+    from dtri.input.generate import rmat
+
+    uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
+                          scheduler="synchronous")
+    assert capped.triangles == uncapped.triangles and capped.edges == uncapped.edges
+    for worker in report.values():
+        assert worker["peak_device_source"] == "rmm", report
+        assert 0 < worker["peak_device_bytes"] <= pool, report
+
+
+@pytest.mark.gpu
+def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
+    """R-MAT 18 (4 Mi generated edges, 64 MiB as the input alone) under a 128 MiB RMM pool per
+    worker: stored results above the default device memory limit (half the pool) move to host
+    memory, the count equals an uncapped one, and RMM saw no more than the pool. The edges
+    are generated in 16 tasks of 4 MiB, so that the generator fits the pool too."""
+    from dtri.input.generate import rmat
+
+    pool = 128 << 20
+    with open_runtime(Options(backend="gpu", rmm_pool_size=pool)) as session:
+        assert session.caps.rmm_pool_size == pool and session.worker_memory == pool
+        assert session.caps.device_memory_limit == pool // 2
+        with measured_memory(session) as report:
+            capped = dtri.count(rmat(18, seed=0, npartitions=16, backend="gpu"), backend="gpu",
+                                staging="device")
+    assert capped.memory_budget == pool // 4
+    check_capped_rmat18(capped, report, pool)
+    assert sum(w["spilled_device_bytes"] or 0 for w in report.values()) > 0, report
+
+
+@pytest.mark.gpu
+def test_host_staging_under_a_128mib_pool_counts_exactly_within_the_pool():
+    """The same R-MAT 18 under the same 128 MiB pool with host staging (the default with a
+    capped pool): the stages' results wait in host memory, so the device holds one task at a
+    time, and RMM saw no more than the pool."""
+    from dtri.input.generate import rmat
+
+    pool = 128 << 20
+    with open_runtime(Options(backend="gpu", rmm_pool_size=pool)) as session, \
+            measured_memory(session) as report:
+        capped = dtri.count(rmat(18, seed=0, npartitions=16, backend="gpu"), backend="gpu")
+    assert capped.plan["staging"] == "host" and capped.memory_budget == pool // 2
+    check_capped_rmat18(capped, report, pool)
+
+
+def test_cudf_sizeof_is_registered_lazily_so_dask_cuda_can_weigh_stored_frames():
+    """Without dask_cudf's sizeof a stored cuDF frame weighs its 48-byte Python object, and
+    dask-cuda's device memory limit never spills it (seen on an H200 under an RMM pool)."""
+    from dask.sizeof import sizeof
+
+    import dtri.kernels.dispatch
+
+    assert sizeof._lazy.get("cudf") is dtri.kernels.dispatch._register_gpu
+
+
+@pytest.mark.gpu
+def test_dask_weighs_cudf_frames_by_their_device_memory_in_a_fresh_process():
+    code = ("import cudf, cupy, dtri.kernels.dispatch\n"
+            "from dask.sizeof import sizeof\n"
+            "print(sizeof(cudf.DataFrame({'a': cupy.arange(1_000_000)})))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert int(out.stdout.split()[-1]) >= 8_000_000
