@@ -51,7 +51,7 @@ from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 1 << 20
-"""With ``join="auto"`` on the GPU, partitions with more wedges than this use the fused join."""
+"""With ``join="auto"``, partitions with more wedges than this use the fused join."""
 
 BYTES_PER_EDGE = 16
 """An edge of a sorted partition: ``src``, ``dst`` as int64."""
@@ -68,15 +68,15 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
     """``wedges`` (materialise closure keys, sort-free radix bins, sorted search) or
     ``intersect`` (fused list intersection, no wedge written) for one partition.
 
-    ``auto``: the fused CUDA kernel on the GPU once the prefix sums show enough wedges to pay
-    for its launches; the materialising join on the CPU, where its vectorised sorted search
-    beats the vectorised intersection.
+    ``auto``: the fused join once the prefix sums show enough wedges to pay for its start (the
+    CUDA kernels' launches on the GPU, loading numba's compiled kernel on the CPU); the
+    materialising join below that, so that a small graph's count starts at once.
     """
     if join not in JOINS:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")
     if join != "auto":
         return join
-    return "intersect" if backend == "gpu" and summary.wedges > INTERSECT_MIN_WEDGES else "wedges"
+    return "intersect" if summary.wedges > INTERSECT_MIN_WEDGES else "wedges"
 
 
 def batch_bytes(rows: int, wedges: int) -> int:

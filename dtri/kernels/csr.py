@@ -119,8 +119,9 @@ def row_range(csr: CSR, first: int, last: int) -> CSR:
     """The CSR of rows ``[first, last)``, which start and end at list boundaries, as views of
     ``csr`` (positions in it are positions in the range plus ``first``)."""
     xp = array_module(csr.offsets)
-    low = int(xp.searchsorted(csr.offsets, first, side="right")) - 1
-    high = max(int(xp.searchsorted(csr.offsets, last, side="left")), low)
+    rows = xp.asarray([first, last], dtype=xp.int64)  # CuPy searches arrays only
+    low = int(xp.searchsorted(csr.offsets, rows[:1], side="right")[0]) - 1
+    high = max(int(xp.searchsorted(csr.offsets, rows[1:], side="left")[0]), low)
     return CSR(csr.dst[first:last], csr.offsets[low: high + 1] - first, csr.low + low)
 
 

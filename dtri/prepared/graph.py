@@ -250,8 +250,7 @@ def prepare_graph(frame: dd.DataFrame, runtime: Runtime, options: Options) -> Pr
         partitions, bounds = [part], None
         del prepared
     else:
-        work_model = ("intersect" if (runtime.backend == "gpu" or staging.on_host)
-                      and options.join != "wedges" else "wedges")
+        work_model = "wedges" if options.join == "wedges" else "intersect"
         # host staging: a sender per input partition (concatenating them is a host copy)
         limit = 1 if staging.on_host else task_budget // BYTES_PER_EDGE_IN_FLIGHT
         groups = input_groups(inputs.rows, inputs.holders, limit)

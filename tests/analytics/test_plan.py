@@ -321,7 +321,11 @@ def test_the_join_choice():
 
     assert JOINS == ("auto", "wedges", "intersect") and INTERSECT_MIN_WEDGES == 1 << 20
     summary = partition_summary(pd.DataFrame({"src": [0, 0, 0], "dst": [1, 2, 3]}))
-    assert choose_join("auto", "cpu", summary) == "wedges"
+    for backend in ("cpu", "gpu"):  # a small graph counts at once, without the fused join
+        assert choose_join("auto", backend, summary) == "wedges"
+        many = summary._replace(wedges=INTERSECT_MIN_WEDGES + 1)
+        assert choose_join("auto", backend, many) == "intersect"
+        assert choose_join("wedges", backend, many) == "wedges"
     with pytest.raises(ValueError, match="join"):
         plan_of(GRAPHS["K12"], join="hash")
 
@@ -378,6 +382,14 @@ def test_a_hub_whose_wedges_exceed_the_budget_counts_exactly_over_many_batches()
     assert "wedges" not in result.plan["over_budget"]
 
 
+def test_the_fused_join_counts_a_list_too_long_for_a_wedge_batch():
+    """The wedges join needs a whole list in one batch; the fused join (auto's choice for a
+    hub of 2000 wedge-rich spokes) does not."""
+    result = dtri.count(wheel(2000), scheduler="synchronous", orientation="id",
+                        memory_budget="32KiB")
+    assert result.triangles == 2000 and "intersect" in result.join
+
+
 def test_an_impossible_budget_names_the_vertex_before_any_wedge(monkeypatch):
     spokes = 2000
     need = list_bytes(spokes)
@@ -388,14 +400,14 @@ def test_an_impossible_budget_names_the_vertex_before_any_wedge(monkeypatch):
     monkeypatch.setattr("dtri.analytics.count.wedge_bins", no_wedge)
     with pytest.raises(ConfigurationError) as raised:
         dtri.count(wheel(spokes), scheduler="synchronous", orientation="id",
-                   memory_budget="32KiB")
+                   memory_budget="32KiB", join="wedges")
     message = str(raised.value)
     assert "vertex rank 0 has out-degree 2000" in message
     assert f"--memory-budget {need} " in message and "32.00 kiB a task may use" in message
     assert "\n" not in message
     with pytest.raises(ConfigurationError, match="out-degree 2000"):  # --explain too
         dtri.count(wheel(spokes), scheduler="synchronous", orientation="id",
-                   memory_budget="32KiB", explain=True)
+                   memory_budget="32KiB", explain=True, join="wedges")
 
 
 @pytest.mark.parametrize("npartitions", [1, 3])
@@ -406,7 +418,7 @@ def test_an_impossible_budget_names_the_vertex_by_its_input_id(npartitions):
     relabel = np.where(edges == 0, 5, 10**12 + 3 * edges)  # order kept: the hub stays first
     with pytest.raises(ConfigurationError) as raised:
         dtri.count(relabel, scheduler="synchronous", orientation="id", memory_budget="32KiB",
-                   npartitions=npartitions)
+                   npartitions=npartitions, join="wedges")
     assert "vertex rank 0 has out-degree 2000" in str(raised.value)
     assert str(raised.value).endswith("(vertex 5 of the input)")
 
@@ -416,7 +428,7 @@ def test_an_impossible_budget_is_one_cli_line_without_traceback(tmp_path):
     path.write_text("".join(f"{u} {v}\n" for u, v in wheel(2000)))
     result = CliRunner().invoke(main, ["count", str(path), "--memory-budget", "32KiB",
                                        "--orientation", "id", "--scheduler", "synchronous",
-                                       "--backend", "cpu"])
+                                       "--backend", "cpu", "--join", "wedges"])
     assert result.exit_code == 2
     assert result.stdout == "" and "Traceback" not in result.output
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]  # one line
