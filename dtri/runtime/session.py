@@ -420,11 +420,19 @@ def _staging_state(runtime: Runtime, memory_budget: int | None) -> Iterator[None
         finally:
             end_local_staging()
         return
+    if runtime.client.run_on_scheduler(_has_worker_plugin, PLUGIN_NAME):
+        yield  # an enclosing runtime on the same cluster set it up, and takes it down
+        return
     runtime.client.register_plugin(StagingPlugin(limit, pinned=True), name=PLUGIN_NAME)
     try:
         yield
     finally:
         runtime.client.unregister_worker_plugin(PLUGIN_NAME)
+
+
+def _has_worker_plugin(name: str, dask_scheduler: Any = None) -> bool:
+    """Whether the scheduler hands a worker plugin of this name to its workers."""
+    return name in dask_scheduler.worker_plugins
 
 
 @contextmanager
