@@ -9,6 +9,7 @@ from typing import Any
 
 from fsspec.core import url_to_fs
 
+from dtri.analytics.vertex import present_vertices
 from dtri.errors import DtriError
 
 
@@ -47,7 +48,7 @@ def triangles_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
     being at three vertices), the vertices with most triangles, the output."""
     frame = graph.triangles().reset_index()
     at_vertices = int(frame["triangles"].sum().compute())
-    summary = {"vertices": _present_vertices(graph), "edges": graph.edges,
+    summary = {"vertices": present_vertices(graph), "edges": graph.edges,
                "triangles": at_vertices // 3, "vertex_sum": at_vertices,
                "top": top_rows(frame, "triangles", top, ("vertex",))}
     summary["output"] = write_parquet(frame, out)
@@ -57,7 +58,7 @@ def triangles_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
 def clustering_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
     """``dtri clustering``: average clustering, transitivity, the highest, the output."""
     frame = graph.clustering().reset_index()
-    summary = {"vertices": _present_vertices(graph), "edges": graph.edges,
+    summary = {"vertices": present_vertices(graph), "edges": graph.edges,
                "average_clustering": graph.average_clustering(),
                "transitivity": graph.transitivity(),
                "top": top_rows(frame, "clustering", top, ("vertex",))}
@@ -67,14 +68,14 @@ def clustering_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
 
 def transitivity_summary(graph: Any) -> dict[str, Any]:
     """``dtri transitivity``: the transitivity and the triangles it counts."""
-    return {"vertices": _present_vertices(graph), "edges": graph.edges,
+    return {"vertices": present_vertices(graph), "edges": graph.edges,
             "triangles": graph.count_triangles(), "transitivity": graph.transitivity()}
 
 
 def support_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
     """``dtri support``: the edges on most triangles, the output."""
     frame = graph.edge_support()
-    summary = {"vertices": _present_vertices(graph), "edges": graph.edges,
+    summary = {"vertices": present_vertices(graph), "edges": graph.edges,
                "triangles": graph.count_triangles(),
                "top": top_rows(frame, "support", top, ("u", "v"))}
     summary["output"] = write_parquet(frame, out)
@@ -84,8 +85,8 @@ def support_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
 def ktruss_summary(graph: Any, k: int, out: str | None) -> dict[str, Any]:
     """``dtri ktruss K``: the size of the K-truss, its edges as output."""
     truss = graph.k_truss(k)
-    summary = {"k": k, "vertices": _present_vertices(truss), "edges": truss.edges,
-               "triangles": truss.count_triangles(), "graph_vertices": _present_vertices(graph),
+    summary = {"k": k, "vertices": present_vertices(truss), "edges": truss.edges,
+               "triangles": truss.count_triangles(), "graph_vertices": present_vertices(graph),
                "graph_edges": graph.edges}
     if out is not None:
         summary["output"] = write_parquet(truss.edge_support()[["u", "v"]], out)
@@ -98,28 +99,9 @@ def truss_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
     levels = frame["truss"].value_counts().compute()
     levels = levels.to_pandas() if hasattr(levels, "to_pandas") else levels
     per_level = {int(k): int(v) for k, v in sorted(levels.items())}
-    summary = {"vertices": _present_vertices(graph), "edges": graph.edges,
+    summary = {"vertices": present_vertices(graph), "edges": graph.edges,
                "max_truss": max(per_level, default=2 if graph.edges else 0),
                "edges_per_truss": per_level,
                "top": top_rows(frame, "truss", top, ("u", "v"))}
     summary["output"] = write_parquet(frame, out)
     return summary
-
-
-def _present_vertices(graph: Any) -> int:
-    """Vertices of the graph (a k-truss's: those with an edge)."""
-    if graph.present is None:
-        return graph.vertices
-    from dtri.analytics.vertex import vertex_blocks
-
-    blocks = vertex_blocks(graph)
-    tasks = graph.tasks
-    counts = [tasks.task("vertices", _present_count, block, key=("present", p), on_host=True)
-              for p, block in enumerate(blocks)]
-    (values,) = graph.timer().compute("vertices", counts)
-    return sum(values)
-
-
-def _present_count(block: tuple) -> int:
-    _, degree, present = block
-    return int(degree.shape[0] if present is None else present.sum())

@@ -58,15 +58,21 @@ def edge_frame(graph: Any, stage: str, build: Any, columns: dict[str, str],
                            verify_meta=False)
 
 
-def frame_meta(graph: Any, columns: dict[str, str]) -> Any:
-    """An empty frame like the partitions: pandas, or cuDF where results stay on GPUs."""
-    import numpy
-
-    xp = numpy
+def result_module(graph: Any) -> Any:
+    """The array library of a graph's results: CuPy where they stay on GPUs (cuDF frames),
+    NumPy otherwise (pandas: the CPU, and host staging)."""
     if graph.backend == "gpu" and not graph.staging.on_host:
         import cupy
 
-        xp = cupy
+        return cupy
+    import numpy
+
+    return numpy
+
+
+def frame_meta(graph: Any, columns: dict[str, str]) -> Any:
+    """An empty frame like the partitions (:func:`result_module`)."""
+    xp = result_module(graph)
     arrays = {name: xp.zeros(0, dtype=dtype) for name, dtype in columns.items()}
     return frame_from_arrays(next(iter(arrays.values())), arrays)
 

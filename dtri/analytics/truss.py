@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import dask.dataframe as dd
 
 from dtri.analytics.credits import edge_totals
-from dtri.analytics.edge import edge_frame, edge_ids, support_totals
+from dtri.analytics.edge import edge_frame, support_totals
 from dtri.kernels.csr import PartitionSummary, as_csr, sources, stored, with_edges
 from dtri.kernels.dispatch import array_module, frame_from_arrays
 from dtri.kernels.intersect import STATE_ALIVE, STATE_GONE, STATE_LEAVING
@@ -165,7 +165,7 @@ class Peeling:
     def compact(self) -> None:
         """Drop the gone edges from the partitions (keeping those with truss numbers as
         finished pieces) and summarise what is left for the next rounds' plans."""
-        from dtri.prepared.graph import _summary
+        from dtri.prepared.graph import summary_of
 
         tasks, r = self.tasks, self.round
         compactions = []
@@ -182,7 +182,7 @@ class Peeling:
         for p, finished in enumerate(persisted[len(kept):]):
             self.finished[p].append(finished)
         (summaries,) = self.timer.compute("truss", [
-            tasks.task("truss", _summary, tasks.task("truss", part_of, peeled,
+            tasks.task("truss", summary_of, tasks.task("truss", part_of, peeled,
                                                       key=("part", r, p), on_host=True),
                        key=("summary", r, p)) for p, peeled in enumerate(self.peeled)])
         self.summaries = [PartitionSummary(*s) for s in summaries]
@@ -198,7 +198,7 @@ class Peeling:
 
 def k_truss(graph: Any, k: int) -> Any:
     """The k-truss of a prepared graph, as a prepared graph on the same workers."""
-    from dtri.prepared.graph import PreparedGraph, _summary
+    from dtri.prepared.graph import PreparedGraph, summary_of
 
     if k < 0:
         raise ValueError(f"k must be at least 0, got {k}")
@@ -218,7 +218,7 @@ def k_truss(graph: Any, k: int) -> Any:
     present = tasks.task("k-truss", has_edges, degree, key=("present",))
     timer = peeling.timer
     *parts, degree, present = timer.submit("k-truss", *parts, degree, present)
-    (summaries,) = timer.compute("k-truss", [tasks.task("k-truss", _summary, part, key=(p,))
+    (summaries,) = timer.compute("k-truss", [tasks.task("k-truss", summary_of, part, key=(p,))
                                              for p, part in enumerate(parts)])
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
@@ -272,5 +272,3 @@ def truss_frame(_: Any, ids: Any, pieces: tuple) -> Any:
     u, v = ids[src], ids[dst]
     return frame_from_arrays(u, {"u": xp.minimum(u, v), "v": xp.maximum(u, v), "truss": truss})
 
-
-__all__ = ["edge_ids", "k_truss", "truss_numbers"]

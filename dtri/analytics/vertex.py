@@ -45,6 +45,23 @@ def vertex_blocks(graph: Any) -> list[Any]:
     return graph.cache["blocks"]
 
 
+def present_count(block: tuple) -> int:
+    """The vertices of a partition's block that belong to the graph."""
+    _, degree, present = block
+    return int(degree.shape[0] if present is None else present.sum())
+
+
+def present_vertices(graph: Any) -> int:
+    """The vertices of the graph (of a k-truss: those with an edge)."""
+    if graph.present is None:
+        return graph.vertices
+    tasks = graph.tasks
+    counts = [tasks.task("vertices", present_count, block, key=("present", p), on_host=True)
+              for p, block in enumerate(vertex_blocks(graph))]
+    (values,) = graph.timer().compute("vertices", counts)
+    return sum(values)
+
+
 def triangle_counts(graph: Any) -> list[Any]:
     """Persisted, per partition: the triangles at each of its ranks (int64)."""
     if "vertex_triangles" not in graph.cache:
@@ -54,7 +71,6 @@ def triangle_counts(graph: Any) -> list[Any]:
         graph.cache["vertex_triangles"] = list(timer.submit("triangles",
                                                             *vertex_totals(graph, "triangles")))
         timer.settle()
-        graph.cache.setdefault("seconds", {}).update(timer.seconds)
     return graph.cache["vertex_triangles"]
 
 
@@ -113,14 +129,10 @@ def _collection(graph: Any, stage: str, build: Any, name: str, dtype: str) -> dd
 
 
 def _meta(graph: Any, name: str, dtype: str) -> Any:
-    """An empty Series like the partitions: pandas, or cuDF where results stay on GPUs."""
-    import numpy
+    """An empty Series like the partitions (:func:`dtri.analytics.edge.result_module`)."""
+    from dtri.analytics.edge import result_module
 
-    xp = numpy
-    if graph.backend == "gpu" and not graph.staging.on_host:
-        import cupy
-
-        xp = cupy
+    xp = result_module(graph)
     return series_from_arrays(xp.zeros(0, dtype=dtype), xp.zeros(0, dtype="int64"), name,
                               "vertex")
 

@@ -258,7 +258,7 @@ def prepare_graph(frame: dd.DataFrame, runtime: Runtime, options: Options) -> Pr
             inputs, groups, parts, options.orientation, tasks, timer, work_model,
             vertex_fan_in(sum(inputs.rows), task_budget))
     del inputs
-    summary_tasks = [tasks.task("plan", _summary, part, key=(p,))
+    summary_tasks = [tasks.task("plan", summary_of, part, key=(p,))
                      for p, part in enumerate(partitions)]
     vertices, summaries, bounds = timer.compute("plan", n, summary_tasks, bounds)
     summaries = [PartitionSummary(*s) for s in summaries]
@@ -271,7 +271,7 @@ def prepare_graph(frame: dd.DataFrame, runtime: Runtime, options: Options) -> Pr
                          seconds=seconds)
 
 
-def _summary(part: tuple) -> PartitionSummary:
+def summary_of(part: tuple) -> PartitionSummary:
     """The planner's summary of one stored partition."""
     return summary(as_csr(part))
 

@@ -379,7 +379,7 @@ def open_runtime(options: Options, input_on_gpu: bool = False) -> Iterator[Runti
     memory budget only sizes the device memory limit of an RMM pool given without one
     (:func:`default_device_memory_limit`). The staging is resolved against the workers' caps
     (:func:`dtri.runtime.staging.resolve_staging`), and under host staging on GPU workers each
-    worker gets its staging state (:class:`dtri.runtime.staging.StagingPlugin`) for as long
+    worker gets its staging state (:class:`dtri.runtime.plugin.StagingPlugin`) for as long
     as the block lasts."""
     backend = resolve_backend(options.backend, input_on_gpu)
     caps = memory_caps(options.memory_limit, options.device_memory_limit,
@@ -404,7 +404,6 @@ def _staging_state(runtime: Runtime, memory_budget: int | None) -> Iterator[None
     from dtri.runtime.staging import (
         CACHE_SHARE_OF_BUDGET,
         PLUGIN_NAME,
-        StagingPlugin,
         end_local_staging,
         start_local_staging,
     )
@@ -423,6 +422,8 @@ def _staging_state(runtime: Runtime, memory_budget: int | None) -> Iterator[None
     if runtime.client.run_on_scheduler(_has_worker_plugin, PLUGIN_NAME):
         yield  # an enclosing runtime on the same cluster set it up, and takes it down
         return
+    from dtri.runtime.plugin import StagingPlugin
+
     runtime.client.register_plugin(StagingPlugin(limit, pinned=True), name=PLUGIN_NAME)
     try:
         yield

@@ -24,9 +24,9 @@ their own data piece by piece call its :meth:`Staging.to_device` and :meth:`Stag
 and :meth:`Staging.folds_per_worker` says whether vertex-wide sums fold per worker on the
 device. Arrays that many tasks of a worker read (the vertex ids, the ranks, the out-degrees)
 are kept on the device between tasks in a small cache (:class:`DeviceCache`) from the second
-time a task receives the same stored object; the cache and the arena are the worker's state,
-owned by a :class:`StagingPlugin` (a Dask ``WorkerPlugin``) for as long as a staged graph is
-prepared.
+time a task receives the same stored object; the cache and the arena are the worker's state
+(:class:`StagingState`), owned by a Dask ``WorkerPlugin``
+(:class:`dtri.runtime.plugin.StagingPlugin`) for as long as the session lasts.
 
 On the CPU backend the moves are identities, so the staged task graph runs (and is tested) on
 a machine with no GPU.
@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from distributed.diagnostics.plugin import WorkerPlugin
 
 from dtri.options import STAGINGS
 
@@ -275,7 +274,7 @@ class DeviceCache:
 
 
 DEFAULT_CACHE_BYTES = 1 << 30
-"""The cache's limit where no :class:`StagingPlugin` gave one (a local scheduler)."""
+"""The cache's limit where no staging plugin gave one (a local scheduler)."""
 
 
 ARENA_MIN_BYTES = 1 << 20
@@ -377,34 +376,14 @@ def pinned_arena() -> HostArena | None:
         return None
 
 
-class StagingPlugin(WorkerPlugin):
-    """Gives each worker a :class:`StagingState` while a host-staged GPU graph is prepared
-    (registered as :data:`PLUGIN_NAME`; a worker that joins or restarts meanwhile gets one
-    too), and frees it when unregistered."""
-
-    name = "dtri-staging"
-
-    def __init__(self, cache_limit: int, pinned: bool):
-        self.cache_limit = cache_limit
-        self.pinned = pinned
-        self.state: StagingState | None = None
-
-    def setup(self, worker: Any) -> None:
-        self.state = StagingState(self.cache_limit, pinned_arena() if self.pinned else None)
-
-    def teardown(self, worker: Any) -> None:
-        if self.state is not None:
-            self.state.close()
-            self.state = None
-
-
-PLUGIN_NAME = StagingPlugin.name
+PLUGIN_NAME = "dtri-staging"
+"""The name of :class:`dtri.runtime.plugin.StagingPlugin` on the scheduler and workers."""
 _local = StagingState()
 """The state of this process where tasks run without a worker (a local scheduler)."""
 
 
 def worker_state() -> StagingState:
-    """The staging state of the worker running this task (its :class:`StagingPlugin`'s), or
+    """The staging state of the worker running this task (its staging plugin's), or
     of this process under a local scheduler."""
     try:
         from distributed import get_worker
@@ -416,14 +395,14 @@ def worker_state() -> StagingState:
 
 
 def start_local_staging(cache_limit: int, pinned: bool) -> None:
-    """:class:`StagingPlugin`'s setup for this process (a local scheduler runs the tasks)."""
+    """The staging plugin's setup for this process (a local scheduler runs the tasks)."""
     global _local
     _local.close()
     _local = StagingState(cache_limit, pinned_arena() if pinned else None)
 
 
 def end_local_staging() -> None:
-    """:class:`StagingPlugin`'s teardown for this process."""
+    """The staging plugin's teardown for this process."""
     _local.close()
 
 

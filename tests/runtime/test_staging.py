@@ -239,3 +239,27 @@ def test_the_arena_falls_back_to_numpy_when_small_or_at_its_limit():
     assert kept.shape == (2, ARENA_MIN_BYTES // 16)
     assert beyond.flags.owndata and small.flags.owndata and not kept.flags.owndata
     assert kept.dtype == np.int64 and beyond.nbytes == ARENA_MIN_BYTES
+
+
+def test_the_staging_plugin_gives_each_worker_its_state_until_unregistered():
+    """Host staging's per-worker state (device cache, arena) lives in a WorkerPlugin: tasks
+    find it through worker_state(), and unregistering frees it."""
+    from distributed import Client, LocalCluster
+
+    from dtri.runtime.plugin import StagingPlugin
+    from dtri.runtime.session import _has_worker_plugin
+    from dtri.runtime.staging import PLUGIN_NAME, worker_state
+
+    def cache_limit() -> int:
+        return worker_state().cache.limit
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        assert not client.run_on_scheduler(_has_worker_plugin, PLUGIN_NAME)
+        client.register_plugin(StagingPlugin(12345, pinned=False), name=PLUGIN_NAME)
+        assert client.run_on_scheduler(_has_worker_plugin, PLUGIN_NAME)
+        limits = [client.submit(cache_limit, pure=False, workers=[w]).result()
+                  for w in client.scheduler_info()["workers"]]
+        assert limits == [12345, 12345]
+        client.unregister_worker_plugin(PLUGIN_NAME)
+        assert client.submit(cache_limit, pure=False).result() != 12345  # the local default
