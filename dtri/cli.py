@@ -173,7 +173,7 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
         click.echo(json.dumps({**source, **summary}))
         return
     for name, value in summary.items():
-        if name == "top" or name == "seconds":
+        if name in ("top", "seconds") or value is None:
             continue
         click.echo(f"{name:<22} {value}")
     if summary.get("top"):

@@ -32,6 +32,7 @@ import dask.dataframe as dd
 from dtri.errors import DtriError
 from dtri.kernels.canonicalize import check_integer_columns
 from dtri.kernels.csr import PartitionSummary, as_csr, summary
+from dtri.kernels.dispatch import is_device_object
 from dtri.options import Options
 from dtri.prepared.distributed import prepare_partitions
 from dtri.prepared.inputs import (
@@ -233,8 +234,8 @@ def prepare_graph(frame: dd.DataFrame, runtime: Runtime, options: Options) -> Pr
         # its host copy no longer has (R-MAT 24 under a 2 GiB pool lost all partitions but
         # the first, whose index starts at 0)
         meta = frame._meta[["src", "dst"]]
-        frame = frame.map_partitions(staging.input_partition, meta=staging.input_partition(meta),
-                                     clear_divisions=True)
+        frame = frame.map_partitions(staging.input_partition, clear_divisions=True,
+                                     meta=meta.to_pandas() if is_device_object(meta) else meta)
     inputs = read_inputs(frame, runtime, tasks, timer, task_budget)
     parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
     if max(inputs.rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
