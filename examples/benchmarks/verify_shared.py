@@ -21,6 +21,7 @@ import csv
 import gzip
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -45,6 +46,15 @@ def networkx_graph(path: Path) -> nx.Graph:
     return graph
 
 
+def commit() -> str | None:
+    """The commit that runs (``DTRI_COMMIT`` where the copy of ``.git`` is not the tree's)."""
+    from subprocess import run
+
+    named = os.environ.get("DTRI_COMMIT")
+    return named or run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                        text=True, check=False).stdout.strip() or None
+
+
 def edges_of(frame) -> set[tuple[int, int]]:
     frame = frame.to_pandas() if hasattr(frame, "to_pandas") else frame
     return set(zip(frame["u"].tolist(), frame["v"].tolist(), strict=True))
@@ -54,7 +64,8 @@ def check(row: dict[str, str], backend: str) -> dict:
     path = SHARED / row["file"]
     started = time.perf_counter()
     graph = networkx_graph(path)
-    report: dict = {"graph": row["name"], "backend": backend, "edges": graph.number_of_edges()}
+    report: dict = {"graph": row["name"], "backend": backend, "edges": graph.number_of_edges(),
+                    "commit": commit()}
     with dtri.prepare(path, backend=backend, scheduler="synchronous") as g:
         triangles = g.triangles().compute()
         triangles = triangles.to_pandas() if hasattr(triangles, "to_pandas") else triangles
