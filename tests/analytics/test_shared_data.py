@@ -1,4 +1,5 @@
-"""Every shared SNAP graph counted exactly equal to its published triangle count."""
+"""Every shared SNAP graph: the count equal to its published one, and every analytic equal to
+NetworkX's."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import dtri
@@ -56,3 +58,57 @@ def test_all_graphs_in_one_glob_are_one_graph(shared_data):
     expected = sum(nx.triangles(graph).values()) // 3
     assert dtri.count_triangles([str(f) for f in files], scheduler="synchronous",
                                 backend="cpu") == expected
+
+
+def shared_graph(path):
+    """A shared SNAP graph as NetworkX reads it: every id a node, self-loops dropped."""
+    import gzip
+
+    import networkx as nx
+
+    graph = nx.Graph()
+    with gzip.open(path, "rt") as handle:
+        for line in handle:
+            fields = line.split()
+            if fields and not fields[0].startswith("#"):
+                u, v = int(fields[0]), int(fields[1])
+                graph.add_nodes_from((u, v))
+                if u != v:
+                    graph.add_edge(u, v)
+    return graph
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["name"] for r in ROWS])
+def test_per_vertex_analytics_of_every_shared_graph(row, shared_data, backend):
+    """The per-vertex triangles sum to 3 × the published count and equal NetworkX's at every
+    vertex; clustering, average clustering and transitivity within 1e-12 of NetworkX's."""
+    import networkx as nx
+
+    from tests.oracles import host
+
+    graph = shared_graph(shared_data / row["file"])
+    with dtri.prepare(shared_data / row["file"], backend=backend,
+                      scheduler="synchronous") as prepared:
+        triangles = host(prepared.triangles().compute())
+        assert int(triangles.sum()) == 3 * int(row["triangles"])
+        assert triangles.to_dict() == nx.triangles(graph)
+        clustering = host(prepared.clustering().compute())
+        assert max(abs(clustering[v] - c) for v, c in nx.clustering(graph).items()) <= 1e-12
+        assert abs(prepared.average_clustering() - nx.average_clustering(graph)) <= 1e-12
+        assert abs(prepared.transitivity() - nx.transitivity(graph)) <= 1e-12
+
+
+SMALLER = [r for r in ROWS if int(r["undirected_edges"]) <= 30_000 or r["name"] == "p2p-Gnutella24"]
+
+
+@pytest.mark.parametrize("row", SMALLER, ids=[r["name"] for r in SMALLER])
+def test_k_truss_of_the_smaller_shared_graphs_for_every_k(row, shared_data, backend):
+    """``k_truss(k)`` equals ``networkx.k_truss`` for every k, and the truss numbers agree.
+    NetworkX's k-truss takes minutes on the larger graphs for every k; there
+    examples/benchmarks/verify_shared.py runs the same check (verify-shared-cpu.jsonl)."""
+    from tests.oracles import check_analytics
+
+    graph = shared_graph(shared_data / row["file"])
+    edges = np.array(list(graph.edges()) + [(v, v) for v in graph if not graph.degree(v)],
+                     dtype=np.int64)
+    check_analytics(edges, backend=backend, scheduler="synchronous")
