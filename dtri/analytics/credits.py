@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dtri.analytics.count import load_group, member_starts, own_partition
-from dtri.analytics.plan import GROUP_SHARE_OF_BUDGET, chunk_rows, csr_groups
+from dtri.analytics.plan import GROUP_SHARE_OF_BUDGET, checkpoints, chunk_rows, csr_groups
 from dtri.kernels.csr import row_range
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
@@ -71,8 +71,7 @@ def pieces_of(partition: int, summary: Any, count: int) -> list[Piece]:
     of its wedge profile."""
     if not summary.edges:
         return []
-    rows = summary.checkpoint_rows or (0, summary.edges)
-    before = summary.checkpoint_wedges or (0, summary.wedges)
+    rows, before = checkpoints(summary)
     cuts = [0]
     for j in range(1, count):
         at = bisect_left(before, summary.wedges * j / count)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dtri
-from tests.oracles import manifest_rows
+from tests.oracles import manifest_rows, shared_graph
 
 ROWS = manifest_rows()
 
@@ -42,40 +42,13 @@ def test_published_count_through_the_cli(shared_data, backend):
 
 def test_all_graphs_in_one_glob_are_one_graph(shared_data):
     """Several files are one graph: the glob of two ca- graphs vs their union in NetworkX."""
-    import gzip
-
     import networkx as nx
 
     files = sorted(shared_data.glob("ca-Gr*.txt.gz")) + sorted(shared_data.glob("ca-He*.txt.gz"))
-    graph = nx.Graph()
-    for path in files:
-        with gzip.open(path, "rt") as handle:
-            for line in handle:
-                if line.strip() and not line.startswith("#"):
-                    u, v = map(int, line.split()[:2])
-                    if u != v:
-                        graph.add_edge(u, v)
+    graph = nx.compose_all([shared_graph(path) for path in files])
     expected = sum(nx.triangles(graph).values()) // 3
     assert dtri.count_triangles([str(f) for f in files], scheduler="synchronous",
                                 backend="cpu") == expected
-
-
-def shared_graph(path):
-    """A shared SNAP graph as NetworkX reads it: every id a node, self-loops dropped."""
-    import gzip
-
-    import networkx as nx
-
-    graph = nx.Graph()
-    with gzip.open(path, "rt") as handle:
-        for line in handle:
-            fields = line.split()
-            if fields and not fields[0].startswith("#"):
-                u, v = int(fields[0]), int(fields[1])
-                graph.add_nodes_from((u, v))
-                if u != v:
-                    graph.add_edge(u, v)
-    return graph
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["name"] for r in ROWS])
