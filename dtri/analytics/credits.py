@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dtri.analytics.count import load_group, member_starts, own_partition
-from dtri.analytics.plan import GROUP_SHARE_OF_BUDGET, checkpoints, chunk_rows, csr_groups
+from dtri.analytics.plan import (
+    GROUP_SHARE_OF_BUDGET,
+    checkpoints,
+    chunk_rows,
+    csr_groups,
+    reaches,
+)
 from dtri.kernels.csr import row_range
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
@@ -101,8 +107,7 @@ def group_plan(graph: Any, summaries: list[Any] | None = None) -> GroupPlan:
         low, high = bounds[first], bounds[last + 1]
         for w, pieces in sorted(by_worker.items()):
             reaching = tuple(piece for piece in pieces
-                             if high > summaries[piece.partition].first_src + 1
-                             and low <= summaries[piece.partition].last_dst)
+                             if reaches(summaries[piece.partition], low, high))
             if reaching:
                 tasks.append(GroupTask(g, w, reaching))
     return GroupPlan(tuple(groups), tuple(tasks), chunk_rows(graph.task_budget))

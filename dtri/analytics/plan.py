@@ -178,6 +178,12 @@ def check_lists_fit(summaries: Sequence[PartitionSummary], strategy: Sequence[st
         f"({format_bytes(smallest)}) or more", rank=worst.max_out_source)
 
 
+def reaches(summary: PartitionSummary, low: int, high: int) -> bool:
+    """Whether the targets of a partition's edges can fall in the sources ``[low, high)``:
+    a target lies above its partition's first source, and at most at its largest target."""
+    return high > summary.first_src + 1 and low <= summary.last_dst
+
+
 def partitions_owned(partitions: int, workers: int) -> bool:
     """Whether every worker owns a sorted partition. Then each partition's counting tasks run
     on its owner (its work is spread already, by the sort's source ranges) and bins only bound
@@ -406,9 +412,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
         src_shift, bin_sources, bin_partitions, bin_edges = bin_layout(summaries, vertices,
                                                                        bits, nbins)
     shift = bin_shift(bits, nbins)
-    # bins that targets of a partition's edges can fall in (targets > first source)
-    reach = tuple(tuple(k for k, (low, high) in bin_sources.items()
-                        if high > s.first_src + 1 and low <= s.last_dst)
+    reach = tuple(tuple(k for k, (low, high) in bin_sources.items() if reaches(s, low, high))
                   for s in summaries)
 
     strategy = [choose_join(join, backend, s) for s in summaries]
@@ -502,7 +506,7 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
         bin_partitions[k] = tuple(range(first, last + 1))
         bin_edges[k] = sum(s.edges for s in filled)
     reach = tuple(tuple(k for k, (low, high) in bin_sources.items()
-                        if s.wedges and high > s.first_src + 1 and low <= s.last_dst)
+                        if s.wedges and reaches(s, low, high))
                   for s in summaries)
     csr = [partition_csr_bytes(s) for s in summaries]
     group_csr = {k: sum(csr[p] for p in bin_partitions[k]) for k in bin_sources}
