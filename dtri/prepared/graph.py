@@ -133,7 +133,7 @@ class PreparedGraph:
     def count_triangles(self) -> int:
         """The exact number of triangles."""
         if "count" not in self.cache:
-            self.cache["count"] = self.count().triangles
+            self.count()  # caches its count
         return self.cache["count"]
 
     def triangles(self) -> dd.Series:
