@@ -3,22 +3,38 @@
 The same pipeline runs on pandas/NumPy partitions and on cuDF/CuPy partitions (GPUs). A graph
 is prepared once on the workers (:func:`prepare`) and analysed many times: the triangle count,
 triangles per vertex, clustering, transitivity, edge support and k-truss.
+
+The names below are imported on first use, so ``import dtri`` (and ``dtri --help``) costs no
+Dask, NumPy or pandas import.
 """
 
-from dtri.analytics.count import CountResult
-from dtri.api import Session, count, count_triangles, prepare
-from dtri.errors import ConfigurationError, DtriError, InputError
-from dtri.options import Options
-from dtri.prepared.graph import PreparedGraph
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
 
-def read_edges(*args, **kwargs):
-    """Read edge files as a Dask DataFrame of ``src, dst`` (see
-    :func:`dtri.input.read.read_edges`)."""
-    from dtri.input.read import read_edges as _read_edges
+if TYPE_CHECKING:
+    from dtri.analytics.count import CountResult
+    from dtri.api import Session, count, count_triangles, prepare
+    from dtri.errors import ConfigurationError, DtriError, InputError
+    from dtri.input.read import read_edges
+    from dtri.options import Options
+    from dtri.prepared.graph import PreparedGraph
 
-    return _read_edges(*args, **kwargs)
-
+_HOMES = {
+    "ConfigurationError": "dtri.errors",
+    "CountResult": "dtri.analytics.count",
+    "DtriError": "dtri.errors",
+    "InputError": "dtri.errors",
+    "Options": "dtri.options",
+    "PreparedGraph": "dtri.prepared.graph",
+    "Session": "dtri.api",
+    "count": "dtri.api",
+    "count_triangles": "dtri.api",
+    "prepare": "dtri.api",
+    "read_edges": "dtri.input.read",
+}
+"""Where each public name lives."""
 
 __all__ = [
     "ConfigurationError",
@@ -34,3 +50,15 @@ __all__ = [
     "read_edges",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'dtri' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -8,8 +8,9 @@ dtri.count("web.parquet")                                          # prepare, co
 ```
 
 Every layer reads the same :class:`~dtri.options.Options`; this module only opens the
-session, shapes the input (:func:`dtri.input.frames.as_edge_frame`) and hands over to the
-preparation (:func:`dtri.prepared.graph.prepare_graph`).
+session, shapes the input (:func:`dtri.input.frames.local_input` for an in-process run,
+:func:`dtri.input.frames.as_edge_frame` otherwise) and hands over to the preparation
+(:func:`dtri.prepared.graph.prepare_graph`).
 """
 
 from __future__ import annotations
@@ -19,29 +20,42 @@ from typing import Any
 
 from dtri.analytics.count import CountResult
 from dtri.errors import ConfigurationError
-from dtri.input.frames import as_edge_frame, input_on_gpu, is_path_like
+from dtri.input.frames import as_edge_frame, input_on_gpu, is_path_like, known_rows, local_input
 from dtri.options import RUNTIME_OPTIONS, Options
 from dtri.prepared.graph import PreparedGraph, prepare_graph
-from dtri.runtime.session import Runtime, open_runtime
+from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT
+from dtri.runtime.session import LOCAL_SCHEDULERS, Runtime, in_process_budget, open_runtime
 
 
 class Session:
     """The options of a run, checked once, and the Dask cluster they name, open for as long as
     the session is (``with``, or :meth:`close`). Without ``scheduler`` it uses the active
-    ``distributed.Client``, or starts a local cluster (one worker per GPU, or per core) and
-    closes it with the session."""
+    ``distributed.Client``; failing that, on the CPU it runs in this process (no worker
+    processes; :mod:`dtri.runtime.session`) unless ``workers`` is given or the first input is
+    too big for one task, and otherwise starts a local cluster (one worker per GPU, or per
+    core) and closes it with the session."""
 
     def __init__(self, options: Options | None = None, /, **changes: Any):
         self.options = Options.of(options, **changes)
         self.runtime: Runtime | None = None
         self._stack = ExitStack()
 
-    def open(self, input_on_gpu: bool = False) -> Runtime:
+    def open(self, input_on_gpu: bool = False, input_fits: bool = True) -> Runtime:
         """The session's runtime, opened on first use (``input_on_gpu`` picks the GPU backend
-        under ``backend="auto"``)."""
+        under ``backend="auto"``; ``input_fits``: the input fits one in-process task)."""
         if self.runtime is None:
-            self.runtime = self._stack.enter_context(open_runtime(self.options, input_on_gpu))
+            self.runtime = self._stack.enter_context(
+                open_runtime(self.options, input_on_gpu, input_fits))
         return self.runtime
+
+    @property
+    def local(self) -> bool:
+        """Whether the session's tasks run (or, not yet open, may run) in this process."""
+        if self.runtime is not None:
+            return self.runtime.client is None
+        scheduler = self.options.scheduler
+        return (scheduler is None or scheduler in LOCAL_SCHEDULERS) and \
+            self.options.scheduler_file is None and self.options.workers is None
 
     def close(self) -> None:
         """Close what the session opened (a local cluster, its client)."""
@@ -76,11 +90,18 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     session = session or Session(**options)
     chosen = Options.of(session.options, **(options if not owned else {}))
     try:
-        runtime = session.open(input_on_gpu(edges))
-        frame = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
-                              npartitions=chosen.npartitions,
-                              **(chosen.read_options() if is_path_like(edges) else {}))
-        graph = prepare_graph(frame, runtime, chosen)
+        on_gpu = input_on_gpu(edges)
+        local = local_input(edges, chosen) if session.local and not on_gpu else None
+        rows = local.rows if local is not None else known_rows(edges)
+        fits = rows is not None and rows * BYTES_PER_EDGE_IN_FLIGHT <= in_process_budget()
+        runtime = session.open(on_gpu, fits)
+        if local is not None and runtime.client is None and runtime.backend == "cpu":
+            source: Any = local.parts
+        else:
+            source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
+                                   npartitions=chosen.npartitions,
+                                   **(chosen.read_options() if is_path_like(edges) else {}))
+        graph = prepare_graph(source, runtime, chosen)
     except BaseException:
         if owned:
             session.close()

@@ -78,10 +78,9 @@ def _prepared(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[
     progress = values.pop("progress", None)
     options = from_cli(values, progress=sys.stderr.isatty() if progress is None else progress)
     if spec:
-        from dtri.input.generate import from_spec
-        from dtri.runtime.session import resolve_backend
+        from dtri.input.generate import generated
 
-        edges: Any = from_spec(spec, seed=seed, backend=resolve_backend(options.backend, False))
+        edges: Any = generated(spec, seed=seed)
     else:
         edges = list(paths)
     return prepare(edges, **vars(options))

@@ -67,14 +67,16 @@ class Options:
     scheduler: str | None = _option(
         None, "cluster", "--scheduler", "Address of a running Dask scheduler (tcp://host:8786; "
         "also read from DASK_SCHEDULER_ADDRESS), or 'threads'/'synchronous'. Default: the "
-        "active distributed.Client, else a local cluster on this machine's GPUs or cores.",
+        "active distributed.Client; else on the CPU, when the input fits one task, this "
+        "process (synchronous, the kernels on every core); else a local cluster on this "
+        "machine's GPUs or cores.",
         envvar="DASK_SCHEDULER_ADDRESS")
     scheduler_file: str | None = _option(
         None, "cluster", "--scheduler-file", "Scheduler file written by 'dask scheduler "
         "--scheduler-file'.", kind="path")
     workers: int | None = _option(
-        None, "cluster", "--workers", "Workers of the local cluster (default: one per GPU, or "
-        "per core).", kind="count")
+        None, "cluster", "--workers", "Start a local cluster of this many workers (default: "
+        "one per GPU, or per core, when a local cluster is started).", kind="count")
     protocol: str = _option(
         "auto", "cluster", "--protocol", "Comms of the local cluster started for the run: auto "
         "is UCX (NVLink) between several GPU workers when distributed-ucxx is installed, else "

@@ -1,23 +1,65 @@
-"""Turn whatever the caller has into the pipeline's input: a Dask DataFrame of ``src, dst``.
+"""Turn whatever the caller has into the pipeline's input: partitions of ``src, dst``.
 
-Paths, globs, directories and URLs go through :func:`dtri.input.read.read_edges`; Dask, pandas and
-cuDF DataFrames keep their partitions (the first two columns, or ``src``/``dst`` when present,
-or the two named in ``columns``); ``(m, 2)`` NumPy or CuPy arrays become one frame each.
+On a cluster the input is a Dask DataFrame (:func:`as_edge_frame`): paths, globs, directories
+and URLs go through :func:`dtri.input.read.read_edges`; Dask, pandas and cuDF DataFrames keep
+their partitions (the first two columns, or ``src``/``dst`` when present, or the two named in
+``columns``); ``(m, 2)`` NumPy or CuPy arrays become one frame each; a generated graph
+(:class:`~dtri.input.generate.GeneratedGraph`) is built partition by partition.
+
+An in-process run (:func:`local_input`) reads text files, NumPy arrays and generated graphs
+as delayed :class:`EdgeArrays` instead, through the same readers and generators but without
+pandas or Dask DataFrames, which take longer to import than a small graph takes to count.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import dask.dataframe as dd
+import dask
 import numpy as np
-import pandas as pd
 
-from dtri.errors import InputError
+from dtri.errors import InputError, InputNotFoundError
 from dtri.kernels.dispatch import is_device_object
 
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
+    from dtri.options import Options
+
 DEFAULT_PARTITION_ROWS = 4_000_000
+TEXT_BYTES_PER_EDGE = 8
+"""A low guess of the bytes of one edge's line in a text file (``"123 4567\\n"`` is 9), so
+that a file's edges are not underestimated when an in-process run is chosen."""
+COMPRESSION_RATIO = 4
+"""A high guess of how much gzip or bz2 shrinks an edge list (SNAP's are 3-4x)."""
+
+
+@dataclass(frozen=True)
+class EdgeArrays:
+    """One partition of edges as two equally long int64 arrays, ``src`` and ``dst``: what an
+    in-process run passes between its stages instead of a DataFrame. Indexed by column name
+    like one (``part["src"]``), so the kernels take either."""
+
+    src: Any
+    dst: Any
+
+    def __len__(self) -> int:
+        return int(self.src.shape[0])
+
+    def __getitem__(self, column: str) -> Any:
+        if column not in ("src", "dst"):
+            raise KeyError(column)
+        return getattr(self, column)
+
+
+class LocalInput(NamedTuple):
+    """An input as an in-process run reads it: delayed :class:`EdgeArrays` partitions and
+    the rows they hold (for files, a high estimate from their sizes)."""
+
+    parts: list[Any]
+    rows: int
 
 
 def is_path_like(edges: Any) -> bool:
@@ -31,9 +73,67 @@ def is_path_like(edges: Any) -> bool:
 
 def input_on_gpu(edges: Any) -> bool:
     """True when the caller's edges already live in cuDF/CuPy objects."""
-    if isinstance(edges, dd.DataFrame):
-        return is_device_object(edges._meta)
+    if dask.is_dask_collection(edges):
+        return is_device_object(getattr(edges, "_meta", None))
     return is_device_object(edges)
+
+
+def _array_parts(edges: np.ndarray) -> list[EdgeArrays]:
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise InputError(f"an edge array must have shape (m, 2), got {edges.shape}")
+    if edges.dtype.kind not in "iu":
+        raise InputError(f"an edge array has dtype {edges.dtype}; vertex ids must be integers")
+    return [EdgeArrays(edges[:, 0], edges[:, 1])]
+
+
+def _generated_part(maker: Any, bounds: tuple[int, int]) -> EdgeArrays:
+    return EdgeArrays(*maker.arrays(bounds))
+
+
+def _text_rows(blocks: tuple) -> int:
+    """A high estimate of the edges of a planned text read, from its files' sizes."""
+    files = {(block.fs, block.path): block.compression for block in blocks}
+    return sum(fs.size(path) * (COMPRESSION_RATIO if compression else 1)
+               for (fs, path), compression in files.items()) // TEXT_BYTES_PER_EDGE
+
+
+def local_input(edges: Any, options: Options) -> LocalInput | None:
+    """``edges`` as an in-process run reads it (text files, an ``(m, 2)`` NumPy array, a
+    generated graph); ``None`` for the inputs that go through a Dask DataFrame (Parquet,
+    DataFrames, GPU arrays, and files this process cannot see)."""
+    from dtri.input.generate import GeneratedGraph
+
+    if isinstance(edges, GeneratedGraph):
+        maker = edges.maker("cpu")
+        token = dask.base.tokenize(edges)
+        parts = [dask.delayed(_generated_part, pure=True)(
+                     maker, bounds, dask_key_name=(f"dtri-generate-{token}", k))
+                 for k, bounds in enumerate(edges.ranges(options.npartitions))]
+        return LocalInput(parts, edges.edges)
+    if isinstance(edges, np.ndarray) and options.columns is None:
+        return LocalInput(_array_parts(edges), int(edges.shape[0]))
+    if not is_path_like(edges):
+        return None
+    from dtri.input.read import ParquetPlan, checked_blocks, parse_block_arrays, plan_read
+
+    paths = [os.fspath(p) for p in edges] if isinstance(edges, list | tuple) else edges
+    try:
+        plan = plan_read(paths, options.format, columns=options.columns, header=options.header,
+                         blocksize=options.blocksize, storage_options=options.storage_options)
+    except InputNotFoundError:
+        return None  # perhaps the cluster's workers see it: read_edges decides
+    if isinstance(plan, ParquetPlan):
+        return None
+    return LocalInput(checked_blocks(plan, parse_block_arrays), _text_rows(plan))
+
+
+def known_rows(edges: Any) -> int | None:
+    """The rows of an input that is not read in-process, where known without reading it
+    (pandas and cuDF frames, arrays); ``None`` for Dask collections and files."""
+    if dask.is_dask_collection(edges) or is_path_like(edges):
+        return None
+    shape = getattr(edges, "shape", None)
+    return int(shape[0]) if shape else None
 
 
 def _select_columns(frame: Any, columns: tuple[Any, Any] | None) -> Any:
@@ -65,13 +165,21 @@ def _array_frame(edges: Any) -> Any:
         import cudf
 
         return cudf.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
+    import pandas as pd
+
     return pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
 
 
 def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None = None,
                   npartitions: int | None = None, **read_options: Any) -> dd.DataFrame:
     """A Dask DataFrame of ``src, dst`` with pandas (``cpu``) or cuDF (``gpu``) partitions."""
-    if is_path_like(edges):
+    import dask.dataframe as dd
+
+    from dtri.input.generate import GeneratedGraph
+
+    if isinstance(edges, GeneratedGraph):
+        frame = edges.frame(backend, npartitions)
+    elif is_path_like(edges):
         from dtri.input.read import read_edges
 
         frame = read_edges(edges, columns=columns,

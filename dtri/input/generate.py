@@ -20,14 +20,14 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dask
-import dask.dataframe as dd
 import numpy as np
-import pandas as pd
 
 from dtri.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 GENERATOR_BACKENDS = ("cpu", "gpu")
 MAX_PARTITION_EDGES = 16 * 2**20
@@ -194,8 +194,20 @@ class EdgeRangeMaker:
 
     def __call__(self, bounds: tuple[int, int]) -> Any:
         start, stop = bounds
+        src, dst = self.arrays(bounds)
         if self.backend == "gpu":
             import cudf
+
+            return cudf.DataFrame({"src": src, "dst": dst},
+                                  index=cudf.RangeIndex(start, stop))
+        import pandas as pd
+
+        return pd.DataFrame({"src": src, "dst": dst}, index=pd.RangeIndex(start, stop))
+
+    def arrays(self, bounds: tuple[int, int]) -> tuple[Any, Any]:
+        """The partition's ``src``, ``dst`` as int64 NumPy (``cpu``) or CuPy arrays."""
+        start, stop = bounds
+        if self.backend == "gpu":
             import cupy as xp
         else:
             xp = np
@@ -209,10 +221,7 @@ class EdgeRangeMaker:
             last = min(stop, first + chunk)
             src[first - start : last - start], dst[first - start : last - start] = make(
                 xp, first, last, *self.params, self.seed)
-        if self.backend == "gpu":
-            return cudf.DataFrame({"src": src, "dst": dst},
-                                  index=cudf.RangeIndex(start, stop))
-        return pd.DataFrame({"src": src, "dst": dst}, index=pd.RangeIndex(start, stop))
+        return src, dst
 
 
 def _empty_frame(backend: str) -> Any:
@@ -222,6 +231,8 @@ def _empty_frame(backend: str) -> Any:
 
         empty = cupy.empty(0, dtype=cupy.int64)
         return cudf.DataFrame({"src": empty, "dst": empty}, index=cudf.RangeIndex(0, 0))
+    import pandas as pd
+
     empty = np.empty(0, dtype=np.int64)
     return pd.DataFrame({"src": empty, "dst": empty}, index=pd.RangeIndex(0, 0))
 
@@ -231,24 +242,48 @@ def default_partitions(edges: int) -> int:
     return max(1, -(-edges // MAX_PARTITION_EDGES))
 
 
-def _edge_frame(kind: str, params: tuple, edges: int, seed: int, npartitions: int | None,
-                backend: str) -> dd.DataFrame:
-    if backend not in GENERATOR_BACKENDS:
-        raise ConfigurationError(
-            f"generator backend must be one of {', '.join(GENERATOR_BACKENDS)}, got {backend!r}"
-        )
-    if npartitions is not None and (not isinstance(npartitions, int) or npartitions < 1):
-        raise ConfigurationError(f"npartitions must be a positive integer, got {npartitions!r}")
-    parts = npartitions or default_partitions(edges)
-    parts = max(1, min(parts, edges))  # no empty partitions (one, if there are no edges)
-    cuts = [edges * k // parts for k in range(parts + 1)]
-    bounds = list(itertools.pairwise(cuts))
-    divisions = (*cuts[:-1], edges - 1) if edges else None
-    maker = EdgeRangeMaker(kind, params, int(seed), backend)
-    # Integer columns only: skip the (no-op) string-conversion layer, keep the task names.
-    with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_map(maker, bounds, meta=_empty_frame(backend), divisions=divisions,
-                           label="dtri-generate", enforce_metadata=False)
+@dataclass(frozen=True)
+class GeneratedGraph:
+    """A generated edge list before it is built: the generator, its parameters, its number of
+    edges and its seed (:func:`generated` from a spec). It is built partition by partition
+    where it is read: as a Dask DataFrame (:meth:`frame`) or as array partitions
+    (:meth:`makers`)."""
+
+    kind: str  # "rmat" or "gnm"
+    params: tuple  # rmat: (scale, a, b, c); gnm: (n,)
+    edges: int
+    seed: int = 0
+
+    def ranges(self, npartitions: int | None = None) -> list[tuple[int, int]]:
+        """The edge-number range of each partition (at least one; none empty but the only
+        one of an empty list)."""
+        if npartitions is not None and (not isinstance(npartitions, int) or npartitions < 1):
+            raise ConfigurationError(
+                f"npartitions must be a positive integer, got {npartitions!r}")
+        parts = npartitions or default_partitions(self.edges)
+        parts = max(1, min(parts, self.edges))
+        return list(itertools.pairwise([self.edges * k // parts for k in range(parts + 1)]))
+
+    def maker(self, backend: str = "cpu") -> EdgeRangeMaker:
+        """What builds one partition from its edge-number range."""
+        if backend not in GENERATOR_BACKENDS:
+            raise ConfigurationError(f"generator backend must be one of "
+                                     f"{', '.join(GENERATOR_BACKENDS)}, got {backend!r}")
+        return EdgeRangeMaker(self.kind, self.params, int(self.seed), backend)
+
+    def frame(self, backend: str = "cpu", npartitions: int | None = None) -> dd.DataFrame:
+        """The edge list as a Dask DataFrame (pandas or cuDF partitions, ``dtri-generate``
+        tasks), indexed by edge number."""
+        import dask
+        import dask.dataframe as dd
+
+        maker = self.maker(backend)
+        bounds = self.ranges(npartitions)
+        divisions = (*(a for a, _ in bounds), self.edges - 1) if self.edges else None
+        # Integer columns only: skip the (no-op) string-conversion layer, keep the task names.
+        with dask.config.set({"dataframe.convert-string": False}):
+            return dd.from_map(maker, bounds, meta=_empty_frame(backend), divisions=divisions,
+                               label="dtri-generate", enforce_metadata=False)
 
 
 def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -279,6 +314,12 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     backends. ``npartitions`` defaults to enough partitions for at most 16Mi edges each;
     ``backend`` ``"cpu"`` builds pandas partitions, ``"gpu"`` cuDF partitions from CuPy.
     """
+    return rmat_graph(scale, edge_factor, a, b, c, seed=seed).frame(backend, npartitions)
+
+
+def rmat_graph(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19,
+               c: float = 0.19, *, seed: int = 0) -> GeneratedGraph:
+    """:func:`rmat`'s graph, checked, not built yet."""
     scale = _check_int("scale", scale, 1, MAX_SCALE)
     edge_factor = _check_int("edge_factor", edge_factor, 1)
     probabilities = [float(p) for p in (a, b, c)]
@@ -286,8 +327,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
         raise ConfigurationError(
             f"R-MAT probabilities a, b, c must be in [0, 1] with a + b + c <= 1, got {a}, {b}, {c}"
         )
-    return _edge_frame("rmat", (scale, *probabilities), edge_factor << scale, seed,
-                       npartitions, backend)
+    return GeneratedGraph("rmat", (scale, *probabilities), edge_factor << scale, int(seed))
 
 
 def gnm(n: int, m: int, *, seed: int = 0, npartitions: int | None = None,
@@ -299,9 +339,13 @@ def gnm(n: int, m: int, *, seed: int = 0, npartitions: int | None = None,
     can have a few fewer than ``m`` edges. Deterministic like :func:`rmat`: the same for every
     partition count and on both backends.
     """
-    n = _check_int("n", n, 1, 2**63 - 1)
-    m = _check_int("m", m, 0)
-    return _edge_frame("gnm", (n,), m, seed, npartitions, backend)
+    return gnm_graph(n, m, seed=seed).frame(backend, npartitions)
+
+
+def gnm_graph(n: int, m: int, *, seed: int = 0) -> GeneratedGraph:
+    """:func:`gnm`'s graph, checked, not built yet."""
+    return GeneratedGraph("gnm", (_check_int("n", n, 1, 2**63 - 1),), _check_int("m", m, 0),
+                          int(seed))
 
 
 def is_spec(text: str) -> bool:
@@ -339,14 +383,17 @@ def spec_size(spec: str) -> tuple[int, int]:
     return values
 
 
-def from_spec(spec: str, *, seed: int = 0, npartitions: int | None = None,
-              backend: str = "cpu") -> dd.DataFrame:
-    """The edge list a spec names: ``rmat:SCALE`` (edge factor 16), ``rmat:SCALE:EDGE_FACTOR``
-    or ``gnm:N:M``; see :func:`rmat` and :func:`gnm`. A bad spec raises
-    :class:`~dtri.errors.ConfigurationError` (a ``ValueError``)."""
+def generated(spec: str, *, seed: int = 0) -> GeneratedGraph:
+    """The graph a spec names, not built yet: ``rmat:SCALE`` (edge factor 16, Graph500's
+    a, b, c), ``rmat:SCALE:EDGE_FACTOR`` or ``gnm:N:M``; see :func:`rmat` and :func:`gnm`. A
+    bad spec raises :class:`~dtri.errors.ConfigurationError` (a ``ValueError``)."""
     kind, values = parse_spec(spec)
     if kind == "rmat":
-        scale, edge_factor = values
-        return rmat(scale, edge_factor, seed=seed, npartitions=npartitions, backend=backend)
-    n, m = values
-    return gnm(n, m, seed=seed, npartitions=npartitions, backend=backend)
+        return rmat_graph(*values, seed=seed)
+    return gnm_graph(*values, seed=seed)
+
+
+def from_spec(spec: str, *, seed: int = 0, npartitions: int | None = None,
+              backend: str = "cpu") -> dd.DataFrame:
+    """The edge list a spec names as a Dask DataFrame (:func:`generated`)."""
+    return generated(spec, seed=seed).frame(backend, npartitions)

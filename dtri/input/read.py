@@ -2,10 +2,14 @@
 
 Every reader yields exactly two int64 columns, ``src`` and ``dst``, holding the vertex ids as
 written in the file.  Text files are cut into newline-aligned byte ranges, one task each, and
-parsed with pandas' C parser; a block the fast parser does not read cleanly is re-read line by
-line, so that a bad input is reported as ``path:line: message`` rather than silently dropped,
-rounded or reinterpreted.  A truncated or corrupt compressed stream, a Matrix Market entry
-outside the declared matrix and an entry count other than the declared nnz are errors too.
+parsed by a fast parser: NumPy's ``loadtxt`` for small blocks (it needs no pandas, so a small
+in-process run never imports it), pandas' C parser, about three times faster, for larger ones
+(``dtri.read.numpy-parser-max-bytes`` in ``dask.config``). A block the fast parser does not
+read cleanly is re-read line by line, so that a bad input is reported as ``path:line:
+message`` rather than silently dropped, rounded or reinterpreted. :func:`parse_block_arrays`
+gives a block as arrays (in-process runs), :func:`read_edges` the read as a Dask DataFrame.
+A truncated or corrupt compressed stream, a Matrix Market entry outside the declared matrix
+and an entry count other than the declared nnz are errors too.
 """
 
 from __future__ import annotations
@@ -22,14 +26,10 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import dask
-import dask.dataframe as dd
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 from dask.base import tokenize
 from dask.utils import parse_bytes
 from fsspec import AbstractFileSystem
@@ -37,6 +37,11 @@ from fsspec.core import has_magic, url_to_fs
 from fsspec.utils import infer_compression, read_block
 
 from dtri.errors import ConfigurationError, InputError, InputNotFoundError
+from dtri.input.frames import EdgeArrays
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    import pandas as pd
 
 FORMATS: tuple[str, ...] = ("snap", "csv", "tsv", "mtx", "parquet")
 BACKENDS: tuple[str, ...] = ("pandas", "cudf")
@@ -49,7 +54,17 @@ _BLANKS = re.compile(rb"[ \t]+")
 _PERCENT_TO_HASH = bytes.maketrans(b"%", b"#")
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, which pandas also skips
 _CHUNK = 1 << 20
-_META = pd.DataFrame({"src": np.empty(0, np.int64), "dst": np.empty(0, np.int64)})
+NUMPY_PARSER_MAX_BYTES = 4 << 20
+"""Blocks up to this size are parsed by NumPy, larger ones by pandas (unless
+``dtri.read.numpy-parser-max-bytes`` says otherwise): below it NumPy's parser, slower per byte,
+costs less than importing pandas."""
+
+
+def _meta() -> pd.DataFrame:
+    """The empty ``src, dst`` frame a read's Dask DataFrame describes itself with."""
+    import pandas as pd
+
+    return pd.DataFrame({"src": np.empty(0, np.int64), "dst": np.empty(0, np.int64)})
 
 
 @dataclass(frozen=True)
@@ -426,45 +441,68 @@ def _first_line_number(block: TextBlock) -> int:
 # ---------------------------------------------------------------------------- parsing blocks
 
 
-def _valid_ids(column: pd.Series) -> bool:
+def _valid_ids(column: Any) -> bool:
     kind = column.dtype.kind
     if kind == "i":
         return len(column) == 0 or column.min() >= 0
     return kind == "u" and (len(column) == 0 or column.max() <= INT64_MAX)
 
 
-def _within(column: pd.Series, size: int) -> bool:
+def _within(column: Any, size: int) -> bool:
     """True when every value is an integer in 1..size (Matrix Market indices are 1-based)."""
     if column.dtype.kind not in "iu":
         return False
     return len(column) == 0 or (int(column.min()) >= 1 and int(column.max()) <= size)
 
 
-def _parse_fast(data: bytes, layout: Layout) -> pd.DataFrame | None:
-    """Parse with pandas' C parser; None when the result is anything but clean int64 ids (and,
-    for Matrix Market, entries inside the declared shape)."""
+def _columns_numpy(data: bytes, layout: Layout, usecols: list[int]) -> list[Any]:
+    """The columns ``usecols`` of a block, by NumPy's ``loadtxt``."""
+    whitespace = layout.sep == WHITESPACE
+    table = np.loadtxt(io.BytesIO(data), dtype=np.int64, ndmin=2, usecols=usecols,
+                       delimiter=None if whitespace else layout.sep,
+                       comments=[chr(c) for c in layout.comments],
+                       quotechar=None if whitespace else '"', encoding="utf-8")
+    return [table[:, k] for k in range(len(usecols))]
+
+
+def _columns_pandas(data: bytes, layout: Layout, usecols: list[int]) -> list[Any]:
+    """The columns ``usecols`` of a block, by pandas' C parser."""
+    import pandas as pd
+
     if layout.sep == WHITESPACE:
         data = data.translate(_PERCENT_TO_HASH)
+    table = pd.read_csv(
+        io.BytesIO(data),
+        sep=r"\s+" if layout.sep == WHITESPACE else layout.sep,
+        header=None,
+        usecols=usecols,
+        comment="#",
+        lineterminator="\n",
+        quoting=csv.QUOTE_NONE if layout.sep == WHITESPACE else csv.QUOTE_MINIMAL,
+        engine="c",
+    )
+    return [table[k].to_numpy() for k in usecols]
+
+
+def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
+    """``src, dst`` int64 arrays by a fast parser (NumPy's for small blocks, pandas'
+    otherwise: :data:`NUMPY_PARSER_MAX_BYTES`); None when the result is anything but clean
+    non-negative ids (and, for Matrix Market, entries inside the declared shape)."""
     shape = layout.shape
+    usecols = sorted({*layout.usecols, *((0, 1) if shape is not None else ())})
+    small = len(data) <= dask.config.get("dtri.read.numpy-parser-max-bytes",
+                                         NUMPY_PARSER_MAX_BYTES)
     try:
-        table = pd.read_csv(
-            io.BytesIO(data),
-            sep=r"\s+" if layout.sep == WHITESPACE else layout.sep,
-            header=None,
-            usecols=sorted({*layout.usecols, *((0, 1) if shape is not None else ())}),
-            comment="#",
-            lineterminator="\n",
-            quoting=csv.QUOTE_NONE if layout.sep == WHITESPACE else csv.QUOTE_MINIMAL,
-            engine="c",
-        )
+        parsed = (_columns_numpy if small else _columns_pandas)(data, layout, usecols)
     except Exception:  # any trouble at all: the exact parser says what it is
         return None
+    table = dict(zip(usecols, parsed, strict=True))
     src, dst = (table[c] for c in layout.usecols)
     if not (_valid_ids(src) and _valid_ids(dst)):
         return None
     if shape is not None and not (_within(table[0], shape.rows) and _within(table[1], shape.cols)):
         return None  # the exact parser finds the entry and its line
-    return pd.DataFrame({"src": src.to_numpy(np.int64), "dst": dst.to_numpy(np.int64)})
+    return src.astype(np.int64, copy=False), dst.astype(np.int64, copy=False)
 
 
 def _not_ids(line: str) -> _LineError:
@@ -517,7 +555,7 @@ def _edge(line: bytes, layout: Layout) -> tuple[int, int] | None:
     return _vertex_id(fields[i], text), _vertex_id(fields[j], text)
 
 
-def _parse_exact(data: bytes, block: TextBlock) -> pd.DataFrame:
+def _parse_exact(data: bytes, block: TextBlock) -> tuple[Any, Any]:
     """Line by line: the right rows, or an InputError for the first bad line."""
     edges = []
     data = data.removeprefix(_BOM) if block.offset == 0 else data
@@ -529,14 +567,22 @@ def _parse_exact(data: bytes, block: TextBlock) -> pd.DataFrame:
         if edge is not None:
             edges.append(edge)
     ids = np.array(edges, dtype=np.int64).reshape(-1, 2)
-    return pd.DataFrame({"src": ids[:, 0], "dst": ids[:, 1]})
+    return ids[:, 0].copy(), ids[:, 1].copy()
+
+
+def parse_block_arrays(block: TextBlock) -> EdgeArrays:
+    """Read and parse one block into int64 ``src``, ``dst`` arrays."""
+    data = _read_block_bytes(block)
+    parsed = _parse_fast(data, block.layout)
+    return EdgeArrays(*(parsed if parsed is not None else _parse_exact(data, block)))
 
 
 def parse_block(block: TextBlock) -> pd.DataFrame:
     """Read and parse one block into an int64 ``src``/``dst`` frame (a from_map task)."""
-    data = _read_block_bytes(block)
-    frame = _parse_fast(data, block.layout)
-    return frame if frame is not None else _parse_exact(data, block)
+    import pandas as pd
+
+    edges = parse_block_arrays(block)
+    return pd.DataFrame({"src": edges.src, "dst": edges.dst})
 
 
 # ---------------------------------------------------------------------------- parquet
@@ -544,6 +590,8 @@ def parse_block(block: TextBlock) -> pd.DataFrame:
 
 def _negative_in_footer(fs: AbstractFileSystem, path: str, columns: list[str]) -> str | None:
     """A negative id recorded in a parquet file's row-group statistics, if any (footer only)."""
+    import pyarrow.parquet as pq
+
     with fs.open(path, "rb") as f:
         meta = pq.ParquetFile(f).metadata
     for group in range(meta.num_row_groups):
@@ -583,6 +631,9 @@ def _plan_parquet(
     columns: tuple[str | int, str | int] | None,
 ) -> ParquetPlan:
     """Check the schema (integer id columns) and the footers (no negative ids) of the files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     label = files[0][2] if len(files) == 1 else f"{files[0][2]} (one of {len(files)} files)"
     fs, path, _ = files[0]
     with fs.open(path, "rb") as handle:
@@ -616,6 +667,8 @@ def _read_parquet_file(url: str, plan: ParquetPlan, storage_options: dict | None
         frame = cudf.read_parquet(url, columns=list(plan.columns),
                                   storage_options=storage_options)
     else:
+        import pandas as pd
+
         frame = pd.read_parquet(url, columns=list(plan.columns), storage_options=storage_options)
     frame = frame.rename(columns={source: "src", target: "dst"})
     return _checked_ids(frame, plan.label, plan.columns)
@@ -625,9 +678,11 @@ def _parquet_collection(plan: ParquetPlan, storage_options: dict | None, backend
                         per_file: bool) -> dd.DataFrame:
     """Parquet as ``src, dst``: through ``dd.read_parquet`` (row groups, backend readers), or
     one task per file when the client cannot open the files' metadata itself."""
+    import dask.dataframe as dd
+
     source, target = plan.columns
     if per_file:
-        meta = _META if backend == "pandas" else _META.pipe(_to_backend_meta, backend)
+        meta = _meta() if backend == "pandas" else _meta().pipe(_to_backend_meta, backend)
         return dd.from_map(_read_parquet_file, list(plan.urls), plan=plan,
                            storage_options=storage_options, backend=backend, meta=meta,
                            label="read-edges", enforce_metadata=False)
@@ -735,13 +790,15 @@ def collection_from_plan(plan: ReadPlan, storage_options: dict | None = None,
                          dataframe_backend: str = "pandas",
                          planned_remotely: bool = False) -> dd.DataFrame:
     """The Dask DataFrame of a planned read; each task opens its own block or file."""
+    import dask.dataframe as dd
+
     if isinstance(plan, ParquetPlan):
         return _parquet_collection(plan, storage_options, dataframe_backend, planned_remotely)
     if not plan:  # no data blocks (e.g. an empty Matrix Market file)
-        return dd.from_pandas(_META, npartitions=1)
+        return dd.from_pandas(_meta(), npartitions=1)
     if any(block.layout.shape is not None for block in plan):
         return _counted_collection(plan)
-    return dd.from_map(parse_block, list(plan), meta=_META, label="read-edges",
+    return dd.from_map(parse_block, list(plan), meta=_meta(), label="read-edges",
                        enforce_metadata=False)
 
 
@@ -767,19 +824,21 @@ def _check_entry_count(name: str, nnz: int, rows: list[int]) -> None:
         raise InputError(f"declares {nnz} entries (nnz) but has {found}", name)
 
 
-def _after_check(frame: pd.DataFrame, check: None) -> pd.DataFrame:
-    """A block's frame, once its file's entry count is checked (the check is a dependency)."""
-    return frame
+def _after_check(part: Any, check: None) -> Any:
+    """A block's partition, once its file's entry count is checked (the check is a
+    dependency)."""
+    return part
 
 
-def _counted_collection(blocks: tuple[TextBlock, ...]) -> dd.DataFrame:
-    """``from_map(parse_block, blocks)`` with each Matrix Market file's entries counted against
-    its nnz, in the same graph, reading each block once: the block tasks parse, one check task
-    per file sums its blocks' row counts, and each partition of that file is its block passed
-    on once the check has run, so any compute of the collection raises a wrong count."""
-    token = tokenize(blocks)
+def checked_blocks(blocks: tuple[TextBlock, ...], parse: Any = parse_block) -> list[Any]:
+    """``parse`` of each block as a delayed partition (a frame, or with
+    :func:`parse_block_arrays` arrays), each Matrix Market file's entries counted against its
+    nnz in the same graph, reading each block once: the block tasks parse, one check task per
+    file sums its blocks' row counts, and each partition of that file is its block passed on
+    once the check has run, so any compute of a partition raises a wrong count."""
+    token = tokenize(blocks, parse)
     parsed = [
-        dask.delayed(parse_block)(block, dask_key_name=(f"read-edges-parse-{token}", k))
+        dask.delayed(parse)(block, dask_key_name=(f"read-edges-parse-{token}", k))
         for k, block in enumerate(blocks)
     ]
     parts = list(parsed)
@@ -797,4 +856,12 @@ def _counted_collection(blocks: tuple[TextBlock, ...]) -> dd.DataFrame:
             parts[k] = dask.delayed(_after_check)(
                 parsed[k], check, dask_key_name=(f"read-edges-checked-{token}", k)
             )
-    return dd.from_delayed(parts, meta=_META, verify_meta=False, prefix="read-edges")
+    return parts
+
+
+def _counted_collection(blocks: tuple[TextBlock, ...]) -> dd.DataFrame:
+    """The frame of :func:`checked_blocks`."""
+    import dask.dataframe as dd
+
+    return dd.from_delayed(checked_blocks(blocks), meta=_meta(), verify_meta=False,
+                           prefix="read-edges")

@@ -3,6 +3,8 @@
 Each edge becomes ``(min, max)``. The distinct ids of both columns, ascending, are the vertices
 (self-loop-only vertices included: they are part of the input), merged over partitions by a
 tree; ``searchsorted`` into them turns any id (``10**15`` works) into a dense id ``0 .. n-1``.
+Where the ids are few enough to index an array (:func:`dense_range`), a table of marks does
+both instead, in two passes over the ids and no sort or binary search.
 Self-loops close no triangle and are dropped; the remaining edges are packed into 64-bit keys
 ``(low << bits) | high`` and sent by a hash of the key to one receiving partition each, which
 makes them unique: duplicates and both directions of an edge meet there and merge.
@@ -10,13 +12,14 @@ makes them unique: duplicates and both directions of an edge meet there and merg
 
 from __future__ import annotations
 
-from typing import Any
-
-import dask.dataframe as dd
+from typing import TYPE_CHECKING, Any
 
 from dtri.errors import InputError
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_hash
-from dtri.kernels.dispatch import array_module, column_to_array
+from dtri.kernels.dispatch import array_module, column_to_array, sort_keys
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 def id_columns(frame: Any) -> tuple[Any, Any]:
@@ -36,11 +39,23 @@ def check_integer_columns(edges: dd.DataFrame) -> None:
             )
 
 
+DENSE_TABLE_PER_ID = 2
+"""Ids up to this many times the ids looked up (plus :data:`DENSE_TABLE_MIN`) are renamed
+through a table indexed by id: it costs no more memory than the ids themselves."""
+DENSE_TABLE_MIN = 1 << 16
+
+
+def dense_range(largest: int, ids: int) -> bool:
+    """Whether ids in ``[0, largest]`` are few enough, for ``ids`` of them to look up, to index
+    a table by id."""
+    return 0 <= largest < DENSE_TABLE_PER_ID * ids + DENSE_TABLE_MIN
+
+
 def sorted_unique(values: Any) -> Any:
     """Distinct values, ascending, by sort and adjacent compare (NumPy's hash-based ``unique``
     is several times slower on integer keys; CuPy's is the same sort)."""
     xp = array_module(values)
-    ordered = xp.sort(values)
+    ordered = sort_keys(values)
     if ordered.shape[0] < 2:
         return ordered
     keep = xp.empty(ordered.shape[0], dtype=bool)
@@ -52,7 +67,15 @@ def sorted_unique(values: Any) -> Any:
 def partition_vertices(frame: Any) -> Any:
     """Distinct vertex ids of one partition, ascending (int64); refuses negative ids."""
     src, dst = id_columns(frame)
-    vertices = sorted_unique(array_module(src).concatenate([src, dst]))
+    xp = array_module(src)
+    if src.shape[0] and int(xp.minimum(src.min(), dst.min())) >= 0:
+        largest = int(xp.maximum(src.max(), dst.max()))
+        if dense_range(largest, 2 * src.shape[0]):  # mark the ids present in a table
+            present = xp.zeros(largest + 1, dtype=bool)
+            present[src] = True
+            present[dst] = True
+            return xp.flatnonzero(present).astype(xp.int64, copy=False)
+    vertices = sorted_unique(xp.concatenate([src, dst]))
     if vertices.shape[0] and int(vertices[0]) < 0:
         raise InputError(f"negative vertex id {int(vertices[0])}: vertex ids must be >= 0")
     return vertices
@@ -76,10 +99,23 @@ def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
     src, dst = id_columns(frame)
     xp = array_module(vertices)
     n = vertex_count(vertices)
-    a, b = xp.searchsorted(vertices, src), xp.searchsorted(vertices, dst)
+    a, b = dense_ids(vertices, src, dst)
     simple = a != b
     low, high = xp.minimum(a[simple], b[simple]), xp.maximum(a[simple], b[simple])
     return split_by_hash(pack_edges(low, high, checked_key_bits(n)), parts)
+
+
+def dense_ids(vertices: Any, *ids: Any) -> list[Any]:
+    """The dense ids (positions in the ascending ``vertices``) of id arrays whose every id is
+    in ``vertices``: by a table indexed by id where :func:`dense_range` allows, else by
+    binary search."""
+    xp = array_module(vertices)
+    count = sum(int(i.shape[0]) for i in ids)
+    if not vertices.shape[0] or not dense_range(int(vertices[-1]), count):
+        return [xp.searchsorted(vertices, i) for i in ids]
+    table = xp.zeros(int(vertices[-1]) + 1, dtype=xp.int64)
+    table[vertices] = xp.arange(vertices.shape[0], dtype=xp.int64)
+    return [table[i] for i in ids]
 
 
 def unique_edge_keys(*pieces: Any) -> Any:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, unpack_keys
-from dtri.kernels.dispatch import array_module
+from dtri.kernels.dispatch import array_module, sort_keys
 
 PROFILE_POINTS = 1024
 """Evenly spaced rows whose adjacency lists bound the checkpoints of a wedge profile."""
@@ -70,8 +70,7 @@ def from_sorted(src: Any, dst: Any, low: int, high: int) -> CSR:
 def from_keys(keys: Any, vertices: int, low: int, high: int) -> CSR:
     """The CSR over ``[low, high)`` of oriented packed keys ``(src << bits) | dst``, any order
     (the sort of a receiving partition)."""
-    xp = array_module(keys)
-    keys = xp.sort(keys)
+    keys = sort_keys(keys)
     src, dst = unpack_keys(keys, checked_key_bits(vertices))
     del keys
     return from_sorted(src, dst, low, high)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from dask.sizeof import sizeof
 from dask.utils import Dispatch
 
@@ -33,6 +32,13 @@ to_host = Dispatch("to_host")
 is_device_object = Dispatch("is_device_object")
 """True for objects in GPU memory (CuPy arrays, cuDF frames and series), False otherwise."""
 
+sort_keys = Dispatch("sort_keys")
+"""Integer keys, ascending (a new array): NumPy's sort, or numba's radix sort for long arrays
+of non-negative keys (:func:`dtri.kernels.cpu.radix_sort`); CuPy's sort on the GPU."""
+
+RADIX_SORT_MIN = 1 << 16
+"""Shorter NumPy arrays are sorted by NumPy (no numba import for a small graph)."""
+
 series_from_arrays = Dispatch("series_from_arrays")
 """A Series of the library of ``values`` (NumPy → pandas, CuPy → cuDF): ``values`` indexed by
 ``index``, named ``name``, its index named ``index_name``."""
@@ -48,28 +54,50 @@ def _numpy_to_host(array: np.ndarray) -> np.ndarray:
     return array
 
 
+@sort_keys.register(np.ndarray)
+def _sort_numpy(keys: np.ndarray) -> np.ndarray:
+    if keys.shape[0] < RADIX_SORT_MIN or keys.dtype != np.int64:
+        return np.sort(keys)
+    from dtri.kernels.cpu import radix_sort
+
+    return radix_sort(keys)
+
+
 @is_device_object.register(object)
 def _not_on_device(value: Any) -> bool:
     return False
 
 
 @series_from_arrays.register(np.ndarray)
-def _pandas_series(values: np.ndarray, index: np.ndarray, name: str,
-                   index_name: str) -> pd.Series:
+def _pandas_series(values: np.ndarray, index: np.ndarray, name: str, index_name: str) -> Any:
+    import pandas as pd
+
     return pd.Series(values, index=pd.Index(index, name=index_name), name=name, copy=False)
 
 
-@column_to_array.register(pd.Series)
-def _pandas_column(series: pd.Series) -> np.ndarray:
-    return series.to_numpy()
+@column_to_array.register(np.ndarray)
+def _array_column(array: np.ndarray) -> np.ndarray:
+    return array
 
 
-@frame_from_arrays.register((pd.DataFrame, np.ndarray))
-def _pandas_frame(like: pd.DataFrame | np.ndarray, columns: dict[str, Any]) -> pd.DataFrame:
+@frame_from_arrays.register(np.ndarray)
+def _pandas_frame_of_arrays(like: np.ndarray, columns: dict[str, Any]) -> Any:
+    import pandas as pd
+
     return pd.DataFrame(columns)
 
 
+@column_to_array.register_lazy("pandas")
+@frame_from_arrays.register_lazy("pandas")
+def _register_pandas() -> None:
+    import pandas as pd
+
+    column_to_array.register(pd.Series, pd.Series.to_numpy)
+    frame_from_arrays.register(pd.DataFrame, lambda like, columns: pd.DataFrame(columns))
+
+
 @array_module.register_lazy("cupy")
+@sort_keys.register_lazy("cupy")
 @is_device_object.register_lazy("cupy")
 @is_device_object.register_lazy("cudf")
 @series_from_arrays.register_lazy("cupy")

@@ -19,8 +19,11 @@ from dtri.kernels.dispatch import (
     frame_from_arrays,
     is_device_object,
     series_from_arrays,
+    sort_keys,
     to_host,
 )
+
+sort_keys.register(cupy.ndarray, cupy.sort)
 
 
 @array_module.register(cupy.ndarray)

@@ -123,20 +123,45 @@ def vertex_credits(part: CSR, uv: Any, uw: Any, vertices: int) -> Any:
 
 # ---------------------------------------------------------------- the CPU kernel (numba)
 
+PARALLEL_MIN_EDGES = 1 << 14
+"""Partitions with fewer edges intersect on one thread: starting numba's threads costs more
+(``dtri.kernel-parallel-min-edges`` in ``dask.config`` changes it)."""
+
+
+def kernel_threads() -> int:
+    """Threads one CPU kernel may use (``dtri.kernel-threads`` in ``dask.config``: set by
+    in-process runs; 1 elsewhere, where tasks run side by side), at most numba's."""
+    import dask
+    import numba
+
+    return max(1, min(int(dask.config.get("dtri.kernel-threads", 1)),
+                      numba.config.NUMBA_NUM_THREADS))
+
+
 def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state: Any,
                      group_state: Any, peel: bool) -> int:
-    """:func:`intersect` on NumPy arrays, by the numba kernel (:mod:`dtri.kernels.cpu`)."""
-    from dtri.kernels.cpu import intersect_edges
+    """:func:`intersect` on NumPy arrays, by the numba kernel (:mod:`dtri.kernels.cpu`), on
+    several threads where the run allows it and no credit goes to the group (its counters
+    are shared between rows)."""
+    from dtri.kernels.cpu import intersect_edges, intersect_edges_parallel
 
     none8 = np.zeros(0, dtype=np.uint8)
     none32 = np.zeros(0, dtype=CREDIT_DTYPE)
     stateful = part_state is not None
     part_leaving = leaving_sources(part, part_state) if peel else none8
     group_leaving = leaving_sources(group, group_state) if peel else none8
+    states = (part_state if stateful else none8, group_state if stateful else none8,
+              part_leaving, group_leaving)
+    edge_credits = (uv if uv is not None else none32, uw if uw is not None else none32)
+    import dask
+
+    smallest = dask.config.get("dtri.kernel-parallel-min-edges", PARALLEL_MIN_EDGES)
+    threads = kernel_threads() if part.edges >= smallest and vw is None else 1
+    if threads > 1:
+        return int(intersect_edges_parallel(
+            threads, part.dst, part.offsets, group.dst, group.offsets, group.low, group.high,
+            uv is not None, stateful, peel, *states, *edge_credits))
     return int(intersect_edges(
-        part.dst, part.offsets, part.low, group.dst, group.offsets, group.low, group.high,
-        uv is not None, vw is not None, stateful, peel,
-        part_state if stateful else none8, group_state if stateful else none8,
-        part_leaving, group_leaving,
-        uv if uv is not None else none32, uw if uw is not None else none32,
+        part.dst, part.offsets, group.dst, group.offsets, group.low, group.high,
+        uv is not None, vw is not None, stateful, peel, *states, *edge_credits,
         vw if vw is not None else none32))

@@ -25,9 +25,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from operator import getitem
-from typing import Any
-
-import dask.dataframe as dd
+from typing import TYPE_CHECKING, Any
 
 from dtri.errors import DtriError
 from dtri.kernels.canonicalize import check_integer_columns
@@ -40,6 +38,7 @@ from dtri.prepared.inputs import (
     fitted_partitions,
     input_groups,
     read_inputs,
+    split_rows,
     vertex_fan_in,
 )
 from dtri.prepared.local import prepare_inputs
@@ -47,6 +46,9 @@ from dtri.runtime.session import Runtime
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 class ReleasedGraphError(DtriError):
@@ -214,9 +216,12 @@ class PreparedGraph:
                 f"backend={self.backend!r}, {state})")
 
 
-def prepare_graph(frame: dd.DataFrame, runtime: Runtime, options: Options) -> PreparedGraph:
+def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
+                  options: Options) -> PreparedGraph:
     """Read, canonicalize, rank, orient and sort ``frame`` (a Dask DataFrame with integer
-    ``src``, ``dst``) on the workers of ``runtime``, and summarise the sorted partitions.
+    ``src``, ``dst``, or an in-process run's delayed
+    :class:`~dtri.input.frames.EdgeArrays`) on the workers of ``runtime``, and summarise the
+    sorted partitions.
 
     The sorted partitions are ``options.npartitions`` if given, else fitted to the workers and
     the memory budget (:func:`dtri.prepared.inputs.fitted_partitions`). The input keeps its own
@@ -227,8 +232,10 @@ def prepare_graph(frame: dd.DataFrame, runtime: Runtime, options: Options) -> Pr
     tasks = Tasks(staging, runtime.addresses)
     task_budget = runtime.task_budget(options.memory_budget)
 
-    check_integer_columns(frame)
-    if staging.on_host:  # the input's partitions go to host memory as they are read
+    local = isinstance(frame, list)  # an in-process run's arrays, in host memory already
+    if not local:
+        check_integer_columns(frame)
+    if staging.on_host and not local:  # the input's partitions go to host memory as read
         # without their index (the host copy keeps the columns only), so without divisions: a
         # repartition by divisions below would slice every partition by index values that
         # its host copy no longer has (R-MAT 24 under a 2 GiB pool lost all partitions but
@@ -240,7 +247,8 @@ def prepare_graph(frame: dd.DataFrame, runtime: Runtime, options: Options) -> Pr
     parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
     if max(inputs.rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
         pieces = -(-sum(inputs.rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
-        inputs = read_inputs(inputs.frame.repartition(npartitions=pieces), runtime, tasks,
+        inputs = read_inputs(split_rows(inputs.partitions, pieces) if inputs.frame is None
+                             else inputs.frame.repartition(npartitions=pieces), runtime, tasks,
                              timer, task_budget)
     if parts == 1:  # the whole graph in one task: no exchange needed
         prepared = tasks.task("prepare", prepare_inputs, options.orientation,

@@ -5,19 +5,24 @@ input partitions taken together on the worker that holds them (:func:`input_grou
 group at most one task's budget. A persisted input (a frame already on the workers) is used as
 it is, its partitions taken as futures. The number of sorted partitions to make is fitted to
 the workers and the budget (:func:`fitted_partitions`).
+
+An in-process run gives delayed :class:`~dtri.input.frames.EdgeArrays` partitions instead of a
+Dask DataFrame (:func:`dtri.input.frames.local_input`); the read stage computes them, in this
+process, and they go on as they are.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import dask.dataframe as dd
-from dask.dataframe.dispatch import concat
-
+from dtri.input.frames import EdgeArrays
 from dtri.runtime.session import Runtime
 from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 BYTES_PER_EDGE_IN_FLIGHT = 16 * 8
 """Working memory per input edge in the preparation stages: an int64 pair, copied a few times
@@ -35,7 +40,8 @@ sort's scratch: about three times its inputs' size."""
 class Inputs(NamedTuple):
     """The input partitions as the preparation receives them."""
 
-    frame: dd.DataFrame
+    frame: dd.DataFrame | None
+    """``None`` for in-process array partitions."""
     partitions: list[Any]
     """Futures where there is a cluster (delayed objects otherwise), in partition order."""
     rows: list[int]
@@ -76,8 +82,26 @@ def partition_lengths(*frames: Any) -> list[int]:
 
 
 def concat_frames(*frames: Any) -> Any:
-    """Input partitions taken together (pandas or cuDF, by Dask's ``concat`` dispatch)."""
-    return frames[0] if len(frames) == 1 else concat(list(frames))
+    """Input partitions taken together (:class:`EdgeArrays`, or pandas or cuDF frames by
+    Dask's ``concat`` dispatch)."""
+    if len(frames) == 1:
+        return frames[0]
+    if isinstance(frames[0], EdgeArrays):
+        import numpy as np
+
+        return EdgeArrays(np.concatenate([f.src for f in frames]),
+                          np.concatenate([f.dst for f in frames]))
+    from dask.dataframe.dispatch import concat
+
+    return concat(list(frames))
+
+
+def split_rows(parts: list[EdgeArrays], pieces: int) -> list[EdgeArrays]:
+    """In-process partitions cut into about ``pieces`` of equal rows (views, no copy)."""
+    rows = sum(len(part) for part in parts)
+    step = max(1, -(-rows // max(pieces, 1)))
+    return [EdgeArrays(part.src[i: i + step], part.dst[i: i + step])
+            for part in parts for i in range(0, len(part), step)]
 
 
 def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list[list[int]]:
@@ -165,10 +189,14 @@ def input_rows(partitions: list[Any], holders: list[str | None], sizes: list[int
     return rows
 
 
-def read_inputs(edges: dd.DataFrame, runtime: Runtime, tasks: Tasks, timer: StageTimer,
-                task_budget: int) -> Inputs:
+def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
+                timer: StageTimer, task_budget: int) -> Inputs:
     """The ``read`` stage: ``edges`` persisted on the workers (unless it is already), and its
-    partitions (futures where there is a cluster) with their rows and holders."""
+    partitions (futures where there is a cluster) with their rows and holders; or, for an
+    in-process run's delayed :class:`EdgeArrays`, those computed here."""
+    if isinstance(edges, list):
+        parts = list(timer.compute("read", *edges))
+        return Inputs(None, parts, [len(part) for part in parts], [None] * len(parts))
     partitions = persisted_partitions(edges) if runtime.client is not None else None
     if partitions is None:
         # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer

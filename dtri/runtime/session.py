@@ -3,10 +3,15 @@
 * ``scheduler`` is a scheduler address (``tcp://host:8786``; ``DASK_SCHEDULER_ADDRESS`` is
   read when it is not given), ``scheduler_file``, or the name of a local Dask scheduler
   (``"threads"``, ``"synchronous"``) for runs without ``distributed``.
-* Otherwise an active ``distributed.Client`` is used, as Dask users expect, and failing that
-  an embedded local cluster is started for the run: ``dask_cuda.LocalCUDACluster`` (one worker
-  per visible GPU, ``CUDA_VISIBLE_DEVICES`` respected) for the GPU backend,
-  ``distributed.LocalCluster`` (one single-threaded worker process per core) for the CPU.
+* Otherwise an active ``distributed.Client`` is used, as Dask users expect.
+* Failing that, a CPU run whose input fits one task runs *in process*: Dask's synchronous
+  scheduler, no worker processes, and the compiled kernels spread over this process's cores
+  (``dtri.kernel-threads`` in ``dask.config``). Nothing is started, so a script needs no
+  ``if __name__ == "__main__":`` guard.
+* Otherwise an embedded local cluster is started for the run: ``dask_cuda.LocalCUDACluster``
+  (one worker per visible GPU, ``CUDA_VISIBLE_DEVICES`` respected) for the GPU backend,
+  ``distributed.LocalCluster`` (one single-threaded worker process per core) for the CPU, as
+  when ``workers`` is given.
 * :class:`MemoryCaps` shape the memory of a cluster started here: a host memory limit above
   which workers spill stored results to disk, and on GPU workers a device memory limit above
   which dask-cuda moves them to host memory and an RMM pool that caps the GPU memory dtri uses.
@@ -20,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -35,6 +41,10 @@ from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
+KERNEL_THREADS = "dtri.kernel-threads"
+"""``dask.config`` key: threads a compiled CPU kernel may use within one task (default 1).
+Runs on the synchronous scheduler set it to this process's cores: one task runs at a time,
+so the kernel has them all; elsewhere tasks run side by side, one per worker thread."""
 RMM_ALIGNMENT = 256
 """RMM pools are sized in multiples of 256 bytes; a pool size is rounded down to one."""
 DEFAULT_RMM_POOL = 0.5
@@ -226,7 +236,10 @@ def resolve_backend(requested: str, input_on_gpu: bool) -> str:
 
 
 def active_client() -> Any:
-    """The active ``distributed.Client`` (as Dask would use it), or ``None``."""
+    """The active ``distributed.Client`` (as Dask would use it), or ``None``. There is none
+    while ``distributed`` has not been imported, so it is not imported to find out."""
+    if "distributed" not in sys.modules:
+        return None
     try:
         from distributed import default_client
 
@@ -263,9 +276,47 @@ def resolve_protocol(requested: str, backend: str, workers: int | None) -> str:
     return "ucx" if backend == "gpu" and several and ucx_available() else "tcp"
 
 
+def unguarded_script_line() -> int | None:
+    """The line of the running script that called dtri from its top level outside an
+    ``if __name__ == "__main__":`` block, if that is how dtri was called (else ``None``).
+    Worker processes that a local cluster spawns import the script again, and would run
+    that line again: Dask fails with "Nanny failed to start"."""
+    import ast
+    import inspect
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not path or not os.path.isfile(path):
+        return None  # an interactive session, python -c, or a notebook
+    frame = inspect.currentframe()
+    while frame is not None and not (frame.f_globals is vars(main)
+                                     and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = frame.f_lineno
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for statement in tree.body:
+        if statement.lineno <= line <= (statement.end_lineno or statement.lineno):
+            guarded = isinstance(statement, ast.If) and "__main__" in ast.unparse(statement.test)
+            return None if guarded else line
+    return None
+
+
 def _start_local_cluster(backend: str, workers: int | None, protocol: str,
                          caps: MemoryCaps | None = None) -> Any:
     """A local cluster for one run; ``caps`` must have been through :func:`resolve_caps`."""
+    if (line := unguarded_script_line()) is not None:
+        script = os.path.basename(sys.modules["__main__"].__file__)
+        raise ConfigurationError(
+            f"{script}:{line} starts a local Dask cluster, whose worker processes import "
+            f"{script} again: put the code that calls dtri under "
+            'if __name__ == "__main__":, or give scheduler="synchronous" to run in this '
+            "process")
     protocol = resolve_protocol(protocol, backend, workers)
     caps = caps or MemoryCaps()
     memory: dict[str, Any] = {}
@@ -368,10 +419,37 @@ def _refuse_caps_for(caps: MemoryCaps, where: str) -> None:
             "--rmm-pool-size)")
 
 
+def _local_scheduler(name: str) -> Any:
+    """The function of a local Dask scheduler, by name."""
+    if name == "threads":
+        from dask.threaded import get
+
+        return get
+    from dask.local import get_sync
+
+    return get_sync
+
+
+def in_process_budget() -> int:
+    """Bytes one task of an in-process run may plan for: a quarter of this machine's memory,
+    as for a worker (:meth:`Runtime.task_budget`)."""
+    return int(psutil.virtual_memory().total * DEFAULT_BUDGET_FRACTION)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 @contextmanager
-def open_runtime(options: Options, input_on_gpu: bool = False) -> Iterator[Runtime]:
+def open_runtime(options: Options, input_on_gpu: bool = False,
+                 input_fits: bool = True) -> Iterator[Runtime]:
     """Connect to (or start) the Dask scheduler that ``options`` name; close what was started
-    here when the block ends.
+    here when the block ends. Where they name none, a CPU run whose input fits one task
+    (``input_fits``) runs in process (module docstring).
 
     The backend is ``options.backend`` (``auto``: the GPU when the input is on it or a GPU is
     usable). ``options.protocol`` and the memory caps apply to a cluster started here (a
@@ -384,7 +462,12 @@ def open_runtime(options: Options, input_on_gpu: bool = False) -> Iterator[Runti
     backend = resolve_backend(options.backend, input_on_gpu)
     caps = memory_caps(options.memory_limit, options.device_memory_limit,
                        options.rmm_pool_size, options.spill_directory)
-    with _opened(backend, options.scheduler, options.scheduler_file, options.workers,
+    scheduler = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if (scheduler is None and options.scheduler_file is None and options.workers is None
+            and backend == "cpu" and input_fits and not caps.given()
+            and active_client() is None):
+        scheduler = "synchronous"
+    with _opened(backend, scheduler, options.scheduler_file, options.workers,
                  options.protocol, caps, options.memory_budget) as runtime:
         runtime = replace(runtime, staging=resolve_staging(options.staging, backend,
                                                            runtime.capped))
@@ -453,8 +536,11 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             # p2p needs distributed workers, and on cuDF it is far slower than the task shuffle.
             stack.enter_context(dask.config.set({"dataframe.shuffle.method": "tasks"}))
         if address in LOCAL_SCHEDULERS:
-            stack.enter_context(dask.config.set(scheduler=address))
-            threads = 1 if address != "threads" else (os.cpu_count() or 1)
+            # the scheduler function itself: Dask would import distributed to look a name up
+            stack.enter_context(dask.config.set(scheduler=_local_scheduler(address)))
+            if address != "threads":  # one task at a time: its kernels take every core
+                stack.enter_context(dask.config.set({KERNEL_THREADS: usable_cores()}))
+            threads = 1 if address != "threads" else usable_cores()
             memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
             yield Runtime(backend, None, 1, threads, memory)
             return

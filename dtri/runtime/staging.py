@@ -34,6 +34,7 @@ a machine with no GPU.
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -42,7 +43,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from dtri.options import STAGINGS
 
@@ -166,7 +166,8 @@ def to_device(value: Any) -> Any:
     worker's :class:`DeviceCache`."""
     if isinstance(value, np.ndarray):
         return worker_state().cache.get(value)
-    if isinstance(value, pd.DataFrame):
+    pandas = sys.modules.get("pandas")  # a pandas frame needs pandas imported already
+    if pandas is not None and isinstance(value, pandas.DataFrame):
         from dtri.runtime.gpu import device_frame
 
         return device_frame(value)

@@ -36,6 +36,18 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="module", autouse=True, params=["numpy", "pandas"])
+def fast_parser(request: pytest.FixtureRequest):
+    """Every reading test with small blocks parsed by NumPy's parser (the default) and by
+    pandas' (the default for large blocks): both must read the same, and leave every bad
+    line to the exact parser."""
+    import dask
+
+    limit = None if request.param == "numpy" else -1
+    with dask.config.set({"dtri.read.numpy-parser-max-bytes": limit} if limit else {}):
+        yield request.param
+
+
 def frame(edges: list[tuple[int, int]]) -> pd.DataFrame:
     ids = np.array(edges, dtype=np.int64).reshape(-1, 2)
     return pd.DataFrame({"src": ids[:, 0], "dst": ids[:, 1]})

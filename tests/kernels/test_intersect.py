@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import dask
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,6 +19,16 @@ from dtri.kernels.intersect import (
     intersect,
     vertex_credits,
 )
+
+
+@pytest.fixture(scope="module", autouse=True, params=[1, 2], ids=["1-thread", "2-threads"])
+def kernel_threads(request: pytest.FixtureRequest):
+    """Every test on the serial CPU kernel and on the parallel one (2 threads, however small
+    the graph), which must find and credit exactly the same."""
+    with dask.config.set({"dtri.kernel-threads": request.param,
+                          "dtri.kernel-parallel-min-edges": 0}):
+        yield request.param
+
 
 N = 24
 edge_sets = st.sets(st.tuples(st.integers(0, N - 1), st.integers(0, N - 1))
@@ -131,3 +142,21 @@ def test_states_come_in_pairs():
         intersect(graph, graph, part_state=np.ones(3, np.uint8))
     with pytest.raises(ValueError, match="states"):
         intersect(graph, graph, peel=True)
+
+
+@pytest.mark.parametrize("leaves", [3, 40, 300])
+@pytest.mark.parametrize("every", [1, 3, 10, 50])
+def test_lists_far_apart_in_length_are_searched_and_close_ones_merged(leaves, every):
+    # u's list holds v and many leaves, v's list every so many of them: the walk gallops
+    # through the long list where it is GALLOP_RATIO times longer, merges the two otherwise
+    u, v = 0, 1
+    pairs = {(u, v), *((u, 2 + k) for k in range(leaves)),
+             *((v, 2 + k) for k in range(0, leaves, every))}
+    n = leaves + 2
+    ordered = sorted(pairs)
+    graph = from_sorted(np.array([a for a, _ in ordered]), np.array([b for _, b in ordered]),
+                        0, n)
+    result = intersect(graph, graph, credits=True)
+    shared = len(range(0, leaves, every))
+    assert result.triangles == shared
+    assert int(result.uv[position(graph, u, v)]) == shared

@@ -122,3 +122,40 @@ def test_fused_intersection_counts_triangles_bin_by_bin(pairs, nbins):
         found += intersect(whole, rows_of(whole, low, min(low + width, 31))).triangles
     graph = nx.Graph(list(pairs))
     assert found == sum(nx.triangles(graph).values()) // 3
+
+
+@given(st.lists(st.integers(-(2**62), 2**62), max_size=300), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_radix_sort_orders_like_numpy(values, non_negative):
+    from dtri.kernels.cpu import radix_sort
+
+    keys = np.array([abs(v) if non_negative else v for v in values], dtype=np.int64)
+    assert radix_sort(keys).tolist() == sorted(keys.tolist())
+
+
+def test_sort_keys_of_long_arrays_use_the_radix_sort_and_match_numpy():
+    from dtri.kernels.dispatch import RADIX_SORT_MIN, sort_keys
+
+    rng = np.random.default_rng(3)
+    for top in (7, 2**20, 2**40, 2**62):
+        keys = rng.integers(0, top, RADIX_SORT_MIN * 3, dtype=np.int64)
+        ordered = sort_keys(keys)
+        assert np.array_equal(ordered, np.sort(keys)) and not np.shares_memory(ordered, keys)
+
+
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), min_size=1, max_size=80),
+       st.sampled_from([0, 10**6, 10**15]))
+@settings(max_examples=100, deadline=None)
+def test_vertex_ids_by_table_or_by_search_are_the_same(pairs, offset):
+    # ids close together go through a table indexed by id, ids far apart through a sort
+    # and binary search: either way the ascending distinct ids and their positions
+    from dtri.input.frames import EdgeArrays
+    from dtri.kernels.canonicalize import dense_ids, partition_vertices
+
+    src = np.array([u * (offset or 1) + u for u, _ in pairs], dtype=np.int64)
+    dst = np.array([v * (offset or 1) + v for _, v in pairs], dtype=np.int64)
+    vertices = partition_vertices(EdgeArrays(src, dst))
+    assert vertices.tolist() == sorted(set(src.tolist()) | set(dst.tolist()))
+    a, b = dense_ids(vertices, src, dst)
+    assert a.tolist() == np.searchsorted(vertices, src).tolist()
+    assert b.tolist() == np.searchsorted(vertices, dst).tolist()
