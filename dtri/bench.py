@@ -33,7 +33,8 @@ import dask
 import numpy as np
 
 from dtri.errors import DtriError
-from dtri.input.generate import from_spec, is_spec
+from dtri.input.generate import generated as generated_graph
+from dtri.input.generate import is_spec
 from dtri.kernels.dispatch import array_module, column_to_array, to_host
 from dtri.options import Options
 from dtri.runtime.memory import measured_memory
@@ -41,7 +42,8 @@ from dtri.runtime.memory import measured_memory
 NETWORKX_MAX_EDGES = 2_000_000
 """Larger graphs skip NetworkX, which would take minutes and gigabytes of Python objects."""
 
-AUTO_PEERS = {"gpu": ("pylibcugraph",), "cpu": ("networkit", "networkx")}
+AUTO_PEERS = {"gpu": ("pylibcugraph",),
+              "cpu": ("networkit", "graphblas", "igraph", "networkx")}
 
 
 class BenchDisagreement(DtriError):
@@ -139,6 +141,51 @@ def _networkit_run(payload: Any) -> int:
     return int(sum(score.scores())) // 3  # every triangle is on three edges
 
 
+IGRAPH_MAX_EDGES = 2_000_000
+"""Larger graphs skip igraph, whose ``list_triangles`` makes a Python tuple per triangle
+(about 3 GB for the 15.6 million triangles of rmat:16)."""
+
+
+def _igraph_prepare(edges: CanonicalEdges) -> Any:
+    if edges.edges > IGRAPH_MAX_EDGES:
+        raise PeerSkipped("too large for igraph")
+    try:
+        import igraph
+    except ImportError:
+        raise PeerSkipped("not installed") from None
+    src, dst = edges.host()
+    # an (m, 2) int64 array: igraph's Graph takes it as a buffer, with no Python object per edge
+    return igraph, edges.vertices, np.column_stack((src, dst))
+
+
+def _igraph_run(payload: Any) -> int:
+    igraph, vertices, pairs = payload
+    graph = igraph.Graph(n=vertices, edges=pairs)  # undirected
+    # igraph's one exact count of all triangles: its listing (per-vertex counts are floats)
+    return len(graph.list_triangles())
+
+
+def _graphblas_prepare(edges: CanonicalEdges) -> Any:
+    try:
+        import graphblas
+    except ImportError:
+        raise PeerSkipped("not installed") from None
+    src, dst = edges.host()
+    # the symmetric adjacency matrix lists each undirected edge in both directions
+    return graphblas, edges.vertices, np.concatenate([src, dst]), np.concatenate([dst, src])
+
+
+def _graphblas_run(payload: Any) -> int:
+    graphblas, vertices, rows, columns = payload
+    adjacency = graphblas.Matrix.from_coo(rows, columns, True, dtype=bool, nrows=vertices,
+                                          ncols=vertices)
+    lower = graphblas.select.tril(adjacency, -1).new()
+    # C<L> = L plus.pair L: C[i, j] = common neighbours k < j of each edge i > j, in int64
+    plus_pair = graphblas.semiring.plus_pair[graphblas.dtypes.INT64]
+    common = plus_pair(lower @ lower).new(mask=lower.S)
+    return common.reduce_scalar(allow_empty=False).new().value  # 0 (not None) if none
+
+
 def _pylibcugraph_prepare(edges: CanonicalEdges) -> Any:
     try:
         import cudf  # noqa: F401  (cuDF first: it loads the CUDA libraries pylibcugraph expects)
@@ -178,6 +225,10 @@ PEERS: dict[str, Peer] = {
                          _pylibcugraph_prepare, _pylibcugraph_run),
     "networkit": Peer("networkit", "networkit Graph.addEdges + TriangleEdgeScore",
                       _networkit_prepare, _networkit_run),
+    "graphblas": Peer("graphblas", "python-graphblas Matrix.from_coo + tril, "
+                      "C<L> = L plus.pair L, reduce_scalar", _graphblas_prepare, _graphblas_run),
+    "igraph": Peer("igraph", "igraph Graph(edges=array) + len(list_triangles())",
+                   _igraph_prepare, _igraph_run),
     "networkx": Peer("networkx", "networkx Graph.add_edges_from + triangles",
                      _networkx_prepare, _networkx_run),
 }
@@ -255,6 +306,19 @@ def _materialize(frame: Any, runtime: Any) -> Any:
     return persisted
 
 
+def input_array(edges: Any) -> np.ndarray:
+    """The edges of a path or generated graph as an ``(m, 2)`` int64 NumPy array, as an
+    in-process run reads them (:func:`dtri.input.frames.local_input`)."""
+    from dtri.input.frames import as_edge_frame, local_input
+
+    local = local_input(edges, Options())
+    if local is None:  # Parquet
+        return as_edge_frame(edges, "cpu").compute()[["src", "dst"]].to_numpy(np.int64)
+    parts = dask.compute(*local.parts, scheduler="sync")
+    return np.column_stack([np.concatenate([p.src for p in parts]),
+                            np.concatenate([p.dst for p in parts])])
+
+
 def bench_graph(graph: str, session: Any, repeat: int, seed: int,
                 peers: list[str]) -> dict[str, Any]:
     """One benchmark record (see the module docstring); runs in an open session."""
@@ -266,9 +330,7 @@ def bench_graph(graph: str, session: Any, repeat: int, seed: int,
     generated = is_spec(graph)
 
     def source() -> Any:
-        if generated:
-            return from_spec(graph, seed=seed, backend=backend)
-        return graph
+        return generated_graph(graph, seed=seed) if generated else graph
 
     def counted(edges: Any) -> Any:
         with prepare(edges, session=session) as prepared:
@@ -291,10 +353,18 @@ def bench_graph(graph: str, session: Any, repeat: int, seed: int,
         return best_result, best, best_memory
 
     result, end_to_end, memory = best_count(source)
-    persisted = _materialize(as_edge_frame(source(), backend), runtime)
+    if runtime.client is None and backend == "cpu":  # in process: an (m, 2) NumPy array
+        persisted = input_array(source())
+    else:
+        persisted = _materialize(as_edge_frame(source(), backend), runtime)
     in_memory_result, in_memory, in_memory_memory = best_count(lambda: persisted)
     utilisation = worker_utilisation(runtime, lambda: counted(persisted))
-    table = persisted.compute() if peers else None
+    if not peers:
+        table = None
+    elif isinstance(persisted, np.ndarray):
+        table = {"src": persisted[:, 0], "dst": persisted[:, 1]}
+    else:
+        table = persisted.compute()
     persisted = None  # release the workers' copy before the peers run
     if in_memory_result.triangles != result.triangles:
         raise BenchDisagreement(f"{graph}: dtri counted {result.triangles} triangles from the "

@@ -348,9 +348,9 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
               help="Runs of dtri and of each peer; the best time is reported.")
 @click.option("--peers", default="auto", show_default=True,
-              help="Other counters to compare with: auto (pylibcugraph on gpu; networkit and "
-                   "networkx on cpu), none, or a comma-separated list of pylibcugraph, "
-                   "networkit, networkx.")
+              help="Other counters to compare with: auto (pylibcugraph on gpu; networkit, "
+                   "graphblas, igraph and networkx on cpu), none, or a comma-separated list of "
+                   "pylibcugraph, networkit, graphblas, igraph, networkx.")
 @click.option("--output", type=click.Path(dir_okay=False),
               help="Also append each JSON line to this file.")
 @cli_options("cluster", "memory")
