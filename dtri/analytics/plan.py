@@ -46,12 +46,19 @@ from dtri.kernels.bins import (
     choose_bin_count,
 )
 from dtri.kernels.csr import PartitionSummary
+from dtri.kernels.dispatch import compiled_kernels_loaded
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 1 << 20
 """With ``join="auto"``, partitions with more wedges than this use the fused join."""
+CPU_INTERSECT_MIN_WEDGES = 1 << 22
+"""The same on the CPU while numba's compiled kernels are not loaded in this process: loading
+them (importing numba, reading the cached kernel, starting its threads) takes about 0.5-0.7 s
+on this project's 2-core machine, what the NumPy wedges join takes for about 4 M wedges
+(facebook_combined's 1.9 M wedges: 0.13 s; examples/benchmarks/cpu-cold-2core.jsonl). Once
+loaded, the CPU threshold is :data:`INTERSECT_MIN_WEDGES`."""
 
 BYTES_PER_EDGE = 16
 """An edge of a sorted partition: ``src``, ``dst`` as int64."""
@@ -76,7 +83,10 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")
     if join != "auto":
         return join
-    return "intersect" if summary.wedges > INTERSECT_MIN_WEDGES else "wedges"
+    least = INTERSECT_MIN_WEDGES
+    if backend == "cpu" and not compiled_kernels_loaded():
+        least = CPU_INTERSECT_MIN_WEDGES
+    return "intersect" if summary.wedges > least else "wedges"
 
 
 def batch_bytes(rows: int, wedges: int) -> int:

@@ -10,6 +10,7 @@ module (and every test) imports without a GPU.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,16 @@ sort_keys = Dispatch("sort_keys")
 of non-negative keys (:func:`dtri.kernels.cpu.radix_sort`); CuPy's sort on the GPU."""
 
 RADIX_SORT_MIN = 1 << 16
-"""Shorter NumPy arrays are sorted by NumPy (no numba import for a small graph)."""
+"""Shorter NumPy arrays are sorted by NumPy."""
+RADIX_SORT_MIN_UNLOADED = 1 << 22
+"""The same while numba's compiled kernels are not loaded in this process: loading them takes
+longer than NumPy's sort of fewer keys (a small graph's count imports no numba)."""
+
+
+def compiled_kernels_loaded() -> bool:
+    """Whether this process has loaded numba's compiled CPU kernels (:mod:`dtri.kernels.cpu`)
+    already: their start-up is then paid, and they are worth using on small inputs too."""
+    return "dtri.kernels.cpu" in sys.modules
 
 series_from_arrays = Dispatch("series_from_arrays")
 """A Series of the library of ``values`` (NumPy → pandas, CuPy → cuDF): ``values`` indexed by
@@ -56,7 +66,8 @@ def _numpy_to_host(array: np.ndarray) -> np.ndarray:
 
 @sort_keys.register(np.ndarray)
 def _sort_numpy(keys: np.ndarray) -> np.ndarray:
-    if keys.shape[0] < RADIX_SORT_MIN or keys.dtype != np.int64:
+    least = RADIX_SORT_MIN if compiled_kernels_loaded() else RADIX_SORT_MIN_UNLOADED
+    if keys.shape[0] < least or keys.dtype != np.int64:
         return np.sort(keys)
     from dtri.kernels.cpu import radix_sort
 

@@ -316,16 +316,28 @@ def test_one_worker_moves_nothing_and_more_workers_move_bytes():
     assert spread.estimates["join"].moved_bytes >= 8 * spread.wedges
 
 
-def test_the_join_choice():
-    from dtri.analytics.plan import INTERSECT_MIN_WEDGES, JOINS, choose_join
+def test_the_join_choice(monkeypatch):
+    from dtri.analytics.plan import (
+        CPU_INTERSECT_MIN_WEDGES,
+        INTERSECT_MIN_WEDGES,
+        JOINS,
+        choose_join,
+    )
 
     assert JOINS == ("auto", "wedges", "intersect") and INTERSECT_MIN_WEDGES == 1 << 20
     summary = partition_summary(pd.DataFrame({"src": [0, 0, 0], "dst": [1, 2, 3]}))
+    monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: True)
     for backend in ("cpu", "gpu"):  # a small graph counts at once, without the fused join
         assert choose_join("auto", backend, summary) == "wedges"
         many = summary._replace(wedges=INTERSECT_MIN_WEDGES + 1)
         assert choose_join("auto", backend, many) == "intersect"
         assert choose_join("wedges", backend, many) == "wedges"
+    # until numba's kernels are loaded, the CPU keeps the NumPy join for longer
+    monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: False)
+    assert choose_join("auto", "cpu", many) == "wedges"
+    assert choose_join("auto", "gpu", many) == "intersect"
+    more = summary._replace(wedges=CPU_INTERSECT_MIN_WEDGES + 1)
+    assert choose_join("auto", "cpu", more) == "intersect"
     with pytest.raises(ValueError, match="join"):
         plan_of(GRAPHS["K12"], join="hash")
 
