@@ -310,13 +310,13 @@ def input_array(edges: Any) -> np.ndarray:
     """The edges of a path or generated graph as an ``(m, 2)`` int64 NumPy array, as an
     in-process run reads them (:func:`dtri.input.frames.local_input`)."""
     from dtri.input.frames import as_edge_frame, local_input
+    from dtri.prepared.inputs import concat_frames
 
     local = local_input(edges, Options())
     if local is None:  # Parquet
         return as_edge_frame(edges, "cpu").compute()[["src", "dst"]].to_numpy(np.int64)
-    parts = dask.compute(*local.parts, scheduler="sync")
-    return np.column_stack([np.concatenate([p.src for p in parts]),
-                            np.concatenate([p.dst for p in parts])])
+    whole = concat_frames(*dask.compute(*local.parts, scheduler="sync"))
+    return np.column_stack([whole.src, whole.dst])
 
 
 def bench_graph(graph: str, session: Any, repeat: int, seed: int,

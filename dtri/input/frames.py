@@ -78,9 +78,13 @@ def input_on_gpu(edges: Any) -> bool:
     return is_device_object(edges)
 
 
-def _array_parts(edges: np.ndarray) -> list[EdgeArrays]:
+def _check_edge_array(edges: Any) -> None:
     if edges.ndim != 2 or edges.shape[1] != 2:
         raise InputError(f"an edge array must have shape (m, 2), got {edges.shape}")
+
+
+def _array_parts(edges: np.ndarray) -> list[EdgeArrays]:
+    _check_edge_array(edges)
     if edges.dtype.kind not in "iu":
         raise InputError(f"an edge array has dtype {edges.dtype}; vertex ids must be integers")
     return [EdgeArrays(edges[:, 0], edges[:, 1])]
@@ -159,8 +163,7 @@ def _select_columns(frame: Any, columns: tuple[Any, Any] | None) -> Any:
 
 
 def _array_frame(edges: Any) -> Any:
-    if edges.ndim != 2 or edges.shape[1] != 2:
-        raise InputError(f"an edge array must have shape (m, 2), got {edges.shape}")
+    _check_edge_array(edges)
     if is_device_object(edges):
         import cudf
 
