@@ -36,9 +36,12 @@ def top_rows(frame: Any, column: str, top: int, ties: tuple[str, ...]) -> list[d
     Python values."""
     if top == 0:
         return []
-    picked = frame.nlargest(top, column).compute()
+    order, ascending = [column, *ties], [False, *([True] * len(ties))]
+    # each partition's first rows in that order, then theirs: exact, ties included
+    picked = frame.map_partitions(lambda part: part.sort_values(order, ascending=ascending)
+                                  .head(top)).compute()
     picked = picked.to_pandas() if hasattr(picked, "to_pandas") else picked
-    picked = picked.sort_values([column, *ties], ascending=[False, *([True] * len(ties))])
+    picked = picked.sort_values(order, ascending=ascending).head(top)
     return [{name: value.item() if hasattr(value, "item") else value
              for name, value in row.items()} for row in picked.to_dict("records")]
 
@@ -104,4 +107,26 @@ def truss_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
                "edges_per_truss": per_level,
                "top": top_rows(frame, "truss", top, ("u", "v"))}
     summary["output"] = write_parquet(frame, out)
+    return summary
+
+
+def graphlets_summary(graph: Any, out: str | None, top: int, orbits: str,
+                      kind: str) -> dict[str, Any]:
+    """``dtri graphlets``: the graph's copies of each graphlet (from the orbit sums), the
+    vertices in most 4-cliques (triangles for σ0-σ4), the output."""
+    from dtri.kernels.graphlets import BASIC_ORBITS, COLUMNS, GRAPHLETS
+
+    frame = graph.graphlets(orbits=orbits, kind=kind)
+    sums = frame.sum().compute()
+    sums = sums.to_pandas() if hasattr(sums, "to_pandas") else sums
+    shown = len(frame.columns)
+    copies = {name: int(sums[COLUMNS[orbit]]) // per_copy
+              for name, orbit, per_copy in GRAPHLETS if orbit < shown}
+    ranked = "sigma15" if shown > BASIC_ORBITS else "sigma4"
+    listed = ["vertex", "sigma1", "sigma4", "sigma12", "sigma15"] if shown > BASIC_ORBITS \
+        else ["vertex", *COLUMNS[1:BASIC_ORBITS]]
+    summary = {"vertices": present_vertices(graph), "edges": graph.edges, "orbits": orbits,
+               "kind": kind, "graphlets": copies,
+               "top": top_rows(frame.reset_index()[listed], ranked, top, ("vertex",))}
+    summary["output"] = write_parquet(frame.reset_index(), out)
     return summary

@@ -117,3 +117,84 @@ def check_analytics(edges: np.ndarray, ks: tuple[int, ...] | None = None, **opti
             assert edges_k == {e for e, t in truss.items() if t >= k}, k
             if ks is None and not edges_k:
                 break
+
+
+# ------------------------------------------------------------------- graphlets (brute force)
+
+def graphlet_orbit(edges: set[frozenset], vertices: tuple, v: object) -> int | None:
+    """The orbit (σ0 … σ15, FGLT's dictionary) of ``v`` in the graph of ``edges`` spanning
+    ``vertices``, or ``None`` when that graph is not connected."""
+    adjacent = {x: {y for e in edges if x in e for y in e if y != x} for x in vertices}
+    reached, frontier = {v}, [v]
+    while frontier:
+        x = frontier.pop()
+        for y in adjacent[x] - reached:
+            reached.add(y)
+            frontier.append(y)
+    if len(reached) != len(vertices):
+        return None
+    degree = {x: len(adjacent[x]) for x in vertices}
+    mine, size, count = degree[v], len(vertices), len(edges)
+    if size <= 2:
+        return size - 1
+    if size == 3:
+        return 4 if count == 3 else (2 if mine == 1 else 3)
+    if count == 3:
+        if max(degree.values()) == 3:  # claw
+            return 8 if mine == 3 else 7
+        return 5 if mine == 1 else 6  # path
+    if count == 4:
+        if max(degree.values()) == 2:
+            return 12  # cycle
+        return {1: 9, 2: 10, 3: 11}[mine]  # paw
+    if count == 5:
+        return 13 if mine == 2 else 14  # diamond
+    return 15
+
+
+def brute_force_orbits(graph: nx.Graph) -> tuple[dict, dict]:
+    """Net and raw orbit frequencies of every node, by enumeration: net counts the connected
+    induced subgraphs on 1 to 4 nodes by the orbit of the node in them; raw counts every
+    connected spanning subgraph of those node sets (subgraphs that need not be induced)."""
+    import itertools
+
+    net = {v: [0] * 16 for v in graph}
+    raw = {v: [0] * 16 for v in graph}
+    nodes = list(graph)
+    for v in nodes:
+        net[v][0] = raw[v][0] = 1
+    for size in (2, 3, 4):
+        for chosen in itertools.combinations(nodes, size):
+            induced = {frozenset(e) for e in graph.subgraph(chosen).edges}
+            for v in chosen:
+                orbit = graphlet_orbit(induced, chosen, v)
+                if orbit is not None:
+                    net[v][orbit] += 1
+            for k in range(size - 1, len(induced) + 1):
+                for subset in itertools.combinations(induced, k):
+                    kept = set(subset)
+                    for v in chosen:
+                        orbit = graphlet_orbit(kept, chosen, v)
+                        if orbit is not None:
+                            raw[v][orbit] += 1
+    return net, raw
+
+
+def check_graphlets(edges: np.ndarray, orbits: str = "all", **options) -> None:
+    """Net and raw graphlet degrees of a graph prepared from ``edges`` against enumeration
+    (:func:`brute_force_orbits`), and σ4 against NetworkX's triangles."""
+    import dtri
+
+    graph = networkx_graph(edges)
+    net, raw = brute_force_orbits(graph)
+    columns = 16 if orbits == "all" else 5
+    with dtri.prepare(edges, **options) as prepared:
+        for kind, expected in (("net", net), ("raw", raw)):
+            found = host(prepared.graphlets(orbits=orbits, kind=kind).compute())
+            assert found.index.name == "vertex"
+            assert list(found.columns) == [f"sigma{i}" for i in range(columns)]
+            assert all(str(t) == "int64" for t in found.dtypes)
+            assert sorted(found.index.tolist()) == sorted(graph), kind
+            for v, row in zip(found.index.tolist(), found.to_numpy().tolist(), strict=True):
+                assert row == expected[v][:columns], (kind, v, row, expected[v])
+        assert found.sigma4.to_dict() == nx.triangles(graph)

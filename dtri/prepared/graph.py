@@ -187,6 +187,14 @@ class PreparedGraph:
 
         return truss_numbers(self)
 
+    def graphlets(self, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
+        """Graphlet degrees: the orbit frequencies σ0 … σ15 of the Fast Graphlet Transform
+        (``orbits="sigma0-4"``: σ0 … σ4) of each vertex, ``net`` (induced subgraphs) or
+        ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …"""
+        from dtri.analytics.graphlets import graphlets
+
+        return graphlets(self, orbits, kind)
+
     # ----------------------------------------------------------------- life cycle
 
     def release(self) -> None:

@@ -189,6 +189,35 @@ def test_clustering_transitivity_support_truss_commands(tmp_path):
     assert numbers["max_truss"] == 5 and sum(numbers["edges_per_truss"].values()) == 78
 
 
+def test_graphlets_command_summary_json_parquet_and_plan(tmp_path):
+    import pandas as pd
+
+    from tests.oracles import brute_force_orbits
+
+    out = tmp_path / "g"
+    result = CliRunner().invoke(main, ["graphlets", KARATE, *LOCAL, "--json", "--top", "2",
+                                       "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["graphlets"]["triangles"] == 45 and report["graphlets"]["edges"] == 78
+    assert report["graphlets"]["4-cliques"] == 11
+    assert [row["vertex"] for row in report["top"]] == [0, 1]  # most 4-cliques, ties by id
+    written = pd.read_parquet(out).set_index("vertex")
+    net, _ = brute_force_orbits(karate_graph())
+    assert {v: row.tolist() for v, row in written.iterrows()} == net
+    raw = json.loads(CliRunner().invoke(main, ["graphlets", KARATE, *LOCAL, "--json",
+                                               "--orbits", "sigma0-4", "--kind", "raw"]).output)
+    assert raw["graphlets"] == {"edges": 78, "2-paths": 528, "triangles": 45}
+    plan = CliRunner().invoke(main, ["graphlets", KARATE, *LOCAL, "--explain",
+                                     "--memory-budget", "2KiB"])
+    assert plan.exit_code == 0, plan.output
+    lines = {line.split()[0]: line for line in plan.output.splitlines()}
+    assert "pairs_to_bin 155" in lines["cycles"] and "anchor_ranges" in lines["cycles"]
+    assert "groups" in lines["cliques"] and "peak_bytes" in lines["neighbours"]
+    bad = CliRunner().invoke(main, ["graphlets", KARATE, *LOCAL, "--orbits", "sigma0-15"])
+    assert bad.exit_code == 2 and "sigma0-15" in bad.output
+
+
 def test_analytic_errors_are_one_line(tmp_path):
     runner = CliRunner()
     bad = runner.invoke(main, ["ktruss", "x", KARATE, *LOCAL])

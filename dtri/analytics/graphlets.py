@@ -1,0 +1,397 @@
+"""Graphlet degrees on a prepared graph: the 16 orbit frequencies of the Fast Graphlet
+Transform per vertex (:mod:`dtri.kernels.graphlets` has the orbits and the formulas), exact,
+on the workers that hold the partitions.
+
+The stages, each named in the task keys:
+
+* ``graphlets-gather``: the triangles at each vertex (cached by :func:`triangles`) as one
+  vertex-wide array; the triangles on each edge come from :func:`edge_support`'s totals;
+* ``graphlets-neighbours``: one pass over each partition's edges for the sums over
+  neighbours (σ2, σ7, σ9, σ10, σ14), then ``graphlets-second`` for σ5 (``Σ σ2(a)``);
+* ``graphlets-cliques``: the triangles listed by position (batches sized by prefix sums of
+  the intersection's per-edge counts) with the triangles on their opposite edges (σ13), and
+  the 4-cliques over them (σ15), per group of partitions (the range of each triangle's
+  middle vertex) and per group of the range of its top vertex, as the credits' plan
+  (:func:`dtri.analytics.credits.group_plan`) does for the triangles;
+* ``graphlets-inward``: each partition's in-lists, by an exchange of its edges by target;
+  ``graphlets-wedges``: the oriented wedges ``v - u - x`` of the 4-cycles, written in
+  batches sized by prefix sums of their per-edge counts and radix-split by the range of
+  their anchor ``v``; ``graphlets-cycles``: per anchor range (sized by the same counts, so
+  each fits a task), sorted and reduced by key (σ12);
+* ``graphlets``: per partition, the raw frequencies of its vertices, and net ones by back
+  substitution.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask.dataframe as dd
+
+from dtri.analytics.count import load_group, member_starts, own_partition
+from dtri.analytics.credits import group_plan
+from dtri.analytics.edge import result_module, support_totals
+from dtri.analytics.vertex import triangle_counts, vertex_blocks
+from dtri.errors import ConfigurationError
+from dtri.kernels import graphlets as kernels
+from dtri.kernels.bins import checked_key_bits
+from dtri.kernels.csr import CSR, as_csr, from_keys, row_range, stored
+from dtri.kernels.dispatch import array_module, frame_from_arrays
+from dtri.kernels.intersect import intersect
+from dtri.kernels.orient import add_counts
+from dtri.runtime.staging import Staging
+
+RECORD_BYTES = 160
+"""Working bytes per listed triangle: three positions, their vertices, weights and the clique
+kernel's per-record lists and lane classes."""
+
+
+def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigurationError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+# ----------------------------------------------------------------- vertex-wide inputs
+
+def gather_ranges(vertices: int, *counts: Any) -> Any:
+    """Per-partition counts (of consecutive rank ranges) as one vertex-wide array."""
+    xp = array_module(counts[0])
+    whole = xp.concatenate(counts) if len(counts) > 1 else counts[0]
+    assert whole.shape[0] == vertices
+    return whole
+
+
+def neighbour_pass(part: tuple, support: Any, degree: Any, triangles: Any, vertices: int,
+                   basic: bool) -> Any:
+    return kernels.neighbour_sums(as_csr(part), support, degree, triangles, vertices, basic)
+
+
+def second_pass(part: tuple, sums: Any, vertices: int) -> Any:
+    return kernels.neighbour_total(as_csr(part), sums[0], vertices)
+
+
+def vertex_wide_sum(graph: Any, stage: str, func: Any, per_partition: list[tuple]) -> Any:
+    """``func(*args)`` per partition (on its owner), summed by a tree: one delayed array."""
+    tasks = graph.tasks
+    leaves = []
+    for p, args in enumerate(per_partition):
+        with tasks.placed(p):
+            leaves.append(tasks.task(stage, func, *args, key=(p,)))
+    return tasks.tree(stage, add_counts, leaves)
+
+
+# ----------------------------------------------------------------- triangles and cliques
+
+def clique_group(staging: Staging, budget_records: int, rows: int, bounds: tuple[int, int],
+                 top_bounds: tuple[int, int], group_size: int, top_size: int,
+                 with_opposite: bool, vertices: int,
+                 pieces: tuple[tuple[int, int, int], ...], *inputs: Any) -> Any:
+    """One ``graphlets-cliques`` task: the triangles of ``pieces`` (``(input index, first row,
+    last row)``) whose middle vertex lies in the group (the first ``group_size`` inputs, over
+    ``bounds``), and their 4-cliques whose top vertex lies in the top group (the next
+    ``top_size`` inputs, over ``top_bounds``; the group itself when ``top_size`` is 0).
+    With ``with_opposite``, the second half of ``inputs`` are the partitions' supports and
+    the triangles' opposite-edge sums are counted too. Returns ``(2, vertices)`` int64."""
+    parts = inputs[: len(inputs) // 2] if with_opposite else inputs
+    supports = inputs[len(inputs) // 2:] if with_opposite else ()
+    members = list(parts[:group_size])
+    group = load_group(staging, bounds, members)
+    top = load_group(staging, top_bounds, list(parts[group_size: group_size + top_size])) \
+        if top_size else group
+    xp = array_module(group.offsets)
+    group_support = xp.concatenate([staging.to_device(s) for s in supports[:group_size]]) \
+        if with_opposite else None
+    starts = member_starts(members)
+    totals = xp.zeros((2, vertices), dtype=xp.int64)
+    for index, first, last in pieces:
+        part = own_partition(staging, group, starts, index, parts[index])
+        piece = row_range(part, first, last)
+        found = intersect(piece, group, credits=True, chunk_rows=rows)
+        piece_support = staging.to_device(supports[index])[first:last] if with_opposite \
+            else None
+        for a, b in kernels.record_batches(found.uv, budget_records):
+            records = kernels.list_triangles(piece, group, found.uv, a, b)
+            totals += kernels.triangle_terms(piece, group, top, records, piece_support,
+                                             group_support, vertices)
+    return staging.to_host(totals)
+
+
+def clique_terms(graph: Any, supports: list[Any]) -> Any:
+    """``graphlets-cliques`` over the credits' plan, and per group every top group at or
+    above it; the opposite-edge sums in the tasks whose top group is their group (each
+    triangle once). One delayed ``(2, vertices)`` array."""
+    tasks, bounds = graph.tasks, graph.bounds
+    plan = group_plan(graph)
+    budget = max(graph.task_budget // 2 // RECORD_BYTES, 1)
+    results = []
+    for t in plan.tasks:
+        first, last = plan.groups[t.group]
+        members = list(range(first, last + 1))
+        for h in range(t.group, len(plan.groups)):
+            top_first, top_last = plan.groups[h]
+            tops = [] if h == t.group else list(range(top_first, top_last + 1))
+            ahead = members + tops
+            inputs = [*ahead, *dict.fromkeys(p.partition for p in t.pieces
+                                             if p.partition not in ahead)]
+            pieces = tuple((inputs.index(p.partition), p.first, p.last) for p in t.pieces)
+            with_opposite = h == t.group
+            with tasks.placed(t.worker):
+                results.append(tasks.task(
+                    "graphlets-cliques", clique_group, graph.staging, budget, plan.chunk_rows,
+                    (bounds[first], bounds[last + 1]),
+                    (bounds[top_first], bounds[top_last + 1]), len(members), len(tops),
+                    with_opposite, graph.vertices, pieces, *(graph.parts[p] for p in inputs),
+                    *((supports[p] for p in inputs) if with_opposite else ()),
+                    key=(t.group, h, t.worker), on_host=True))
+    if not results:
+        return tasks.task("graphlets-cliques", clique_zeros, graph.degree, graph.vertices,
+                          key=("zeros",))
+    return tasks.tree("graphlets-cliques", add_counts, results)
+
+
+def clique_zeros(like: Any, vertices: int) -> Any:
+    xp = array_module(like)
+    return xp.zeros((2, vertices), dtype=xp.int64)
+
+
+# ----------------------------------------------------------------- 4-cycles
+
+def inward_split(part: tuple, bounds: list[int], bits: int) -> dict[int, Any]:
+    """A partition's edges ``u → v`` as keys ``(v, u)``, cut by the rank range of ``v``."""
+    from dtri.kernels.bins import pack_edges, split_by_bounds
+    from dtri.kernels.csr import sources
+
+    csr = as_csr(part)
+    xp = array_module(csr.offsets)
+    target = csr.dst.astype(xp.int64)
+    keys = pack_edges(target, sources(csr), bits)
+    return split_by_bounds(keys, target, bounds)
+
+
+def inward_csr(vertices: int, bounds: list[int], index: int, *pieces: Any) -> tuple:
+    """Partition ``index``'s in-lists: the CSR over its ranks of the edges that end there,
+    each list the lower-ranked neighbours, ascending."""
+    xp = array_module(pieces[0])
+    keys = xp.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+    return stored(from_keys(keys, vertices, bounds[index], bounds[index + 1]))
+
+
+def wedges_per_edge(part: Any, degree: Any) -> Any:
+    """Oriented wedges of each edge of a partition (:func:`kernels.cycle_wedges_per_edge`),
+    the in-degrees from the degrees."""
+    csr = as_csr(part)
+    out_degree = csr.offsets[1:] - csr.offsets[:-1]
+    indegree = degree[csr.low: csr.high].astype(out_degree.dtype) - out_degree
+    xp = array_module(csr.offsets)
+    inward = CSR(xp.zeros(0, dtype=xp.int32),
+                         xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(indegree)]),
+                         csr.low)
+    return kernels.cycle_wedges_per_edge(csr, inward)
+
+
+def anchor_count(part: tuple, degree: Any, vertices: int) -> Any:
+    csr = as_csr(part)
+    return kernels.anchor_wedges(csr, wedges_per_edge(csr, degree), vertices)
+
+
+def wedge_batches(part: tuple, degree: Any, budget_records: int) -> list[tuple[int, int]]:
+    return kernels.record_batches(wedges_per_edge(part, degree), budget_records)
+
+
+def ranges_of(per_anchor: Any, budget_records: int) -> list[int]:
+    return kernels.anchor_ranges(per_anchor, budget_records)
+
+
+def wedge_split(part: tuple, inward: tuple, degree: Any, first: int, last: int, bits: int,
+                anchor_bounds: list[int]) -> dict[int, Any]:
+    """One ``graphlets-wedges`` task: the oriented wedges of edges ``first .. last - 1``,
+    cut by anchor range."""
+    csr = as_csr(part)
+    keys = kernels.cycle_records(csr, as_csr(inward), wedges_per_edge(csr, degree), first,
+                                 last, bits)
+    return kernels.split_by_anchor(keys, bits, anchor_bounds)
+
+
+def cycle_range(staging: Staging, bits: int, vertices: int, *pieces: Any) -> Any:
+    """One ``graphlets-cycles`` task: the 4-cycles at each vertex from an anchor range's
+    wedges, joined where they arrive (host memory under host staging) and moved to the
+    device once."""
+    xp = array_module(pieces[0])
+    keys = xp.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+    return staging.to_host(kernels.cycle_credits(staging.to_device(keys), bits, vertices))
+
+
+def cycle_plan(graph: Any) -> tuple[list[int], list[list[tuple[int, int]]], int]:
+    """The anchor ranges, each partition's wedge batches (edge ranges) and the wedges in all,
+    from the per-edge wedge counts (prefix sums: nothing is written yet)."""
+    tasks = graph.tasks
+    budget = graph.task_budget
+    per_anchor = vertex_wide_sum(graph, "graphlets-plan", anchor_count,
+                                 [(part, graph.degree, graph.vertices) for part in graph.parts])
+    ranges = tasks.task("graphlets-plan", ranges_of, per_anchor,
+                        max(budget // kernels.CYCLE_REDUCE_BYTES, 1), key=("ranges",),
+                        on_host=True)
+    total = tasks.task("graphlets-plan", sum_of, per_anchor, key=("total",), on_host=True)
+    batches = [tasks.task("graphlets-plan", wedge_batches, part, graph.degree,
+                          max(budget // kernels.CYCLE_RECORD_BYTES, 1), key=("batches", p))
+               for p, part in enumerate(graph.parts)]
+    anchor_bounds, per_partition, wedges = graph.timer().compute(
+        "graphlets-plan", ranges, batches, total)
+    return list(anchor_bounds), [list(b) for b in per_partition], int(wedges)
+
+
+def sum_of(values: Any) -> int:
+    return int(values.sum())
+
+
+def cycle_terms(graph: Any) -> Any:
+    """4-cycles at each vertex: in-lists by exchange, wedges by batch split by anchor range,
+    reduced per range. One delayed vertex-wide array."""
+    tasks, bounds = graph.tasks, graph.bounds
+    bits = checked_key_bits(graph.vertices)
+    splits = [tasks.task("graphlets-inward", inward_split, part, bounds, bits, key=(p,))
+              for p, part in enumerate(graph.parts)]
+    inward = tasks.exchange("graphlets-inward", splits, inward_csr, graph.partitions,
+                            graph.vertices, bounds, indexed=True)
+    anchor_bounds, batches, _ = cycle_plan(graph)
+    wedge_splits = []
+    for p, part in enumerate(graph.parts):
+        for first, last in batches[p]:
+            with tasks.placed(p):
+                wedge_splits.append(tasks.task(
+                    "graphlets-wedges", wedge_split, part, inward[p], graph.degree, first,
+                    last, bits, anchor_bounds, key=(p, first)))
+    if not wedge_splits:
+        return tasks.task("graphlets-cycles", cycle_zeros, graph.degree, graph.vertices,
+                          key=("zeros",))
+    reduced = tasks.exchange("graphlets-cycles", wedge_splits, cycle_range,
+                             len(anchor_bounds) - 1, graph.staging, bits, graph.vertices,
+                             on_host=True)
+    return tasks.tree("graphlets-cycles", add_counts, reduced)
+
+
+def cycle_zeros(like: Any, vertices: int) -> Any:
+    xp = array_module(like)
+    return xp.zeros(vertices, dtype=xp.int64)
+
+
+# ----------------------------------------------------------------- the result
+
+def stack_rows(*arrays: Any) -> Any:
+    """Vertex-wide rows (1-D or 2-D arrays) stacked into one ``(rows, vertices)`` array."""
+    xp = array_module(arrays[0])
+    return xp.concatenate([a[None] if a.ndim == 1 else a for a in arrays])
+
+
+def cut_ranges(rows: Any, bounds: list[int]) -> dict[int, Any]:
+    return {p: rows[:, bounds[p]: bounds[p + 1]].copy() for p in range(len(bounds) - 1)}
+
+
+def orbit_frame(block: tuple, triangles: Any, rows: Any, full: bool, kind: str) -> Any:
+    """One partition of :func:`graphlets`: its vertices' frequencies, indexed by input id."""
+    ids, degree, present = block
+    xp = array_module(degree)
+    rows = xp.asarray(rows)
+    if full:
+        sums, second, terms, cycles = rows[:5], rows[5], rows[6:8], rows[8]
+        raw = kernels.raw_orbits(degree, triangles, sums, second, terms, cycles)
+    else:
+        raw = kernels.raw_orbits(degree, triangles, rows[:1], None, None, None)
+    values = kernels.net_from_raw(raw) if kind == "net" else raw
+    if present is not None:
+        ids, values = ids[present], values[:, present]
+    columns = {name: values[i] for i, name in enumerate(kernels.COLUMNS[: values.shape[0]])}
+    frame = frame_from_arrays(values, {"vertex": ids.astype(xp.int64), **columns})
+    return frame.set_index("vertex")
+
+
+def graphlets(graph: Any, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
+    """Orbit frequencies σ0 … σ15 (``orbits="sigma0-4"``: σ0 … σ4) of every vertex, ``net``
+    (induced) or ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …,
+    one partition per sorted partition (cached on the graph)."""
+    check_choice("orbits", orbits, kernels.ORBIT_SETS)
+    check_choice("kind", kind, kernels.KINDS)
+    key = f"graphlets-{orbits}-{kind}"
+    if key in graph.cache:
+        return graph.cache[key]
+    full = orbits == "all"
+    tasks, bounds = graph.tasks, graph.bounds
+    timer = graph.timer()
+    counts = triangle_counts(graph)
+    supports = support_totals(graph) if full else [None] * graph.partitions
+    whole = tasks.task("graphlets-gather", gather_ranges, graph.vertices, *counts,
+                       key=("triangles",))
+    sums = vertex_wide_sum(graph, "graphlets-neighbours", neighbour_pass, [
+        (part, supports[p], graph.degree, whole, graph.vertices, not full)
+        for p, part in enumerate(graph.parts)])
+    if full:
+        (sums,) = timer.submit("graphlets-neighbours", sums)
+        second = vertex_wide_sum(graph, "graphlets-second", second_pass,
+                                 [(part, sums, graph.vertices) for part in graph.parts])
+        terms = clique_terms(graph, supports)
+        cycles = cycle_terms(graph)
+        rows = tasks.task("graphlets-gather", stack_rows, sums, second, terms, cycles,
+                          key=("rows",))
+    else:
+        rows = sums
+    cut = tasks.task("graphlets-gather", cut_ranges, rows, bounds, key=("cut",))
+    picks = tasks.pick_pieces("graphlets-gather", {0: cut}, {0: range(graph.partitions)})
+    blocks = vertex_blocks(graph)
+    frames = []
+    for p in range(graph.partitions):
+        with tasks.placed(p):
+            frames.append(tasks.task("graphlets", orbit_frame, blocks[p], counts[p],
+                                     picks[0, p], full, kind, key=(p,), on_host=True))
+    persisted = timer.submit("graphlets", *frames)
+    timer.settle()
+    meta = _meta(graph, kernels.ORBITS if full else kernels.BASIC_ORBITS)
+    graph.cache[key] = dd.from_delayed(list(persisted), meta=meta, verify_meta=False)
+    return graph.cache[key]
+
+
+def _meta(graph: Any, orbits: int) -> Any:
+    """An empty frame like the partitions."""
+    xp = result_module(graph)
+    empty = xp.zeros(0, dtype="int64")
+    frame = frame_from_arrays(empty, {"vertex": empty,
+                                      **{name: empty for name in kernels.COLUMNS[:orbits]}})
+    return frame.set_index("vertex")
+
+
+# ----------------------------------------------------------------- the plan (--explain)
+
+def graphlet_plan(graph: Any, orbits: str = "all") -> dict[str, Any]:
+    """What :func:`graphlets` would run, from the partition summaries and the per-edge wedge
+    counts (prefix sums; no wedge or triangle is written): per stage its tasks, the batches
+    and the largest task's estimated peak bytes."""
+    check_choice("orbits", orbits, kernels.ORBIT_SETS)
+    budget = graph.task_budget
+    vertex_bytes = 8 * graph.vertices
+    largest = max((s.edges for s in graph.summaries), default=0)
+    stages: dict[str, Any] = {
+        "neighbours": {"tasks": graph.partitions * (2 if orbits == "all" else 1),
+                       "peak_bytes": 16 * largest + 12 * vertex_bytes},
+    }
+    if orbits == "all":
+        plan = group_plan(graph)
+        groups = len(plan.groups)
+        tops = sum(groups - t.group for t in plan.tasks)
+        group_bytes = max((sum(graph.summaries[p].edges for p in range(a, b + 1)) * 4
+                           + 8 * (graph.bounds[b + 1] - graph.bounds[a])
+                           for a, b in plan.groups), default=0)
+        record_budget = max(min(budget // 2 // RECORD_BYTES, graph.wedges), 1)
+        stages["cliques"] = {
+            "groups": groups, "tasks": tops, "records_per_batch": record_budget,
+            "peak_bytes": 2 * group_bytes + record_budget * RECORD_BYTES + 16 * vertex_bytes}
+        anchor_bounds, batches, wedges = cycle_plan(graph)
+        ranges = len(anchor_bounds) - 1
+        batch_records = max(budget // kernels.CYCLE_RECORD_BYTES, 1)
+        range_records = max(budget // kernels.CYCLE_REDUCE_BYTES, 1)
+        stages["cycles"] = {
+            "pairs_to_bin": wedges, "batches": sum(len(b) for b in batches),
+            "anchor_ranges": ranges, "bins_moved": sum(len(b) for b in batches) * ranges,
+            "peak_bytes": max(min(wedges, batch_records) * kernels.CYCLE_RECORD_BYTES,
+                              min(wedges, range_records) * kernels.CYCLE_REDUCE_BYTES)
+            + 8 * vertex_bytes}
+    return {"orbits": orbits, "vertices": graph.vertices, "edges": graph.edges,
+            "partitions": graph.partitions, "task_budget": budget, "stages": stages}
