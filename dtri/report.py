@@ -110,23 +110,49 @@ def truss_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
     return summary
 
 
+def frame_sums(frame: Any) -> list[int]:
+    """Column sums of one partition, as Python ints."""
+    return [int(v) for v in frame.sum().to_numpy().tolist()]
+
+
+def frame_top(frame: Any, order: list[str], top: int) -> Any:
+    """One partition's first ``top`` rows by ``order`` (the first descending, the rest
+    ascending), with the index as a column, in host memory."""
+    picked = frame.reset_index().sort_values(order, ascending=[False, *[True] * (len(order) - 1)])
+    picked = picked.head(top)
+    return picked.to_pandas() if hasattr(picked, "to_pandas") else picked
+
+
 def graphlets_summary(graph: Any, out: str | None, top: int, orbits: str,
                       kind: str) -> dict[str, Any]:
     """``dtri graphlets``: the graph's copies of each graphlet (from the orbit sums), the
-    vertices in most 4-cliques (triangles for σ0-σ4), the output."""
+    vertices in most 4-cliques (triangles for σ0-σ4), the output. The sums and the top rows
+    are taken per partition where it lives; no Dask DataFrame is built unless written."""
+    from dtri.analytics.graphlets import graphlet_frames
     from dtri.kernels.graphlets import BASIC_ORBITS, COLUMNS, GRAPHLETS
 
-    frame = graph.graphlets(orbits=orbits, kind=kind)
-    sums = frame.sum().compute()
-    sums = sums.to_pandas() if hasattr(sums, "to_pandas") else sums
-    shown = len(frame.columns)
-    copies = {name: int(sums[COLUMNS[orbit]]) // per_copy
-              for name, orbit, per_copy in GRAPHLETS if orbit < shown}
+    frames = graphlet_frames(graph, orbits, kind)
+    shown = BASIC_ORBITS if orbits == "sigma0-4" else len(COLUMNS)
     ranked = "sigma15" if shown > BASIC_ORBITS else "sigma4"
     listed = ["vertex", "sigma1", "sigma4", "sigma12", "sigma15"] if shown > BASIC_ORBITS \
         else ["vertex", *COLUMNS[1:BASIC_ORBITS]]
+    tasks = graph.tasks
+    sums = [tasks.task("summary", frame_sums, f, key=("sums", p), on_host=True)
+            for p, f in enumerate(frames)]
+    tops = [tasks.task("summary", frame_top, f, [ranked, "vertex"], top, key=("top", p),
+                       on_host=True) for p, f in enumerate(frames)] if top else []
+    per_partition, heads = graph.timer().compute("summary", sums, tops)
+    totals = [sum(column) for column in zip(*per_partition, strict=True)] if per_partition \
+        else [0] * shown
+    copies = {name: totals[orbit] // per_copy
+              for name, orbit, per_copy in GRAPHLETS if orbit < shown}
+    rows: list[dict[str, Any]] = []
+    for head in heads:
+        rows.extend(head[listed].to_dict("records"))
+    rows.sort(key=lambda row: (-row[ranked], row["vertex"]))
     summary = {"vertices": present_vertices(graph), "edges": graph.edges, "orbits": orbits,
                "kind": kind, "graphlets": copies,
-               "top": top_rows(frame.reset_index()[listed], ranked, top, ("vertex",))}
-    summary["output"] = write_parquet(frame.reset_index(), out)
+               "top": [{k: int(v) for k, v in row.items()} for row in rows[:top]]}
+    summary["output"] = write_parquet(graph.graphlets(orbits=orbits, kind=kind).reset_index(),
+                                      out) if out is not None else None
     return summary

@@ -9,12 +9,13 @@ gathered into one process.
 
 from __future__ import annotations
 
-from typing import Any
-
-import dask.dataframe as dd
+from typing import TYPE_CHECKING, Any
 
 from dtri.kernels.csr import as_csr, sources
 from dtri.kernels.dispatch import array_module, frame_from_arrays
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 def edge_ids(part: tuple, ids: Any) -> tuple[Any, Any]:
@@ -54,6 +55,8 @@ def edge_frame(graph: Any, stage: str, build: Any, columns: dict[str, str],
     timer = graph.timer()
     persisted = timer.submit(stage, *frames)
     timer.settle()
+    import dask.dataframe as dd  # here: a summary that needs no collection skips its import
+
     return dd.from_delayed(list(persisted), meta=frame_meta(graph, columns),
                            verify_meta=False)
 

@@ -24,9 +24,7 @@ The stages, each named in the task keys:
 
 from __future__ import annotations
 
-from typing import Any
-
-import dask.dataframe as dd
+from typing import TYPE_CHECKING, Any
 
 from dtri.analytics.count import load_group, member_starts, own_partition
 from dtri.analytics.credits import group_plan
@@ -40,6 +38,9 @@ from dtri.kernels.dispatch import array_module, frame_from_arrays
 from dtri.kernels.intersect import intersect
 from dtri.kernels.orient import add_counts
 from dtri.runtime.staging import Staging
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 RECORD_BYTES = 160
 """Working bytes per listed triangle: three positions, their vertices, weights and the clique
@@ -305,13 +306,12 @@ def orbit_frame(block: tuple, triangles: Any, rows: Any, full: bool, kind: str) 
     return frame.set_index("vertex")
 
 
-def graphlets(graph: Any, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
-    """Orbit frequencies σ0 … σ15 (``orbits="sigma0-4"``: σ0 … σ4) of every vertex, ``net``
-    (induced) or ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …,
-    one partition per sorted partition (cached on the graph)."""
+def graphlet_frames(graph: Any, orbits: str = "all", kind: str = "net") -> list[Any]:
+    """The partitions of :func:`graphlets`, persisted on their owners (cached on the graph):
+    delayed frames, one per sorted partition."""
     check_choice("orbits", orbits, kernels.ORBIT_SETS)
     check_choice("kind", kind, kernels.KINDS)
-    key = f"graphlets-{orbits}-{kind}"
+    key = f"graphlet-frames-{orbits}-{kind}"
     if key in graph.cache:
         return graph.cache[key]
     full = orbits == "all"
@@ -342,10 +342,22 @@ def graphlets(graph: Any, orbits: str = "all", kind: str = "net") -> dd.DataFram
         with tasks.placed(p):
             frames.append(tasks.task("graphlets", orbit_frame, blocks[p], counts[p],
                                      picks[0, p], full, kind, key=(p,), on_host=True))
-    persisted = timer.submit("graphlets", *frames)
+    graph.cache[key] = list(timer.submit("graphlets", *frames))
     timer.settle()
-    meta = _meta(graph, kernels.ORBITS if full else kernels.BASIC_ORBITS)
-    graph.cache[key] = dd.from_delayed(list(persisted), meta=meta, verify_meta=False)
+    return graph.cache[key]
+
+
+def graphlets(graph: Any, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
+    """Orbit frequencies σ0 … σ15 (``orbits="sigma0-4"``: σ0 … σ4) of every vertex, ``net``
+    (induced) or ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …,
+    one partition per sorted partition (cached on the graph)."""
+    import dask.dataframe as dd
+
+    frames = graphlet_frames(graph, orbits, kind)
+    key = f"graphlets-{orbits}-{kind}"
+    if key not in graph.cache:
+        meta = _meta(graph, kernels.ORBITS if orbits == "all" else kernels.BASIC_ORBITS)
+        graph.cache[key] = dd.from_delayed(frames, meta=meta, verify_meta=False)
     return graph.cache[key]
 
 

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import time
 from operator import getitem
-from typing import Any, NamedTuple
-
-import dask.dataframe as dd
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dtri.analytics.credits import edge_totals
 from dtri.analytics.edge import edge_frame, support_totals
@@ -37,6 +35,9 @@ from dtri.kernels.csr import PartitionSummary, as_csr, sources, stored, with_edg
 from dtri.kernels.dispatch import array_module, frame_from_arrays
 from dtri.kernels.intersect import STATE_ALIVE, STATE_GONE, STATE_LEAVING
 from dtri.kernels.orient import add_counts, id_counts
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 NO_SUPPORT = 2**62
 """The smallest remaining support where nothing remains."""

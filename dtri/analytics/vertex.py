@@ -17,11 +17,12 @@ the preparation kept; nothing per vertex is gathered into one process.
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import dask.dataframe as dd
+from typing import TYPE_CHECKING, Any
 
 from dtri.kernels.dispatch import array_module, series_from_arrays
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 def vertex_block(ids: Any, degree: Any, present: Any, low: int, high: int) -> tuple:
@@ -125,6 +126,8 @@ def _collection(graph: Any, stage: str, build: Any, name: str, dtype: str) -> dd
     timer = graph.timer()
     persisted = timer.submit(stage, *parts)
     timer.settle()
+    import dask.dataframe as dd  # here: a summary that needs no collection skips its import
+
     return dd.from_delayed(list(persisted), meta=_meta(graph, name, dtype), verify_meta=False)
 
 

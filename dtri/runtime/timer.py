@@ -71,9 +71,12 @@ class StageTimer:
 
     def settle(self) -> None:
         """Wait for the submitted stages in order, timing each; raise the first task error."""
+        pending, self._pending = self._pending, []
+        if not pending:  # a local scheduler ran every stage when submitted
+            self._since = None
+            return
         from distributed import futures_of, wait
 
-        pending, self._pending = self._pending, []
         for stage, collections in pending:
             futures = futures_of(collections)
             if self.progress:  # one bar per stage
