@@ -33,7 +33,7 @@ from dtri.analytics.vertex import triangle_counts, vertex_blocks
 from dtri.errors import ConfigurationError
 from dtri.kernels import graphlets as kernels
 from dtri.kernels.bins import checked_key_bits
-from dtri.kernels.csr import CSR, as_csr, from_keys, row_range, stored
+from dtri.kernels.csr import as_csr, from_keys, row_range, stored
 from dtri.kernels.dispatch import array_module, frame_from_arrays
 from dtri.kernels.intersect import intersect
 from dtri.kernels.orient import add_counts
@@ -54,12 +54,10 @@ def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 
 # ----------------------------------------------------------------- vertex-wide inputs
 
-def gather_ranges(vertices: int, *counts: Any) -> Any:
+def gather_ranges(*counts: Any) -> Any:
     """Per-partition counts (of consecutive rank ranges) as one vertex-wide array."""
     xp = array_module(counts[0])
-    whole = xp.concatenate(counts) if len(counts) > 1 else counts[0]
-    assert whole.shape[0] == vertices
-    return whole
+    return xp.concatenate(counts) if len(counts) > 1 else counts[0]
 
 
 def neighbour_pass(part: tuple, support: Any, degree: Any, triangles: Any, vertices: int,
@@ -179,15 +177,11 @@ def inward_csr(vertices: int, bounds: list[int], index: int, *pieces: Any) -> tu
 
 def wedges_per_edge(part: Any, degree: Any) -> Any:
     """Oriented wedges of each edge of a partition (:func:`kernels.cycle_wedges_per_edge`),
-    the in-degrees from the degrees."""
+    the in-degrees being the degrees less the out-degrees."""
     csr = as_csr(part)
     out_degree = csr.offsets[1:] - csr.offsets[:-1]
     indegree = degree[csr.low: csr.high].astype(out_degree.dtype) - out_degree
-    xp = array_module(csr.offsets)
-    inward = CSR(xp.zeros(0, dtype=xp.int32),
-                         xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(indegree)]),
-                         csr.low)
-    return kernels.cycle_wedges_per_edge(csr, inward)
+    return kernels.cycle_wedges_per_edge(csr, indegree)
 
 
 def anchor_count(part: tuple, degree: Any, vertices: int) -> Any:
@@ -319,7 +313,7 @@ def graphlet_frames(graph: Any, orbits: str = "all", kind: str = "net") -> list[
     timer = graph.timer()
     counts = triangle_counts(graph)
     supports = support_totals(graph) if full else [None] * graph.partitions
-    whole = tasks.task("graphlets-gather", gather_ranges, graph.vertices, *counts,
+    whole = tasks.task("graphlets-gather", gather_ranges, *counts,
                        key=("triangles",))
     sums = vertex_wide_sum(graph, "graphlets-neighbours", neighbour_pass, [
         (part, supports[p], graph.degree, whole, graph.vertices, not full)

@@ -299,16 +299,15 @@ CYCLE_REDUCE_BYTES = 48
 keys, their sorted copy and the sort's scratch, then a run index and count per wedge)."""
 
 
-def cycle_wedges_per_edge(part: CSR, inward: CSR) -> Any:
+def cycle_wedges_per_edge(part: CSR, indegree: Any) -> Any:
     """Oriented wedges of each edge ``u → v`` of a partition: the neighbours ``x`` of ``u``
-    ranked below ``v`` (other than ``v``), i.e. ``u``'s in-list (:func:`inward` CSR, same
-    range) and its out-list before ``v``. Each 4-cycle is two such wedges ``v - u - x``
-    that share the anchor ``v`` (its highest-ranked vertex) and ``x`` (the one opposite)."""
+    ranked below ``v`` (other than ``v``), i.e. ``u``'s in-list (``indegree``: its length, per
+    source of the range) and its out-list before ``v``. Each 4-cycle is two such wedges
+    ``v - u - x`` that share the anchor ``v`` (its highest-ranked vertex) and ``x`` (the one
+    opposite)."""
     xp = array_module(part.offsets)
-    src = sources(part)
-    row = src - part.low
+    row = sources(part) - part.low
     before = xp.arange(part.edges, dtype=xp.int64) - part.offsets[row]
-    indegree = inward.offsets[1:] - inward.offsets[:-1]
     return indegree[row] + before
 
 
