@@ -14,10 +14,11 @@ The stages, each named in the task keys:
   middle vertex) and per group of the range of its top vertex, as the credits' plan
   (:func:`dtri.analytics.credits.group_plan`) does for the triangles;
 * ``graphlets-inward``: each partition's in-lists, by an exchange of its edges by target;
-  ``graphlets-wedges``: the oriented wedges ``v - u - x`` of the 4-cycles, written in
-  batches sized by prefix sums of their per-edge counts and radix-split by the range of
-  their anchor ``v``; ``graphlets-cycles``: per anchor range (sized by the same counts, so
-  each fits a task), sorted and reduced by key (σ12);
+  ``graphlets-plan``: the oriented wedges per edge and per anchor (prefix sums, nothing
+  written) cut greedily into batches and anchor ranges that fit a task;
+  ``graphlets-wedges``: the oriented wedges ``v - u - x`` of the 4-cycles, written batch by
+  batch and radix-split by the range of their anchor ``v``; ``graphlets-cycles``: per anchor
+  range, sorted and reduced by key (σ12);
 * ``graphlets``: per partition, the raw frequencies of its vertices, and net ones by back
   substitution.
 """
@@ -29,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 from dtri.analytics.count import load_group, member_starts, own_partition
 from dtri.analytics.credits import group_plan
 from dtri.analytics.edge import result_module, support_totals
+from dtri.analytics.plan import reaches
 from dtri.analytics.vertex import triangle_counts, vertex_blocks
 from dtri.errors import ConfigurationError
 from dtri.kernels import graphlets as kernels
 from dtri.kernels.bins import checked_key_bits
-from dtri.kernels.csr import as_csr, from_keys, row_range, stored
+from dtri.kernels.csr import as_csr, from_keys, row_range, sources, stored
 from dtri.kernels.dispatch import array_module, frame_from_arrays
 from dtri.kernels.intersect import intersect
 from dtri.kernels.orient import add_counts
@@ -122,30 +124,40 @@ def clique_terms(graph: Any, supports: list[Any]) -> Any:
     tasks, bounds = graph.tasks, graph.bounds
     plan = group_plan(graph)
     budget = max(graph.task_budget // 2 // RECORD_BYTES, 1)
-    results = []
+    by_worker: dict[int, list[Any]] = {}
     for t in plan.tasks:
         first, last = plan.groups[t.group]
         members = list(range(first, last + 1))
         for h in range(t.group, len(plan.groups)):
             top_first, top_last = plan.groups[h]
-            tops = [] if h == t.group else list(range(top_first, top_last + 1))
-            ahead = members + tops
-            inputs = [*ahead, *dict.fromkeys(p.partition for p in t.pieces
-                                             if p.partition not in ahead)]
-            pieces = tuple((inputs.index(p.partition), p.first, p.last) for p in t.pieces)
+            top_low, top_high = bounds[top_first], bounds[top_last + 1]
             with_opposite = h == t.group
+            # a triangle's top vertex is a target of its lowest: skip pieces that miss the top
+            reaching = t.pieces if with_opposite else tuple(
+                p for p in t.pieces if reaches(graph.summaries[p.partition], top_low, top_high))
+            if not reaching:
+                continue
+            tops = [] if with_opposite else list(range(top_first, top_last + 1))
+            ahead = members + tops
+            inputs = [*ahead, *dict.fromkeys(p.partition for p in reaching
+                                             if p.partition not in ahead)]
+            pieces = tuple((inputs.index(p.partition), p.first, p.last) for p in reaching)
             with tasks.placed(t.worker):
-                results.append(tasks.task(
+                by_worker.setdefault(t.worker, []).append(tasks.task(
                     "graphlets-cliques", clique_group, graph.staging, budget, plan.chunk_rows,
-                    (bounds[first], bounds[last + 1]),
-                    (bounds[top_first], bounds[top_last + 1]), len(members), len(tops),
-                    with_opposite, graph.vertices, pieces, *(graph.parts[p] for p in inputs),
+                    (bounds[first], bounds[last + 1]), (top_low, top_high), len(members),
+                    len(tops), with_opposite, graph.vertices, pieces,
+                    *(graph.parts[p] for p in inputs),
                     *((supports[p] for p in inputs) if with_opposite else ()),
                     key=(t.group, h, t.worker), on_host=True))
-    if not results:
+    if not by_worker:
         return tasks.task("graphlets-cliques", clique_zeros, graph.degree, graph.vertices,
                           key=("zeros",))
-    return tasks.tree("graphlets-cliques", add_counts, results)
+    folded = []  # summed on each worker first, so one array per worker travels
+    for w, results in sorted(by_worker.items()):
+        with tasks.placed(w):
+            folded.append(tasks.tree("graphlets-cliques", add_counts, results, on_host=True))
+    return tasks.tree("graphlets-cliques", add_counts, folded, on_host=True)
 
 
 def clique_zeros(like: Any, vertices: int) -> Any:
@@ -158,7 +170,6 @@ def clique_zeros(like: Any, vertices: int) -> Any:
 def inward_split(part: tuple, bounds: list[int], bits: int) -> dict[int, Any]:
     """A partition's edges ``u → v`` as keys ``(v, u)``, cut by the rank range of ``v``."""
     from dtri.kernels.bins import pack_edges, split_by_bounds
-    from dtri.kernels.csr import sources
 
     csr = as_csr(part)
     xp = array_module(csr.offsets)
@@ -175,35 +186,37 @@ def inward_csr(vertices: int, bounds: list[int], index: int, *pieces: Any) -> tu
     return stored(from_keys(keys, vertices, bounds[index], bounds[index + 1]))
 
 
-def wedges_per_edge(part: Any, degree: Any) -> Any:
-    """Oriented wedges of each edge of a partition (:func:`kernels.cycle_wedges_per_edge`),
-    the in-degrees being the degrees less the out-degrees."""
+def edge_indegrees(part: Any, degree: Any) -> Any:
+    """The in-degree of each source of a partition's range: its degree less its out-degree."""
     csr = as_csr(part)
     out_degree = csr.offsets[1:] - csr.offsets[:-1]
-    indegree = degree[csr.low: csr.high].astype(out_degree.dtype) - out_degree
-    return kernels.cycle_wedges_per_edge(csr, indegree)
+    return degree[csr.low: csr.high].astype(out_degree.dtype) - out_degree
 
 
 def anchor_count(part: tuple, degree: Any, vertices: int) -> Any:
     csr = as_csr(part)
-    return kernels.anchor_wedges(csr, wedges_per_edge(csr, degree), vertices)
+    per_edge = kernels.cycle_wedges_per_edge(csr, edge_indegrees(csr, degree))
+    return kernels.anchor_wedges(csr, per_edge, vertices)
 
 
 def wedge_batches(part: tuple, degree: Any, budget_records: int) -> list[tuple[int, int]]:
-    return kernels.record_batches(wedges_per_edge(part, degree), budget_records)
+    csr = as_csr(part)
+    return kernels.record_batches(
+        kernels.cycle_wedges_per_edge(csr, edge_indegrees(csr, degree)), budget_records)
 
 
 def ranges_of(per_anchor: Any, budget_records: int) -> list[int]:
     return kernels.anchor_ranges(per_anchor, budget_records)
 
 
-def wedge_split(part: tuple, inward: tuple, degree: Any, first: int, last: int, bits: int,
+def wedge_split(part: tuple, inward: tuple, first: int, last: int, bits: int,
                 anchor_bounds: list[int]) -> dict[int, Any]:
     """One ``graphlets-wedges`` task: the oriented wedges of edges ``first .. last - 1``,
     cut by anchor range."""
-    csr = as_csr(part)
-    keys = kernels.cycle_records(csr, as_csr(inward), wedges_per_edge(csr, degree), first,
-                                 last, bits)
+    csr, inward = as_csr(part), as_csr(inward)
+    indegree = inward.offsets[1:] - inward.offsets[:-1]
+    counts = kernels.cycle_wedges_per_edge(csr, indegree, first, last)
+    keys = kernels.cycle_records(csr, inward, counts, first, last, bits)
     return kernels.split_by_anchor(keys, bits, anchor_bounds)
 
 
@@ -221,14 +234,17 @@ def cycle_plan(graph: Any) -> tuple[list[int], list[list[tuple[int, int]]], int]
     from the per-edge wedge counts (prefix sums: nothing is written yet)."""
     tasks = graph.tasks
     budget = graph.task_budget
+    bits = checked_key_bits(graph.vertices)
     per_anchor = vertex_wide_sum(graph, "graphlets-plan", anchor_count,
                                  [(part, graph.degree, graph.vertices) for part in graph.parts])
     ranges = tasks.task("graphlets-plan", ranges_of, per_anchor,
-                        max(budget // kernels.CYCLE_REDUCE_BYTES, 1), key=("ranges",),
+                        max(budget // kernels.wedge_bytes(kernels.CYCLE_REDUCE_BYTES, bits), 1),
+                        key=("ranges",),
                         on_host=True)
     total = tasks.task("graphlets-plan", sum_of, per_anchor, key=("total",), on_host=True)
     batches = [tasks.task("graphlets-plan", wedge_batches, part, graph.degree,
-                          max(budget // kernels.CYCLE_RECORD_BYTES, 1), key=("batches", p))
+                          max(budget // kernels.wedge_bytes(kernels.CYCLE_RECORD_BYTES, bits), 1),
+                          key=("batches", p))
                for p, part in enumerate(graph.parts)]
     anchor_bounds, per_partition, wedges = graph.timer().compute(
         "graphlets-plan", ranges, batches, total)
@@ -254,8 +270,8 @@ def cycle_terms(graph: Any) -> Any:
         for first, last in batches[p]:
             with tasks.placed(p):
                 wedge_splits.append(tasks.task(
-                    "graphlets-wedges", wedge_split, part, inward[p], graph.degree, first,
-                    last, bits, anchor_bounds, key=(p, first)))
+                    "graphlets-wedges", wedge_split, part, inward[p], first, last, bits,
+                    anchor_bounds, key=(p, first)))
     if not wedge_splits:
         return tasks.task("graphlets-cycles", cycle_zeros, graph.degree, graph.vertices,
                           key=("zeros",))
@@ -300,6 +316,28 @@ def orbit_frame(block: tuple, triangles: Any, rows: Any, full: bool, kind: str) 
     return frame.set_index("vertex")
 
 
+def orbit_rows(graph: Any, timer: Any, counts: list[Any], full: bool) -> Any:
+    """The vertex-wide sums the frequencies are made of, persisted: neighbour sums (and, for
+    every orbit, the second pass, the triangles' and 4-cliques' terms and the 4-cycles),
+    stacked by row."""
+    tasks = graph.tasks
+    supports = support_totals(graph) if full else [None] * graph.partitions
+    whole = tasks.task("graphlets-gather", gather_ranges, *counts, key=("triangles",))
+    sums = vertex_wide_sum(graph, "graphlets-neighbours", neighbour_pass, [
+        (part, supports[p], graph.degree, whole, graph.vertices, not full)
+        for p, part in enumerate(graph.parts)])
+    (sums,) = timer.submit("graphlets-neighbours", sums)
+    if not full:
+        return sums
+    second = vertex_wide_sum(graph, "graphlets-second", second_pass,
+                             [(part, sums, graph.vertices) for part in graph.parts])
+    terms = clique_terms(graph, supports)
+    cycles = cycle_terms(graph)
+    (rows,) = timer.submit("graphlets-gather", tasks.task(
+        "graphlets-gather", stack_rows, sums, second, terms, cycles, key=("rows",)))
+    return rows
+
+
 def graphlet_frames(graph: Any, orbits: str = "all", kind: str = "net") -> list[Any]:
     """The partitions of :func:`graphlets`, persisted on their owners (cached on the graph):
     delayed frames, one per sorted partition."""
@@ -312,22 +350,10 @@ def graphlet_frames(graph: Any, orbits: str = "all", kind: str = "net") -> list[
     tasks, bounds = graph.tasks, graph.bounds
     timer = graph.timer()
     counts = triangle_counts(graph)
-    supports = support_totals(graph) if full else [None] * graph.partitions
-    whole = tasks.task("graphlets-gather", gather_ranges, *counts,
-                       key=("triangles",))
-    sums = vertex_wide_sum(graph, "graphlets-neighbours", neighbour_pass, [
-        (part, supports[p], graph.degree, whole, graph.vertices, not full)
-        for p, part in enumerate(graph.parts)])
-    if full:
-        (sums,) = timer.submit("graphlets-neighbours", sums)
-        second = vertex_wide_sum(graph, "graphlets-second", second_pass,
-                                 [(part, sums, graph.vertices) for part in graph.parts])
-        terms = clique_terms(graph, supports)
-        cycles = cycle_terms(graph)
-        rows = tasks.task("graphlets-gather", stack_rows, sums, second, terms, cycles,
-                          key=("rows",))
-    else:
-        rows = sums
+    rows_key = f"graphlet-rows-{orbits}"  # shared by net and raw
+    if rows_key not in graph.cache:
+        graph.cache[rows_key] = orbit_rows(graph, timer, counts, full)
+    rows = graph.cache[rows_key]
     cut = tasks.task("graphlets-gather", cut_ranges, rows, bounds, key=("cut",))
     picks = tasks.pick_pieces("graphlets-gather", {0: cut}, {0: range(graph.partitions)})
     blocks = vertex_blocks(graph)
@@ -391,13 +417,16 @@ def graphlet_plan(graph: Any, orbits: str = "all") -> dict[str, Any]:
             "peak_bytes": 2 * group_bytes + record_budget * RECORD_BYTES + 16 * vertex_bytes}
         anchor_bounds, batches, wedges = cycle_plan(graph)
         ranges = len(anchor_bounds) - 1
-        batch_records = max(budget // kernels.CYCLE_RECORD_BYTES, 1)
-        range_records = max(budget // kernels.CYCLE_REDUCE_BYTES, 1)
+        bits = checked_key_bits(graph.vertices)
+        record_bytes = kernels.wedge_bytes(kernels.CYCLE_RECORD_BYTES, bits)
+        reduce_bytes = kernels.wedge_bytes(kernels.CYCLE_REDUCE_BYTES, bits)
+        batch_records = max(budget // record_bytes, 1)
+        range_records = max(budget // reduce_bytes, 1)
         stages["cycles"] = {
             "pairs_to_bin": wedges, "batches": sum(len(b) for b in batches),
             "anchor_ranges": ranges, "bins_moved": sum(len(b) for b in batches) * ranges,
-            "peak_bytes": max(min(wedges, batch_records) * kernels.CYCLE_RECORD_BYTES,
-                              min(wedges, range_records) * kernels.CYCLE_REDUCE_BYTES)
+            "peak_bytes": max(min(wedges, batch_records) * record_bytes,
+                              min(wedges, range_records) * reduce_bytes)
             + 8 * vertex_bytes}
     return {"orbits": orbits, "vertices": graph.vertices, "edges": graph.edges,
             "partitions": graph.partitions, "task_budget": budget, "stages": stages}

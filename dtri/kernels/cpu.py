@@ -241,8 +241,8 @@ def scatter_add(ids: Any, weights: Any, size: int) -> Any:
 # (dtri.kernels.graphlets)
 
 EDGE_BLOCK = 256
-"""Edges (or records) taken together by one thread of the graphlet kernels; thread ``t`` of
-``T`` takes blocks ``t, t + T, ...``."""
+"""Edges taken together by one thread of the triangle listing and the 4-cycle wedges; thread
+``t`` of ``T`` takes blocks ``t, t + T, ...``."""
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -372,8 +372,8 @@ def _clique_counts(threads: int, pdst: Any, poff: Any, gdst: Any, goff: Any, glo
             per_record[r] = found
 
 
-def clique_counts_cpu(pdst: Any, poff: Any, plow: int, gdst: Any, goff: Any, glow: int,
-                      tdst: Any, toff: Any, tlow: int, thigh: int, ab: Any, ac: Any, bc: Any,
+def clique_counts_cpu(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, tdst: Any,
+                      toff: Any, tlow: int, thigh: int, ab: Any, ac: Any, bc: Any,
                       per_record: Any, per_edge: Any) -> None:
     """4-cliques over listed triangles (:func:`dtri.kernels.graphlets.clique_counts`): per
     record, the shortest of ``N+(a)``, ``N+(b)`` above ``c`` and ``N+(c)`` is walked and its
@@ -460,11 +460,17 @@ def _cycle_credits(threads: int, pairs: Any, middles: Any, bits: int, three: boo
         xs[at] = key & mask
         us[at] = pairs[i] & mask if three else middles[i]
         fill[v] = at + 1
+    low = 0
+    while low < vertices and per_anchor[low + 1] == 0:
+        low += 1
+    high = vertices
+    while high > low and per_anchor[high] == per_anchor[high - 1]:
+        high -= 1
     credits = np.zeros((threads, vertices), dtype=np.int64)
     for t in numba.prange(threads):
-        seen = np.zeros(vertices, dtype=np.int64)
+        seen = np.zeros(vertices, dtype=np.int32)
         mine = credits[t]
-        for v in range(t, vertices, threads):
+        for v in range(low + t, high, threads):
             lo, hi = per_anchor[v], per_anchor[v + 1]
             if hi - lo < 2:
                 continue
@@ -473,7 +479,7 @@ def _cycle_credits(threads: int, pairs: Any, middles: Any, bits: int, three: boo
             for i in range(lo, hi):
                 mine[us[i]] += seen[xs[i]] - 1
             for i in range(lo, hi):
-                c = seen[xs[i]]
+                c = np.int64(seen[xs[i]])
                 if c:
                     pairs_closed = c * (c - 1) // 2
                     mine[xs[i]] += pairs_closed

@@ -186,8 +186,8 @@ def list_triangles_cuda(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, g
                cupy.int64(first), cursor, ab, ac, bc)
 
 
-def clique_counts_cuda(pdst: Any, poff: Any, plow: int, gdst: Any, goff: Any, glow: int,
-                       tdst: Any, toff: Any, tlow: int, thigh: int, ab: Any, ac: Any, bc: Any,
+def clique_counts_cuda(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, tdst: Any,
+                       toff: Any, tlow: int, thigh: int, ab: Any, ac: Any, bc: Any,
                        per_record: Any, per_edge: Any) -> None:
     """:func:`dtri.kernels.cpu.clique_counts_cpu` on the GPU (``per_record``, ``per_edge``:
     int64 zeros, added to by 64-bit atomics)."""

@@ -80,7 +80,7 @@ RAW_FROM_NET = np.array([
 ], dtype=np.int64)
 """``U[i, j]``: the subgraphs of orbit ``i`` at a vertex of orbit ``j`` that span the graphlet
 of ``j`` (so ``raw σ2 = net σ2 + 2 net σ4``, ``raw σ3 = net σ3 + net σ4``). Derived by
-enumeration; ``tests/kernels/test_graphlets.py`` derives it again."""
+enumeration; ``tests/kernels/test_graphlet_kernels.py`` derives it again."""
 
 
 def net_from_raw(raw: Any) -> Any:
@@ -110,6 +110,13 @@ def raw_from_net(net: Any) -> Any:
 
 def choose2(x: Any) -> Any:
     return x * (x - 1) // 2
+
+
+def choose3(x: Any) -> Any:
+    """``C(x, 3)``, exact wherever it fits int64: ``C(x, 2) (x - 2) / 3``, divided before the
+    product overflows (``q (x - 2) + r (x - 2) / 3`` with ``C(x, 2) = 3 q + r``)."""
+    q, r = divmod(choose2(x), 3)
+    return q * (x - 2) + r * (x - 2) // 3
 
 
 # ----------------------------------------------------------------- sums over the neighbours
@@ -182,7 +189,7 @@ def raw_orbits(degree: Any, triangles: Any, sums: Any | None, second: Any | None
     raw[5] = second - d * (d - 1) - 2 * t
     raw[6] = (d - 1) * sums[0] - 2 * t
     raw[7] = sums[1]
-    raw[8] = d * (d - 1) * (d - 2) // 6
+    raw[8] = choose3(d)
     raw[9] = sums[2] - 2 * t
     raw[10] = sums[3]
     raw[11] = t * (d - 2)
@@ -204,22 +211,29 @@ class TriangleRecords(NamedTuple):
     bc: Any
 
 
+def prefix_cuts(counts: Any, budget: int) -> list[int]:
+    """Cuts of ``counts`` into consecutive runs whose sums are at most ``budget`` each (an item
+    above it is a run of its own), greedily from the left by searches of the prefix sums: the
+    bounds, ascending from 0 to the length."""
+    xp = array_module(counts)
+    size = int(counts.shape[0])
+    if size == 0:
+        return [0]
+    ends = xp.cumsum(counts.astype(xp.int64))
+    bounds, before = [0], 0
+    while bounds[-1] < size:
+        wanted = xp.asarray([before + budget], dtype=xp.int64)
+        stop = max(int(xp.searchsorted(ends, wanted, side="right")[0]), bounds[-1] + 1)
+        bounds.append(stop)
+        before = int(ends[stop - 1])
+    return bounds
+
+
 def record_batches(per_edge: Any, budget_records: int) -> list[tuple[int, int]]:
     """Edge ranges ``[first, last)`` whose records (``per_edge``: the triangles each edge lists)
     sum to at most ``budget_records`` each (an edge with more is a batch of its own): the
     prefix sums size every batch before a record is written."""
-    xp = array_module(per_edge)
-    edges = int(per_edge.shape[0])
-    if edges == 0:
-        return []
-    ends = xp.cumsum(per_edge.astype(xp.int64))
-    total = int(ends[-1])
-    if total <= budget_records:
-        return [(0, edges)]
-    targets = xp.arange(1, -(-total // budget_records), dtype=xp.int64) * budget_records
-    cuts = sorted(set(int(c) for c in xp.searchsorted(ends, targets, side="right").tolist()))
-    bounds = [0, *(c for c in cuts if 0 < c < edges), edges]
-    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+    return list(itertools.pairwise(prefix_cuts(per_edge, budget_records)))
 
 
 def list_triangles(part: CSR, group: CSR, per_edge: Any, first: int, last: int
@@ -257,9 +271,8 @@ def clique_counts(part: CSR, group: CSR, top: CSR, records: TriangleRecords) -> 
             from dtri.kernels.cuda_graphlets import clique_counts_cuda as run
         else:
             from dtri.kernels.cpu import clique_counts_cpu as run
-        run(part.dst, part.offsets, part.low, group.dst, group.offsets, group.low, top.dst,
-            top.offsets, top.low, top.high, records.ab, records.ac, records.bc, per_record,
-            per_edge)
+        run(part.dst, part.offsets, group.dst, group.offsets, group.low, top.dst, top.offsets,
+            top.low, top.high, records.ab, records.ac, records.bc, per_record, per_edge)
     return per_record, per_edge
 
 
@@ -291,35 +304,43 @@ def triangle_terms(part: CSR, group: CSR, top: CSR, records: TriangleRecords,
 # ----------------------------------------------------------------- 4-cycles by anchor
 
 PACKED_ID_BITS = 63
-"""A wedge is one int64 key ``(v, x, u)`` when three ids fit these bits."""
+"""A wedge is one int64 key ``(v, x, u)`` when three ids fit these bits, else two."""
 CYCLE_RECORD_BYTES = 48
-"""Working bytes per oriented wedge while a batch of them is written and split."""
+"""Working bytes per oriented wedge of one key while a batch of them is written and split."""
 CYCLE_REDUCE_BYTES = 48
-"""Working bytes per oriented wedge while an anchor range's wedges are sorted and reduced (the
-keys, their sorted copy and the sort's scratch, then a run index and count per wedge)."""
+"""Working bytes per oriented wedge of one key while an anchor range's wedges are joined,
+sorted and reduced (the pieces and their join, the sorted copy and the sort's scratch, then a
+run index and count per wedge)."""
 
 
-def cycle_wedges_per_edge(part: CSR, indegree: Any) -> Any:
-    """Oriented wedges of each edge ``u → v`` of a partition: the neighbours ``x`` of ``u``
-    ranked below ``v`` (other than ``v``), i.e. ``u``'s in-list (``indegree``: its length, per
-    source of the range) and its out-list before ``v``. Each 4-cycle is two such wedges
-    ``v - u - x`` that share the anchor ``v`` (its highest-ranked vertex) and ``x`` (the one
-    opposite)."""
+def wedge_bytes(per_key: int, bits: int) -> int:
+    """Working bytes per oriented wedge (``per_key``: a constant above), doubled where a wedge
+    takes two int64 keys."""
+    return per_key if 3 * bits <= PACKED_ID_BITS else 2 * per_key
+
+
+def cycle_wedges_per_edge(part: CSR, indegree: Any, first: int = 0,
+                          last: int | None = None) -> Any:
+    """Oriented wedges of edges ``first .. last - 1`` (default: all) of a partition, each
+    ``u → v``: the neighbours ``x`` of ``u`` ranked below ``v`` (other than ``v``), i.e.
+    ``u``'s in-list (``indegree``: its length, per source of the range) and its out-list
+    before ``v``. Each 4-cycle is two such wedges ``v - u - x`` that share the anchor ``v``
+    (its highest-ranked vertex) and ``x`` (the one opposite)."""
     xp = array_module(part.offsets)
-    row = sources(part) - part.low
-    before = xp.arange(part.edges, dtype=xp.int64) - part.offsets[row]
+    last = part.edges if last is None else last
+    row = sources(part, first, last) - part.low
+    before = xp.arange(first, last, dtype=xp.int64) - part.offsets[row]
     return indegree[row] + before
 
 
-def cycle_records(part: CSR, inward: CSR, per_edge: Any, first: int, last: int,
+def cycle_records(part: CSR, inward: CSR, counts: Any, first: int, last: int,
                   bits: int) -> Any:
     """The oriented wedges ``v - u - x`` of edges ``first .. last - 1`` as keys: ``(v, x, u)``
     packed (``bits`` each) where three ids fit 63 bits, else ``(v, x)`` packed with ``u``
     beside them (a ``(k, 2)`` array)."""
     xp = array_module(part.offsets)
-    counts = per_edge[first:last].astype(xp.int64)
     starts = xp.zeros(last - first + 1, dtype=xp.int64)
-    xp.cumsum(counts, out=starts[1:])
+    xp.cumsum(counts.astype(xp.int64), out=starts[1:])
     total = int(starts[-1])
     three = 3 * bits <= PACKED_ID_BITS
     out = xp.empty(total if three else (total, 2), dtype=xp.int64)
@@ -409,13 +430,5 @@ def anchor_wedges(part: CSR, per_edge: Any, vertices: int) -> Any:
 def anchor_ranges(per_anchor: Any, budget_records: int) -> list[int]:
     """Anchor ranges of at most ``budget_records`` wedges each (an anchor with more is a
     range of its own), as ascending bounds from 0 to the vertex count."""
-    xp = array_module(per_anchor)
-    vertices = int(per_anchor.shape[0])
-    ends = xp.cumsum(per_anchor)
-    total = int(ends[-1]) if vertices else 0
-    if total <= budget_records:
-        return [0, vertices]
-    targets = xp.arange(1, -(-total // budget_records), dtype=xp.int64) * budget_records
-    cuts = sorted(set(int(c) for c in
-                      xp.searchsorted(ends, targets, side="right").tolist()))
-    return [0, *(c for c in cuts if 0 < c < vertices), vertices]
+    bounds = prefix_cuts(per_anchor, budget_records)
+    return bounds if len(bounds) > 1 else [0, 0]

@@ -56,6 +56,9 @@ def test_graphlets_on_two_worker_processes():
 def test_graphlets_are_cached_and_checked():
     with dtri.prepare(dense_graph(1), backend="cpu", scheduler="synchronous") as graph:
         assert graph.graphlets() is graph.graphlets()
+        rows = graph.cache["graphlet-rows-all"]
+        graph.graphlets(kind="raw")
+        assert graph.cache["graphlet-rows-all"] is rows  # raw reuses net's sums
         with pytest.raises(ConfigurationError, match="orbits must be one of"):
             graph.graphlets(orbits="sigma0-15")
         with pytest.raises(ConfigurationError, match="kind must be one of"):

@@ -4,6 +4,8 @@ counters, the GPU's sort) against each other."""
 
 from __future__ import annotations
 
+import itertools
+
 import networkx as nx
 import numpy as np
 from hypothesis import given, settings
@@ -72,3 +74,21 @@ def test_cycle_reductions_agree(wedges, packed):
             expected[c] += m - 1
     assert (graphlets.cycle_credits(keys, bits, vertices) == expected).all()
     assert (graphlets.sorted_cycle_credits(keys, bits, vertices) == expected).all()
+
+
+def test_choose3_is_exact_where_the_product_overflows():
+    d = np.array([0, 1, 2, 3, 4, 2_200_000, 3_000_000, 3_800_000], dtype=np.int64)
+    expected = [n * (n - 1) * (n - 2) // 6 for n in d.tolist()]  # Python ints
+    assert graphlets.choose3(d).tolist() == expected
+
+
+@given(st.lists(st.integers(0, 50), max_size=40), st.integers(1, 60))
+@settings(max_examples=80, deadline=None)
+def test_batches_are_greedy_and_within_budget(counts, budget):
+    bounds = graphlets.prefix_cuts(np.array(counts, dtype=np.int64), budget)
+    assert bounds[0] == 0 and bounds[-1] == len(counts)
+    for a, b in itertools.pairwise(bounds):
+        assert b > a
+        assert sum(counts[a:b]) <= budget or b == a + 1  # one item above the budget alone
+        if b < len(counts):
+            assert sum(counts[a:b + 1]) > budget  # greedy: the next item would not fit
