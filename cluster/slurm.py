@@ -136,6 +136,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--memory-budget", help="dtri's memory budget per worker, e.g. 16GiB")
     parser.add_argument("--timeout", type=float, default=3600,
                         help="seconds to wait for all the workers (queueing included)")
+    parser.add_argument("--lost-workers-timeout", type=float, default=300,
+                        help="seconds the count waits once every worker is gone (a job "
+                             "cancelled or preempted) before it fails; the scheduler's "
+                             "distributed.scheduler.no-workers-timeout, where not set")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the job script and exit without submitting anything")
     args = parser.parse_args(argv)
@@ -147,15 +151,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import dask
+    import distributed  # noqa: F401  (loads distributed's configuration defaults)
+
     args = parse_args(argv)
-    cluster = build_cluster(
-        backend=args.backend, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-        cores=args.cores, memory=args.memory, partition=args.partition, account=args.account,
-        walltime=args.walltime, interface=args.interface, local_directory=args.local_directory,
-        log_directory=args.log_directory, job_name=args.job_name, prologue=args.prologue,
-        extra_directives=args.directive, python=args.python,
-    )
-    with cluster:
+    # the scheduler (started here, with the cluster) fails tasks that wait this long with no
+    # worker, so a count whose jobs are all gone ends with an error instead of waiting forever
+    lost = dask.config.get("distributed.scheduler.no-workers-timeout", None) \
+        or f"{args.lost_workers_timeout}s"
+    with dask.config.set({"distributed.scheduler.no-workers-timeout": lost}):
+        cluster = build_cluster(
+            backend=args.backend, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+            cores=args.cores, memory=args.memory, partition=args.partition,
+            account=args.account, walltime=args.walltime, interface=args.interface,
+            local_directory=args.local_directory, log_directory=args.log_directory,
+            job_name=args.job_name, prologue=args.prologue, extra_directives=args.directive,
+            python=args.python,
+        )
+    with cluster:  # on exit, the jobs are cancelled (scancel), on success or failure
         if args.dry_run:
             print(cluster.job_script())
             return 0
@@ -177,8 +190,15 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 edges = list(args.paths)
                 source = {"paths": edges}
-            # dtri.count uses the active Client (this one), so it runs on the SLURM workers.
-            result = dtri.count(edges, backend=args.backend, memory_budget=args.memory_budget)
+            try:
+                # dtri.count uses the active Client (this one): it runs on the SLURM workers
+                result = dtri.count(edges, backend=args.backend,
+                                    memory_budget=args.memory_budget)
+            except Exception as error:  # a lost job, a bad input: one line, no count
+                print(f"slurm.py: error: the count failed ({type(error).__name__}: "
+                      f"{str(error).strip() or 'no message'}); its jobs are cancelled",
+                      file=sys.stderr)
+                return 1
         print(json.dumps({**source, **result.to_dict()}))
     return 0
 

@@ -7,9 +7,7 @@ overlap the module-scoped two-worker ``dask_client`` of the shared-data test at 
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import json
 import logging
 import os
 import signal
@@ -232,51 +230,6 @@ def test_slurm_script_refuses_to_run_without_sbatch(tmp_path):
         env={**os.environ, "PATH": str(tmp_path)},
     )
     assert done.returncode == 2 and "sbatch" in done.stderr, done.stderr
-
-
-FAKE_SBATCH = """#!/usr/bin/env bash
-# Stands in for sbatch: runs the job script here, in its own process group.
-set -euo pipefail
-id=$(( $(ls "$JOBS" | grep -c '\\.sh$' || true) + 100 ))
-cp "$1" "$JOBS/$id.sh"
-setsid bash "$JOBS/$id.sh" </dev/null >"$JOBS/$id.log" 2>&1 &
-echo $! >"$JOBS/$id.pid"
-echo "Submitted batch job $id"
-"""
-FAKE_SCANCEL = """#!/usr/bin/env bash
-# Stands in for scancel: ends the process group of each job.
-for id in "$@"; do kill -TERM -- "-$(cat "$JOBS/$id.pid")" 2>/dev/null || true; done
-"""
-
-
-def test_slurm_script_counts_with_a_stand_in_sbatch(tmp_path):
-    """The whole script on the CPU backend, with sbatch/scancel replaced by scripts that run
-    the job here: it submits, waits for the workers, counts and prints the JSON result."""
-    jobs = tmp_path / "jobs"
-    jobs.mkdir()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("sbatch", FAKE_SBATCH), ("scancel", FAKE_SCANCEL)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
-    env = {**os.environ, "JOBS": str(jobs), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    try:
-        done = subprocess.run(
-            [sys.executable, str(CLUSTER / "slurm.py"), "--backend", "cpu", "--nodes", "1",
-             "--cores", "2", "--memory", "4GiB", "--interface", "lo", "--timeout", "120",
-             "--local-directory", str(tmp_path), "examples/karate.txt"],
-            capture_output=True, text=True, timeout=240, check=False, cwd=REPO_ROOT, env=env,
-        )
-    finally:  # the job's processes, if the script left any (scancel should have ended them)
-        for pid_file in jobs.glob("*.pid"):
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-    logs = "\n".join(log.read_text()[-2000:] for log in jobs.glob("*.log"))
-    assert done.returncode == 0, f"{done.stderr[-3000:]}\njob logs:\n{logs}"
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["triangles"] == 45 and report["workers"] == 2, report
-    assert report["paths"] == ["examples/karate.txt"]
-    assert len(list(jobs.glob("*.sh"))) == 1  # one job for one node
 
 
 # ---------------------------------------------------------------------------------------------
