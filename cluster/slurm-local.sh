@@ -36,8 +36,15 @@ start_munge() {
     mkdir -p /run/munge /var/log/munge /var/lib/munge
     chown -R munge:munge /etc/munge /run/munge /var/log/munge /var/lib/munge 2>/dev/null
     chmod 400 /etc/munge/munge.key
-    pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged \
-        || fail "munged did not start"
+    if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then  # none, or a stale one
+        pkill -x munged 2>/dev/null && sleep 1
+        runuser -u munge -- /usr/sbin/munged || fail "munged did not start"
+        for _ in $(seq 20); do
+            munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break
+            sleep 0.5
+        done
+    fi
+    munge -n 2>/dev/null | unmunge >/dev/null 2>&1 || fail "munged does not answer"
 }
 
 write_conf() {
@@ -84,6 +91,7 @@ start() {
         fi
         sleep 1
     done
+    stop
     fail "the node did not become idle in 60 s (see $DIR/slurmctld.log, $DIR/slurmd.log)"
 }
 
