@@ -11,6 +11,7 @@ from fsspec.core import url_to_fs
 
 from dtri.analytics.vertex import present_vertices
 from dtri.errors import DtriError
+from dtri.kernels.dispatch import host_frame
 
 
 def check_new_output(out: str, make: bool = False) -> None:
@@ -31,19 +32,27 @@ def write_parquet(frame: Any, out: str | None) -> str | None:
     return out
 
 
+def first_rows(frame: Any, order: list[str], top: int) -> Any:
+    """A frame's first ``top`` rows by ``order``: the first column descending, ties broken by
+    the others, ascending."""
+    return frame.sort_values(order, ascending=[False, *[True] * (len(order) - 1)]).head(top)
+
+
+def plain_records(frame: Any) -> list[dict[str, Any]]:
+    """A pandas frame's rows as dicts of plain Python values."""
+    return [{name: value.item() if hasattr(value, "item") else value
+             for name, value in row.items()} for row in frame.to_dict("records")]
+
+
 def top_rows(frame: Any, column: str, top: int, ties: tuple[str, ...]) -> list[dict[str, Any]]:
     """The ``top`` rows with the largest ``column`` (ties by ``ties``, ascending), as plain
     Python values."""
     if top == 0:
         return []
-    order, ascending = [column, *ties], [False, *([True] * len(ties))]
+    order = [column, *ties]
     # each partition's first rows in that order, then theirs: exact, ties included
-    picked = frame.map_partitions(lambda part: part.sort_values(order, ascending=ascending)
-                                  .head(top)).compute()
-    picked = picked.to_pandas() if hasattr(picked, "to_pandas") else picked
-    picked = picked.sort_values(order, ascending=ascending).head(top)
-    return [{name: value.item() if hasattr(value, "item") else value
-             for name, value in row.items()} for row in picked.to_dict("records")]
+    picked = host_frame(frame.map_partitions(first_rows, order, top).compute())
+    return plain_records(first_rows(picked, order, top))
 
 
 def triangles_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
@@ -100,7 +109,7 @@ def truss_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
     """``dtri truss``: the largest truss number, edges per truss number, the output."""
     frame = graph.truss_numbers()
     levels = frame["truss"].value_counts().compute()
-    levels = levels.to_pandas() if hasattr(levels, "to_pandas") else levels
+    levels = host_frame(levels)
     per_level = {int(k): int(v) for k, v in sorted(levels.items())}
     summary = {"vertices": present_vertices(graph), "edges": graph.edges,
                "max_truss": max(per_level, default=2 if graph.edges else 0),
@@ -115,12 +124,10 @@ def frame_sums(frame: Any) -> list[int]:
     return [int(v) for v in frame.sum().to_numpy().tolist()]
 
 
-def frame_top(frame: Any, order: list[str], top: int) -> Any:
-    """One partition's first ``top`` rows by ``order`` (the first descending, the rest
-    ascending), with the index as a column, in host memory."""
-    picked = frame.reset_index().sort_values(order, ascending=[False, *[True] * (len(order) - 1)])
-    picked = picked.head(top)
-    return picked.to_pandas() if hasattr(picked, "to_pandas") else picked
+def frame_top(frame: Any, columns: list[str], order: list[str], top: int) -> Any:
+    """One partition's first ``top`` rows by ``order`` (:func:`first_rows`), its index a
+    column, of ``columns``, in host memory."""
+    return host_frame(first_rows(frame.reset_index()[columns], order, top))
 
 
 def graphlets_summary(graph: Any, out: str | None, top: int, orbits: str,
@@ -128,6 +135,8 @@ def graphlets_summary(graph: Any, out: str | None, top: int, orbits: str,
     """``dtri graphlets``: the graph's copies of each graphlet (from the orbit sums), the
     vertices in most 4-cliques (triangles for σ0-σ4), the output. The sums and the top rows
     are taken per partition where it lives; no Dask DataFrame is built unless written."""
+    import pandas
+
     from dtri.analytics.graphlets import graphlet_frames
     from dtri.kernels.graphlets import BASIC_ORBITS, COLUMNS, GRAPHLETS
 
@@ -139,20 +148,17 @@ def graphlets_summary(graph: Any, out: str | None, top: int, orbits: str,
     tasks = graph.tasks
     sums = [tasks.task("summary", frame_sums, f, key=("sums", p), on_host=True)
             for p, f in enumerate(frames)]
-    tops = [tasks.task("summary", frame_top, f, [ranked, "vertex"], top, key=("top", p),
+    order = [ranked, "vertex"]
+    tops = [tasks.task("summary", frame_top, f, listed, order, top, key=("top", p),
                        on_host=True) for p, f in enumerate(frames)] if top else []
     per_partition, heads = graph.timer().compute("summary", sums, tops)
     totals = [sum(column) for column in zip(*per_partition, strict=True)] if per_partition \
         else [0] * shown
     copies = {name: totals[orbit] // per_copy
               for name, orbit, per_copy in GRAPHLETS if orbit < shown}
-    rows: list[dict[str, Any]] = []
-    for head in heads:
-        rows.extend(head[listed].to_dict("records"))
-    rows.sort(key=lambda row: (-row[ranked], row["vertex"]))
+    rows = plain_records(first_rows(pandas.concat(heads), order, top)) if heads else []
     summary = {"vertices": present_vertices(graph), "edges": graph.edges, "orbits": orbits,
-               "kind": kind, "graphlets": copies,
-               "top": [{k: int(v) for k, v in row.items()} for row in rows[:top]]}
+               "kind": kind, "graphlets": copies, "top": rows}
     summary["output"] = write_parquet(graph.graphlets(orbits=orbits, kind=kind).reset_index(),
                                       out) if out is not None else None
     return summary

@@ -186,13 +186,13 @@ def run_credits(graph: Any, mode: str, states: list[Any] | None = None,
 # ------------------------------------------------------------------------- per vertex
 
 def slice_ranges(counts: Any, bounds: list[int]) -> dict[int, Any]:
-    """Vertex-wide counts cut by the partitions' rank ranges, each piece an array of its
-    own."""
-    return {p: counts[bounds[p]: bounds[p + 1]].copy() for p in range(len(bounds) - 1)}
+    """Vertex-wide counts (along the last axis: one row or several) cut by the partitions'
+    rank ranges, each piece an array of its own."""
+    return {p: counts[..., bounds[p]: bounds[p + 1]].copy() for p in range(len(bounds) - 1)}
 
 
-def range_zeros(like: Any, size: int) -> Any:
-    """int64 zeros of ``size`` in the array library of ``like``."""
+def range_zeros(like: Any, size: int | tuple[int, ...]) -> Any:
+    """int64 zeros of ``size`` (a length or a shape) in the array library of ``like``."""
     xp = array_module(like)
     return xp.zeros(size, dtype=xp.int64)
 

@@ -25,10 +25,11 @@ The stages, each named in the task keys:
 
 from __future__ import annotations
 
+from operator import getitem
 from typing import TYPE_CHECKING, Any
 
 from dtri.analytics.count import load_group, member_starts, own_partition
-from dtri.analytics.credits import group_plan
+from dtri.analytics.credits import group_plan, range_zeros, slice_ranges
 from dtri.analytics.edge import result_module, support_totals
 from dtri.analytics.plan import reaches
 from dtri.analytics.vertex import triangle_counts, vertex_blocks
@@ -56,10 +57,10 @@ def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 
 # ----------------------------------------------------------------- vertex-wide inputs
 
-def gather_ranges(*counts: Any) -> Any:
-    """Per-partition counts (of consecutive rank ranges) as one vertex-wide array."""
-    xp = array_module(counts[0])
-    return xp.concatenate(counts) if len(counts) > 1 else counts[0]
+def joined_pieces(*pieces: Any) -> Any:
+    """Arrays taken together in order (one as it is): the per-partition triangle counts as one
+    vertex-wide array, or the key pieces an exchange brought."""
+    return array_module(pieces[0]).concatenate(pieces) if len(pieces) > 1 else pieces[0]
 
 
 def neighbour_pass(part: tuple, support: Any, degree: Any, triangles: Any, vertices: int,
@@ -151,18 +152,13 @@ def clique_terms(graph: Any, supports: list[Any]) -> Any:
                     *((supports[p] for p in inputs) if with_opposite else ()),
                     key=(t.group, h, t.worker), on_host=True))
     if not by_worker:
-        return tasks.task("graphlets-cliques", clique_zeros, graph.degree, graph.vertices,
-                          key=("zeros",))
+        return tasks.task("graphlets-cliques", range_zeros, graph.degree, (2, graph.vertices),
+                          key=("zeros",), on_host=True)
     folded = []  # summed on each worker first, so one array per worker travels
     for w, results in sorted(by_worker.items()):
         with tasks.placed(w):
             folded.append(tasks.tree("graphlets-cliques", add_counts, results, on_host=True))
     return tasks.tree("graphlets-cliques", add_counts, folded, on_host=True)
-
-
-def clique_zeros(like: Any, vertices: int) -> Any:
-    xp = array_module(like)
-    return xp.zeros((2, vertices), dtype=xp.int64)
 
 
 # ----------------------------------------------------------------- 4-cycles
@@ -181,9 +177,7 @@ def inward_split(part: tuple, bounds: list[int], bits: int) -> dict[int, Any]:
 def inward_csr(vertices: int, bounds: list[int], index: int, *pieces: Any) -> tuple:
     """Partition ``index``'s in-lists: the CSR over its ranks of the edges that end there,
     each list the lower-ranked neighbours, ascending."""
-    xp = array_module(pieces[0])
-    keys = xp.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-    return stored(from_keys(keys, vertices, bounds[index], bounds[index + 1]))
+    return stored(from_keys(joined_pieces(*pieces), vertices, bounds[index], bounds[index + 1]))
 
 
 def edge_indegrees(part: Any, degree: Any) -> Any:
@@ -193,16 +187,14 @@ def edge_indegrees(part: Any, degree: Any) -> Any:
     return degree[csr.low: csr.high].astype(out_degree.dtype) - out_degree
 
 
-def anchor_count(part: tuple, degree: Any, vertices: int) -> Any:
+def wedge_counts(part: tuple, degree: Any, vertices: int,
+                 budget_records: int) -> tuple[Any, list[tuple[int, int]]]:
+    """A partition's oriented wedges per anchor (vertex-wide) and its wedge batches, from one
+    count of the wedges per edge."""
     csr = as_csr(part)
     per_edge = kernels.cycle_wedges_per_edge(csr, edge_indegrees(csr, degree))
-    return kernels.anchor_wedges(csr, per_edge, vertices)
-
-
-def wedge_batches(part: tuple, degree: Any, budget_records: int) -> list[tuple[int, int]]:
-    csr = as_csr(part)
-    return kernels.record_batches(
-        kernels.cycle_wedges_per_edge(csr, edge_indegrees(csr, degree)), budget_records)
+    return (kernels.anchor_wedges(csr, per_edge, vertices),
+            kernels.record_batches(per_edge, budget_records))
 
 
 def ranges_of(per_anchor: Any, budget_records: int) -> list[int]:
@@ -224,9 +216,8 @@ def cycle_range(staging: Staging, bits: int, vertices: int, *pieces: Any) -> Any
     """One ``graphlets-cycles`` task: the 4-cycles at each vertex from an anchor range's
     wedges, joined where they arrive (host memory under host staging) and moved to the
     device once."""
-    xp = array_module(pieces[0])
-    keys = xp.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-    return staging.to_host(kernels.cycle_credits(staging.to_device(keys), bits, vertices))
+    keys = staging.to_device(joined_pieces(*pieces))
+    return staging.to_host(kernels.cycle_credits(keys, bits, vertices))
 
 
 def cycle_plan(graph: Any) -> tuple[list[int], list[list[tuple[int, int]]], int]:
@@ -235,17 +226,22 @@ def cycle_plan(graph: Any) -> tuple[list[int], list[list[tuple[int, int]]], int]
     tasks = graph.tasks
     budget = graph.task_budget
     bits = checked_key_bits(graph.vertices)
-    per_anchor = vertex_wide_sum(graph, "graphlets-plan", anchor_count,
-                                 [(part, graph.degree, graph.vertices) for part in graph.parts])
+    batch_records = max(budget // kernels.wedge_bytes(kernels.CYCLE_RECORD_BYTES, bits), 1)
+    counted = []
+    for p, part in enumerate(graph.parts):
+        with tasks.placed(p):
+            counted.append(tasks.task("graphlets-plan", wedge_counts, part, graph.degree,
+                                      graph.vertices, batch_records, key=(p,)))
+    per_anchor = tasks.tree("graphlets-plan", add_counts, [
+        tasks.task("graphlets-plan", getitem, c, 0, key=("anchors", p), on_host=True)
+        for p, c in enumerate(counted)], on_host=True)
+    batches = [tasks.task("graphlets-plan", getitem, c, 1, key=("batches", p), on_host=True)
+               for p, c in enumerate(counted)]
     ranges = tasks.task("graphlets-plan", ranges_of, per_anchor,
                         max(budget // kernels.wedge_bytes(kernels.CYCLE_REDUCE_BYTES, bits), 1),
                         key=("ranges",),
                         on_host=True)
     total = tasks.task("graphlets-plan", sum_of, per_anchor, key=("total",), on_host=True)
-    batches = [tasks.task("graphlets-plan", wedge_batches, part, graph.degree,
-                          max(budget // kernels.wedge_bytes(kernels.CYCLE_RECORD_BYTES, bits), 1),
-                          key=("batches", p))
-               for p, part in enumerate(graph.parts)]
     anchor_bounds, per_partition, wedges = graph.timer().compute(
         "graphlets-plan", ranges, batches, total)
     return list(anchor_bounds), [list(b) for b in per_partition], int(wedges)
@@ -273,17 +269,12 @@ def cycle_terms(graph: Any) -> Any:
                     "graphlets-wedges", wedge_split, part, inward[p], first, last, bits,
                     anchor_bounds, key=(p, first)))
     if not wedge_splits:
-        return tasks.task("graphlets-cycles", cycle_zeros, graph.degree, graph.vertices,
-                          key=("zeros",))
+        return tasks.task("graphlets-cycles", range_zeros, graph.degree, graph.vertices,
+                          key=("zeros",), on_host=True)
     reduced = tasks.exchange("graphlets-cycles", wedge_splits, cycle_range,
                              len(anchor_bounds) - 1, graph.staging, bits, graph.vertices,
                              on_host=True)
     return tasks.tree("graphlets-cycles", add_counts, reduced)
-
-
-def cycle_zeros(like: Any, vertices: int) -> Any:
-    xp = array_module(like)
-    return xp.zeros(vertices, dtype=xp.int64)
 
 
 # ----------------------------------------------------------------- the result
@@ -292,10 +283,6 @@ def stack_rows(*arrays: Any) -> Any:
     """Vertex-wide rows (1-D or 2-D arrays) stacked into one ``(rows, vertices)`` array."""
     xp = array_module(arrays[0])
     return xp.concatenate([a[None] if a.ndim == 1 else a for a in arrays])
-
-
-def cut_ranges(rows: Any, bounds: list[int]) -> dict[int, Any]:
-    return {p: rows[:, bounds[p]: bounds[p + 1]].copy() for p in range(len(bounds) - 1)}
 
 
 def orbit_frame(block: tuple, triangles: Any, rows: Any, full: bool, kind: str) -> Any:
@@ -322,7 +309,7 @@ def orbit_rows(graph: Any, timer: Any, counts: list[Any], full: bool) -> Any:
     stacked by row."""
     tasks = graph.tasks
     supports = support_totals(graph) if full else [None] * graph.partitions
-    whole = tasks.task("graphlets-gather", gather_ranges, *counts, key=("triangles",))
+    whole = tasks.task("graphlets-gather", joined_pieces, *counts, key=("triangles",))
     sums = vertex_wide_sum(graph, "graphlets-neighbours", neighbour_pass, [
         (part, supports[p], graph.degree, whole, graph.vertices, not full)
         for p, part in enumerate(graph.parts)])
@@ -354,7 +341,7 @@ def graphlet_frames(graph: Any, orbits: str = "all", kind: str = "net") -> list[
     if rows_key not in graph.cache:
         graph.cache[rows_key] = orbit_rows(graph, timer, counts, full)
     rows = graph.cache[rows_key]
-    cut = tasks.task("graphlets-gather", cut_ranges, rows, bounds, key=("cut",))
+    cut = tasks.task("graphlets-gather", slice_ranges, rows, bounds, key=("cut",))
     picks = tasks.pick_pieces("graphlets-gather", {0: cut}, {0: range(graph.partitions)})
     blocks = vertex_blocks(graph)
     frames = []

@@ -54,6 +54,11 @@ series_from_arrays = Dispatch("series_from_arrays")
 ``index``, named ``name``, its index named ``index_name``."""
 
 
+def host_frame(value: Any) -> Any:
+    """A cuDF frame or series as pandas (a copy to host memory); pandas as it is."""
+    return value.to_pandas() if hasattr(value, "to_pandas") else value
+
+
 @array_module.register(np.ndarray)
 def _numpy_module(array: np.ndarray) -> Any:
     return np

@@ -19,6 +19,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from dtri.kernels.dispatch import host_frame
 from dtri.nx.info import FUNCTIONS
 
 
@@ -28,9 +29,10 @@ class DtriGraph:
     __networkx_backend__ = "dtri"
 
     def __init__(self, nodes: list[Hashable], edges: np.ndarray, self_loops: int = 0,
-                 graph: dict | None = None, source: nx.Graph | None = None):
+                 graph: dict | None = None, source: nx.Graph | None = None,
+                 index: dict[Hashable, int] | None = None):
         self.nodes = nodes
-        self.index = {v: i for i, v in enumerate(nodes)}
+        self.index = {v: i for i, v in enumerate(nodes)} if index is None else index
         self.edges = edges
         self.self_loops = self_loops
         self.graph = graph if graph is not None else {}
@@ -102,7 +104,7 @@ def convert_from_nx(graph: nx.Graph, edge_attrs: Any = None, node_attrs: Any = N
     self_loops = int(np.count_nonzero(sources == targets))
     once = sources < targets  # each undirected edge is in both lists: keep it once
     edges = np.stack([sources[once], targets[once]], axis=1)
-    return DtriGraph(nodes, edges, self_loops, dict(graph.graph), graph)
+    return DtriGraph(nodes, edges, self_loops, dict(graph.graph), graph, index)
 
 
 def convert_to_nx(obj: Any, *, name: str | None = None) -> Any:
@@ -175,14 +177,10 @@ def _options() -> dict[str, Any]:
             if key in ("backend", "scheduler", "workers", "memory_budget") and value is not None}
 
 
-def _host(values: Any) -> Any:
-    return values.to_pandas() if hasattr(values, "to_pandas") else values
-
-
 def _by_node(graph: DtriGraph, series: Any) -> np.ndarray:
     """A dtri per-vertex result (indexed by node position) as an array over every node
     (0 for the nodes without an edge)."""
-    series = _host(series)
+    series = host_frame(series)
     values = np.zeros(len(graph.nodes), dtype=series.dtype if len(series) else np.int64)
     values[series.index.to_numpy()] = series.to_numpy()
     return values
@@ -269,7 +267,7 @@ def k_truss(G: DtriGraph, k: int) -> nx.Graph:
     if G.edges.shape[0]:
         with dtri.prepare(G.edges, **_options()) as prepared:
             # NetworkX takes any k: below 3 every edge stays (dtri's k-truss starts at 0)
-            support = _host(prepared.k_truss(max(k, 0)).edge_support().compute())
+            support = host_frame(prepared.k_truss(max(k, 0)).edge_support().compute())
         kept = np.stack([support["u"].to_numpy(), support["v"].to_numpy()], axis=1)
     present = np.unique(kept)  # the nodes left, in the original's order
     return convert_to_nx(DtriGraph([G.nodes[i] for i in present.tolist()],
