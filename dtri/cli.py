@@ -124,7 +124,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     click.echo(f"bins           {result.bins}   batches {result.batches}   "
                f"partitions {result.partitions}")
     click.echo(f"backend        {result.backend} ({result.workers} workers, memory budget "
-               f"{format_bytes(result.memory_budget)}/worker, {result.orientation} orientation)")
+               f"{format_bytes(result.memory_budget)}/worker, {result.orientation} orientation, "
+               f"{result.order} order)")
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
 
 
@@ -136,6 +137,13 @@ def _print_plan(plan: dict[str, Any]) -> None:
     click.echo(f"bins           {plan['bins']} ({plan['bins_with_edges']} with edges)   "
                f"batches {plan['batches']} of at most {plan['batch_size']} wedges   "
                f"join {plan['join']}")
+    choices = plan["choices"]
+    click.echo(f"orientation    {choices['orientation']} ({choices['orientation_reason']})")
+    click.echo(f"order          {choices['order']} ({choices['order_reason']})")
+    if choices.get("longest_list") is not None:
+        click.echo(f"lists          longest {choices['longest_list']}   hash tables up to "
+                   f"{choices['hash_max_members']} members   wedges/edge "
+                   f"{choices['wedges_per_edge']:.1f}")
     click.echo(f"budget         {format_bytes(plan['memory_budget'])}/worker, "
                f"{format_bytes(plan['task_budget'])}/task ({plan['workers']} workers x "
                f"{plan['threads_per_worker']} threads, {plan['backend']})")

@@ -21,7 +21,8 @@ from dtri.errors import ConfigurationError
 BACKENDS = ("auto", "cpu", "gpu")
 PROTOCOLS = ("auto", "tcp", "ucx")
 STAGINGS = ("auto", "host", "device")
-ORIENTATIONS = ("degree", "id")
+ORIENTATIONS = ("auto", "degree", "id", "adirection")
+ORDERS = ("auto", "rank", "degree", "aorder")
 JOINS = ("auto", "wedges", "intersect")
 FORMATS = ("auto", "snap", "csv", "tsv", "mtx", "parquet")
 SIZE_OPTIONS = ("memory_limit", "device_memory_limit", "rmm_pool_size", "memory_budget",
@@ -111,8 +112,16 @@ class Options:
 
     # ---- how the graph is prepared and counted
     orientation: str = _option(
-        "degree", "plan", "--orientation", "Orient edges by (degree, id) or by id.",
-        ORIENTATIONS)
+        "auto", "plan", "--orientation", "Point each edge to the higher of its ends by (degree, "
+        "id), by id, or adirection: by an approximate peeling (each round peels the vertices "
+        "of at most (1 + epsilon) times the mean remaining degree), which bounds every "
+        "out-list; auto: degree, unless its longest out-list is too long for the hash "
+        "tables of the intersection.", ORIENTATIONS)
+    order: str = _option(
+        "auto", "plan", "--order", "Vertex order in which the intersection kernel takes its "
+        "work: rank (as stored), degree (longest lists first), or aorder (greedy bucketing "
+        "of each vertex's memory-access profile, heavy and light work side by side); auto: "
+        "from the partition summaries.", ORDERS)
     join: str = _option(
         "auto", "plan", "--join", "wedges: write closure keys in budget-sized batches, "
         "radix-bin, sorted search; intersect: fused sorted-list intersection, no wedge written "

@@ -57,6 +57,9 @@ class CountResult:
     backend: str
     workers: int
     orientation: str
+    """The orientation used (``auto`` resolved)."""
+    order: str
+    """The vertex order used (``auto`` resolved)."""
     join: str
     memory_budget: int
     seconds: dict[str, float] = field(default_factory=dict)
@@ -96,8 +99,9 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         triangles=None if explain else int(triangles), vertices=plan.vertices,
         edges=plan.edges, wedges=plan.wedges, bins=plan.nbins, batches=len(plan.batches),
         partitions=plan.partitions, backend=plan.backend, workers=plan.workers,
-        orientation=graph.options.orientation, join=plan.join,
-        memory_budget=plan.memory_budget, seconds=seconds, plan=plan.to_dict(),
+        orientation=graph.orientation, order=graph.order, join=plan.join,
+        memory_budget=plan.memory_budget, seconds=seconds,
+        plan={**plan.to_dict(), "choices": graph.choices()},
         caps=graph.runtime.caps.sizes())
 
 
@@ -185,10 +189,19 @@ def binned_joins(plan: CountPlan, graph: Any, timer: Any) -> list[Any]:
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
     # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
     owned = tasks if plan.owned else Tasks(tasks.staging)
+    # a bin holding the sources of one partition only, which lies in no other bin, is that
+    # partition (a target of the bin's range outside the partition has no list): no copy
+    bins_of: dict[int, int] = {}
+    for owners in plan.bin_partitions.values():
+        for p in owners:
+            bins_of[p] = bins_of.get(p, 0) + 1
+    alone = {k: owners[0] for k, owners in plan.bin_partitions.items()
+             if len(owners) == 1 and bins_of[owners[0]] == 1}
     overlapped: dict[int, list[int]] = {}  # partition -> the bins it overlaps, ascending
     for k, owners in plan.bin_partitions.items():
         for p in owners:
-            overlapped.setdefault(p, []).append(k)
+            if k not in alone:
+                overlapped.setdefault(p, []).append(k)
     slices = {}
     for p, bins_of_p in overlapped.items():
         with owned.placed(p):
@@ -197,12 +210,18 @@ def binned_joins(plan: CountPlan, graph: Any, timer: Any) -> list[Any]:
     picks = tasks.pick_pieces("edge-bins", slices, overlapped)
     edge_bins = {k: tasks.task("edge-bins", edge_bin, *plan.bin_sources[k],
                                *(picks[p, k] for p in plan.bin_partitions[k]), key=(k,))
-                 for k in plan.bin_sources}
+                 for k in plan.bin_sources if k not in alone}
     needed = {("csr", k): b for k, b in edge_bins.items()} if plan.needs_csr else {}
     if plan.needs_edge_keys:
         needed.update({("keys", k): tasks.task("edge-keys", bin_keys, b, bits, key=(k,))
                        for k, b in edge_bins.items()})
-    persisted = dict(zip(needed, timer.submit("edge_bins", *needed.values()), strict=True))
+    persisted = dict(zip(needed, timer.submit("edge_bins", *needed.values()), strict=True)
+                     ) if needed else {}
+    for k, p in alone.items():
+        if plan.needs_csr:
+            persisted["csr", k] = parts[p]
+        if plan.needs_edge_keys:
+            persisted["keys", k] = tasks.task("edge-keys", bin_keys, parts[p], bits, key=(k,))
 
     joins = []
     for batch in plan.batches:

@@ -226,7 +226,8 @@ def k_truss(graph: Any, k: int) -> Any:
     return PreparedGraph(runtime=graph.runtime, options=graph.options, parts=list(parts),
                          bounds=graph.bounds, summaries=[PartitionSummary(*s) for s in summaries],
                          vertices=graph.vertices, ids=graph.ids, degree=degree,
-                         present=present, seconds=seconds)
+                         present=present, orientation=graph.orientation,
+                         orientation_reason=graph.orientation_reason, seconds=seconds)
 
 
 def edge_degrees(part: tuple, vertices: int) -> Any:

@@ -99,6 +99,12 @@ def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
     src, dst = id_columns(frame)
     xp = array_module(vertices)
     n = vertex_count(vertices)
+    if xp.__name__ == "cupy" and vertices.shape[0] and dense_range(int(vertices[-1]),
+                                                                   2 * src.shape[0]):
+        from dtri.kernels.cuda_prepare import dense_edge_keys  # one fused pass
+
+        keys = dense_edge_keys(src, dst, dense_table(vertices), checked_key_bits(n))
+        return split_by_hash(keys, parts)
     a, b = dense_ids(vertices, src, dst)
     simple = a != b
     low, high = xp.minimum(a[simple], b[simple]), xp.maximum(a[simple], b[simple])
@@ -113,9 +119,16 @@ def dense_ids(vertices: Any, *ids: Any) -> list[Any]:
     count = sum(int(i.shape[0]) for i in ids)
     if not vertices.shape[0] or not dense_range(int(vertices[-1]), count):
         return [xp.searchsorted(vertices, i) for i in ids]
+    table = dense_table(vertices)
+    return [table[i] for i in ids]
+
+
+def dense_table(vertices: Any) -> Any:
+    """The dense id of every id ``0 .. vertices[-1]`` that is in ``vertices`` (ascending)."""
+    xp = array_module(vertices)
     table = xp.zeros(int(vertices[-1]) + 1, dtype=xp.int64)
     table[vertices] = xp.arange(vertices.shape[0], dtype=xp.int64)
-    return [table[i] for i in ids]
+    return table
 
 
 def unique_edge_keys(*pieces: Any) -> Any:

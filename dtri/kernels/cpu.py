@@ -14,6 +14,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from dtri.kernels.intersect import HASHED, NOTHING
+
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def _credit(e: int, ia: int, ib: int, se: int, credits: bool, group_credits: bool,
@@ -112,17 +114,121 @@ ROW_BLOCK = 64
 ``T`` takes blocks ``t, t + T, t + 2T, ...``, so every thread gets a share of each part of the
 rank order (the work per row varies along it, and a contiguous cut would leave threads idle)."""
 
+MIN_TABLE_BITS = 7
+"""The smallest hash table: 128 slots (as on the GPU)."""
+HASH_MULTIPLIER = 2654435769
+"""Fibonacci hashing: a member ``w`` goes to slot ``((w * this) mod 2**32) >> (32 - bits)``."""
+EMPTY_SLOT = -1
+"""A free slot of a table (members are ranks, never negative)."""
+SEARCHED = 0
+"""What :func:`_select` says of an edge of any search class."""
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _bit_length(x: int) -> int:
+    """``int.bit_length`` of a non-negative integer."""
+    bits = 0
+    while x > 0:
+        bits += 1
+        x >>= 1
+    return bits
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _hashes(a: int, b: int, enabled: bool, min_members: int, probe_cost: float,
+            max_members: int) -> bool:
+    """Whether an edge with ``a, b > 0`` is hashed: the rule of
+    :func:`dtri.kernels.intersect.edge_class`."""
+    return (enabled and min_members <= b and b <= max_members
+            and a * probe_cost <= min(a, b) * _bit_length(max(a, b)))
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _edge_class(a: int, b: int, enabled: bool, min_members: int, probe_cost: float,
+                max_members: int) -> int:
+    """:func:`dtri.kernels.intersect.edge_class`, the tuning given as scalars:
+    :data:`~dtri.kernels.intersect.NOTHING`, :data:`~dtri.kernels.intersect.HASHED` or a
+    search class (the kernel needs only whether an edge is searched: :func:`_select`)."""
+    if a <= 0 or b <= 0:
+        return NOTHING
+    if _hashes(a, b, enabled, min_members, probe_cost, max_members):
+        return HASHED
+    return min(_bit_length(min(a, b) - 1), 5)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _select(e: int, r: int, row_end: int, pdst: Any, goff: Any, glow: int, ghigh: int,
+            stateful: bool, peel: bool, part_state: Any, part_leaving: Any,
+            group_leaving: Any, tuning: tuple) -> int:
+    """The class of edge ``e`` (row ``r``, whose list ends at ``row_end``): ``NOTHING``
+    where its target lies outside the group, it is gone, or (``peel``) neither it nor an
+    edge of its row or of its target's list is leaving, or a list is empty; ``HASHED`` by
+    the rule of :func:`_edge_class` (``tuning``: enabled, min_members, probe_cost,
+    max_members); else :data:`SEARCHED` (whatever its search class)."""
+    v = pdst[e]
+    if v < glow or v >= ghigh:
+        return NOTHING
+    if stateful:
+        se = part_state[e]
+        if se == 0:
+            return NOTHING
+        if peel and se != 2 and part_leaving[r] == 0 and group_leaving[v - glow] == 0:
+            return NOTHING
+    a = row_end - e - 1
+    b = goff[v - glow + 1] - goff[v - glow]
+    if a <= 0 or b <= 0:
+        return NOTHING
+    if _hashes(a, b, tuning[0], tuning[1], tuning[2], tuning[3]):
+        return HASHED
+    return SEARCHED
+
+
+@numba.njit(nogil=True, cache=True)
+def _may_hash(goff: Any, tuning: tuple) -> bool:
+    """Whether an edge could be hashed: the probes are on and a list of the group is long
+    enough for a table (else the kernels skip the rule: probes off)."""
+    if not tuning[0] or tuning[3] < tuning[1]:
+        return False
+    longest = 0
+    for v in range(goff.shape[0] - 1):
+        longest = max(longest, goff[v + 1] - goff[v])
+    return longest >= tuning[1]
+
+
+@numba.njit(nogil=True, cache=True)
+def _count_hashed(first_block: int, block_step: int, pdst: Any, poff: Any, goff: Any,
+                  glow: int, ghigh: int, stateful: bool, peel: bool, part_state: Any,
+                  part_leaving: Any, group_leaving: Any, tuning: tuple,
+                  block_hashed: Any) -> None:
+    """The hashed edges of each row block ``first_block, first_block + block_step, ...``,
+    into ``block_hashed[block + 1]``."""
+    rows = poff.shape[0] - 1
+    for block in range(first_block, (rows + ROW_BLOCK - 1) // ROW_BLOCK, block_step):
+        n = 0
+        for r in range(block * ROW_BLOCK, min(rows, (block + 1) * ROW_BLOCK)):
+            row_end = poff[r + 1]
+            for e in range(poff[r], row_end):
+                if _select(e, r, row_end, pdst, goff, glow, ghigh, stateful, peel,
+                           part_state, part_leaving, group_leaving, tuning) == HASHED:
+                    n += 1
+        block_hashed[block + 1] = n
+
 
 @numba.njit(nogil=True, cache=True)
 def _intersect_rows(first_block: int, block_step: int, pdst: Any, poff: Any, gdst: Any,
                     goff: Any, glow: int, ghigh: int, credits: bool, group_credits: bool,
                     stateful: bool, peel: bool, part_state: Any, group_state: Any,
-                    part_leaving: Any, group_leaving: Any, uv: Any, uw: Any, vw: Any) -> int:
-    """:func:`intersect_edges` over the partition's row blocks ``first_block, first_block +
-    block_step, ...`` (:data:`ROW_BLOCK` rows each)."""
+                    part_leaving: Any, group_leaving: Any, uv: Any, uw: Any, vw: Any,
+                    tuning: tuple, block_start: Any, hashed: Any, stops: Any) -> int:
+    """The search edges of the partition's row blocks ``first_block, first_block +
+    block_step, ...`` (:data:`ROW_BLOCK` rows each): each walks the shorter of its two lists
+    and searches the longer. The hashed edges of block ``k`` are written (with the end of
+    their row) to ``hashed`` and ``stops`` from ``block_start[k]`` on, in row order."""
     found = 0
+    hashing = tuning[0]
     rows = poff.shape[0] - 1
     for block in range(first_block, (rows + ROW_BLOCK - 1) // ROW_BLOCK, block_step):
+        at = block_start[block]
         for r in range(block * ROW_BLOCK, min(rows, (block + 1) * ROW_BLOCK)):
             row_end = poff[r + 1]
             for e in range(poff[r], row_end):
@@ -141,6 +247,12 @@ def _intersect_rows(first_block: int, block_step: int, pdst: Any, poff: Any, gds
                 b0, b1 = goff[v - glow], goff[v - glow + 1]
                 if a0 >= a1 or b0 >= b1:
                     continue
+                if hashing and _hashes(a1 - a0, b1 - b0, True, tuning[1], tuning[2],
+                                       tuning[3]):
+                    hashed[at] = e
+                    stops[at] = row_end
+                    at += 1
+                    continue
                 if a1 - a0 <= b1 - b0:  # walk u's later members, search v's list
                     hits, mine = _walk(pdst, a0, a1, gdst, b0, b1, False, e, se, credits,
                                        group_credits, stateful, peel, part_state, group_state,
@@ -155,35 +267,215 @@ def _intersect_rows(first_block: int, block_step: int, pdst: Any, poff: Any, gds
     return found
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _table_bits(members: int) -> int:
+    """``max(7, ceil(log2(2 * members)))``: a table at most half full."""
+    return max(MIN_TABLE_BITS, _bit_length(2 * members - 1))
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _slot(w: int, bits: int) -> int:
+    """The home slot of member ``w`` in a table of ``2**bits`` slots."""
+    return ((np.int64(w) * HASH_MULTIPLIER) & 0xFFFFFFFF) >> (32 - bits)
+
+
+@numba.njit(nogil=True, cache=True)
+def _bucket_by_target(hashed: Any, stops: Any, pdst: Any, glow: int, goff: Any) -> tuple:
+    """The hashed edges in buckets by target (a counting sort; row order within a bucket):
+    ``(bucket, edges, stops, work, longest)``: target ``v``'s edges are ``edges[bucket[v]:
+    bucket[v + 1]]`` (their rows' ends in ``stops``), ``work[v]`` the work of the targets
+    before ``v`` (each target's list, for its table, and its edges' probes), ``longest`` the
+    longest list that goes into a table."""
+    rows = goff.shape[0] - 1
+    n = hashed.shape[0]
+    bucket = np.zeros(rows + 1, dtype=np.int64)
+    for k in range(n):
+        bucket[pdst[hashed[k]] - glow + 1] += 1
+    for v in range(rows):
+        bucket[v + 1] += bucket[v]
+    cursor = bucket[:-1].copy()
+    edges = np.empty(n, dtype=np.int64)
+    edge_stops = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        v = pdst[hashed[k]] - glow
+        at = cursor[v]
+        edges[at] = hashed[k]
+        edge_stops[at] = stops[k]
+        cursor[v] = at + 1
+    work = np.zeros(rows + 1, dtype=np.int64)
+    longest = 0
+    for v in range(rows):
+        w = 0
+        if bucket[v + 1] > bucket[v]:
+            w = goff[v + 1] - goff[v]
+            longest = max(longest, w)
+            for k in range(bucket[v], bucket[v + 1]):
+                w += edge_stops[k] - edges[k] - 1
+        work[v + 1] = work[v] + w
+    return bucket, edges, edge_stops, work, longest
+
+
+@numba.njit(nogil=True, cache=True)
+def _probe_targets(v0: int, v1: int, bucket: Any, edges: Any, stops: Any, pdst: Any,
+                   gdst: Any, goff: Any, keys: Any, where: Any, credits: bool,
+                   group_credits: bool, stateful: bool, peel: bool, part_state: Any,
+                   group_state: Any, uv: Any, uw: Any, vw: Any) -> int:
+    """The hashed edges of the targets ``v0 .. v1 - 1`` (group rows): per target with any,
+    its list goes into an open-addressing table (``keys``, with each key's position in the
+    list in ``where``; linear probing), then each member of every in-edge's source after the
+    target is looked up there. Credits as :func:`_credit` (``uv[e]`` for each edge here)."""
+    found = 0
+    positions = stateful or group_credits  # where in v's list: only for its state or vw
+    for v in range(v0, v1):
+        k0, k1 = bucket[v], bucket[v + 1]
+        if k0 == k1:
+            continue
+        b0, b1 = goff[v], goff[v + 1]
+        bits = _table_bits(b1 - b0)
+        mask = (1 << bits) - 1
+        keys[: mask + 1] = EMPTY_SLOT
+        for j in range(b0, b1):
+            w = gdst[j]
+            s = _slot(w, bits)
+            while keys[s] != EMPTY_SLOT:
+                s = (s + 1) & mask
+            keys[s] = w
+            if positions:
+                where[s] = j - b0
+        for k in range(k0, k1):
+            e = edges[k]
+            se = part_state[e] if stateful else 1
+            mine = 0
+            for i in range(e + 1, stops[k]):
+                w = pdst[i]
+                s = _slot(w, bits)
+                key = keys[s]
+                while key != w and key != EMPTY_SLOT:
+                    s = (s + 1) & mask
+                    key = keys[s]
+                if key == w:
+                    ib = b0 + where[s] if positions else 0
+                    hit = _credit(e, i, ib, se, credits, group_credits, stateful, peel,
+                                  part_state, group_state, uw, vw)
+                    if hit:
+                        found += 1
+                        if hit == 1:
+                            mine += 1
+            if (credits or peel) and mine:
+                uv[e] += mine
+    return found
+
+
+@numba.njit(nogil=True, cache=True)
+def _target_cuts(work: Any, threads: int) -> Any:
+    """Contiguous target ranges of about equal work, one per thread (``work``: the work
+    before each target, :func:`_bucket_by_target`)."""
+    rows = work.shape[0] - 1
+    total = work[rows]
+    cuts = np.empty(threads + 1, dtype=np.int64)
+    for t in range(threads):
+        cuts[t] = min(rows, np.searchsorted(work, total * t // threads))
+    cuts[threads] = rows
+    return cuts
+
+
+@numba.njit(nogil=True, cache=True)
+def _block_starts(rows: int) -> Any:
+    return np.zeros((rows + ROW_BLOCK - 1) // ROW_BLOCK + 1, dtype=np.int64)
+
+
 @numba.njit(nogil=True, cache=True)
 def intersect_edges(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, ghigh: int,
                     credits: bool, group_credits: bool, stateful: bool, peel: bool,
                     part_state: Any, group_state: Any, part_leaving: Any, group_leaving: Any,
-                    uv: Any, uw: Any, vw: Any) -> int:
+                    uv: Any, uw: Any, vw: Any, tuning: tuple) -> int:
     """Triangles closed by the partition's edges (CSR ``pdst``, ``poff``) whose target lies
     in ``[glow, ghigh)``, whose lists are the group's CSR (``gdst``, ``goff``); see
-    :func:`dtri.kernels.intersect.intersect` for the credits and states. Each edge walks the
-    shorter of its two lists (smaller-degree first) and searches the longer."""
-    return _intersect_rows(0, 1, pdst, poff, gdst, goff, glow, ghigh, credits, group_credits,
-                           stateful, peel, part_state, group_state, part_leaving,
-                           group_leaving, uv, uw, vw)
+    :func:`dtri.kernels.intersect.intersect` for the credits and states, and
+    :func:`dtri.kernels.intersect.edge_class` for ``tuning`` (enabled, min_members,
+    probe_cost, max_members). A search edge walks the shorter of its two lists
+    (smaller-degree first) and searches the longer; the hashed edges are taken target by
+    target, each target's list in a hash table."""
+    starts = _block_starts(poff.shape[0] - 1)
+    blocks = starts.shape[0] - 1
+    if not _may_hash(goff, tuning):
+        tuning = (False, tuning[1], tuning[2], tuning[3])
+    else:
+        _count_hashed(0, 1, pdst, poff, goff, glow, ghigh, stateful, peel, part_state,
+                      part_leaving, group_leaving, tuning, starts)
+        for k in range(blocks):
+            starts[k + 1] += starts[k]
+    n = starts[blocks]
+    hashed = np.empty(n, dtype=np.int64)
+    stops = np.empty(n, dtype=np.int64)
+    found = _intersect_rows(0, 1, pdst, poff, gdst, goff, glow, ghigh, credits, group_credits,
+                            stateful, peel, part_state, group_state, part_leaving,
+                            group_leaving, uv, uw, vw, tuning, starts, hashed, stops)
+    if n:
+        bucket, edges, stops, _, longest = _bucket_by_target(hashed, stops, pdst, glow, goff)
+        size = 1 << _table_bits(longest)
+        found += _probe_targets(0, goff.shape[0] - 1, bucket, edges, stops, pdst, gdst, goff,
+                                np.empty(size, dtype=np.int32),
+                                np.empty(size, dtype=np.int32), credits, group_credits,
+                                stateful, peel, part_state, group_state, uv, uw, vw)
+    return found
 
 
 @numba.njit(nogil=True, cache=True, parallel=True)
 def intersect_edges_parallel(threads: int, pdst: Any, poff: Any, gdst: Any, goff: Any,
                              glow: int, ghigh: int, credits: bool, stateful: bool, peel: bool,
                              part_state: Any, group_state: Any, part_leaving: Any,
-                             group_leaving: Any, uv: Any, uw: Any) -> int:
-    """:func:`intersect_edges` on ``threads`` threads, each taking every ``threads``-th row
-    block. Without the group's credits every write (``uv``, ``uw``) lands on an edge of the
-    row being walked, so no two threads write the same counter."""
+                             group_leaving: Any, uv: Any, uw: Any, tuning: tuple) -> int:
+    """:func:`intersect_edges` on ``threads`` threads. The search edges: each thread takes
+    every ``threads``-th row block; without the group's credits every write (``uv``, ``uw``)
+    lands on an edge of the row being walked, so no two threads write the same counter. The
+    hashed edges: each thread takes a contiguous range of targets of about equal work, with
+    a table of its own; ``uv[e]`` is then one thread's, but ``uw`` (positions in the
+    sources' rows) is not: threads after the first count it in arrays of their own, added
+    up at the end."""
     none = np.zeros(0, dtype=uw.dtype)
+    starts = _block_starts(poff.shape[0] - 1)
+    blocks = starts.shape[0] - 1
+    if not _may_hash(goff, tuning):
+        tuning = (False, tuning[1], tuning[2], tuning[3])
+    else:
+        for t in numba.prange(threads):
+            _count_hashed(t, threads, pdst, poff, goff, glow, ghigh, stateful, peel,
+                          part_state, part_leaving, group_leaving, tuning, starts)
+        for k in range(blocks):
+            starts[k + 1] += starts[k]
+    n = starts[blocks]
+    hashed = np.empty(n, dtype=np.int64)
+    stops = np.empty(n, dtype=np.int64)
     found = np.zeros(threads, dtype=np.int64)
     for t in numba.prange(threads):
         found[t] = _intersect_rows(t, threads, pdst, poff, gdst, goff, glow, ghigh, credits,
                                    False, stateful, peel, part_state, group_state,
-                                   part_leaving, group_leaving, uv, uw, none)
-    return found.sum()
+                                   part_leaving, group_leaving, uv, uw, none, tuning, starts,
+                                   hashed, stops)
+    total = found.sum()
+    if n == 0:
+        return total
+    bucket, edges, stops, work, longest = _bucket_by_target(hashed, stops, pdst, glow, goff)
+    cuts = _target_cuts(work, threads)
+    size = 1 << _table_bits(longest)
+    extra = np.zeros((threads - 1, uw.shape[0]), dtype=uw.dtype)  # empty without credits
+    for t in numba.prange(threads):
+        own = uw if t == 0 else extra[t - 1]
+        found[t] = _probe_targets(cuts[t], cuts[t + 1], bucket, edges, stops, pdst, gdst,
+                                  goff, np.empty(size, dtype=np.int32),
+                                  np.empty(size, dtype=np.int32), credits, False, stateful,
+                                  peel, part_state, group_state, uv, own, none)
+    total += found.sum()
+    m = uw.shape[0]
+    if m and threads > 1:
+        for t in numba.prange(threads):
+            for i in range(m * t // threads, m * (t + 1) // threads):
+                add = uw[i]
+                for x in range(threads - 1):
+                    add += extra[x, i]
+                uw[i] = add
+    return total
 
 
 RADIX_BITS = 11

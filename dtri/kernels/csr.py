@@ -32,6 +32,10 @@ class CSR(NamedTuple):
     offsets: Any
     """int64, one more than the sources of the range; ``offsets[0] == 0``."""
     low: int
+    schedule: Any = None
+    """The rows (positions ``0 .. high - low - 1``) in the order the intersection kernel gives
+    them to thread blocks: the graph's vertex order (:mod:`dtri.kernels.order`); ``None``:
+    rank order. Only a stored partition has one; a CSR cut from it is in rank order."""
 
     @property
     def high(self) -> int:

@@ -29,8 +29,23 @@ Per-edge *states* (0 gone, 1 alive, 2 leaving) restrict the search to the edges 
 and ``peel`` credits only the triangles that lose an edge, to their edges that stay: the
 support each keeping edge loses when the leaving ones go (:mod:`dtri.analytics.truss`).
 
-On NumPy arrays the kernel is compiled by numba (one pass over the partition, no working
-arrays); on CuPy arrays it runs as CUDA kernels (:mod:`dtri.kernels.cuda`).
+How an edge is intersected depends on its two lengths, ``a`` (``u``'s members after ``v``)
+and ``b`` (``v``'s list), by :func:`edge_class`, the same rule on both backends:
+
+* *hashed*, where ``v``'s list is long enough to be worth a table
+  (:attr:`HashTuning.min_members` to :func:`hash_max_members`) and streaming ``u``'s later
+  members costs no more than searching (``a`` × :attr:`HashTuning.probe_cost` ≤ shorter ×
+  bit-length of longer): ``v``'s list goes into an open-addressing hash table once per
+  target (per piece of its in-edges on the GPU), and every later member of each in-neighbour
+  ``u`` is looked up there, one probe each. All the hashed edges together cost their wedges.
+* else *search*: the shorter list is walked and each member searched in the longer one (a
+  merge where the lengths are close, galloping or binary search where they are not), with
+  ``1 .. 32`` GPU lanes per edge by the shorter length. An edge whose ``u`` has far more later
+  members than ``v`` has (a hub's edge to a vertex of short list) is searched from ``v``'s
+  side: that is where searching beats probing.
+
+On NumPy arrays the kernel is compiled by numba (one pass over the partition, a table per
+thread); on CuPy arrays it runs as CUDA kernels (:mod:`dtri.kernels.cuda`).
 """
 
 from __future__ import annotations
@@ -47,6 +62,92 @@ STATE_GONE, STATE_ALIVE, STATE_LEAVING = 0, 1, 2
 
 CREDIT_DTYPE = np.uint32
 """Per-edge credits: at most the vertices of the graph, below 2**31."""
+
+
+SEARCH_CLASSES = (0, 1, 2, 3, 4, 5)
+"""Search classes: ``1 << class`` GPU lanes per edge (the shorter list's length, rounded up to a
+power of two, at most 32)."""
+HASHED = 6
+"""The class of an edge whose target's list is streamed through its source's hash table."""
+NOTHING = 255
+"""The class of an edge with nothing to intersect (outside the group, gone, or an empty list)."""
+
+
+class HashTuning(NamedTuple):
+    """When an edge's intersection probes a hash table (``dask.config``, read per call)."""
+
+    enabled: bool
+    """``dtri.hash-probes`` (default true): false searches every edge."""
+    min_members: int
+    """``dtri.hash-min-members``: a target needs a list this long for a table."""
+    probe_cost: float
+    """``dtri.hash-probe-cost``: the cost of one probe in steps of binary search."""
+    piece_probes: int
+    """``dtri.hash-piece-probes``: probes per GPU block (a piece of the hashed edges)."""
+    warp_table_bits: int
+    """``dtri.hash-warp-table-bits``: tables of at most ``2**bits`` slots are one per warp,
+    larger ones one per block (GPU)."""
+
+
+def hash_tuning() -> HashTuning:
+    """The hash probes' tuning from ``dask.config`` (see :class:`HashTuning`)."""
+    import dask
+
+    return HashTuning(bool(dask.config.get("dtri.hash-probes", True)),
+                      int(dask.config.get("dtri.hash-min-members", 32)),
+                      float(dask.config.get("dtri.hash-probe-cost", 1.0)),
+                      int(dask.config.get("dtri.hash-piece-probes", 32768)),
+                      int(dask.config.get("dtri.hash-warp-table-bits", 8)))
+
+
+def hash_max_members(credits: bool) -> int:
+    """The longest list a table holds at half load: 2**14 for a count (2**15 slots of keys,
+    128 KiB of GPU shared memory), 2**13 with credits (keys and positions)."""
+    return 1 << (13 if credits else 14)
+
+
+def edge_class(a: int, b: int, tuning: HashTuning, max_members: int) -> int:
+    """The class of an edge ``(u, v)`` with ``a`` later members of ``u`` and ``b`` of ``v``:
+    :data:`NOTHING`, :data:`HASHED` or a search class (the rule of the module docstring; the
+    CUDA ``classify_edges`` and the numba kernel apply the same)."""
+    if a <= 0 or b <= 0:
+        return NOTHING
+    shorter, longer = min(a, b), max(a, b)
+    if (tuning.enabled and tuning.min_members <= b <= max_members
+            and a * tuning.probe_cost <= shorter * longer.bit_length()):
+        return HASHED
+    return min((shorter - 1).bit_length(), 5)
+
+
+def work_counters(part: CSR, group: CSR, credits: bool = False) -> dict[str, int]:
+    """What the fused join of ``part`` against ``group`` does, by the class rule
+    (:func:`edge_class`): edges per class, the hashed edges' probes (``Σ a``) and tables
+    filled (``Σ b`` over their distinct targets), the searched edges' steps (``Σ`` shorter ×
+    bit-length of longer) and, for comparison, the steps were every edge searched."""
+    from dtri.kernels.csr import sources
+
+    xp = array_module(part.offsets)
+    tuning = hash_tuning()
+    v = part.dst.astype(xp.int64)
+    inside = xp.flatnonzero((v >= group.low) & (v < group.high))
+    position = inside
+    rows = sources(part)[inside] - part.low
+    a = part.offsets[rows + 1] - position - 1
+    target = v[inside] - group.low
+    b = group.offsets[target + 1] - group.offsets[target]
+    live = (a > 0) & (b > 0)
+    a, b, target = a[live], b[live], target[live]
+    shorter, longer = xp.minimum(a, b), xp.maximum(a, b)
+    steps = shorter * (xp.floor(xp.log2(longer.astype(xp.float64))).astype(xp.int64) + 1)
+    limit = hash_max_members(credits) if tuning.enabled else 0
+    hashed = ((b >= tuning.min_members) & (b <= limit)
+              & (a * tuning.probe_cost <= steps))
+    tables = xp.unique(target[hashed])
+    return {"edges": int(live.sum()), "hashed_edges": int(hashed.sum()),
+            "probes": int(a[hashed].sum()),
+            "table_members": int((group.offsets[tables + 1] - group.offsets[tables]).sum()),
+            "searched_edges": int((~hashed).sum()), "search_steps": int(steps[~hashed].sum()),
+            "search_steps_if_all_searched": int(steps.sum())}
 
 
 class Intersection(NamedTuple):
@@ -142,7 +243,10 @@ def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_stat
                      group_state: Any, peel: bool) -> int:
     """:func:`intersect` on NumPy arrays, by the numba kernel (:mod:`dtri.kernels.cpu`), on
     several threads where the run allows it and no credit goes to the group (its counters
-    are shared between rows)."""
+    are shared between rows). Edges are classed by :func:`edge_class` with the tables'
+    limit of the credits wherever anything beyond the count is recorded (as on the GPU)."""
+    import dask
+
     from dtri.kernels.cpu import intersect_edges, intersect_edges_parallel
 
     none8 = np.zeros(0, dtype=np.uint8)
@@ -153,15 +257,17 @@ def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_stat
     states = (part_state if stateful else none8, group_state if stateful else none8,
               part_leaving, group_leaving)
     edge_credits = (uv if uv is not None else none32, uw if uw is not None else none32)
-    import dask
-
+    tuning = hash_tuning()
+    recorded = uv is not None or vw is not None or stateful
+    hashing = (bool(tuning.enabled), int(tuning.min_members), float(tuning.probe_cost),
+               int(hash_max_members(recorded)))
     smallest = dask.config.get("dtri.kernel-parallel-min-edges", PARALLEL_MIN_EDGES)
     threads = kernel_threads() if part.edges >= smallest and vw is None else 1
     if threads > 1:
         return int(intersect_edges_parallel(
             threads, part.dst, part.offsets, group.dst, group.offsets, group.low, group.high,
-            uv is not None, stateful, peel, *states, *edge_credits))
+            uv is not None, stateful, peel, *states, *edge_credits, hashing))
     return int(intersect_edges(
         part.dst, part.offsets, group.dst, group.offsets, group.low, group.high,
         uv is not None, vw is not None, stateful, peel, *states, *edge_credits,
-        vw if vw is not None else none32))
+        vw if vw is not None else none32, hashing))

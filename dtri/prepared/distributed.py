@@ -8,6 +8,12 @@ the one before (:class:`~dtri.runtime.timer.StageTimer`); every exchange sends e
 pieces to their receivers once, through Dask; receiver ``j`` lives on the owner of partition
 ``j``, which then owns sorted partition ``j``. Vertex-wide sums (the vertex set, degrees,
 out-degrees, work) are trees (:meth:`dtri.runtime.tasks.Tasks.reduce_over`).
+
+The ``adirection`` orientation adds the ``direct`` stage between the degrees and the ranks:
+its peeling runs round by round from the client (:func:`peel_partitions`), each round a tree
+of remaining degrees over the partitions' keys and one task that peels. ``auto`` first ranks by
+degree and reads the longest out-list; when it keeps the degree orientation, those out-degrees
+serve the orient stage.
 """
 
 from __future__ import annotations
@@ -26,14 +32,22 @@ from dtri.kernels.canonicalize import (
 from dtri.kernels.csr import from_keys, stored
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.orient import (
+    PEEL_ROUNDS,
     WORK_MODELS,
     add_counts,
+    adirection_epsilon,
+    auto_orientation,
     by_rank,
     degree_counts,
+    hash_list_limit,
+    longest_out_list,
+    orientation_reason,
     oriented_intersection_work,
     oriented_out_degree,
     oriented_split,
+    peel_round,
     rank_and_order,
+    remaining_counts,
     source_bounds,
     wedge_work,
 )
@@ -57,6 +71,10 @@ class Prepared(NamedTuple):
     bounds: Any
     """The rank ranges of the partitions: ``parts + 1`` ascending ranks from 0 to the vertex
     count."""
+    orientation: str = "degree"
+    """The orientation used (``auto`` resolved)."""
+    reason: str = ""
+    """One line on why (:func:`dtri.kernels.orient.orientation_reason`)."""
 
 
 def sorted_partition(vertices: int, bounds: list[int], j: int, *pieces: Any) -> tuple:
@@ -67,13 +85,17 @@ def sorted_partition(vertices: int, bounds: list[int], j: int, *pieces: Any) -> 
 
 def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orientation: str,
                        tasks: Tasks, timer: StageTimer, work_model: str = "wedges",
-                       fan_in: int = FAN_IN) -> Prepared:
+                       fan_in: int = FAN_IN, limit: int | None = None,
+                       epsilon: float | None = None) -> Prepared:
     """Canonicalize, rank, orient and sort the edges of ``inputs`` into ``parts`` sorted
     partitions, each holding one source range's whole adjacency lists, sent from the input
     ``groups`` (:func:`dtri.prepared.inputs.input_groups`). ``work_model`` (one of
     :data:`dtri.kernels.orient.WORK_MODELS`) is what the sort's source ranges balance;
     ``fan_in`` is that of the trees over vertex-wide arrays
-    (:func:`dtri.prepared.inputs.vertex_fan_in`)."""
+    (:func:`dtri.prepared.inputs.vertex_fan_in`). ``auto`` orients by degree unless its
+    longest out-list exceeds ``limit`` (default
+    :func:`~dtri.kernels.orient.hash_list_limit`), else by ``adirection``, whose peeling
+    takes ``epsilon`` (default :func:`~dtri.kernels.orient.adirection_epsilon`)."""
     if work_model not in WORK_MODELS:
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
     senders = []
@@ -96,16 +118,36 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     owners = [tasks.owner(p) for p in range(parts)]
     degree = tasks.reduce_over("rank", degree_counts, add_counts, keys, (n,), owners, "degree",
                                fan_in)
-    ranked = tasks.task("rank", rank_and_order, degree, orientation, key=(0,))
+    out_degree = longest = peeling = rounds = None
+    if orientation == "auto":  # rank by degree, read the longest out-list, then choose
+        ranked = tasks.task("rank", rank_and_order, degree, "degree", key=(0,))
+        degree, ranked = timer.submit("rank", degree, ranked)
+        rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
+        (out_degree,) = timer.submit("orient", tasks.reduce_over(
+            "orient", oriented_out_degree, add_counts, keys, (rank, n), owners, "out", fan_in))
+        (longest,) = timer.compute("orient", tasks.task("orient", longest_out_list, out_degree,
+                                                        key=("longest",), on_host=True))
+        limit = hash_list_limit() if limit is None else limit
+        orientation = auto_orientation(longest, limit)
+        if orientation != "degree":
+            out_degree = None  # of the degree ranks: the orient stage counts again
+    if orientation == "adirection":
+        (degree,) = timer.submit("rank", degree)
+        peeling, rounds = peel_partitions(keys, degree, n, owners, tasks, timer,
+                                          adirection_epsilon() if epsilon is None else epsilon,
+                                          fan_in)
+    if out_degree is None:
+        ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
     rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
     order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
     ids = tasks.task("rank", by_rank, vertices, order, key=("ids",))
     degree = tasks.task("rank", by_rank, degree, order, key=("degree",))
     rank, ids, degree = timer.submit("rank", rank, ids, degree)
-    del vertices, order, ranked
+    del vertices, order, ranked, peeling
 
-    out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys, (rank, n),
-                                   owners, "out", fan_in)
+    if out_degree is None:
+        out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys,
+                                       (rank, n), owners, "out", fan_in)
     if work_model == "intersect":
         work = tasks.reduce_over("orient", oriented_intersection_work, add_counts, keys,
                                  (rank, out_degree, n), owners, "work", fan_in)
@@ -118,5 +160,30 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     del keys
     sorted_parts = timer.submit("sort", *tasks.exchange("sort", splits, sorted_partition, parts,
                                                         n, bounds, indexed=True))
-    return Prepared(list(sorted_parts), n, ids, degree, bounds)
+    return Prepared(list(sorted_parts), n, ids, degree, bounds, orientation,
+                    orientation_reason(orientation, longest, limit, rounds))
+
+
+def peel_partitions(keys: list[Any], degree: Any, vertices: Any, owners: list[str | None],
+                    tasks: Tasks, timer: StageTimer, epsilon: float,
+                    fan_in: int = FAN_IN) -> tuple[Any, int]:
+    """The ``adirection`` peeling (:func:`dtri.kernels.orient.peel_round`) of a graph whose
+    canonical ``keys`` are persisted per partition, timed as the ``direct`` stage: each round
+    a tree of the partitions' remaining degrees under the alive vertices, one task that peels,
+    and one small int read back (the vertices left). Returns the persisted final
+    :class:`~dtri.kernels.orient.Peeling` and the rounds run."""
+    state: Any = None
+    remaining = degree  # round 0: every vertex alive, every edge counts
+    for r in range(PEEL_ROUNDS):
+        peeled = tasks.task("direct", peel_round, state, remaining, r, epsilon,
+                            r == PEEL_ROUNDS - 1, key=("peel", r))
+        (state,) = timer.submit("direct", peeled)
+        (alive,) = timer.compute("direct", tasks.task("direct", getitem, state, 2,
+                                                      key=("alive", r), on_host=True))
+        if not alive:
+            return state, r + 1
+        level = tasks.task("direct", getitem, state, 0, key=("level", r), on_host=True)
+        remaining = tasks.reduce_over("direct", remaining_counts, add_counts, keys,
+                                      (level, vertices), owners, f"remaining-{r}", fan_in)
+    raise AssertionError("the last round peels every vertex left")
 

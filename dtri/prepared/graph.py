@@ -31,6 +31,7 @@ from dtri.errors import DtriError
 from dtri.kernels.canonicalize import check_integer_columns
 from dtri.kernels.csr import PartitionSummary, as_csr, summary
 from dtri.kernels.dispatch import is_device_object
+from dtri.kernels.orient import adirection_epsilon, hash_list_limit
 from dtri.options import Options
 from dtri.prepared.distributed import prepare_partitions
 from dtri.prepared.inputs import (
@@ -42,6 +43,7 @@ from dtri.prepared.inputs import (
     vertex_fan_in,
 )
 from dtri.prepared.local import prepare_inputs
+from dtri.prepared.order import choose_order, order_partitions
 from dtri.runtime.session import Runtime
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks
@@ -77,6 +79,16 @@ class PreparedGraph:
     present: Any = None
     """Persisted: which ranks are vertices of this graph (a k-truss drops the vertices left
     without an edge); ``None``: all of them."""
+    orientation: str = "degree"
+    """The orientation the edges point by (``auto`` resolved to ``degree``, ``id`` or
+    ``adirection``): what the ranks are."""
+    orientation_reason: str = ""
+    """One line on why that orientation (as given, or how ``auto`` chose it)."""
+    order: str = "rank"
+    """The vertex order the intersection kernel takes its work in (``auto`` resolved):
+    ``rank``, ``degree`` or ``aorder`` (:mod:`dtri.kernels.order`)."""
+    order_reason: str = ""
+    """One line on why that order."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of each preparation stage."""
     cache: dict[str, Any] = field(default_factory=dict)
@@ -117,6 +129,19 @@ class PreparedGraph:
     @property
     def task_budget(self) -> int:
         return self.runtime.task_budget(self.options.memory_budget)
+
+    def choices(self) -> dict[str, Any]:
+        """The orientation and order this graph was prepared with, why, and the partition
+        summaries they were judged by (what ``--explain`` shows)."""
+        from dtri.kernels.intersect import hash_max_members
+
+        filled = [s for s in self.summaries if s.edges]
+        return {"orientation": self.orientation,
+                "orientation_reason": self.orientation_reason, "order": self.order,
+                "order_reason": self.order_reason,
+                "longest_list": max((s.max_out_degree for s in filled), default=0),
+                "hash_max_members": hash_max_members(False),
+                "wedges_per_edge": self.wedges / self.edges if self.edges else 0.0}
 
     def timer(self) -> StageTimer:
         """A stage timer for one analytic."""
@@ -258,12 +283,18 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         inputs = read_inputs(split_rows(inputs.partitions, pieces) if inputs.frame is None
                              else inputs.frame.repartition(npartitions=pieces), runtime, tasks,
                              timer, task_budget)
+    # read here, where the run started, not on the workers: what auto compares the degree
+    # orientation's longest out-list with, and the slack of the adirection peeling
+    orientation = options.orientation
+    list_limit = hash_list_limit() if orientation == "auto" else None
+    epsilon = adirection_epsilon() if orientation in ("auto", "adirection") else None
     if parts == 1:  # the whole graph in one task: no exchange needed
-        prepared = tasks.task("prepare", prepare_inputs, options.orientation,
+        prepared = tasks.task("prepare", prepare_inputs, orientation, list_limit, epsilon,
                               *inputs.partitions, key=(0,))
-        part, n, ids, degree = timer.submit("prepare", *(
+        part, n, ids, degree, orientation, reason = timer.submit("prepare", *(
             tasks.task("prepare", getitem, prepared, i, key=(name, 0), on_host=True)
-            for i, name in enumerate(("csr", "vertices", "ids", "degree"))))
+            for i, name in enumerate(("csr", "vertices", "ids", "degree", "orientation",
+                                      "reason"))))
         partitions, bounds = [part], None
         del prepared
     else:
@@ -271,21 +302,29 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         # host staging: a sender per input partition (concatenating them is a host copy)
         limit = 1 if staging.on_host else task_budget // BYTES_PER_EDGE_IN_FLIGHT
         groups = input_groups(inputs.rows, inputs.holders, limit)
-        partitions, n, ids, degree, bounds = prepare_partitions(
-            inputs, groups, parts, options.orientation, tasks, timer, work_model,
-            vertex_fan_in(sum(inputs.rows), task_budget))
+        partitions, n, ids, degree, bounds, orientation, reason = prepare_partitions(
+            inputs, groups, parts, orientation, tasks, timer, work_model,
+            vertex_fan_in(sum(inputs.rows), task_budget), list_limit, epsilon)
+    fan_in = vertex_fan_in(sum(inputs.rows), task_budget)
     del inputs
     summary_tasks = [tasks.task("plan", summary_of, part, key=(p,))
                      for p, part in enumerate(partitions)]
-    vertices, summaries, bounds = timer.compute("plan", n, summary_tasks, bounds)
+    vertices, summaries, bounds, orientation, reason = timer.compute(
+        "plan", n, summary_tasks, bounds, orientation, reason)
     summaries = [PartitionSummary(*s) for s in summaries]
     check_whole_adjacency(summaries)
+    bounds = list(bounds) if bounds is not None else [0, int(vertices)]
+    order, order_reason = choose_order(options.order, summaries)
+    partitions = order_partitions(partitions, bounds, int(vertices), degree, order, tasks,
+                                  timer, fan_in)
+    if order != "rank":
+        timer.settle()
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
-    return PreparedGraph(runtime=runtime, options=options, parts=partitions,
-                         bounds=list(bounds) if bounds is not None else [0, int(vertices)],
+    return PreparedGraph(runtime=runtime, options=options, parts=partitions, bounds=bounds,
                          summaries=summaries, vertices=int(vertices), ids=ids, degree=degree,
-                         seconds=seconds)
+                         orientation=orientation, orientation_reason=reason, order=order,
+                         order_reason=order_reason, seconds=seconds)
 
 
 def summary_of(part: tuple) -> PartitionSummary:

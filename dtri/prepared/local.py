@@ -17,23 +17,69 @@ from dtri.kernels.canonicalize import (
     vertex_count,
 )
 from dtri.kernels.csr import from_keys
-from dtri.kernels.orient import by_rank, degree_counts, orient_keys, rank_and_order
+from dtri.kernels.orient import (
+    adirection_epsilon,
+    auto_orientation,
+    by_rank,
+    degree_counts,
+    hash_list_limit,
+    longest_out_list,
+    orient_keys,
+    orientation_reason,
+    out_degree_counts,
+    peel_levels,
+    rank_and_order,
+)
 from dtri.prepared.inputs import concat_frames
 
 
-def prepare_partition(frame: Any, orientation: str) -> tuple[tuple, int, Any, Any]:
+def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
+                      epsilon: float | None = None) -> tuple[tuple, int, Any, Any, str, str]:
     """One partition's oriented edges as a CSR over every rank ``[0, n)`` (a plain tuple, as
     partitions are stored: :func:`dtri.kernels.csr.stored`), the number of vertices ``n``,
-    and by rank, the input id and the degree of every vertex."""
+    by rank, the input id and the degree of every vertex, and the orientation used with its
+    reason (:func:`orient_whole`)."""
     vertices = partition_vertices(frame)
     n = vertex_count(vertices)
     keys = unique_edge_keys(split_edge_keys(frame, vertices, 1)[0])
     degree = degree_counts(keys, n)
-    rank, order = rank_and_order(degree, orientation)
-    csr = from_keys(orient_keys(keys, rank, n), n, 0, n)
-    return tuple(csr), n, by_rank(vertices, order), by_rank(degree, order)
+    oriented, order, orientation, reason = orient_whole(keys, degree, n, orientation, limit,
+                                                        epsilon)
+    csr = from_keys(oriented, n, 0, n)
+    return (tuple(csr), n, by_rank(vertices, order), by_rank(degree, order), orientation,
+            reason)
 
 
-def prepare_inputs(orientation: str, *frames: Any) -> tuple[tuple, int, Any, Any]:
+def orient_whole(keys: Any, degree: Any, vertices: int, orientation: str,
+                 limit: int | None = None, epsilon: float | None = None,
+                 ) -> tuple[Any, Any | None, str, str]:
+    """The oriented keys of a whole graph, the dense vertex of every rank (``None``: the
+    dense ids), the orientation used (``auto`` resolved: degree unless its longest out-list
+    exceeds ``limit``, default :func:`~dtri.kernels.orient.hash_list_limit`) and one line on
+    why. ``epsilon``: the peeling's (default
+    :func:`~dtri.kernels.orient.adirection_epsilon`); the caller passes both when they must
+    be read where the run started rather than here."""
+    longest = None
+    if orientation == "auto":
+        rank, order = rank_and_order(degree, "degree")
+        oriented = orient_keys(keys, rank, vertices)
+        longest = longest_out_list(out_degree_counts(oriented, vertices))
+        limit = hash_list_limit() if limit is None else limit
+        orientation = auto_orientation(longest, limit)
+        if orientation == "degree":  # the keys oriented already
+            return oriented, order, orientation, orientation_reason(orientation, longest, limit)
+        del rank, order, oriented  # not held through the peeling
+    peeling = rounds = None
+    if orientation == "adirection":
+        epsilon = adirection_epsilon() if epsilon is None else epsilon
+        peeling = peel_levels(keys, degree, vertices, epsilon)
+        rounds = peeling.rounds
+    rank, order = rank_and_order(degree, orientation, peeling)
+    return (orient_keys(keys, rank, vertices), order, orientation,
+            orientation_reason(orientation, longest, limit, rounds))
+
+
+def prepare_inputs(orientation: str, limit: int | None, epsilon: float | None,
+                   *frames: Any) -> tuple[tuple, int, Any, Any, str, str]:
     """:func:`prepare_partition` of input partitions taken together."""
-    return prepare_partition(concat_frames(*frames), orientation)
+    return prepare_partition(concat_frames(*frames), orientation, limit, epsilon)

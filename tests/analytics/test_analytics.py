@@ -18,7 +18,8 @@ from tests.oracles import check_analytics, host, messy_graphs, networkx_graph
 
 @given(edges=messy_graphs(), npartitions=st.integers(1, 4),
        memory_budget=st.sampled_from([None, 1_000, 4_000, 50_000]),
-       orientation=st.sampled_from(["degree", "id"]), staging=st.sampled_from(["device", "host"]))
+       orientation=st.sampled_from(["degree", "id", "adirection"]),
+       staging=st.sampled_from(["device", "host"]))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_analytics_equal_networkx(edges, npartitions, memory_budget, orientation, staging):
     check_analytics(edges, backend="cpu", scheduler="synchronous", npartitions=npartitions,

@@ -16,7 +16,7 @@ from tests.oracles import messy_graphs, networkx_triangles
 @given(edges=messy_graphs(), npartitions=st.integers(1, 5),
        bins=st.sampled_from([None, 1, 2, 4, 16]),
        memory_budget=st.sampled_from([None, 1_000, 3_000, 20_000]),
-       orientation=st.sampled_from(["degree", "id"]),
+       orientation=st.sampled_from(["degree", "id", "adirection"]),
        join=st.sampled_from(["auto", "wedges", "intersect"]))
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_counts_equal_networkx(edges, npartitions, bins, memory_budget, orientation, join):

@@ -17,7 +17,8 @@ from tests.oracles import check_graphlets, host, messy_graphs
 
 @given(edges=messy_graphs(), npartitions=st.integers(1, 4),
        memory_budget=st.sampled_from([None, 600, 3_000, 50_000]),
-       orientation=st.sampled_from(["degree", "id"]), staging=st.sampled_from(["device", "host"]),
+       orientation=st.sampled_from(["degree", "id", "adirection"]),
+       staging=st.sampled_from(["device", "host"]),
        orbits=st.sampled_from(["all", "sigma0-4"]))
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_graphlets_equal_enumeration(edges, npartitions, memory_budget, orientation, staging,

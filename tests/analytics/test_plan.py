@@ -183,7 +183,7 @@ def test_each_batch_reads_only_its_rows_and_makes_the_partitions_keys(edges, ori
 
 @given(pairs=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=1,
                       max_size=300),
-       partitions=st.integers(1, 4), orientation=st.sampled_from(["degree", "id"]),
+       partitions=st.integers(1, 4), orientation=st.sampled_from(["degree", "id", "adirection"]),
        spare=st.integers(0, 3000), workers=st.integers(1, 3))
 @settings(max_examples=60, deadline=None)
 def test_any_budget_that_holds_the_longest_list_gives_exact_batches_within_it(

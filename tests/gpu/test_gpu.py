@@ -360,3 +360,78 @@ def test_gpu_per_vertex_results_are_cudf_on_the_device_and_pandas_under_host_sta
         assert isinstance(graph.edge_support().compute(), cudf.DataFrame)
     with dtri.prepare(edges, backend="gpu", scheduler="synchronous", staging="host") as graph:
         assert graph.triangles().compute().to_dict() == {0: 1, 1: 1, 2: 1, 3: 0}
+
+
+# ------------------------------------------------------- hash probes, orientations, orders
+
+HASH_TUNINGS = [
+    {"dtri.hash-probes": False},
+    {},
+    {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 8.0, "dtri.hash-warp-table-bits": 0},
+    {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 8.0, "dtri.hash-warp-table-bits": 15,
+     "dtri.hash-piece-probes": 64},
+    {"dtri.hash-min-members": 2, "dtri.hash-probe-cost": 0.25, "dtri.hash-piece-probes": 1},
+]
+
+
+@pytest.mark.parametrize("tuning", HASH_TUNINGS)
+@pytest.mark.parametrize("order", ["rank", "aorder"])
+def test_hash_probes_match_the_cpu_search_in_every_mode(tuning, order):
+    """The hybrid CUDA kernel (search classes, hash tables per block and per warp, pieces of
+    any size, any vertex order) against numba's search-only kernel: totals and credits."""
+    import cupy
+    import dask
+
+    from dtri.kernels.csr import rows_of
+    from dtri.kernels.intersect import intersect
+    from dtri.kernels.order import in_work, schedule
+
+    cpu = skewed_csr(4)
+    state = np.random.default_rng(2).choice(np.array([0, 1, 1, 1, 2], np.uint8), cpu.edges)
+    for low, high in [(0, 1_000), (1_000, 3_000), (0, 3_000)]:
+        cpu_group = rows_of(cpu, low, high)
+        gpu_group = on_gpu(cpu_group)
+        if order != "rank":
+            work = in_work(cpu, 3_000)[low:high]
+            degree = np.diff(cpu.offsets)[low:high]
+            gpu_group = gpu_group._replace(schedule=cupy.asarray(
+                schedule(cpu_group, order, work, degree)))
+        start = int(cpu.offsets[low])
+        group_state = state[start: start + cpu_group.edges]
+        for options in ({}, {"credits": True, "group_credits": True},
+                        {"credits": True, "group_credits": True, "part_state": state,
+                         "group_state": group_state},
+                        {"group_credits": True, "part_state": state, "group_state": group_state,
+                         "peel": True}):
+            with dask.config.set({"dtri.hash-probes": False}):
+                expected = intersect(cpu, cpu_group, **options)
+            moved = {k: cupy.asarray(v) if isinstance(v, np.ndarray) else v
+                     for k, v in options.items()}
+            with dask.config.set(tuning):
+                found = intersect(on_gpu(cpu), gpu_group, **moved)
+            assert found.triangles == expected.triangles > 0, options
+            for name in ("uv", "uw", "vw"):
+                mine, reference = getattr(found, name), getattr(expected, name)
+                if mine is not None:
+                    assert (cupy.asnumpy(mine) == reference).all(), (name, options)
+
+
+@given(edges=messy_graphs())
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("orientation", ["degree", "id", "adirection", "auto"])
+@pytest.mark.parametrize("order", ["rank", "degree", "aorder"])
+def test_gpu_orientations_and_orders_equal_networkx(edges, orientation, order):
+    import dask
+
+    with dask.config.set({"dtri.hash-min-members": 1}):
+        check_analytics(edges, ks=(3, 4), backend="gpu", scheduler="synchronous",
+                        npartitions=2, orientation=orientation, order=order)
+
+
+def test_rmat_counts_are_identical_across_orientations_and_orders(rmat13_gpu_oracle):
+    edges, expected = rmat13_gpu_oracle
+    counts = {dtri.count(edges.to_numpy(), backend="gpu", scheduler="synchronous",
+                         orientation=orientation, order=order).triangles
+              for orientation in ("degree", "id", "adirection")
+              for order in ("rank", "degree", "aorder")}
+    assert counts == {expected}

@@ -99,7 +99,8 @@ def test_intersection_work_balances_hubs_by_their_short_lists():
 
 def test_prepare_partition_orients_low_to_high_rank():
     frame = pd.DataFrame({"src": [10, 20, 30, 10, 10**15], "dst": [20, 30, 10, 10, 10]})
-    part, vertices, ids, degree = prepare_partition(frame, "degree")
+    part, vertices, ids, degree, orientation, reason = prepare_partition(frame, "degree")
+    assert (orientation, reason) == ("degree", "degree (as given)")
     assert vertices == 4  # 10, 20, 30, 10**15 (the self-loop adds no edge, 10 no vertex)
     src, dst = edge_window(as_csr(part), 0, as_csr(part).edges)
     assert len(src) == 4 and (src < dst).all()

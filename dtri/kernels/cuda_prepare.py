@@ -1,0 +1,55 @@
+"""Fused CUDA passes of the preparation (CuPy elementwise kernels), for the GPU branches of
+:mod:`dtri.kernels.canonicalize` and :mod:`dtri.kernels.orient`.
+
+Each replaces a chain of whole-array CuPy operations (unpack, gather, compare, pack, mask)
+by one pass over the edges: on R-MAT 24 (268 M input edges) the chains cost 55 ms (dense
+keys), 24 ms (degrees) and 23 ms (orientation) on an H200, mostly in the memory traffic of
+their temporaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cupy
+
+_dense_keys = cupy.ElementwiseKernel(
+    "int64 src, int64 dst, raw int64 table, int32 bits", "int64 key",
+    """
+    const long long a = table[src], b = table[dst];
+    key = a == b ? -1 : (a < b ? (a << bits) | b : (b << bits) | a);
+    """, "dtri_dense_keys")
+
+_end_counts = cupy.ElementwiseKernel(
+    "int64 key, int32 bits", "raw uint64 counts",
+    """
+    atomicAdd(&counts[key >> bits], 1ULL);
+    atomicAdd(&counts[key & ((1LL << bits) - 1)], 1ULL);
+    """, "dtri_end_counts")
+
+_oriented = cupy.ElementwiseKernel(
+    "int64 key, raw int64 rank, int32 bits", "int64 out",
+    """
+    const long long a = rank[key >> bits], b = rank[key & ((1LL << bits) - 1)];
+    out = a < b ? (a << bits) | b : (b << bits) | a;
+    """, "dtri_oriented")
+
+
+def dense_edge_keys(src: Any, dst: Any, table: Any, bits: int) -> Any:
+    """Packed keys ``(low << bits) | high`` of the dense ids ``table[src]``, ``table[dst]``,
+    self-loops dropped."""
+    keys = _dense_keys(src, dst, table, cupy.int32(bits))
+    return keys[keys >= 0]
+
+
+def end_counts(keys: Any, bits: int, vertices: int) -> Any:
+    """Degree of every vertex within packed keys: both ends of each key counted (int64)."""
+    counts = cupy.zeros(vertices, dtype=cupy.uint64)
+    _end_counts(keys, cupy.int32(bits), counts)
+    return counts.view(cupy.int64)
+
+
+def oriented_keys(keys: Any, rank: Any, bits: int) -> Any:
+    """Packed keys re-pointed from lower to higher rank: ``(min << bits) | max`` of the
+    ends' ranks."""
+    return _oriented(keys, rank, cupy.int32(bits))
