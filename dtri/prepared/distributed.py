@@ -116,38 +116,30 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     del senders, splits
 
     owners = [tasks.owner(p) for p in range(parts)]
-    degree = tasks.reduce_over("rank", degree_counts, add_counts, keys, (n,), owners, "degree",
-                               fan_in)
-    out_degree = longest = peeling = rounds = None
-    if orientation == "auto":  # rank by degree, read the longest out-list, then choose
-        ranked = tasks.task("rank", rank_and_order, degree, "degree", key=(0,))
-        degree, ranked = timer.submit("rank", degree, ranked)
-        rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
-        (out_degree,) = timer.submit("orient", tasks.reduce_over(
-            "orient", oriented_out_degree, add_counts, keys, (rank, n), owners, "out", fan_in))
+
+    # auto ranks by degree and reads the longest out-list of those ranks (which the orient
+    # stage needs anyway) before it decides: keeping the degree orientation costs one small
+    # read, and no more is held than with --orientation degree
+    longest = None
+    if epsilon is None and orientation in ("auto", "adirection"):
+        epsilon = adirection_epsilon()
+    ranking = (keys, vertices, n, owners, tasks, timer, epsilon, fan_in)
+    rank, ids, degree, rounds = ranked_by("degree" if orientation == "auto" else orientation,
+                                          *ranking)
+    out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys,
+                                   (rank, n), owners, "out", fan_in)
+    if orientation == "auto":
+        (out_degree,) = timer.submit("orient", out_degree)
         (longest,) = timer.compute("orient", tasks.task("orient", longest_out_list, out_degree,
                                                         key=("longest",), on_host=True))
         limit = hash_list_limit() if limit is None else limit
         orientation = auto_orientation(longest, limit)
         if orientation != "degree":
-            out_degree = None  # of the degree ranks: the orient stage counts again
-    if orientation == "adirection":
-        (degree,) = timer.submit("rank", degree)
-        peeling, rounds = peel_partitions(keys, degree, n, owners, tasks, timer,
-                                          adirection_epsilon() if epsilon is None else epsilon,
-                                          fan_in)
-    if out_degree is None:
-        ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
-    rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
-    order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
-    ids = tasks.task("rank", by_rank, vertices, order, key=("ids",))
-    degree = tasks.task("rank", by_rank, degree, order, key=("degree",))
-    rank, ids, degree = timer.submit("rank", rank, ids, degree)
-    del vertices, order, ranked, peeling
-
-    if out_degree is None:
-        out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys,
-                                       (rank, n), owners, "out", fan_in)
+            del rank, ids, degree, out_degree
+            rank, ids, degree, rounds = ranked_by(orientation, *ranking)
+            out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys,
+                                           (rank, n), owners, "out", fan_in)
+    del vertices, ranking
     if work_model == "intersect":
         work = tasks.reduce_over("orient", oriented_intersection_work, add_counts, keys,
                                  (rank, out_degree, n), owners, "work", fan_in)
@@ -162,6 +154,26 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
                                                         n, bounds, indexed=True))
     return Prepared(list(sorted_parts), n, ids, degree, bounds, orientation,
                     orientation_reason(orientation, longest, limit, rounds))
+
+
+def ranked_by(orientation: str, keys: list[Any], vertices: Any, n: Any,
+              owners: list[str | None], tasks: Tasks, timer: StageTimer, epsilon: float | None,
+              fan_in: int) -> tuple[Any, Any, Any, int | None]:
+    """The ``rank`` stage (and for ``adirection`` the ``direct`` stage before it): the rank of
+    every vertex, and by rank its input id and degree (persisted), and the peeling's rounds
+    (``None`` without one)."""
+    degree = tasks.reduce_over("rank", degree_counts, add_counts, keys, (n,), owners, "degree",
+                               fan_in)
+    peeling = rounds = None
+    if orientation == "adirection":
+        (degree,) = timer.submit("rank", degree)
+        peeling, rounds = peel_partitions(keys, degree, n, owners, tasks, timer, epsilon, fan_in)
+    ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
+    rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
+    order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
+    ids = tasks.task("rank", by_rank, vertices, order, key=("ids",))
+    degree = tasks.task("rank", by_rank, degree, order, key=("degree",))
+    return (*timer.submit("rank", rank, ids, degree), rounds)
 
 
 def peel_partitions(keys: list[Any], degree: Any, vertices: Any, owners: list[str | None],
