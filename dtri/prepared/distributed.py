@@ -11,9 +11,7 @@ out-degrees, work) are trees (:meth:`dtri.runtime.tasks.Tasks.reduce_over`).
 
 The ``adirection`` orientation adds the ``direct`` stage between the degrees and the ranks:
 its peeling runs round by round from the client (:func:`peel_partitions`), each round a tree
-of remaining degrees over the partitions' keys and one task that peels. ``auto`` first ranks by
-degree and reads the longest out-list; when it keeps the degree orientation, those out-degrees
-serve the orient stage.
+of remaining degrees over the partitions' keys and one task that peels.
 """
 
 from __future__ import annotations
@@ -36,11 +34,8 @@ from dtri.kernels.orient import (
     WORK_MODELS,
     add_counts,
     adirection_epsilon,
-    auto_orientation,
     by_rank,
     degree_counts,
-    hash_list_limit,
-    longest_out_list,
     orientation_reason,
     oriented_intersection_work,
     oriented_out_degree,
@@ -75,6 +70,8 @@ class Prepared(NamedTuple):
     """The orientation used (``auto`` resolved)."""
     reason: str = ""
     """One line on why (:func:`dtri.kernels.orient.orientation_reason`)."""
+    rounds: int | None = None
+    """The adirection peeling's rounds (``None`` without one)."""
 
 
 def sorted_partition(vertices: int, bounds: list[int], j: int, *pieces: Any) -> tuple:
@@ -85,17 +82,18 @@ def sorted_partition(vertices: int, bounds: list[int], j: int, *pieces: Any) -> 
 
 def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orientation: str,
                        tasks: Tasks, timer: StageTimer, work_model: str = "wedges",
-                       fan_in: int = FAN_IN, limit: int | None = None,
-                       epsilon: float | None = None) -> Prepared:
+                       fan_in: int = FAN_IN, epsilon: float | None = None) -> Prepared:
     """Canonicalize, rank, orient and sort the edges of ``inputs`` into ``parts`` sorted
     partitions, each holding one source range's whole adjacency lists, sent from the input
     ``groups`` (:func:`dtri.prepared.inputs.input_groups`). ``work_model`` (one of
     :data:`dtri.kernels.orient.WORK_MODELS`) is what the sort's source ranges balance;
     ``fan_in`` is that of the trees over vertex-wide arrays
-    (:func:`dtri.prepared.inputs.vertex_fan_in`). ``auto`` orients by degree unless its
-    longest out-list exceeds ``limit`` (default
-    :func:`~dtri.kernels.orient.hash_list_limit`), else by ``adirection``, whose peeling
-    takes ``epsilon`` (default :func:`~dtri.kernels.orient.adirection_epsilon`)."""
+    (:func:`dtri.prepared.inputs.vertex_fan_in`). ``orientation`` is one of ``degree``,
+    ``id`` and ``adirection``, whose peeling takes ``epsilon`` (default
+    :func:`~dtri.kernels.orient.adirection_epsilon`); ``auto`` is decided by the caller from
+    the sorted partitions' summaries (:func:`dtri.prepared.graph.prepare_graph`): a decision
+    here would wait for the stages before it in the middle of the preparation, which held
+    more at once than a 128 MiB RMM pool allows."""
     if work_model not in WORK_MODELS:
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
     senders = []
@@ -117,29 +115,13 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
 
     owners = [tasks.owner(p) for p in range(parts)]
 
-    # auto ranks by degree and reads the longest out-list of those ranks (which the orient
-    # stage needs anyway) before it decides: keeping the degree orientation costs one small
-    # read, and no more is held than with --orientation degree
-    longest = None
-    if epsilon is None and orientation in ("auto", "adirection"):
+    if epsilon is None and orientation == "adirection":
         epsilon = adirection_epsilon()
-    ranking = (keys, vertices, n, owners, tasks, timer, epsilon, fan_in)
-    rank, ids, degree, rounds = ranked_by("degree" if orientation == "auto" else orientation,
-                                          *ranking)
+    rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, owners, tasks, timer,
+                                          epsilon, fan_in)
     out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys,
                                    (rank, n), owners, "out", fan_in)
-    if orientation == "auto":
-        (out_degree,) = timer.submit("orient", out_degree)
-        (longest,) = timer.compute("orient", tasks.task("orient", longest_out_list, out_degree,
-                                                        key=("longest",), on_host=True))
-        limit = hash_list_limit() if limit is None else limit
-        orientation = auto_orientation(longest, limit)
-        if orientation != "degree":
-            del rank, ids, degree, out_degree
-            rank, ids, degree, rounds = ranked_by(orientation, *ranking)
-            out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys,
-                                           (rank, n), owners, "out", fan_in)
-    del vertices, ranking
+    del vertices
     if work_model == "intersect":
         work = tasks.reduce_over("orient", oriented_intersection_work, add_counts, keys,
                                  (rank, out_degree, n), owners, "work", fan_in)
@@ -153,7 +135,7 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     sorted_parts = timer.submit("sort", *tasks.exchange("sort", splits, sorted_partition, parts,
                                                         n, bounds, indexed=True))
     return Prepared(list(sorted_parts), n, ids, degree, bounds, orientation,
-                    orientation_reason(orientation, longest, limit, rounds))
+                    orientation_reason(orientation, rounds=rounds), rounds)
 
 
 def ranked_by(orientation: str, keys: list[Any], vertices: Any, n: Any,

@@ -31,7 +31,12 @@ from dtri.errors import DtriError
 from dtri.kernels.canonicalize import check_integer_columns
 from dtri.kernels.csr import PartitionSummary, as_csr, summary
 from dtri.kernels.dispatch import is_device_object
-from dtri.kernels.orient import adirection_epsilon, hash_list_limit
+from dtri.kernels.orient import (
+    adirection_epsilon,
+    auto_orientation,
+    hash_list_limit,
+    orientation_reason,
+)
 from dtri.options import Options
 from dtri.prepared.distributed import prepare_partitions
 from dtri.prepared.inputs import (
@@ -288,6 +293,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     orientation = options.orientation
     list_limit = hash_list_limit() if orientation == "auto" else None
     epsilon = adirection_epsilon() if orientation in ("auto", "adirection") else None
+    fan_in = vertex_fan_in(sum(inputs.rows), task_budget)
     if parts == 1:  # the whole graph in one task: no exchange needed
         prepared = tasks.task("prepare", prepare_inputs, orientation, list_limit, epsilon,
                               *inputs.partitions, key=(0,))
@@ -302,16 +308,32 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         # host staging: a sender per input partition (concatenating them is a host copy)
         limit = 1 if staging.on_host else task_budget // BYTES_PER_EDGE_IN_FLIGHT
         groups = input_groups(inputs.rows, inputs.holders, limit)
+        # auto: degree, then the sorted partitions' longest list decides (below)
         partitions, n, ids, degree, bounds, orientation, reason = prepare_partitions(
-            inputs, groups, parts, orientation, tasks, timer, work_model,
-            vertex_fan_in(sum(inputs.rows), task_budget), list_limit, epsilon)
-    fan_in = vertex_fan_in(sum(inputs.rows), task_budget)
+            inputs, groups, parts, "degree" if orientation == "auto" else orientation, tasks,
+            timer, work_model, fan_in, epsilon)[:7]
+
+    def summarised(partitions: list[Any], *values: Any) -> tuple:
+        summary_tasks = [tasks.task("plan", summary_of, part, key=(p,))
+                         for p, part in enumerate(partitions)]
+        n, summaries, *values = timer.compute("plan", *values[:1], summary_tasks, *values[1:])
+        return (n, [PartitionSummary(*s) for s in summaries], *values)
+
+    vertices, summaries, bounds, orientation, reason = summarised(
+        partitions, n, bounds, orientation, reason)
+    if parts > 1 and options.orientation == "auto":
+        longest = max((s.max_out_degree for s in summaries if s.edges), default=0)
+        if auto_orientation(longest, list_limit) == "adirection":  # lists too long: again
+            prepared = prepare_partitions(
+                inputs, groups, parts, "adirection", tasks, timer, work_model, fan_in,
+                epsilon)
+            partitions, n, ids, degree, bounds = prepared[:5]
+            vertices, summaries, bounds = summarised(partitions, n, bounds)
+            orientation, rounds = "adirection", prepared.rounds
+        else:
+            rounds = None
+        reason = orientation_reason(orientation, longest, list_limit, rounds)
     del inputs
-    summary_tasks = [tasks.task("plan", summary_of, part, key=(p,))
-                     for p, part in enumerate(partitions)]
-    vertices, summaries, bounds, orientation, reason = timer.compute(
-        "plan", n, summary_tasks, bounds, orientation, reason)
-    summaries = [PartitionSummary(*s) for s in summaries]
     check_whole_adjacency(summaries)
     bounds = list(bounds) if bounds is not None else [0, int(vertices)]
     order, order_reason = choose_order(options.order, summaries)
