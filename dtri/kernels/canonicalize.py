@@ -101,10 +101,13 @@ def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
     n = vertex_count(vertices)
     if xp.__name__ == "cupy" and vertices.shape[0] and dense_range(int(vertices[-1]),
                                                                    2 * src.shape[0]):
-        from dtri.kernels.cuda_prepare import dense_edge_keys  # one fused pass
+        from dtri.kernels.orient import fused_prepare
 
-        keys = dense_edge_keys(src, dst, dense_table(vertices), checked_key_bits(n))
-        return split_by_hash(keys, parts)
+        if fused_prepare():
+            from dtri.kernels.cuda_prepare import dense_edge_keys  # one fused pass
+
+            keys = dense_edge_keys(src, dst, dense_table(vertices), checked_key_bits(n))
+            return split_by_hash(keys, parts)
     a, b = dense_ids(vertices, src, dst)
     simple = a != b
     low, high = xp.minimum(a[simple], b[simple]), xp.maximum(a[simple], b[simple])

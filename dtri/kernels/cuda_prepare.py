@@ -1,10 +1,12 @@
 """Fused CUDA passes of the preparation (CuPy elementwise kernels), for the GPU branches of
-:mod:`dtri.kernels.canonicalize` and :mod:`dtri.kernels.orient`.
+:mod:`dtri.kernels.canonicalize` and :mod:`dtri.kernels.orient` (``dtri.fused-prepare`` in
+``dask.config`` turns them off).
 
 Each replaces a chain of whole-array CuPy operations (unpack, gather, compare, pack, mask)
-by one pass over the edges: on R-MAT 24 (268 M input edges) the chains cost 55 ms (dense
-keys), 24 ms (degrees) and 23 ms (orientation) on an H200, mostly in the memory traffic of
-their temporaries.
+by one pass over the edges: on R-MAT 24 (268 M input edges, one H200) the dense keys took
+55 ms as a chain and 14 ms fused, the orientation 23 ms and 3 ms
+(examples/benchmarks/kernel-probe-h200.jsonl). A fused degree count (atomics on both ends)
+gained nothing over CuPy's scatter-add and is not kept.
 """
 
 from __future__ import annotations
@@ -20,13 +22,6 @@ _dense_keys = cupy.ElementwiseKernel(
     key = a == b ? -1 : (a < b ? (a << bits) | b : (b << bits) | a);
     """, "dtri_dense_keys")
 
-_end_counts = cupy.ElementwiseKernel(
-    "int64 key, int32 bits", "raw uint64 counts",
-    """
-    atomicAdd(&counts[key >> bits], 1ULL);
-    atomicAdd(&counts[key & ((1LL << bits) - 1)], 1ULL);
-    """, "dtri_end_counts")
-
 _oriented = cupy.ElementwiseKernel(
     "int64 key, raw int64 rank, int32 bits", "int64 out",
     """
@@ -40,13 +35,6 @@ def dense_edge_keys(src: Any, dst: Any, table: Any, bits: int) -> Any:
     self-loops dropped."""
     keys = _dense_keys(src, dst, table, cupy.int32(bits))
     return keys[keys >= 0]
-
-
-def end_counts(keys: Any, bits: int, vertices: int) -> Any:
-    """Degree of every vertex within packed keys: both ends of each key counted (int64)."""
-    counts = cupy.zeros(vertices, dtype=cupy.uint64)
-    _end_counts(keys, cupy.int32(bits), counts)
-    return counts.view(cupy.int64)
 
 
 def oriented_keys(keys: Any, rank: Any, bits: int) -> Any:

@@ -32,12 +32,16 @@ PEEL_ROUNDS = 256
 """Most rounds of the ``adirection`` peeling; the last one peels every vertex left."""
 
 
+def fused_prepare() -> bool:
+    """Whether the GPU runs the fused passes of :mod:`dtri.kernels.cuda_prepare`
+    (``dtri.fused-prepare`` in ``dask.config``, default true)."""
+    import dask
+
+    return bool(dask.config.get("dtri.fused-prepare", True))
+
+
 def degree_counts(keys: Any, vertices: int) -> Any:
     """Degree of every vertex within one partition's distinct edge keys."""
-    if array_module(keys).__name__ == "cupy":
-        from dtri.kernels.cuda_prepare import end_counts  # one fused pass
-
-        return end_counts(keys, checked_key_bits(vertices), vertices)
     src, dst = unpack_keys(keys, checked_key_bits(vertices))
     counts = id_counts(src, vertices)
     counts += id_counts(dst, vertices)
@@ -272,7 +276,7 @@ def orient_keys(keys: Any, rank: Any | None, vertices: int) -> Any:
         return keys  # id orientation: low < high already
     xp = array_module(keys)
     bits = checked_key_bits(vertices)
-    if xp.__name__ == "cupy":
+    if xp.__name__ == "cupy" and fused_prepare():
         from dtri.kernels.cuda_prepare import oriented_keys  # one fused pass
 
         return oriented_keys(keys, rank, bits)
