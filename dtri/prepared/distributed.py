@@ -20,6 +20,7 @@ from contextlib import nullcontext
 from operator import getitem
 from typing import Any, NamedTuple
 
+from dtri.kernels.bins import checked_key_bits
 from dtri.kernels.canonicalize import (
     merge_vertices,
     partition_vertices,
@@ -27,7 +28,7 @@ from dtri.kernels.canonicalize import (
     unique_edge_keys,
     vertex_count,
 )
-from dtri.kernels.csr import from_keys, stored
+from dtri.kernels.csr import as_csr, from_keys, keys_of, stored
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.orient import (
     PEEL_ROUNDS,
@@ -91,9 +92,11 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     (:func:`dtri.prepared.inputs.vertex_fan_in`). ``orientation`` is one of ``degree``,
     ``id`` and ``adirection``, whose peeling takes ``epsilon`` (default
     :func:`~dtri.kernels.orient.adirection_epsilon`); ``auto`` is decided by the caller from
-    the sorted partitions' summaries (:func:`dtri.prepared.graph.prepare_graph`): a decision
-    here would wait for the stages before it in the middle of the preparation, which held
-    more at once than a 128 MiB RMM pool allows."""
+    the sorted partitions' summaries (:func:`dtri.prepared.graph.prepare_graph`), which may
+    direct them again (:func:`directed_again`).
+
+    Every stage is only submitted: the caller lets go of ``inputs`` before it waits, so that
+    each input partition is freed once the canonicalize stage has read it."""
     if work_model not in WORK_MODELS:
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
     senders = []
@@ -112,9 +115,37 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     *keys, n, vertices = timer.submit("canonicalize", *tasks.exchange(
         "canonicalize", splits, unique_edge_keys, parts), n, vertices)
     del senders, splits
+    return sorted_by(orientation, keys, vertices, n, parts, tasks, timer, work_model, fan_in,
+                     epsilon)
 
+
+def directed_again(prepared: Prepared, orientation: str, tasks: Tasks, timer: StageTimer,
+                   work_model: str = "wedges", fan_in: int = FAN_IN,
+                   epsilon: float | None = None) -> Prepared:
+    """The edges of ``prepared`` (sorted partitions of any orientation) ranked, oriented and
+    sorted again by ``orientation``, from the partitions themselves rather than the input,
+    which is not held for this: each partition's edges, as pairs of ranks, are the canonical
+    keys of the ranked graph (low rank first), whose vertex ``r`` is input id ``ids[r]``.
+    Timed as the ``redirect`` stage, then the stages of :func:`sorted_by`."""
+    n = prepared.vertices
+    keys = [tasks.task("redirect", rank_keys, part, n, key=(p,))
+            for p, part in enumerate(prepared.parts)]
+    keys = list(timer.submit("redirect", *keys))
+    return sorted_by(orientation, keys, prepared.ids, n, len(keys), tasks, timer, work_model,
+                     fan_in, epsilon)
+
+
+def rank_keys(part: tuple, vertices: int) -> Any:
+    """A sorted partition's edges as packed keys of their ranks (low rank first)."""
+    return keys_of(as_csr(part), checked_key_bits(vertices))
+
+
+def sorted_by(orientation: str, keys: list[Any], vertices: Any, n: Any, parts: int,
+              tasks: Tasks, timer: StageTimer, work_model: str, fan_in: int,
+              epsilon: float | None) -> Prepared:
+    """The rank, orient and sort stages over the canonical ``keys`` of ``parts`` partitions
+    (persisted) of a graph of ``n`` vertices, vertex ``i`` being input id ``vertices[i]``."""
     owners = [tasks.owner(p) for p in range(parts)]
-
     if epsilon is None and orientation == "adirection":
         epsilon = adirection_epsilon()
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, owners, tasks, timer,

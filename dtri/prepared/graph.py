@@ -38,7 +38,7 @@ from dtri.kernels.orient import (
     orientation_reason,
 )
 from dtri.options import Options
-from dtri.prepared.distributed import prepare_partitions
+from dtri.prepared.distributed import directed_again, prepare_partitions
 from dtri.prepared.inputs import (
     BYTES_PER_EDGE_IN_FLIGHT,
     fitted_partitions,
@@ -295,23 +295,27 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     epsilon = adirection_epsilon() if orientation in ("auto", "adirection") else None
     fan_in = vertex_fan_in(sum(inputs.rows), task_budget)
     if parts == 1:  # the whole graph in one task: no exchange needed
-        prepared = tasks.task("prepare", prepare_inputs, orientation, list_limit, epsilon,
-                              *inputs.partitions, key=(0,))
+        whole = tasks.task("prepare", prepare_inputs, orientation, list_limit, epsilon,
+                           *inputs.partitions, key=(0,))
         part, n, ids, degree, orientation, reason = timer.submit("prepare", *(
-            tasks.task("prepare", getitem, prepared, i, key=(name, 0), on_host=True)
+            tasks.task("prepare", getitem, whole, i, key=(name, 0), on_host=True)
             for i, name in enumerate(("csr", "vertices", "ids", "degree", "orientation",
                                       "reason"))))
-        partitions, bounds = [part], None
-        del prepared
+        partitions, bounds, prepared = [part], None, None
+        del whole
     else:
         work_model = "wedges" if options.join == "wedges" else "intersect"
         # host staging: a sender per input partition (concatenating them is a host copy)
         limit = 1 if staging.on_host else task_budget // BYTES_PER_EDGE_IN_FLIGHT
         groups = input_groups(inputs.rows, inputs.holders, limit)
         # auto: degree, then the sorted partitions' longest list decides (below)
-        partitions, n, ids, degree, bounds, orientation, reason = prepare_partitions(
+        prepared = prepare_partitions(
             inputs, groups, parts, "degree" if orientation == "auto" else orientation, tasks,
-            timer, work_model, fan_in, epsilon)[:7]
+            timer, work_model, fan_in, epsilon)
+        partitions, n, ids, degree, bounds, orientation, reason = prepared[:7]
+    # let go of the input before the first wait: each input partition is then freed as soon as
+    # the canonicalize stage has read it, not held through the preparation
+    del inputs
 
     def summarised(partitions: list[Any], *values: Any) -> tuple:
         summary_tasks = [tasks.task("plan", summary_of, part, key=(p,))
@@ -323,17 +327,16 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         partitions, n, bounds, orientation, reason)
     if parts > 1 and options.orientation == "auto":
         longest = max((s.max_out_degree for s in summaries if s.edges), default=0)
+        rounds = None
         if auto_orientation(longest, list_limit) == "adirection":  # lists too long: again
-            prepared = prepare_partitions(
-                inputs, groups, parts, "adirection", tasks, timer, work_model, fan_in,
-                epsilon)
+            del partitions  # the degree-sorted partitions are freed as they are read
+            prepared = directed_again(prepared, "adirection", tasks, timer, work_model,
+                                      fan_in, epsilon)
             partitions, n, ids, degree, bounds = prepared[:5]
             vertices, summaries, bounds = summarised(partitions, n, bounds)
             orientation, rounds = "adirection", prepared.rounds
-        else:
-            rounds = None
         reason = orientation_reason(orientation, longest, list_limit, rounds)
-    del inputs
+    del prepared
     check_whole_adjacency(summaries)
     bounds = list(bounds) if bounds is not None else [0, int(vertices)]
     order, order_reason = choose_order(options.order, summaries)

@@ -9,7 +9,8 @@ is ``wedges_join``), the resolved choices and the work counters of the fused joi
 same deduplicated edges afterwards. One JSON line per graph.
 
     python examples/benchmarks/orientation_bench.py rmat:22 rmat:24 rmat:26 FILE.txt.gz ... \\
-        [--orientations degree adirection id] [--orders rank degree aorder] [--repeat 3]
+        [--orientations degree adirection id] [--orders rank degree aorder] [--repeat 3] \\
+        [--memory-budgets default 48GiB]
 """
 
 from __future__ import annotations
@@ -60,14 +61,17 @@ def published_count(path: str) -> int | None:
 
 
 def run_one(session: Any, edges: Any, orientation: str, order: str, repeat: int,
-            ) -> dict[str, Any]:
-    """The fastest of ``repeat`` prepare + count runs with these choices."""
+            memory_budget: str | None = None) -> dict[str, Any]:
+    """The fastest of ``repeat`` prepare + count runs with these choices (``memory_budget``:
+    a task's, as ``--memory-budget`` takes it; ``None``: the default)."""
     from dtri.api import prepare
 
     best: dict[str, Any] = {}
     for _ in range(repeat):
         started = time.perf_counter()
-        with prepare(edges, session=session, orientation=orientation, order=order) as graph:
+        budget = {"memory_budget": memory_budget} if memory_budget else {}
+        with prepare(edges, session=session, orientation=orientation, order=order,
+                     **budget) as graph:
             result = graph.count()
             seconds = time.perf_counter() - started
             if not best or seconds < best["seconds"]:
@@ -77,6 +81,7 @@ def run_one(session: Any, edges: Any, orientation: str, order: str, repeat: int,
 
                     counters = dask.delayed(counters_of)(graph.parts[0]).compute()
                 best = {"orientation": orientation, "order": order,
+                        "memory_budget": result.memory_budget,
                         "resolved": {"orientation": graph.orientation,
                                      "order": getattr(graph, "order", order),
                                      "why": [graph.orientation_reason,
@@ -95,6 +100,8 @@ def main() -> None:
     parser.add_argument("--orders", nargs="+", default=list(ORDERS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--peer", default="pylibcugraph", help="'none' for no peer")
+    parser.add_argument("--memory-budgets", nargs="+", default=["default"],
+                        help="a task's memory budget per set of runs ('default': dtri's)")
     args = parser.parse_args()
 
     from dtri.api import Session
@@ -114,10 +121,14 @@ def main() -> None:
         for graph in args.graphs:
             source = generated_graph(graph, seed=0) if is_spec(graph) else graph
             persisted = _materialize(as_edge_frame(source, "gpu"), session.runtime)
-            runs = [run_one(session, persisted, "auto", "auto", args.repeat)]
-            for orientation in args.orientations:
-                for order in args.orders:
-                    runs.append(run_one(session, persisted, orientation, order, args.repeat))
+            runs = []
+            for budget in args.memory_budgets:
+                budget = None if budget == "default" else budget
+                runs.append(run_one(session, persisted, "auto", "auto", args.repeat, budget))
+                for orientation in args.orientations:
+                    for order in args.orders:
+                        runs.append(run_one(session, persisted, orientation, order,
+                                            args.repeat, budget))
             counts = {run["triangles"] for run in runs}
             record: dict[str, Any] = {
                 "graph": graph, "device": device_name("gpu"), "commit": commit(),
