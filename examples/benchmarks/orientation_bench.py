@@ -10,7 +10,7 @@ same deduplicated edges afterwards. One JSON line per graph.
 
     python examples/benchmarks/orientation_bench.py rmat:22 rmat:24 rmat:26 FILE.txt.gz ... \\
         [--orientations degree adirection id] [--orders rank degree aorder] [--repeat 3] \\
-        [--memory-budgets default 48GiB]
+        [--memory-budget 48GiB]
 """
 
 from __future__ import annotations
@@ -61,17 +61,14 @@ def published_count(path: str) -> int | None:
 
 
 def run_one(session: Any, edges: Any, orientation: str, order: str, repeat: int,
-            memory_budget: str | None = None) -> dict[str, Any]:
-    """The fastest of ``repeat`` prepare + count runs with these choices (``memory_budget``:
-    a task's, as ``--memory-budget`` takes it; ``None``: the default)."""
+            ) -> dict[str, Any]:
+    """The fastest of ``repeat`` prepare + count runs with these choices."""
     from dtri.api import prepare
 
     best: dict[str, Any] = {}
     for _ in range(repeat):
         started = time.perf_counter()
-        budget = {"memory_budget": memory_budget} if memory_budget else {}
-        with prepare(edges, session=session, orientation=orientation, order=order,
-                     **budget) as graph:
+        with prepare(edges, session=session, orientation=orientation, order=order) as graph:
             result = graph.count()
             seconds = time.perf_counter() - started
             if not best or seconds < best["seconds"]:
@@ -100,8 +97,8 @@ def main() -> None:
     parser.add_argument("--orders", nargs="+", default=list(ORDERS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--peer", default="pylibcugraph", help="'none' for no peer")
-    parser.add_argument("--memory-budgets", nargs="+", default=["default"],
-                        help="a task's memory budget per set of runs ('default': dtri's)")
+    parser.add_argument("--memory-budget", default=None,
+                        help="a task's memory budget, as --memory-budget takes it")
     args = parser.parse_args()
 
     from dtri.api import Session
@@ -117,18 +114,15 @@ def main() -> None:
     from dtri.kernels.dispatch import column_to_array
     from dtri.options import Options
 
-    with Session(Options(backend="gpu", workers=1)) as session:
+    with Session(Options(backend="gpu", workers=1,
+                         memory_budget=args.memory_budget)) as session:
         for graph in args.graphs:
             source = generated_graph(graph, seed=0) if is_spec(graph) else graph
             persisted = _materialize(as_edge_frame(source, "gpu"), session.runtime)
-            runs = []
-            for budget in args.memory_budgets:
-                budget = None if budget == "default" else budget
-                runs.append(run_one(session, persisted, "auto", "auto", args.repeat, budget))
-                for orientation in args.orientations:
-                    for order in args.orders:
-                        runs.append(run_one(session, persisted, orientation, order,
-                                            args.repeat, budget))
+            runs = [run_one(session, persisted, "auto", "auto", args.repeat)]
+            for orientation in args.orientations:
+                for order in args.orders:
+                    runs.append(run_one(session, persisted, orientation, order, args.repeat))
             counts = {run["triangles"] for run in runs}
             record: dict[str, Any] = {
                 "graph": graph, "device": device_name("gpu"), "commit": commit(),

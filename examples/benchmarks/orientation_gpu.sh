@@ -13,3 +13,4 @@ export LD_LIBRARY_PATH LD_PRELOAD
 run() { timeout "$1" python examples/benchmarks/orientation_bench.py "${@:2}" | tee -a "$out"; }
 run 400 rmat:22 rmat:24 "$data"/*.txt.gz --repeat 3
 run 500 rmat:26 --repeat 2
+run 500 rmat:26 --repeat 2 --orientations degree --orders rank --memory-budget 130GiB --peer none
