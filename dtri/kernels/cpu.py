@@ -144,27 +144,16 @@ def _hashes(a: int, b: int, enabled: bool, min_members: int, probe_cost: float,
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _edge_class(a: int, b: int, enabled: bool, min_members: int, probe_cost: float,
-                max_members: int) -> int:
-    """:func:`dtri.kernels.intersect.edge_class`, the tuning given as scalars:
-    :data:`~dtri.kernels.intersect.NOTHING`, :data:`~dtri.kernels.intersect.HASHED` or a
-    search class (the kernel needs only whether an edge is searched: :func:`_select`)."""
-    if a <= 0 or b <= 0:
-        return NOTHING
-    if _hashes(a, b, enabled, min_members, probe_cost, max_members):
-        return HASHED
-    return min(_bit_length(min(a, b) - 1), 5)
-
-
-@numba.njit(nogil=True, cache=True, inline="always")
 def _select(e: int, r: int, row_end: int, pdst: Any, goff: Any, glow: int, ghigh: int,
             stateful: bool, peel: bool, part_state: Any, part_leaving: Any,
             group_leaving: Any, tuning: tuple) -> int:
     """The class of edge ``e`` (row ``r``, whose list ends at ``row_end``): ``NOTHING``
     where its target lies outside the group, it is gone, or (``peel``) neither it nor an
     edge of its row or of its target's list is leaving, or a list is empty; ``HASHED`` by
-    the rule of :func:`_edge_class` (``tuning``: enabled, min_members, probe_cost,
-    max_members); else :data:`SEARCHED` (whatever its search class)."""
+    the rule of :func:`dtri.kernels.intersect.edge_class` (:func:`_hashes`; ``tuning``:
+    enabled, min_members, probe_cost, max_members); else :data:`SEARCHED` (whatever its
+    search class). Both passes over the edges class them here: :func:`_count_hashed` sizes
+    the hashed edges' arrays that :func:`_intersect_rows` fills."""
     v = pdst[e]
     if v < glow or v >= ghigh:
         return NOTHING
@@ -225,34 +214,25 @@ def _intersect_rows(first_block: int, block_step: int, pdst: Any, poff: Any, gds
     and searches the longer. The hashed edges of block ``k`` are written (with the end of
     their row) to ``hashed`` and ``stops`` from ``block_start[k]`` on, in row order."""
     found = 0
-    hashing = tuning[0]
     rows = poff.shape[0] - 1
     for block in range(first_block, (rows + ROW_BLOCK - 1) // ROW_BLOCK, block_step):
         at = block_start[block]
         for r in range(block * ROW_BLOCK, min(rows, (block + 1) * ROW_BLOCK)):
             row_end = poff[r + 1]
             for e in range(poff[r], row_end):
-                v = pdst[e]
-                if v < glow or v >= ghigh:
+                kind = _select(e, r, row_end, pdst, goff, glow, ghigh, stateful, peel,
+                               part_state, part_leaving, group_leaving, tuning)
+                if kind == NOTHING:
                     continue
-                se = 1
-                if stateful:
-                    se = part_state[e]
-                    if se == 0:
-                        continue
-                    if peel and se != 2 and part_leaving[r] == 0 \
-                            and group_leaving[v - glow] == 0:
-                        continue
-                a0, a1 = e + 1, row_end
-                b0, b1 = goff[v - glow], goff[v - glow + 1]
-                if a0 >= a1 or b0 >= b1:
-                    continue
-                if hashing and _hashes(a1 - a0, b1 - b0, True, tuning[1], tuning[2],
-                                       tuning[3]):
+                if kind == HASHED:
                     hashed[at] = e
                     stops[at] = row_end
                     at += 1
                     continue
+                v = pdst[e]
+                se = part_state[e] if stateful else 1
+                a0, a1 = e + 1, row_end
+                b0, b1 = goff[v - glow], goff[v - glow + 1]
                 if a1 - a0 <= b1 - b0:  # walk u's later members, search v's list
                     hits, mine = _walk(pdst, a0, a1, gdst, b0, b1, False, e, se, credits,
                                        group_credits, stateful, peel, part_state, group_state,

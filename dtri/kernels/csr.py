@@ -178,6 +178,11 @@ class PartitionSummary(NamedTuple):
     """Wedges of the rows before each checkpoint row (the wedge number it starts at)."""
 
 
+def longest_list(summaries: Sequence[PartitionSummary]) -> int:
+    """The longest adjacency list over the partitions (0 without edges)."""
+    return max((s.max_out_degree for s in summaries if s.edges), default=0)
+
+
 def wedge_profile(starts: Any, edges: int,
                   points: int = PROFILE_POINTS) -> tuple[int, int, int, list, list]:
     """Wedges, longest list and checkpoints ``(rows, wedges before)`` of sorted edges whose

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from dtri.errors import DtriError
 from dtri.kernels.canonicalize import check_integer_columns
-from dtri.kernels.csr import PartitionSummary, as_csr, summary
+from dtri.kernels.csr import PartitionSummary, as_csr, longest_list, summary
 from dtri.kernels.dispatch import is_device_object
 from dtri.kernels.orient import (
     adirection_epsilon,
@@ -140,11 +140,10 @@ class PreparedGraph:
         summaries they were judged by (what ``--explain`` shows)."""
         from dtri.kernels.intersect import hash_max_members
 
-        filled = [s for s in self.summaries if s.edges]
         return {"orientation": self.orientation,
                 "orientation_reason": self.orientation_reason, "order": self.order,
                 "order_reason": self.order_reason,
-                "longest_list": max((s.max_out_degree for s in filled), default=0),
+                "longest_list": longest_list(self.summaries),
                 "hash_max_members": hash_max_members(False),
                 "wedges_per_edge": self.wedges / self.edges if self.edges else 0.0}
 
@@ -317,16 +316,18 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     # the canonicalize stage has read it, not held through the preparation
     del inputs
 
-    def summarised(partitions: list[Any], *values: Any) -> tuple:
+    def summarised(partitions: list[Any], n: Any, *values: Any) -> tuple:
+        """The vertex count, the partitions' summaries and ``values``, computed (the plan
+        stage, which waits for every stage before it)."""
         summary_tasks = [tasks.task("plan", summary_of, part, key=(p,))
                          for p, part in enumerate(partitions)]
-        n, summaries, *values = timer.compute("plan", *values[:1], summary_tasks, *values[1:])
+        n, summaries, *values = timer.compute("plan", n, summary_tasks, *values)
         return (n, [PartitionSummary(*s) for s in summaries], *values)
 
     vertices, summaries, bounds, orientation, reason = summarised(
         partitions, n, bounds, orientation, reason)
     if parts > 1 and options.orientation == "auto":
-        longest = max((s.max_out_degree for s in summaries if s.edges), default=0)
+        longest = longest_list(summaries)
         rounds = None
         if auto_orientation(longest, list_limit) == "adirection":  # lists too long: again
             del partitions  # the degree-sorted partitions are freed as they are read

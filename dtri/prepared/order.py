@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtri.kernels.csr import as_csr, stored
+from dtri.kernels.csr import as_csr, longest_list, stored
 from dtri.kernels.order import in_work, schedule
 from dtri.kernels.orient import add_counts
 from dtri.runtime.tasks import Tasks
@@ -39,8 +39,8 @@ def choose_order(order: str, summaries: list[Any]) -> tuple[str, str]:
     rows and a pass over the edges."""
     if order != "auto":
         return order, order
-    longest = max((s.max_out_degree for s in summaries if s.edges), default=0)
-    return AUTO_ORDER, f"auto: {AUTO_ORDER} (pieces of equal work; longest list {longest})"
+    return AUTO_ORDER, (f"auto: {AUTO_ORDER} (pieces of equal work; longest list "
+                        f"{longest_list(summaries)})")
 
 
 def order_partitions(parts: list[Any], bounds: list[int], vertices: int, degree: Any,
