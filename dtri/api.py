@@ -98,8 +98,10 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
         if local is not None and runtime.client is None and runtime.backend == "cpu":
             source: Any = local.parts
         else:
+            max_rows = runtime.task_budget(chosen.memory_budget) // BYTES_PER_EDGE_IN_FLIGHT
             source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
-                                   npartitions=chosen.npartitions,
+                                   npartitions=chosen.npartitions, max_rows=max(1, max_rows),
+                                   files_on_host=runtime.staging.on_host,
                                    **(chosen.read_options() if is_path_like(edges) else {}))
         graph = prepare_graph(source, runtime, chosen)
     except BaseException:

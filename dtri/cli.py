@@ -110,9 +110,17 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     source = _source(paths, spec, seed)
     if explain:
         if as_json:
-            click.echo(json.dumps({**source, "plan": result.plan, "seconds": result.seconds}))
+            click.echo(json.dumps({**source, "plan": result.plan, "seconds": result.seconds,
+                                   "read": result.read,
+                                   "peak_device_bytes": result.peak_device_bytes,
+                                   "peak_device_source": result.peak_device_source}))
         else:
             _print_plan(result.plan)
+            read = result.read
+            click.echo(f"read           {read['partitions']} partitions of at most "
+                       f"{read['largest_rows']} rows ({read['rows']} rows)")
+            _print_peaks(result.peak_device_bytes, result.peak_device_source,
+                         "measured (the stages run so far)")
         return
     if as_json:
         click.echo(json.dumps({**source, **result.to_dict()}))
@@ -127,6 +135,15 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
                f"{format_bytes(result.memory_budget)}/worker, {result.orientation} orientation, "
                f"{result.order} order)")
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
+    _print_peaks(result.peak_device_bytes, result.peak_device_source, "device peak")
+
+
+def _print_peaks(peaks: dict[str, int] | None, source: str | None, title: str) -> None:
+    """The measured peak device bytes per stage, when the workers measured them."""
+    if not peaks:
+        return
+    click.echo(f"{title} ({source}): " + "  ".join(
+        f"{stage} {format_bytes(value)}" for stage, value in peaks.items()))
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
@@ -181,7 +198,7 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
         click.echo(json.dumps({**source, **summary}))
         return
     for name, value in summary.items():
-        if name in ("top", "seconds") or value is None:
+        if name in ("top", "seconds", "peak_device_bytes") or value is None:
             continue
         click.echo(f"{name:<22} {value}")
     if summary.get("top"):
@@ -192,6 +209,7 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
             click.echo("  " + "  ".join(f"{_shown(row[c]):>14}" for c in columns))
     click.echo("seconds                " + "  ".join(f"{k} {v:.3f}"
                                                      for k, v in summary["seconds"].items()))
+    _print_peaks(summary.get("peak_device_bytes"), "measured", "device peak")
 
 
 def _shown(value: Any) -> str:
@@ -215,6 +233,8 @@ def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str 
             seconds = {k: v for k, v in graph.seconds.items() if k != "prepare_total"}
             seconds["analytic"] = round(time.perf_counter() - started, 6)
             summary["seconds"] = seconds
+            if (peaks := graph.memory().peak_device_bytes()) is not None:
+                summary["peak_device_bytes"] = peaks
     _report(summary, as_json, _source(paths, spec, seed))
 
 

@@ -69,6 +69,17 @@ class CountResult:
     caps: dict[str, Any] = field(default_factory=dict)
     """The workers' memory caps, bytes or ``None``: ``memory_limit``, ``device_memory_limit``,
     ``rmm_pool_size`` (:class:`dtri.runtime.session.MemoryCaps`)."""
+    peak_device_bytes: dict[str, int] | None = None
+    """Measured on the workers: per stage (the ``dtri-<stage>`` of its tasks' keys, ``read``
+    for the readers) the most device memory in use while its tasks ran, and ``overall``;
+    ``None`` where nothing measures (:mod:`dtri.runtime.meter`)."""
+    task_device_bytes: dict[str, int] | None = None
+    """Per stage the most device memory one of its tasks added to what was in use when it
+    started: what the memory budget bounds."""
+    peak_device_source: str | None = None
+    """How they were measured: ``rmm`` (RMM's statistics), ``tracemalloc``, or ``None``."""
+    read: dict[str, int] = field(default_factory=dict)
+    """How the read stage cut the input: ``partitions``, ``rows``, ``largest_rows``."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -95,6 +106,7 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         seconds[stage] = round(seconds.get(stage, 0.0) + value, 6)
     seconds["total"] = round(graph.seconds.get("prepare_total", 0.0)
                              + time.perf_counter() - started, 6)
+    memory = graph.memory()
     return CountResult(
         triangles=None if explain else int(triangles), vertices=plan.vertices,
         edges=plan.edges, wedges=plan.wedges, bins=plan.nbins, batches=len(plan.batches),
@@ -102,7 +114,9 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         orientation=graph.orientation, order=graph.order, join=plan.join,
         memory_budget=plan.memory_budget, seconds=seconds,
         plan={**plan.to_dict(), "choices": graph.choices()},
-        caps=graph.runtime.caps.sizes())
+        caps=graph.runtime.caps.sizes(), peak_device_bytes=memory.peak_device_bytes(),
+        task_device_bytes=memory.task_device_bytes(), peak_device_source=memory.source,
+        read=dict(graph.read))
 
 
 def plan_count(graph: Any, timer: Any) -> CountPlan:

@@ -174,20 +174,33 @@ def _array_frame(edges: Any) -> Any:
 
 
 def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None = None,
-                  npartitions: int | None = None, **read_options: Any) -> dd.DataFrame:
-    """A Dask DataFrame of ``src, dst`` with pandas (``cpu``) or cuDF (``gpu``) partitions."""
+                  npartitions: int | None = None, max_rows: int | None = None,
+                  files_on_host: bool = False, **read_options: Any) -> dd.DataFrame:
+    """A Dask DataFrame of ``src, dst`` with pandas (``cpu``) or cuDF (``gpu``) partitions.
+
+    ``max_rows``: the most rows a partition may hold (from a task's memory budget), whatever
+    the files' layout; generated graphs and in-memory frames are cut to it too (a Dask
+    DataFrame keeps its partitions: the preparation splits one that is too big).
+    ``files_on_host``: files are read into host memory (pandas) even on the GPU backend, for
+    a run whose partitions wait there (host staging), with Parquet ids as int32 where they
+    fit."""
     import dask.dataframe as dd
 
-    from dtri.input.generate import GeneratedGraph
+    from dtri.input.generate import GeneratedGraph, default_partitions
 
     if isinstance(edges, GeneratedGraph):
+        if npartitions is None and max_rows:
+            npartitions = max(default_partitions(edges.edges), -(-edges.edges // max_rows))
         frame = edges.frame(backend, npartitions)
     elif is_path_like(edges):
         from dtri.input.read import read_edges
 
+        on_device = backend == "gpu" and not files_on_host
         frame = read_edges(edges, columns=columns,
-                           dataframe_backend="cudf" if backend == "gpu" else "pandas",
-                           **read_options)
+                           dataframe_backend="cudf" if on_device else "pandas",
+                           max_rows=max_rows, narrow_ids=files_on_host, **read_options)
+        if npartitions is None and not on_device:
+            return frame  # in host memory, where the run keeps it
     elif isinstance(edges, dd.DataFrame):
         frame = _select_columns(edges, columns)
     else:
@@ -200,7 +213,8 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
                 "or cuDF DataFrame, or an (m, 2) NumPy/CuPy array"
             )
         edges = _select_columns(edges, columns)
-        parts = npartitions or max(1, -(-len(edges) // DEFAULT_PARTITION_ROWS))
+        parts = npartitions or max(1, -(-len(edges) // DEFAULT_PARTITION_ROWS),
+                                   -(-len(edges) // (max_rows or len(edges) or 1)))
         frame = dd.from_pandas(edges, npartitions=parts, sort=False)
     if npartitions and frame.npartitions != npartitions:
         frame = frame.repartition(npartitions=npartitions)

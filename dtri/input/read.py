@@ -54,6 +54,9 @@ _BLANKS = re.compile(rb"[ \t]+")
 _PERCENT_TO_HASH = bytes.maketrans(b"%", b"#")
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, which pandas also skips
 _CHUNK = 1 << 20
+MIN_TEXT_BYTES_PER_EDGE = 4
+"""The fewest bytes a line holding an edge can take (``"1 2\n"``): a text block of ``b`` bytes
+holds at most ``b / 4`` edges."""
 NUMPY_PARSER_MAX_BYTES = 4 << 20
 """Blocks up to this size are parsed by NumPy, larger ones by pandas (unless
 ``dtri.read.numpy-parser-max-bytes`` says otherwise): below it NumPy's parser, slower per byte,
@@ -588,49 +591,134 @@ def parse_block(block: TextBlock) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- parquet
 
 
-def _negative_in_footer(fs: AbstractFileSystem, path: str, columns: list[str]) -> str | None:
-    """A negative id recorded in a parquet file's row-group statistics, if any (footer only)."""
-    import pyarrow.parquet as pq
+PARQUET_BYTES_PER_ROW = 16
+"""A row of a Parquet read in memory: two int64 ids (the unit ``blocksize`` counts)."""
 
-    with fs.open(path, "rb") as f:
-        meta = pq.ParquetFile(f).metadata
-    for group in range(meta.num_row_groups):
-        for k in range(meta.num_columns):
-            chunk = meta.row_group(group).column(k)
-            stats = chunk.statistics
-            named = chunk.path_in_schema in columns and stats is not None and stats.has_min_max
-            if named and isinstance(stats.min, int) and stats.min < 0:
-                return f"negative vertex id {stats.min} in column {chunk.path_in_schema!r}"
-    return None
+MAX_ROW_GROUP_SLICES = 64
+"""A row group is read in at most this many slices. Each slice decodes the group from its
+start up to its own last row (Parquet pages are found by scanning), so ``k`` slices decode the
+group ``(k + 1) / 2`` times over; beyond this many, rewriting the file costs less."""
+
+STREAM_BATCH_ROWS = 1 << 16
+"""Rows per batch when a slice of a row group is decoded batch by batch."""
 
 
-def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
-    """Cast a parquet partition to int64 after checking for nulls, negatives and overflow."""
-    for column, original in zip(("src", "dst"), names, strict=True):
-        ids = frame[column]
-        if ids.isna().any():
-            raise InputError(f"missing (null) vertex id in column {original!r}", label)
-        if len(ids) and ids.min() < 0:
-            raise InputError(f"negative vertex id {ids.min()} in column {original!r}", label)
-        if len(ids) and ids.dtype.kind == "u" and ids.max() > INT64_MAX:
-            raise InputError(f"vertex id {ids.max()} is larger than 2**63-1", label)
-    return frame.astype("int64")
+@dataclass(frozen=True)
+class RowSlice:
+    """Rows ``[start, stop)`` of row group ``group`` of one Parquet file (a whole group where
+    they are all of it)."""
+
+    url: str
+    name: str  # the file as errors show it
+    group: int
+    start: int
+    stop: int
+    group_rows: int
+
+    @property
+    def rows(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def whole(self) -> bool:
+        return self.start == 0 and self.stop == self.group_rows
 
 
 @dataclass(frozen=True)
 class ParquetPlan:
-    """The parquet files of one read, their id columns, and the name errors show."""
+    """The Parquet files of one read, their id columns, the name errors show, and the pieces
+    the read is cut into: consecutive row groups taken together, or slices of one row group,
+    each at most the read's rows per piece (:func:`parquet_pieces`)."""
 
     urls: tuple[str, ...]
     columns: tuple[str, str]
     label: str
+    pieces: tuple[tuple[RowSlice, ...], ...] = ()
+    narrow: bool = False
+    """Read into host memory as int32: asked for, and every id fits (by the footers'
+    statistics). Half the bytes, the same numbers."""
+
+    @property
+    def rows(self) -> int:
+        return sum(s.rows for piece in self.pieces for s in piece)
+
+
+def _footer_facts(fs: AbstractFileSystem, path: str, columns: list[str]
+                  ) -> tuple[list[int], str | None, bool]:
+    """From one Parquet file's footer: the rows of each row group, a negative id its
+    statistics record (if any), and whether they show every id below 2**31."""
+    import pyarrow.parquet as pq
+
+    with fs.open(path, "rb") as f:
+        meta = pq.ParquetFile(f).metadata
+    rows, negative, small = [], None, True
+    for group in range(meta.num_row_groups):
+        row_group = meta.row_group(group)
+        rows.append(row_group.num_rows)
+        for k in range(meta.num_columns):
+            chunk = row_group.column(k)
+            if chunk.path_in_schema not in columns:
+                continue
+            stats = chunk.statistics
+            if stats is None or not stats.has_min_max or not isinstance(stats.min, int):
+                small = small and row_group.num_rows == 0
+                continue
+            if stats.min < 0 and negative is None:
+                negative = f"negative vertex id {stats.min} in column {chunk.path_in_schema!r}"
+            small = small and stats.max < 2**31
+    return rows, negative, small
+
+
+def parquet_pieces(groups: list[tuple[str, str, int, int]], piece_rows: int
+                   ) -> list[tuple[RowSlice, ...]]:
+    """The row groups ``(url, name, group, rows)`` of a read, in order, cut into pieces of at
+    most ``piece_rows`` rows: consecutive small groups (of any files) taken together, a group
+    larger than that cut into slices of about equal rows. A group that would need more than
+    :data:`MAX_ROW_GROUP_SLICES` slices is refused with how to rewrite its file."""
+    from dask.utils import format_bytes
+
+    pieces: list[tuple[RowSlice, ...]] = []
+    current: list[RowSlice] = []
+    size = 0
+    for url, name, group, rows in groups:
+        if not rows:
+            continue
+        if rows > piece_rows:
+            slices = -(-rows // piece_rows)
+            if slices > MAX_ROW_GROUP_SLICES:
+                shown = format_bytes(rows * PARQUET_BYTES_PER_ROW)
+                raise InputError(
+                    f"row group {group} holds {rows:,} rows ({shown} as int64 ids), more "
+                    f"than {MAX_ROW_GROUP_SLICES} "
+                    f"pieces of the {piece_rows:,} rows a read task may hold under this memory "
+                    "budget; rewrite the file with smaller row groups, e.g. pyarrow.parquet."
+                    "write_table(table, path, row_group_size=1_000_000), or give a larger "
+                    "--memory-budget", name)
+            if current:
+                pieces.append(tuple(current))
+                current, size = [], 0
+            step = -(-rows // slices)
+            pieces.extend((RowSlice(url, name, group, start, min(start + step, rows), rows),)
+                          for start in range(0, rows, step))
+            continue
+        if current and size + rows > piece_rows:
+            pieces.append(tuple(current))
+            current, size = [], 0
+        current.append(RowSlice(url, name, group, 0, rows, rows))
+        size += rows
+    if current:
+        pieces.append(tuple(current))
+    return pieces
 
 
 def _plan_parquet(
     files: list[tuple[AbstractFileSystem, str, str]],
     columns: tuple[str | int, str | int] | None,
+    piece_rows: int,
+    narrow_ids: bool = False,
 ) -> ParquetPlan:
-    """Check the schema (integer id columns) and the footers (no negative ids) of the files."""
+    """Check the schema (integer id columns) and the footers (no negative ids) of the files,
+    and cut their row groups into pieces of at most ``piece_rows`` rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -650,48 +738,115 @@ def _plan_parquet(
         if not pa.types.is_integer(kind):
             shown = np.dtype(kind.to_pandas_dtype()) if pa.types.is_floating(kind) else kind
             raise InputError(f"column {column!r} has type {shown}, not integer ids", label)
+    groups: list[tuple[str, str, int, int]] = []
+    narrow = narrow_ids
     for fs, path, name in files:
-        if (problem := _negative_in_footer(fs, path, picked)) is not None:
-            raise InputError(problem, name)
+        rows, negative, small = _footer_facts(fs, path, picked)
+        if negative is not None:
+            raise InputError(negative, name)
+        url = fs.unstrip_protocol(path)
+        groups.extend((url, name, g, n) for g, n in enumerate(rows))
+        narrow = narrow and small
     urls = tuple(fs.unstrip_protocol(path) for fs, path, _ in files)
-    return ParquetPlan(urls, (picked[0], picked[1]), label)
+    return ParquetPlan(urls, (picked[0], picked[1]), label,
+                       tuple(parquet_pieces(groups, max(1, piece_rows))), narrow)
 
 
-def _read_parquet_file(url: str, plan: ParquetPlan, storage_options: dict | None,
-                       backend: str) -> Any:
-    """One whole parquet file as ``src, dst`` (the remote-plan path: opened on a worker)."""
+def _slice_arrays(piece: RowSlice, columns: list[str], storage_options: dict | None
+                  ) -> list[Any]:
+    """One slice's id columns as Arrow arrays, read on the host: a whole row group at once,
+    a part of one batch by batch (only the batches that overlap it are kept)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fs, path = url_to_fs(piece.url, **(storage_options or {}))
+    with fs.open(path, "rb") as handle:
+        reader = pq.ParquetFile(handle, buffer_size=1 << 20, pre_buffer=False)
+        if piece.whole:
+            table = reader.read_row_group(piece.group, columns=columns)
+            return [table.column(c) for c in columns]
+        kept, row = [], 0
+        for batch in reader.iter_batches(batch_size=STREAM_BATCH_ROWS, row_groups=[piece.group],
+                                         columns=columns):
+            low, high = max(piece.start - row, 0), min(piece.stop - row, batch.num_rows)
+            if high > low:
+                kept.append(batch.slice(low, high - low))
+            row += batch.num_rows
+            if row >= piece.stop:
+                break
+        if not kept:
+            return [pa.chunked_array([], type=reader.schema_arrow.field(c).type)
+                    for c in columns]
+        table = pa.Table.from_batches(kept)
+        return [table.column(c) for c in columns]
+
+
+def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
+                       storage_options: dict | None, backend: str) -> Any:
+    """One piece of a planned Parquet read as an ``src, dst`` frame (a ``read-edges`` task):
+    pandas in host memory (ids as int32 where the plan says they all fit), or cuDF, whose
+    reader decodes whole row groups on the device."""
     source, target = plan.columns
+    if backend == "cudf" and all(s.whole for s in piece):
+        import cudf
+
+        files: dict[str, list[int]] = {}
+        for s in piece:
+            files.setdefault(s.url, []).append(s.group)
+        frame = cudf.read_parquet(list(files), columns=list(plan.columns),
+                                  row_groups=list(files.values()),
+                                  storage_options=storage_options)
+        frame = frame.rename(columns={source: "src", target: "dst"})
+        return _checked_ids(frame, plan.label, plan.columns)
+    import pandas as pd
+    import pyarrow as pa
+
+    read = [_slice_arrays(s, list(plan.columns), storage_options) for s in piece]
+    columns = {}
+    for name, k in (("src", 0), ("dst", 1)):
+        ids = pa.chunked_array([chunk for arrays in read for chunk in arrays[k].chunks],
+                               type=read[0][k].type) if read else pa.chunked_array([], pa.int64())
+        if ids.null_count:
+            raise InputError(f"missing (null) vertex id in column {plan.columns[k]!r}",
+                             piece[0].name)
+        values = ids.to_numpy() if ids.num_chunks != 1 else ids.chunk(0).to_numpy()
+        columns[name] = values.astype(np.int32 if plan.narrow else np.int64, copy=False)
+    frame = pd.DataFrame(columns, copy=False)
     if backend == "cudf":
         import cudf
 
-        frame = cudf.read_parquet(url, columns=list(plan.columns),
-                                  storage_options=storage_options)
-    else:
-        import pandas as pd
-
-        frame = pd.read_parquet(url, columns=list(plan.columns), storage_options=storage_options)
-    frame = frame.rename(columns={source: "src", target: "dst"})
-    return _checked_ids(frame, plan.label, plan.columns)
+        return cudf.DataFrame.from_pandas(frame)
+    return _checked_ids(frame, piece[0].name, plan.columns)
 
 
-def _parquet_collection(plan: ParquetPlan, storage_options: dict | None, backend: str,
-                        per_file: bool) -> dd.DataFrame:
-    """Parquet as ``src, dst``: through ``dd.read_parquet`` (row groups, backend readers), or
-    one task per file when the client cannot open the files' metadata itself."""
+def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
+    """Check a parquet partition for nulls, negatives and overflow; int64 ids, or int32 kept
+    as they are (the same numbers in half the bytes)."""
+    for column, original in zip(("src", "dst"), names, strict=True):
+        ids = frame[column]
+        if ids.isna().any():
+            raise InputError(f"missing (null) vertex id in column {original!r}", label)
+        if len(ids) and ids.min() < 0:
+            raise InputError(f"negative vertex id {ids.min()} in column {original!r}", label)
+        if len(ids) and ids.dtype.kind == "u" and ids.max() > INT64_MAX:
+            raise InputError(f"vertex id {ids.max()} is larger than 2**63-1", label)
+    if all(frame[c].dtype == np.int32 for c in ("src", "dst")):
+        return frame
+    return frame.astype("int64")
+
+
+def _parquet_collection(plan: ParquetPlan, storage_options: dict | None, backend: str
+                        ) -> dd.DataFrame:
+    """Parquet as ``src, dst``: one ``read-edges`` task per piece of the plan."""
     import dask.dataframe as dd
 
-    source, target = plan.columns
-    if per_file:
-        meta = _meta() if backend == "pandas" else _meta().pipe(_to_backend_meta, backend)
-        return dd.from_map(_read_parquet_file, list(plan.urls), plan=plan,
-                           storage_options=storage_options, backend=backend, meta=meta,
-                           label="read-edges", enforce_metadata=False)
-    with dask.config.set({"dataframe.backend": backend}):
-        table = dd.read_parquet(list(plan.urls), columns=list(plan.columns),
-                                storage_options=storage_options, parquet_file_extension=None)
-    table = table[list(plan.columns)].rename(columns={source: "src", target: "dst"})
-    meta = table._meta.astype("int64")
-    return table.map_partitions(_checked_ids, plan.label, plan.columns, meta=meta)
+    meta = _meta() if backend == "pandas" else _meta().pipe(_to_backend_meta, backend)
+    if not plan.pieces:
+        return dd.from_pandas(_meta(), npartitions=1) if backend == "pandas" else \
+            dd.from_pandas(meta, npartitions=1)
+    return dd.from_map(read_parquet_piece, list(plan.pieces), plan=plan,
+                       storage_options=storage_options, backend=backend, meta=meta,
+                       label="read-edges", enforce_metadata=False)
 
 
 def _to_backend_meta(meta: pd.DataFrame, backend: str) -> Any:
@@ -712,6 +867,8 @@ def read_edges(
     blocksize: int | str = "64MiB",
     storage_options: dict | None = None,
     dataframe_backend: str = "pandas",
+    max_rows: int | None = None,
+    narrow_ids: bool = False,
 ) -> dd.DataFrame:
     """Lazily read edge lists into a Dask DataFrame with int64 columns ``src`` and ``dst``.
 
@@ -730,6 +887,15 @@ def read_edges(
     reading on to EOF: quadratic decompression work in exchange for parallel parsing and about
     one block of text per task (the last takes whatever lies past the estimate).  Recompress
     big inputs as many smaller files to avoid both.
+
+    Parquet is read by row groups (:func:`parquet_pieces`): consecutive groups, of one file or
+    of several, taken together up to ``blocksize`` bytes of int64 ids per partition, a larger
+    group cut into slices.  ``max_rows`` (the rows one task of the run may hold, from its
+    memory budget) caps every partition, whatever the files' layout: a text block is then at
+    most ``max_rows`` × 4 bytes (``"1 2\n"``, the shortest line of an edge), a Parquet piece
+    at most ``max_rows`` rows. ``narrow_ids``: Parquet read into host memory keeps ids as
+    int32 where the footers' statistics show that all of them fit (half the bytes, the same
+    numbers), for a run whose partitions wait in host memory.
     """
     if dataframe_backend not in BACKENDS:
         raise ConfigurationError(f"unknown dataframe backend {dataframe_backend!r}")
@@ -739,7 +905,8 @@ def read_edges(
     if isinstance(urlpath, list | tuple):
         urlpath = [os.fspath(p) for p in urlpath]
     options = {"columns": columns, "header": header, "blocksize": size,
-               "storage_options": storage_options}
+               "storage_options": storage_options, "max_rows": max_rows,
+               "narrow_ids": narrow_ids}
     try:
         plan = plan_read(urlpath, format, **options)
     except InputNotFoundError:
@@ -749,7 +916,6 @@ def read_edges(
         if (client := active_client()) is None:
             raise
         plan = client.submit(plan_read, urlpath, format, **options, pure=False).result()
-        return collection_from_plan(plan, storage_options, dataframe_backend, True)
     return collection_from_plan(plan, storage_options, dataframe_backend)
 
 
@@ -765,10 +931,13 @@ def plan_read(
     header: bool | None = None,
     blocksize: int = 64 << 20,
     storage_options: dict | None = None,
+    max_rows: int | None = None,
+    narrow_ids: bool = False,
 ) -> ReadPlan:
-    """Find the files, check their formats and cut text into blocks: all the file access a
-    read needs before its tasks run. Plain data, so a worker can plan for a client that does
-    not see the files."""
+    """Find the files, check their formats, cut text into blocks and Parquet into pieces of
+    row groups: all the file access a read needs before its tasks run (sizes as
+    :func:`read_edges` says). Plain data, so a worker can plan for a client that does not see
+    the files."""
     if format != "auto" and format not in FORMATS:
         raise ConfigurationError(f"unknown format {format!r}; expected 'auto' or one of {FORMATS}")
     if columns is not None:  # NumPy integers count as positions too
@@ -778,7 +947,11 @@ def plan_read(
     if "parquet" in formats:
         if set(formats) != {"parquet"}:
             raise InputError("cannot read parquet and text files together", files[0][2])
-        return _plan_parquet(files, columns)
+        piece_rows = blocksize // PARQUET_BYTES_PER_ROW
+        return _plan_parquet(files, columns, min(piece_rows, max_rows or piece_rows),
+                             narrow_ids)
+    if max_rows is not None:
+        blocksize = max(1, min(blocksize, max_rows * MIN_TEXT_BYTES_PER_EDGE))
     blocks: list[TextBlock] = []
     for (fs, path, name), fmt in zip(files, formats, strict=True):
         layout, start = _text_layout(fs, path, name, fmt, columns, header)
@@ -787,13 +960,12 @@ def plan_read(
 
 
 def collection_from_plan(plan: ReadPlan, storage_options: dict | None = None,
-                         dataframe_backend: str = "pandas",
-                         planned_remotely: bool = False) -> dd.DataFrame:
-    """The Dask DataFrame of a planned read; each task opens its own block or file."""
+                         dataframe_backend: str = "pandas") -> dd.DataFrame:
+    """The Dask DataFrame of a planned read; each task opens its own block or piece."""
     import dask.dataframe as dd
 
     if isinstance(plan, ParquetPlan):
-        return _parquet_collection(plan, storage_options, dataframe_backend, planned_remotely)
+        return _parquet_collection(plan, storage_options, dataframe_backend)
     if not plan:  # no data blocks (e.g. an empty Matrix Market file)
         return dd.from_pandas(_meta(), npartitions=1)
     if any(block.layout.shape is not None for block in plan):

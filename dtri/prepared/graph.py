@@ -49,6 +49,7 @@ from dtri.prepared.inputs import (
 )
 from dtri.prepared.local import prepare_inputs
 from dtri.prepared.order import choose_order, order_partitions
+from dtri.runtime.meter import MeasuredMemory
 from dtri.runtime.session import Runtime
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks
@@ -96,6 +97,12 @@ class PreparedGraph:
     """One line on why that order."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of each preparation stage."""
+    read: dict[str, int] = field(default_factory=dict)
+    """How the read stage cut the input: ``partitions``, ``rows`` and ``largest_rows`` (the
+    most rows one partition held)."""
+    measured: MeasuredMemory = field(default_factory=lambda: MeasuredMemory(None))
+    """The peak memory of each stage that ran for this graph, as the workers measured it
+    (:meth:`memory`)."""
     cache: dict[str, Any] = field(default_factory=dict)
     """Results computed on this graph, by analytic (:mod:`dtri.analytics`)."""
     exit_stack: ExitStack | None = None
@@ -146,6 +153,13 @@ class PreparedGraph:
                 "longest_list": longest_list(self.summaries),
                 "hash_max_members": hash_max_members(False),
                 "wedges_per_edge": self.wedges / self.edges if self.edges else 0.0}
+
+    def memory(self) -> MeasuredMemory:
+        """The peak memory of each stage run for this graph so far (its preparation and the
+        analytics since), as the workers measured it (:mod:`dtri.runtime.meter`)."""
+        if not self.released:
+            self.measured.merge(self.runtime.stage_peaks())
+        return self.measured
 
     def timer(self) -> StageTimer:
         """A stage timer for one analytic."""
@@ -264,6 +278,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     the memory budget (:func:`dtri.prepared.inputs.fitted_partitions`). The input keeps its own
     partitioning unless a partition is too big for one task."""
     started = time.perf_counter()
+    runtime.stage_peaks()  # what ran before this graph is not its own
     timer = StageTimer(runtime.client, options.progress)
     staging = runtime.staging
     tasks = Tasks(staging, runtime.addresses)
@@ -281,6 +296,8 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         frame = frame.map_partitions(staging.input_partition, clear_divisions=True,
                                      meta=meta.to_pandas() if is_device_object(meta) else meta)
     inputs = read_inputs(frame, runtime, tasks, timer, task_budget)
+    read = {"partitions": len(inputs.rows), "rows": sum(inputs.rows),
+            "largest_rows": max(inputs.rows, default=0)}
     parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
     if max(inputs.rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
         pieces = -(-sum(inputs.rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
@@ -350,7 +367,8 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     return PreparedGraph(runtime=runtime, options=options, parts=partitions, bounds=bounds,
                          summaries=summaries, vertices=int(vertices), ids=ids, degree=degree,
                          orientation=orientation, orientation_reason=reason, order=order,
-                         order_reason=order_reason, seconds=seconds)
+                         order_reason=order_reason, seconds=seconds, read=read,
+                         measured=runtime.stage_peaks())
 
 
 def summary_of(part: tuple) -> PartitionSummary:

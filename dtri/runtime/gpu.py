@@ -160,55 +160,12 @@ def device_memory_bytes() -> int:
 
 # ---------------------------------------------------------------- peak memory (RMM statistics)
 
-_counter_levels = 0
-"""RMM statistics counter levels this process pushed (:func:`reset_device_peak`)."""
-_bytes_before = 0
-"""Bytes allocated through RMM when the current level was pushed."""
-
-
-def _statistic(stats: Any, name: str) -> int:
-    """A field of RMM's ``Statistics`` (a dataclass; a dict in older RMM)."""
-    return int(stats[name] if isinstance(stats, dict) else getattr(stats, name))
-
-
-def _allocations_through_rmm() -> bool:
+def allocations_through_rmm() -> bool:
     """True when CuPy allocates through RMM as cuDF does (dask-cuda's
-    ``rmm_allocator_external_lib_list=["cupy"]``), so RMM sees all of dtri's GPU memory."""
+    ``rmm_allocator_external_lib_list=["cupy"]``), so that RMM's statistics see all of dtri's
+    GPU memory (:class:`dtri.runtime.meter.RmmProbe`)."""
     try:
         from rmm.allocators.cupy import rmm_cupy_allocator
     except ImportError:
         return False
     return cupy.cuda.get_allocator() is rmm_cupy_allocator
-
-
-def reset_device_peak() -> str | None:
-    """Start measuring this process's peak GPU memory afresh; ``"rmm"`` when
-    :func:`device_peak_bytes` will be exact, ``None`` when RMM cannot see every allocation.
-
-    RMM's ``StatisticsResourceAdaptor`` is put on top of the current resource (the pool) and a
-    fresh level of counters pushed; allocations made before count in ``_bytes_before``."""
-    global _counter_levels, _bytes_before
-    if not _allocations_through_rmm():
-        return None
-    import rmm.statistics
-
-    rmm.statistics.enable_statistics()  # idempotent: wraps the current resource once
-    for _ in range(_counter_levels):
-        rmm.statistics.pop_statistics()
-    outer = rmm.statistics.push_statistics()
-    if outer is None:
-        _counter_levels = 0
-        return None
-    _counter_levels, _bytes_before = 1, _statistic(outer, "current_bytes")
-    return "rmm"
-
-
-def device_peak_bytes() -> int | None:
-    """Peak bytes allocated through RMM since :func:`reset_device_peak` (``None`` if it did
-    not start a count, or another resource replaced the statistics adaptor since)."""
-    if not _counter_levels:
-        return None
-    import rmm.statistics
-
-    stats = rmm.statistics.get_statistics()
-    return None if stats is None else _bytes_before + _statistic(stats, "peak_bytes")

@@ -7,7 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dtri.runtime.meter import worker_meter
 from dtri.runtime.session import Runtime
+
+BENCH_READER = "bench"
+"""The name under which a benchmark reads the workers' meters (apart from each run's own)."""
 
 _MEMORY_MARKS: dict[str, dict[str, Any]] = {}
 """In each worker process: what :func:`_reset_worker_memory` saw, by worker address."""
@@ -89,11 +93,9 @@ def _sampled_peak(monitor: Any, quantity: str, since: float) -> int | None:
 def _reset_worker_memory(backend: str, *, dask_worker: Any) -> None:
     """Start this worker's peak and spill counts afresh (run on the worker)."""
     marks: dict[str, Any] = {"time": time.time(), "spilled": _spilled(dask_worker.data),
-                             "exact_host_peak": _reset_high_water_mark(), "device": None}
-    if backend == "gpu":
-        from dtri.runtime.gpu import reset_device_peak
-
-        marks["device"] = reset_device_peak()
+                             "exact_host_peak": _reset_high_water_mark()}
+    if (meter := worker_meter(dask_worker)) is not None:
+        meter.take(BENCH_READER)
     _MEMORY_MARKS[dask_worker.address] = marks
 
 
@@ -101,18 +103,16 @@ def _read_worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
     """This worker's peaks and spilled bytes since :func:`_reset_worker_memory` (run on the
     worker; a worker restarted since then counts from its start)."""
     marks = _MEMORY_MARKS.get(dask_worker.address) or {
-        "time": 0.0, "spilled": {}, "exact_host_peak": False, "device": None}
+        "time": 0.0, "spilled": {}, "exact_host_peak": False}
     monitor = dask_worker.monitor
     host_peak = (_high_water_mark() if marks["exact_host_peak"]
                  else _sampled_peak(monitor, "memory", marks["time"]))
     spilled, before = _spilled(dask_worker.data), marks["spilled"]
     device_peak, device_source = None, None
     if backend == "gpu":
-        from dtri.runtime.gpu import device_peak_bytes
-
-        device_peak = device_peak_bytes() if marks["device"] == "rmm" else None
-        if device_peak is not None:
-            device_source = "rmm"
+        meter = worker_meter(dask_worker)
+        if meter is not None and meter.source == "rmm":
+            device_peak, device_source = meter.take(BENCH_READER).overall(), "rmm"
         elif (device_peak := _sampled_peak(monitor, "gpu_memory_used", marks["time"])):
             device_source = "nvml-sampled"
     return {
@@ -132,8 +132,9 @@ def measured_memory(runtime: Runtime) -> Iterator[dict[str, dict[str, Any]]]:
 
     Per worker address: ``peak_process_bytes`` (the worker process's peak resident memory:
     the kernel's high-water mark, or Dask's system monitor samples where it cannot be reset),
-    ``peak_device_bytes`` with ``peak_device_source`` (``rmm``: RMM statistics, exact, when
-    cuDF and CuPy both allocate through RMM, as with an RMM pool; ``nvml-sampled``: the GPU's
+    ``peak_device_bytes`` with ``peak_device_source`` (``rmm``: RMM statistics over the tasks
+    that ran, exact, when cuDF and CuPy both allocate through RMM, as on the workers dtri
+    starts: :mod:`dtri.runtime.meter`; ``nvml-sampled``: the GPU's
     used memory as Dask's system monitor samples it every 500 ms), ``spilled_bytes`` (written
     to the spill directory) and ``spilled_device_bytes`` (device data moved to host memory by
     dask-cuda). ``None`` where not measured; empty without a distributed client.

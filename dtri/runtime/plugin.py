@@ -1,5 +1,5 @@
-"""The worker plugin that gives each worker its staging state (imported where a cluster's
-workers need it, not with dtri: it imports ``distributed``)."""
+"""The worker plugins of a session: each worker's staging state and its stage meter (imported
+where a cluster's workers need them, not with dtri: it imports ``distributed``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from dtri.runtime.meter import METER_NAME, StageMeter, make_probe, probe_source
 from dtri.runtime.staging import PLUGIN_NAME, StagingState, pinned_arena
 
 
@@ -29,3 +30,31 @@ class StagingPlugin(WorkerPlugin):
         if self.state is not None:
             self.state.close()
             self.state = None
+
+
+class MeterPlugin(WorkerPlugin):
+    """Gives each worker a :class:`~dtri.runtime.meter.StageMeter` (registered as
+    :data:`~dtri.runtime.meter.METER_NAME`) and tells it of every task that starts and ends
+    there, so that each stage's peak memory is measured where it runs."""
+
+    name = METER_NAME
+
+    def __init__(self, backend: str, choice: str):
+        self.backend = backend
+        self.choice = choice
+        self.meter: StageMeter | None = None
+
+    def setup(self, worker: Any) -> None:
+        probe = make_probe(self.backend, self.choice)
+        self.meter = None if probe is None else StageMeter(probe, probe_source(probe))
+
+    def teardown(self, worker: Any) -> None:
+        self.meter = None
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if self.meter is None:
+            return
+        if finish == "executing":
+            self.meter.started(key)
+        elif start == "executing":
+            self.meter.finished(key)

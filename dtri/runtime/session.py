@@ -38,6 +38,7 @@ from dask.utils import format_bytes, parse_bytes
 from dtri.errors import ConfigurationError
 from dtri.options import BACKENDS, PROTOCOLS, Options
 from dtri.runtime.compat import lift_cached_property_locks
+from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
@@ -193,6 +194,17 @@ class Runtime:
     RMM pool on GPU workers that have one, the memory limit on CPU workers."""
     staging: Staging = field(default_factory=Staging)
     """Where stage results wait between tasks (:func:`dtri.runtime.staging.resolve_staging`)."""
+    meter: StageMeter | None = None
+    """The stage meter of this process, where a local Dask scheduler runs the tasks here and
+    something is measured (on a cluster each worker has its own: :mod:`dtri.runtime.meter`)."""
+    metered: bool = False
+    """Whether the workers measure their stages (have a meter plugin)."""
+
+    def stage_peaks(self) -> MeasuredMemory:
+        """The peak memory of each stage since the last call (:mod:`dtri.runtime.meter`)."""
+        if self.meter is None and not (self.metered and self.client is not None):
+            return MeasuredMemory(None)
+        return read_stage_peaks(self.client, self.meter)
 
     def task_budget(self, memory_budget: int | None) -> int:
         """Bytes one task may plan for: the per-worker budget shared by its threads (by
@@ -475,8 +487,47 @@ def open_runtime(options: Options, input_on_gpu: bool = False,
             raise ConfigurationError(
                 "host staging (the default with a capped RMM pool) counts with the fused "
                 "join: give --join intersect or auto, or --staging device")
-        with _staging_state(runtime, options.memory_budget):
+        with _staging_state(runtime, options.memory_budget), \
+                _stage_meter(runtime) as runtime:
             yield runtime
+
+
+@contextmanager
+def _stage_meter(runtime: Runtime) -> Iterator[Runtime]:
+    """Each worker's stage meter (:class:`dtri.runtime.plugin.MeterPlugin`) for as long as
+    the block lasts, or this process's (a Dask callback) under a local scheduler; yields the
+    runtime that reads them."""
+    from dtri.runtime.meter import (
+        METER_NAME,
+        LocalMeter,
+        make_probe,
+        meter_choice,
+        probe_source,
+    )
+
+    choice = meter_choice()
+    if runtime.client is None:
+        probe = make_probe(runtime.backend, choice)
+        if probe is None:
+            yield runtime
+            return
+        meter = StageMeter(probe, probe_source(probe))
+        with LocalMeter(meter):
+            yield replace(runtime, meter=meter)
+        return
+    if choice == "off" or (choice == "auto" and runtime.backend != "gpu"):
+        yield runtime  # nothing to measure
+        return
+    if runtime.client.run_on_scheduler(_has_worker_plugin, METER_NAME):
+        yield replace(runtime, metered=True)  # an enclosing runtime set the meters up
+        return
+    from dtri.runtime.plugin import MeterPlugin
+
+    runtime.client.register_plugin(MeterPlugin(runtime.backend, choice), name=METER_NAME)
+    try:
+        yield replace(runtime, metered=True)
+    finally:
+        runtime.client.unregister_worker_plugin(METER_NAME)
 
 
 @contextmanager

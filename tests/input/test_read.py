@@ -23,17 +23,18 @@ from dtri.cli import main
 from dtri.errors import ConfigurationError, InputError
 from dtri.input.read import (
     FORMATS,
+    MAX_ROW_GROUP_SLICES,
     WHITESPACE,
     Layout,
     TextBlock,
     _read_stream_block,
     detect_format,
+    parquet_pieces,
     parse_block,
+    plan_read,
     read_edges,
 )
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+from tests.oracles import SHARED_DATA
 
 
 @pytest.fixture(scope="module", autouse=True, params=["numpy", "pandas"])
@@ -665,3 +666,70 @@ def test_real_snap_file_row_count():
     ddf = read_edges(path)
     assert len(ddf.compute()) == expected
     assert len(read_edges(path, blocksize="16KiB").compute()) == expected
+
+
+# ---------------------------------------------------------------------------- pieces by budget
+
+
+def test_small_row_groups_of_several_files_join_and_a_large_one_is_sliced():
+    groups = [("a", "a", 0, 3), ("a", "a", 1, 3), ("b", "b", 0, 4), ("b", "b", 1, 0),
+              ("b", "b", 2, 23), ("c", "c", 0, 5)]
+    pieces = parquet_pieces(groups, 10)
+    assert [[(s.url, s.group, s.start, s.stop) for s in piece] for piece in pieces] == [
+        [("a", 0, 0, 3), ("a", 1, 0, 3), ("b", 0, 0, 4)],
+        [("b", 2, 0, 8)], [("b", 2, 8, 16)], [("b", 2, 16, 23)],
+        [("c", 0, 0, 5)]]
+    assert all(sum(s.rows for s in piece) <= 10 for piece in pieces)
+
+
+def test_a_row_group_too_large_to_slice_is_named_with_how_to_rewrite_it():
+    rows = 10 * (MAX_ROW_GROUP_SLICES + 1)
+    with pytest.raises(InputError) as error:
+        parquet_pieces([("u", "edges.parquet", 3, rows)], 10)
+    message = str(error.value)
+    assert message.startswith("edges.parquet: row group 3 holds 650 rows")
+    assert "row_group_size=" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("layout", ["one row group", "many row groups", "two files", "text"])
+def test_every_read_partition_keeps_to_the_row_cap_whatever_the_layout(tmp_path, layout):
+    """One big row group is sliced, small ones joined (across files too), text cut into
+    blocks of at most 4 bytes an edge: each partition at most ``max_rows`` rows, all the
+    rows there once, in order."""
+    import dask
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(7)
+    edges = rng.integers(0, 5000, size=(20_000, 2))
+    table = pa.table({"src": edges[:, 0], "dst": edges[:, 1]})
+    if layout == "one row group":
+        pq.write_table(table, tmp_path / "e.parquet", row_group_size=len(edges))
+    elif layout == "many row groups":
+        pq.write_table(table, tmp_path / "e.parquet", row_group_size=700)
+    elif layout == "two files":
+        (tmp_path / "e").mkdir()
+        pq.write_table(table.slice(0, 12_345), tmp_path / "e" / "0.parquet", row_group_size=300)
+        pq.write_table(table.slice(12_345), tmp_path / "e" / "1.parquet", row_group_size=300)
+    else:
+        np.savetxt(tmp_path / "e.txt", edges, fmt="%d")
+    path = next(p for p in tmp_path.iterdir())
+    frame = read_edges(str(path), max_rows=1024)
+    parts = dask.compute(*frame.to_delayed(), scheduler="sync")
+    assert max(len(part) for part in parts) <= 1024
+    assert len(parts) >= len(edges) // 1024
+    together = pd.concat(parts).to_numpy()
+    np.testing.assert_array_equal(together, edges)
+
+
+def test_ids_read_as_int32_where_the_footers_show_they_fit(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"src": [0, 5, 2**31 - 1], "dst": [1, 2, 3]}), tmp_path / "s.parquet")
+    pq.write_table(pa.table({"src": [0, 2**31], "dst": [1, 2]}), tmp_path / "l.parquet")
+    small = read_edges(str(tmp_path / "s.parquet"), narrow_ids=True).compute()
+    large = read_edges(str(tmp_path / "l.parquet"), narrow_ids=True).compute()
+    assert list(small.dtypes) == [np.int32, np.int32] and small["src"].max() == 2**31 - 1
+    assert list(large.dtypes) == [np.int64, np.int64] and large["src"].max() == 2**31
+    assert plan_read(str(tmp_path / "s.parquet")).narrow is False  # only where asked

@@ -1,0 +1,288 @@
+"""Measured memory of each stage: the peak bytes a worker's device held while a stage's tasks ran.
+
+A :class:`StageMeter` lives on each worker (owned by :class:`dtri.runtime.plugin.MeterPlugin`,
+which Dask tells of every task that starts and ends) or, under a local Dask scheduler, in this
+process (:class:`LocalMeter`, a Dask callback). It asks a :class:`Probe` for the bytes in use
+when a worker starts to run tasks and for their peak when it stops, and files that peak under
+the stage of every task that ran in between, by the task's key (``dtri-<stage>-...``, see
+:func:`stage_of`). A GPU worker runs one task at a time, so each measurement is one task's.
+
+The probe on GPU workers is RMM's statistics (``rmm.statistics``): exact, since cuDF and CuPy
+both allocate through RMM there. ``dtri.meter`` in ``dask.config`` picks it: ``auto`` (RMM on
+GPU workers, nothing on CPU ones), ``rmm``, ``tracemalloc`` (NumPy's allocations on a CPU
+worker, through Python's tracemalloc: slower, for tests and diagnostics; numba's allocations
+are not seen) or ``off``.
+
+The client reads the workers' peaks (:func:`read_stage_peaks`): per stage the largest over the
+workers, ``overall`` the largest of all. ``peak_bytes`` counts everything the worker held at
+the time (stored results and caches included); ``task_bytes`` only what the stage's tasks
+added above what was there when they started: what ``--memory-budget`` bounds.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import dask
+from dask.utils import key_split
+
+METER_NAME = "dtri-meter"
+"""The name of the meter plugin on the scheduler and workers."""
+METERS = ("auto", "rmm", "tracemalloc", "off")
+
+READ_KEYS = ("read-edges", "dtri-generate", "input_partition", "readparquet", "read-parquet",
+             "read_parquet", "from-delayed", "from_pandas", "from-pandas", "repartition",
+             "frompandas", "fromdelayed", "operation")
+"""Key prefixes of the read stage's tasks (readers, the generator, the move to host memory)."""
+
+
+COLLECTING_KEYS = ("list", "tuple", "dict", "finalize")
+"""Key prefixes of the tasks with which Dask gathers a stage's results (not stages)."""
+
+
+def stage_of(key: Any) -> str | None:
+    """The stage a task belongs to, from its key: ``dtri-<stage>-<token>-...`` gives
+    ``<stage>``; the readers' and the generator's keys give ``read``; Dask's own gathering
+    tasks ``None``; any other key its prefix (Dask's ``key_split``)."""
+    name = key_split(key)
+    if name in COLLECTING_KEYS:
+        return None
+    if name.startswith("dtri-") and name != "dtri-generate":
+        return name[len("dtri-"):]
+    if name.startswith(READ_KEYS):
+        return "read"
+    return name
+
+
+class Probe(Protocol):
+    """What a meter asks of the memory it watches."""
+
+    def start(self) -> int:
+        """Begin a measurement; the bytes in use now."""
+
+    def stop(self) -> int:
+        """End the measurement begun last; the peak bytes added above the start."""
+
+
+class RmmProbe:
+    """RMM's statistics: a counter level pushed at the start, popped at the end (its peak is
+    the bytes allocated above the start at the busiest moment)."""
+
+    def __init__(self) -> None:
+        import rmm.statistics
+
+        rmm.statistics.enable_statistics()  # wraps the current resource (the pool) once
+        self._statistics = rmm.statistics
+
+    def start(self) -> int:
+        # the level below is the base one (this meter is the only one to push), whose
+        # current bytes are every byte allocated since the statistics were enabled
+        below = self._statistics.push_statistics()
+        return 0 if below is None else max(0, _field(below, "current_bytes"))
+
+    def stop(self) -> int:
+        popped = self._statistics.pop_statistics()
+        return 0 if popped is None else max(0, _field(popped, "peak_bytes"))
+
+
+class TracemallocProbe:
+    """Python's tracemalloc (NumPy reports its array memory to it): the traced bytes now and
+    their peak since the start."""
+
+    def __init__(self) -> None:
+        import tracemalloc
+
+        if not tracemalloc.is_tracing():
+            tracemalloc.start()
+        self._tracemalloc = tracemalloc
+        self._before = 0
+
+    def start(self) -> int:
+        self._before, _ = self._tracemalloc.get_traced_memory()
+        self._tracemalloc.reset_peak()
+        return self._before
+
+    def stop(self) -> int:
+        _, peak = self._tracemalloc.get_traced_memory()
+        return max(0, peak - self._before)
+
+
+def _field(stats: Any, name: str) -> int:
+    """A field of RMM's ``Statistics`` (a dataclass; a dict in older RMM)."""
+    return int(stats[name] if isinstance(stats, dict) else getattr(stats, name))
+
+
+def meter_choice() -> str:
+    """``dtri.meter`` from ``dask.config`` (default ``auto``)."""
+    from dtri.errors import ConfigurationError
+
+    choice = str(dask.config.get("dtri.meter", "auto"))
+    if choice not in METERS:
+        raise ConfigurationError(f"dtri.meter must be one of {', '.join(METERS)}, got "
+                                 f"{choice!r}")
+    return choice
+
+
+def make_probe(backend: str, choice: str) -> Probe | None:
+    """The probe for a worker of ``backend``, or ``None`` where nothing is measured (``auto``
+    on CPU workers; RMM where CuPy does not allocate through it, so RMM would not see
+    everything)."""
+    if choice == "off" or (choice == "auto" and backend != "gpu"):
+        return None
+    if choice == "tracemalloc":
+        return TracemallocProbe()
+    try:
+        from dtri.runtime.gpu import allocations_through_rmm
+    except ImportError:
+        return None
+    return RmmProbe() if allocations_through_rmm() else None
+
+
+def probe_source(probe: Probe) -> str:
+    """The name a probe's measurements carry (``rmm``, ``tracemalloc``)."""
+    return "rmm" if isinstance(probe, RmmProbe) else "tracemalloc"
+
+
+@dataclass
+class StagePeaks:
+    """What a meter found: per stage, the peak bytes in use and the peak bytes its tasks
+    added."""
+
+    peak_bytes: dict[str, int] = field(default_factory=dict)
+    task_bytes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, stages: set[str], peak: int, added: int) -> None:
+        for stage in stages:
+            self.peak_bytes[stage] = max(self.peak_bytes.get(stage, 0), peak)
+            self.task_bytes[stage] = max(self.task_bytes.get(stage, 0), added)
+
+    def merge(self, other: StagePeaks) -> None:
+        for stage, peak in other.peak_bytes.items():
+            self.peak_bytes[stage] = max(self.peak_bytes.get(stage, 0), peak)
+        for stage, added in other.task_bytes.items():
+            self.task_bytes[stage] = max(self.task_bytes.get(stage, 0), added)
+
+    def overall(self) -> int | None:
+        return max(self.peak_bytes.values(), default=None)
+
+
+class StageMeter:
+    """A worker's measurements (see the module docstring). A measurement spans the time its
+    worker runs tasks without a pause: one task on a one-thread worker, and where tasks
+    overlap, every stage that ran counts the peak of the whole span.
+
+    Several readers may read the same meter, each from its own start (:meth:`take`): the
+    peaks of a run's result, and those a benchmark takes around a block of runs."""
+
+    def __init__(self, probe: Probe, source: str):
+        self.probe = probe
+        self.source = source
+        self._readers: dict[str, StagePeaks] = {}
+        self._running: dict[Any, str | None] = {}
+        self._stages: set[str] = set()
+        self._before = 0
+        self._lock = threading.Lock()
+
+    def started(self, key: Any) -> None:
+        with self._lock:
+            if not self._running:
+                self._before = self.probe.start()
+                self._stages = set()
+            stage = stage_of(key)
+            self._running[key] = stage
+            if stage is not None:
+                self._stages.add(stage)
+
+    def finished(self, key: Any) -> None:
+        with self._lock:
+            if key not in self._running:
+                return
+            del self._running[key]
+            if self._running:
+                return
+            added = self.probe.stop()
+            for peaks in self._readers.values():
+                peaks.add(self._stages, self._before + added, added)
+
+    def take(self, reader: str = "run") -> StagePeaks:
+        """What ``reader`` has not read yet (the peaks since its last :meth:`take`), starting
+        it afresh."""
+        with self._lock:
+            peaks = self._readers.get(reader, StagePeaks())
+            self._readers[reader] = StagePeaks()
+            return peaks
+
+
+class LocalMeter(dask.callbacks.Callback):
+    """A :class:`StageMeter` for tasks that a local Dask scheduler runs in this process."""
+
+    def __init__(self, meter: StageMeter):
+        super().__init__()
+        self.meter = meter
+
+    def _pretask(self, key: Any, dask: Any, state: Any) -> None:
+        self.meter.started(key)
+
+    def _posttask(self, key: Any, result: Any, dask: Any, state: Any, worker_id: Any) -> None:
+        self.meter.finished(key)
+
+
+# ------------------------------------------------------------------------------ client side
+
+@dataclass
+class MeasuredMemory:
+    """The peaks a run measured, over every worker (``None`` where nothing measures)."""
+
+    source: str | None
+    """``rmm``, ``tracemalloc`` or ``None``."""
+    peaks: StagePeaks = field(default_factory=StagePeaks)
+
+    def merge(self, other: MeasuredMemory) -> None:
+        """Add ``other``'s peaks (a later read of the same meters)."""
+        self.source = other.source or self.source
+        self.peaks.merge(other.peaks)
+
+    def peak_device_bytes(self) -> dict[str, int] | None:
+        """Per stage the peak bytes in use, and ``overall``; ``None`` where not measured."""
+        if self.source is None:
+            return None
+        return {**self.peaks.peak_bytes, "overall": self.peaks.overall() or 0}
+
+    def task_device_bytes(self) -> dict[str, int] | None:
+        """Per stage the peak bytes its tasks added (what the budget bounds)."""
+        return None if self.source is None else dict(self.peaks.task_bytes)
+
+
+def worker_meter(worker: Any) -> StageMeter | None:
+    """The meter of a Dask worker (its meter plugin's), ``None`` where it has none."""
+    return getattr(worker.plugins.get(METER_NAME), "meter", None)
+
+
+def _worker_peaks(reader: str, *, dask_worker: Any) -> tuple[str | None, dict, dict]:
+    """This worker's peaks not yet read by ``reader``, started afresh (run on the worker)."""
+    meter = worker_meter(dask_worker)
+    if meter is None:
+        return None, {}, {}
+    peaks = meter.take(reader)
+    return meter.source, peaks.peak_bytes, peaks.task_bytes
+
+
+def read_stage_peaks(client: Any, local: StageMeter | None = None, reader: str = "run"
+                     ) -> MeasuredMemory:
+    """The peaks measured since ``reader`` last read them, over the workers of ``client``
+    that are up (a lost worker's are lost with it), or by the ``local`` meter of an
+    in-process run; started afresh."""
+    if client is None:
+        if local is None:
+            return MeasuredMemory(None)
+        return MeasuredMemory(local.source, local.take(reader))
+    measured = MeasuredMemory(None)
+    for report in client.run(_worker_peaks, reader, on_error="ignore").values():
+        source, peak_bytes, task_bytes = report
+        if source is None:
+            continue
+        measured.source = source
+        measured.peaks.merge(StagePeaks(dict(peak_bytes), dict(task_bytes)))
+    return measured

@@ -1,0 +1,177 @@
+"""Out-of-core runs on one GPU: counts under RMM pools of several sizes, from generated graphs
+and from Parquet files, each in a fresh ``dtri`` process, with pylibcugraph as a peer.
+
+    python examples/benchmarks/out_of_core.py write rmat:26 /tmp/rmat26 --files 4
+    python examples/benchmarks/out_of_core.py run --out FILE.jsonl --graph rmat:26 \\
+        /tmp/rmat26 /tmp/rmat26@4GiB rmat:26@2GiB rmat:28@16GiB rmat:24+triangles
+    python examples/benchmarks/out_of_core.py peer rmat:26 --out FILE.jsonl
+
+``write`` generates a graph on the GPU and writes it as Parquet with cuDF's defaults (row
+groups of a million rows), one file per part, ``--int32`` for int32 ids. A run is ``INPUT``
+(a generator spec or a path), ``@POOL`` an RMM pool (``--rmm-pool-size``), ``:BUDGET`` a
+``--memory-budget``, ``+triangles`` the per-vertex command instead of the count (its sum / 3
+is the count). Each run prints and appends one JSON line: ``benchmark``, ``graph``,
+``device``, ``backend``, ``commit``, ``command``, ``input_files``, ``rmm_pool_size``,
+``memory_budget``, ``seconds`` (wall, the whole command), ``stage_seconds``,
+``peak_device_bytes``, ``triangles``, ``rc`` and ``error`` (its last stderr line), ``peers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from orientation_bench import commit  # this folder's scripts name their commit alike
+
+BENCHMARK = "out-of-core"
+
+
+def device() -> str:
+    from dtri.bench import gpu_name
+
+    return gpu_name()
+
+
+def emit(record: dict[str, Any], out: str | None) -> None:
+    line = json.dumps(record)
+    print(line, flush=True)
+    if out:
+        with open(out, "a") as handle:
+            handle.write(line + "\n")
+
+
+def write(spec: str, directory: str, files: int, int32: bool) -> None:
+    """The graph ``spec`` as ``files`` Parquet files written by cuDF, generated on the GPU."""
+    import cudf
+    import cupy
+
+    from dtri.input.generate import generated
+
+    graph = generated(spec)
+    maker = graph.maker("gpu")
+    Path(directory).mkdir(parents=True, exist_ok=False)
+    started = time.perf_counter()
+    for k, bounds in enumerate(graph.ranges(files)):
+        src, dst = maker.arrays(bounds)
+        dtype = cupy.int32 if int32 else cupy.int64
+        frame = cudf.DataFrame({"src": src.astype(dtype), "dst": dst.astype(dtype)})
+        del src, dst
+        frame.to_parquet(f"{directory}/part-{k:05d}.parquet", index=False)
+        del frame
+    print(json.dumps({"wrote": spec, "directory": directory, "files": files,
+                      "rows": graph.edges, "int32": int32,
+                      "seconds": round(time.perf_counter() - started, 3),
+                      "bytes": sum(p.stat().st_size for p in Path(directory).iterdir())}),
+          flush=True)
+
+
+def parse_run(run: str) -> dict[str, Any]:
+    """``INPUT[@POOL[:BUDGET]][+triangles]``."""
+    command = "count"
+    if run.endswith("+triangles"):
+        run, command = run[: -len("+triangles")], "triangles"
+    source, _, memory = run.partition("@")
+    pool, _, budget = memory.partition(":")
+    return {"input": source, "pool": pool or None, "budget": budget or None,
+            "command": command}
+
+
+def input_files(source: str) -> int | None:
+    path = Path(source)
+    if path.is_dir():
+        return sum(1 for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
+    return 1 if path.exists() else None
+
+
+def run_one(run: dict[str, Any], timeout: int, extra: list[str]) -> dict[str, Any]:
+    from dtri.input.generate import is_spec
+
+    source = ["--generate", run["input"]] if is_spec(run["input"]) else [run["input"]]
+    args = [sys.executable, "-m", "dtri", run["command"], *source, "--backend", "gpu",
+            "--json", *extra]
+    if run["pool"]:
+        args += ["--rmm-pool-size", run["pool"]]
+    if run["budget"]:
+        args += ["--memory-budget", run["budget"]]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        rc, stdout, stderr = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as expired:
+        rc, stdout = 124, (expired.stdout or b"").decode() if isinstance(
+            expired.stdout, bytes) else (expired.stdout or "")
+        stderr = f"timed out after {timeout} s"
+    wall = round(time.perf_counter() - started, 3)
+    result: dict[str, Any] = {}
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            result = json.loads(line)
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    return {
+        "benchmark": BENCHMARK, "graph": run["input"], "device": device(), "backend": "gpu",
+        "commit": commit(), "command": " ".join(["dtri", *args[3:]]),
+        "analytic": run["command"], "input_files": input_files(run["input"]),
+        "rmm_pool_size": run["pool"], "memory_budget": result.get("memory_budget",
+                                                                  run["budget"]),
+        "seconds": wall, "stage_seconds": result.get("seconds"),
+        "peak_device_bytes": result.get("peak_device_bytes"),
+        "task_device_bytes": result.get("task_device_bytes"),
+        "triangles": result.get("triangles"), "vertex_sum": result.get("vertex_sum"),
+        "edges": result.get("edges"), "partitions": result.get("partitions"),
+        "staging": (result.get("plan") or {}).get("staging"),
+        "rc": rc, "error": lines[-1] if rc and lines else None, "peers": {}}
+
+
+def peer(spec: str) -> dict[str, Any]:
+    """pylibcugraph's count of the generated graph ``spec`` (the same edges dtri reads)."""
+    import cupy
+
+    from dtri.bench import canonical_edges, run_peer
+    from dtri.input.generate import generated
+
+    graph = generated(spec)
+    maker = graph.maker("gpu")
+    src, dst = maker.arrays((0, graph.edges))
+    edges = canonical_edges(src, dst)
+    del src, dst
+    cupy.get_default_memory_pool().free_all_blocks()
+    report = run_peer("pylibcugraph", edges, 1)
+    return {"benchmark": BENCHMARK, "graph": spec, "device": device(), "backend": "gpu",
+            "commit": commit(), "command": f"out_of_core.py peer {spec}",
+            "seconds": None, "stage_seconds": None, "triangles": None,
+            "peers": {"pylibcugraph": report}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="what", required=True)
+    writing = commands.add_parser("write")
+    writing.add_argument("spec")
+    writing.add_argument("directory")
+    writing.add_argument("--files", type=int, default=4)
+    writing.add_argument("--int32", action="store_true")
+    running = commands.add_parser("run")
+    running.add_argument("runs", nargs="+")
+    running.add_argument("--out")
+    running.add_argument("--timeout", type=int, default=480)
+    running.add_argument("--extra", default="", help="more dtri options, one string")
+    peering = commands.add_parser("peer")
+    peering.add_argument("spec")
+    peering.add_argument("--out")
+    args = parser.parse_args()
+    if args.what == "write":
+        write(args.spec, args.directory, args.files, args.int32)
+    elif args.what == "run":
+        for run in args.runs:
+            emit(run_one(parse_run(run), args.timeout, args.extra.split()), args.out)
+    else:
+        emit(peer(args.spec), args.out)
+
+
+if __name__ == "__main__":
+    main()
