@@ -3,7 +3,9 @@
 Usage (on a GPU host): ``python examples/benchmarks/stage_profile.py rmat:25 1 2 [4 ...]``.
 For each worker count, a fresh ``LocalCUDACluster`` (``--protocol auto``: UCX over NVLink
 between several GPUs) counts the generated graph from GPU memory three times; the third run
-is recorded with Dask's task stream. One JSON line per worker count on stdout:
+is recorded with Dask's task stream. With ``DTRI_RMM_POOL=4GiB`` the workers get an RMM pool
+of that size (host staging), and a path instead of a spec is counted from its files, once.
+One JSON line per worker count on stdout:
 
 * ``seconds``: dtri's wall seconds per stage (:attr:`dtri.CountResult.seconds`);
 * ``busy``: per stage (the ``dtri-<stage>-...`` key prefix), per worker, seconds spent
@@ -42,19 +44,25 @@ def kind_of(key: str) -> str:
 
 
 def profile(graph: str, workers: int) -> dict:
+    import os
+
     import dask
     from distributed import Client, get_task_stream, wait
 
     import dtri
-    from dtri.input.generate import from_spec
-    from dtri.runtime.session import _start_local_cluster
+    from dtri.input.generate import from_spec, is_spec
+    from dtri.runtime.session import _start_local_cluster, memory_caps, resolve_caps
 
-    cluster = _start_local_cluster("gpu", workers, "auto")
+    pool = os.environ.get("DTRI_RMM_POOL")
+    caps = resolve_caps(memory_caps(rmm_pool_size=pool), "gpu", None) if pool else None
+    cluster = _start_local_cluster("gpu", workers, "auto", caps)
     with Client(cluster) as client:
-        (edges,) = dask.persist(from_spec(graph, seed=0, backend="gpu").optimize())
-        wait(edges)
-        for _ in range(2):  # warm: kernels compiled, UCX endpoints open
-            result = dtri.count(edges, backend="gpu", workers=workers)
+        edges = graph
+        if is_spec(graph):
+            (edges,) = dask.persist(from_spec(graph, seed=0, backend="gpu").optimize())
+            wait(edges)
+            for _ in range(2):  # warm: kernels compiled, UCX endpoints open
+                result = dtri.count(edges, backend="gpu", workers=workers)
         started = time.perf_counter()
         with get_task_stream(client) as stream:
             result = dtri.count(edges, backend="gpu", workers=workers)
