@@ -20,10 +20,18 @@ from typing import Any
 
 from dtri.analytics.count import CountResult
 from dtri.errors import ConfigurationError
-from dtri.input.frames import as_edge_frame, input_on_gpu, is_path_like, known_rows, local_input
+from dtri.input.frames import (
+    as_edge_frame,
+    input_on_gpu,
+    is_path_like,
+    known_rows,
+    local_input,
+    planned_rows,
+    read_plan,
+)
 from dtri.options import RUNTIME_OPTIONS, Options
 from dtri.prepared.graph import PreparedGraph, prepare_graph
-from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT
+from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
 from dtri.runtime.session import LOCAL_SCHEDULERS, Runtime, in_process_budget, open_runtime
 
 
@@ -98,10 +106,13 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
         if local is not None and runtime.client is None and runtime.backend == "cpu":
             source: Any = local.parts
         else:
-            max_rows = runtime.task_budget(chosen.memory_budget) // BYTES_PER_EDGE_IN_FLIGHT
+            max_rows = max(1, runtime.task_budget(chosen.memory_budget)
+                           // BYTES_PER_EDGE_IN_FLIGHT)
+            plan = read_plan(edges, chosen, max_rows)
+            check_budget(*planned_rows(edges, plan), runtime, chosen.memory_budget)
             source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
-                                   npartitions=chosen.npartitions, max_rows=max(1, max_rows),
-                                   files_on_host=runtime.staging.on_host,
+                                   npartitions=chosen.npartitions, max_rows=max_rows,
+                                   files_on_host=runtime.staging.on_host, plan=plan,
                                    **(chosen.read_options() if is_path_like(edges) else {}))
         graph = prepare_graph(source, runtime, chosen)
     except BaseException:

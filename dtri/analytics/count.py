@@ -80,6 +80,9 @@ class CountResult:
     """How they were measured: ``rmm`` (RMM's statistics), ``tracemalloc``, or ``None``."""
     read: dict[str, int] = field(default_factory=dict)
     """How the read stage cut the input: ``partitions``, ``rows``, ``largest_rows``."""
+    host_tasks: dict[str, int] = field(default_factory=dict)
+    """Per stage the tasks that ran out of device memory and went on on the host (with the
+    same result, more slowly): measured where the workers have a stage meter."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -116,7 +119,7 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         plan={**plan.to_dict(), "choices": graph.choices()},
         caps=graph.runtime.caps.sizes(), peak_device_bytes=memory.peak_device_bytes(),
         task_device_bytes=memory.task_device_bytes(), peak_device_source=memory.source,
-        read=dict(graph.read))
+        read=dict(graph.read), host_tasks=memory.host_tasks())
 
 
 def plan_count(graph: Any, timer: Any) -> CountPlan:

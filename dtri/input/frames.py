@@ -131,6 +131,39 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
     return LocalInput(checked_blocks(plan, parse_block_arrays), _text_rows(plan))
 
 
+def read_plan(edges: Any, options: Options, max_rows: int | None) -> Any:
+    """The read plan of a path-like input (:func:`dtri.input.read.plan_read`, made once: its
+    rows size the run before anything is read), ``None`` for other inputs and for files this
+    process cannot see (the cluster's workers plan those)."""
+    if not is_path_like(edges):
+        return None
+    from dtri.input.read import plan_read
+
+    paths = [os.fspath(p) for p in edges] if isinstance(edges, list | tuple) else edges
+    try:
+        return plan_read(paths, options.format, columns=options.columns, header=options.header,
+                         blocksize=options.blocksize, storage_options=options.storage_options,
+                         max_rows=max_rows)
+    except InputNotFoundError:
+        return None
+
+
+def planned_rows(edges: Any, plan: Any = None) -> tuple[int | None, bool]:
+    """The input edges of ``edges`` before any is read, and whether that is an estimate (text
+    files, from their sizes); ``None`` where unknown (a Dask collection, files the workers
+    plan)."""
+    from dtri.input.generate import GeneratedGraph
+    from dtri.input.read import ParquetPlan
+
+    if isinstance(edges, GeneratedGraph):
+        return edges.edges, False
+    if isinstance(plan, ParquetPlan):
+        return plan.rows, False
+    if plan is not None:
+        return _text_rows(plan), True
+    return known_rows(edges), False
+
+
 def known_rows(edges: Any) -> int | None:
     """The rows of an input that is not read in-process, where known without reading it
     (pandas and cuDF frames, arrays); ``None`` for Dask collections and files."""
@@ -175,15 +208,16 @@ def _array_frame(edges: Any) -> Any:
 
 def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None = None,
                   npartitions: int | None = None, max_rows: int | None = None,
-                  files_on_host: bool = False, **read_options: Any) -> dd.DataFrame:
+                  files_on_host: bool = False, plan: Any = None,
+                  **read_options: Any) -> dd.DataFrame:
     """A Dask DataFrame of ``src, dst`` with pandas (``cpu``) or cuDF (``gpu``) partitions.
 
     ``max_rows``: the most rows a partition may hold (from a task's memory budget), whatever
     the files' layout; generated graphs and in-memory frames are cut to it too (a Dask
     DataFrame keeps its partitions: the preparation splits one that is too big).
-    ``files_on_host``: files are read into host memory (pandas) even on the GPU backend, for
-    a run whose partitions wait there (host staging), with Parquet ids as int32 where they
-    fit."""
+    ``files_on_host``: text is parsed into host memory (pandas) and left there even on the
+    GPU backend, for a run whose partitions wait there (host staging). Parquet is read on
+    the GPU all the same (cuDF decodes it there, a piece at a time, in a budget's rows)."""
     import dask.dataframe as dd
 
     from dtri.input.generate import GeneratedGraph, default_partitions
@@ -193,14 +227,15 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
             npartitions = max(default_partitions(edges.edges), -(-edges.edges // max_rows))
         frame = edges.frame(backend, npartitions)
     elif is_path_like(edges):
-        from dtri.input.read import read_edges
+        from dtri.input.read import collection_from_plan, read_edges
 
-        on_device = backend == "gpu" and not files_on_host
-        frame = read_edges(edges, columns=columns,
-                           dataframe_backend="cudf" if on_device else "pandas",
-                           max_rows=max_rows, narrow_ids=files_on_host, **read_options)
-        if npartitions is None and not on_device:
-            return frame  # in host memory, where the run keeps it
+        reader = "cudf" if backend == "gpu" else "pandas"
+        frame = (collection_from_plan(plan, read_options.get("storage_options"), reader)
+                 if plan is not None else
+                 read_edges(edges, columns=columns, dataframe_backend=reader,
+                            max_rows=max_rows, **read_options))
+        if npartitions is None and files_on_host and not is_device_object(frame._meta):
+            return frame  # text in host memory, where the run keeps it
     elif isinstance(edges, dd.DataFrame):
         frame = _select_columns(edges, columns)
     else:

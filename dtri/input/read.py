@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import itertools
 import lzma
 import math
 import os
@@ -602,6 +603,10 @@ group ``(k + 1) / 2`` times over; beyond this many, rewriting the file costs les
 STREAM_BATCH_ROWS = 1 << 16
 """Rows per batch when a slice of a row group is decoded batch by batch."""
 
+PARQUET_PIECE_ROWS = 1 << 25
+"""Most rows of a Parquet read's partition (512 MiB as int64 ids), so that a read spreads
+over the workers; fewer where a task's memory budget says so."""
+
 
 @dataclass(frozen=True)
 class RowSlice:
@@ -626,47 +631,45 @@ class RowSlice:
 
 @dataclass(frozen=True)
 class ParquetPlan:
-    """The Parquet files of one read, their id columns, the name errors show, and the pieces
-    the read is cut into: consecutive row groups taken together, or slices of one row group,
-    each at most the read's rows per piece (:func:`parquet_pieces`)."""
+    """The Parquet files of one read, their id columns, the name errors show, and their row
+    groups ``(url, name, group, rows)`` in order, to be cut into pieces of at most
+    ``piece_rows`` rows (:meth:`pieces`)."""
 
     urls: tuple[str, ...]
     columns: tuple[str, str]
     label: str
-    pieces: tuple[tuple[RowSlice, ...], ...] = ()
-    narrow: bool = False
-    """Read into host memory as int32: asked for, and every id fits (by the footers'
-    statistics). Half the bytes, the same numbers."""
+    groups: tuple[tuple[str, str, int, int], ...] = ()
+    piece_rows: int = 1
 
     @property
     def rows(self) -> int:
-        return sum(s.rows for piece in self.pieces for s in piece)
+        return sum(rows for *_, rows in self.groups)
+
+    def pieces(self) -> list[tuple[RowSlice, ...]]:
+        """The read's partitions (:func:`parquet_pieces`; raises for a row group too large to
+        slice)."""
+        return parquet_pieces(list(self.groups), self.piece_rows)
 
 
 def _footer_facts(fs: AbstractFileSystem, path: str, columns: list[str]
-                  ) -> tuple[list[int], str | None, bool]:
-    """From one Parquet file's footer: the rows of each row group, a negative id its
-    statistics record (if any), and whether they show every id below 2**31."""
+                  ) -> tuple[list[int], str | None]:
+    """From one Parquet file's footer: the rows of each row group, and a negative id its
+    statistics record (if any)."""
     import pyarrow.parquet as pq
 
     with fs.open(path, "rb") as f:
         meta = pq.ParquetFile(f).metadata
-    rows, negative, small = [], None, True
+    rows, negative = [], None
     for group in range(meta.num_row_groups):
         row_group = meta.row_group(group)
         rows.append(row_group.num_rows)
         for k in range(meta.num_columns):
             chunk = row_group.column(k)
-            if chunk.path_in_schema not in columns:
-                continue
             stats = chunk.statistics
-            if stats is None or not stats.has_min_max or not isinstance(stats.min, int):
-                small = small and row_group.num_rows == 0
-                continue
-            if stats.min < 0 and negative is None:
+            if (chunk.path_in_schema in columns and stats is not None and stats.has_min_max
+                    and isinstance(stats.min, int) and stats.min < 0 and negative is None):
                 negative = f"negative vertex id {stats.min} in column {chunk.path_in_schema!r}"
-            small = small and stats.max < 2**31
-    return rows, negative, small
+    return rows, negative
 
 
 def parquet_pieces(groups: list[tuple[str, str, int, int]], piece_rows: int
@@ -715,10 +718,9 @@ def _plan_parquet(
     files: list[tuple[AbstractFileSystem, str, str]],
     columns: tuple[str | int, str | int] | None,
     piece_rows: int,
-    narrow_ids: bool = False,
 ) -> ParquetPlan:
     """Check the schema (integer id columns) and the footers (no negative ids) of the files,
-    and cut their row groups into pieces of at most ``piece_rows`` rows."""
+    and list their row groups, to be cut into pieces of at most ``piece_rows`` rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -739,53 +741,69 @@ def _plan_parquet(
             shown = np.dtype(kind.to_pandas_dtype()) if pa.types.is_floating(kind) else kind
             raise InputError(f"column {column!r} has type {shown}, not integer ids", label)
     groups: list[tuple[str, str, int, int]] = []
-    narrow = narrow_ids
     for fs, path, name in files:
-        rows, negative, small = _footer_facts(fs, path, picked)
+        rows, negative = _footer_facts(fs, path, picked)
         if negative is not None:
             raise InputError(negative, name)
         url = fs.unstrip_protocol(path)
         groups.extend((url, name, g, n) for g, n in enumerate(rows))
-        narrow = narrow and small
     urls = tuple(fs.unstrip_protocol(path) for fs, path, _ in files)
-    return ParquetPlan(urls, (picked[0], picked[1]), label,
-                       tuple(parquet_pieces(groups, max(1, piece_rows))), narrow)
+    return ParquetPlan(urls, (picked[0], picked[1]), label, tuple(groups), max(1, piece_rows))
 
 
-def _slice_arrays(piece: RowSlice, columns: list[str], storage_options: dict | None
-                  ) -> list[Any]:
-    """One slice's id columns as Arrow arrays, read on the host: a whole row group at once,
-    a part of one batch by batch (only the batches that overlap it are kept)."""
-    import pyarrow as pa
+def _open_parquet(url: str, storage_options: dict | None) -> tuple[Any, Any]:
+    """A Parquet file to read with pyarrow: by its own path where it is local (pyarrow's
+    native reader), else through fsspec; the handle to close (or ``None``)."""
     import pyarrow.parquet as pq
 
-    fs, path = url_to_fs(piece.url, **(storage_options or {}))
-    with fs.open(path, "rb") as handle:
-        reader = pq.ParquetFile(handle, buffer_size=1 << 20, pre_buffer=False)
-        if piece.whole:
-            table = reader.read_row_group(piece.group, columns=columns)
-            return [table.column(c) for c in columns]
-        kept, row = [], 0
-        for batch in reader.iter_batches(batch_size=STREAM_BATCH_ROWS, row_groups=[piece.group],
-                                         columns=columns):
-            low, high = max(piece.start - row, 0), min(piece.stop - row, batch.num_rows)
-            if high > low:
-                kept.append(batch.slice(low, high - low))
-            row += batch.num_rows
-            if row >= piece.stop:
-                break
-        if not kept:
-            return [pa.chunked_array([], type=reader.schema_arrow.field(c).type)
-                    for c in columns]
-        table = pa.Table.from_batches(kept)
-        return [table.column(c) for c in columns]
+    fs, path = url_to_fs(url, **(storage_options or {}))
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    if "file" in protocols:
+        return pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False), None
+    handle = fs.open(path, "rb")
+    return pq.ParquetFile(handle, buffer_size=1 << 20, pre_buffer=False), handle
+
+
+def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
+                  storage_options: dict | None) -> list[Any]:
+    """One piece's id columns as Arrow tables, read on the host: the whole row groups of each
+    file in one call (decoded on several threads), a slice of a row group batch by batch
+    (only the batches that overlap it are kept)."""
+    import pyarrow as pa
+
+    tables = []
+    for url, slices in itertools.groupby(piece, key=lambda s: s.url):
+        reader, handle = _open_parquet(url, storage_options)
+        try:
+            slices = list(slices)
+            if all(s.whole for s in slices):
+                tables.append(reader.read_row_groups([s.group for s in slices],
+                                                     columns=columns, use_threads=True))
+                continue
+            for s in slices:
+                kept, row = [], 0
+                for batch in reader.iter_batches(batch_size=STREAM_BATCH_ROWS,
+                                                 row_groups=[s.group], columns=columns):
+                    low, high = max(s.start - row, 0), min(s.stop - row, batch.num_rows)
+                    if high > low:
+                        kept.append(batch.slice(low, high - low))
+                    row += batch.num_rows
+                    if row >= s.stop:
+                        break
+                schema = pa.schema([reader.schema_arrow.field(c) for c in columns])
+                tables.append(pa.Table.from_batches(kept, schema=schema))
+        finally:
+            if handle is not None:
+                handle.close()
+    return tables
 
 
 def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
                        storage_options: dict | None, backend: str) -> Any:
     """One piece of a planned Parquet read as an ``src, dst`` frame (a ``read-edges`` task):
-    pandas in host memory (ids as int32 where the plan says they all fit), or cuDF, whose
-    reader decodes whole row groups on the device."""
+    cuDF, whose reader decodes whole row groups on the device (a piece's device memory is
+    bounded by its rows), or pandas, read by pyarrow on the host (so are slices of a row
+    group, then copied to the device once)."""
     source, target = plan.columns
     if backend == "cudf" and all(s.whole for s in piece):
         import cudf
@@ -801,27 +819,23 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
     import pandas as pd
     import pyarrow as pa
 
-    read = [_slice_arrays(s, list(plan.columns), storage_options) for s in piece]
+    table = pa.concat_tables(_piece_tables(piece, list(plan.columns), storage_options))
     columns = {}
-    for name, k in (("src", 0), ("dst", 1)):
-        ids = pa.chunked_array([chunk for arrays in read for chunk in arrays[k].chunks],
-                               type=read[0][k].type) if read else pa.chunked_array([], pa.int64())
+    for name, original in (("src", source), ("dst", target)):
+        ids = table.column(original)
         if ids.null_count:
-            raise InputError(f"missing (null) vertex id in column {plan.columns[k]!r}",
-                             piece[0].name)
-        values = ids.to_numpy() if ids.num_chunks != 1 else ids.chunk(0).to_numpy()
-        columns[name] = values.astype(np.int32 if plan.narrow else np.int64, copy=False)
-    frame = pd.DataFrame(columns, copy=False)
+            raise InputError(f"missing (null) vertex id in column {original!r}", piece[0].name)
+        columns[name] = ids.to_numpy()
+    frame = _checked_ids(pd.DataFrame(columns, copy=False), piece[0].name, plan.columns)
     if backend == "cudf":
         import cudf
 
         return cudf.DataFrame.from_pandas(frame)
-    return _checked_ids(frame, piece[0].name, plan.columns)
+    return frame
 
 
 def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
-    """Check a parquet partition for nulls, negatives and overflow; int64 ids, or int32 kept
-    as they are (the same numbers in half the bytes)."""
+    """Check a parquet partition for nulls, negatives and overflow; int64 ids."""
     for column, original in zip(("src", "dst"), names, strict=True):
         ids = frame[column]
         if ids.isna().any():
@@ -830,8 +844,6 @@ def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
             raise InputError(f"negative vertex id {ids.min()} in column {original!r}", label)
         if len(ids) and ids.dtype.kind == "u" and ids.max() > INT64_MAX:
             raise InputError(f"vertex id {ids.max()} is larger than 2**63-1", label)
-    if all(frame[c].dtype == np.int32 for c in ("src", "dst")):
-        return frame
     return frame.astype("int64")
 
 
@@ -841,10 +853,10 @@ def _parquet_collection(plan: ParquetPlan, storage_options: dict | None, backend
     import dask.dataframe as dd
 
     meta = _meta() if backend == "pandas" else _meta().pipe(_to_backend_meta, backend)
-    if not plan.pieces:
-        return dd.from_pandas(_meta(), npartitions=1) if backend == "pandas" else \
-            dd.from_pandas(meta, npartitions=1)
-    return dd.from_map(read_parquet_piece, list(plan.pieces), plan=plan,
+    pieces = plan.pieces()
+    if not pieces:
+        return dd.from_pandas(meta, npartitions=1)
+    return dd.from_map(read_parquet_piece, pieces, plan=plan,
                        storage_options=storage_options, backend=backend, meta=meta,
                        label="read-edges", enforce_metadata=False)
 
@@ -868,7 +880,6 @@ def read_edges(
     storage_options: dict | None = None,
     dataframe_backend: str = "pandas",
     max_rows: int | None = None,
-    narrow_ids: bool = False,
 ) -> dd.DataFrame:
     """Lazily read edge lists into a Dask DataFrame with int64 columns ``src`` and ``dst``.
 
@@ -889,13 +900,11 @@ def read_edges(
     big inputs as many smaller files to avoid both.
 
     Parquet is read by row groups (:func:`parquet_pieces`): consecutive groups, of one file or
-    of several, taken together up to ``blocksize`` bytes of int64 ids per partition, a larger
+    of several, taken together up to :data:`PARQUET_PIECE_ROWS` rows per partition, a larger
     group cut into slices.  ``max_rows`` (the rows one task of the run may hold, from its
     memory budget) caps every partition, whatever the files' layout: a text block is then at
     most ``max_rows`` × 4 bytes (``"1 2\n"``, the shortest line of an edge), a Parquet piece
-    at most ``max_rows`` rows. ``narrow_ids``: Parquet read into host memory keeps ids as
-    int32 where the footers' statistics show that all of them fit (half the bytes, the same
-    numbers), for a run whose partitions wait in host memory.
+    at most ``max_rows`` rows.
     """
     if dataframe_backend not in BACKENDS:
         raise ConfigurationError(f"unknown dataframe backend {dataframe_backend!r}")
@@ -905,8 +914,7 @@ def read_edges(
     if isinstance(urlpath, list | tuple):
         urlpath = [os.fspath(p) for p in urlpath]
     options = {"columns": columns, "header": header, "blocksize": size,
-               "storage_options": storage_options, "max_rows": max_rows,
-               "narrow_ids": narrow_ids}
+               "storage_options": storage_options, "max_rows": max_rows}
     try:
         plan = plan_read(urlpath, format, **options)
     except InputNotFoundError:
@@ -932,7 +940,6 @@ def plan_read(
     blocksize: int = 64 << 20,
     storage_options: dict | None = None,
     max_rows: int | None = None,
-    narrow_ids: bool = False,
 ) -> ReadPlan:
     """Find the files, check their formats, cut text into blocks and Parquet into pieces of
     row groups: all the file access a read needs before its tasks run (sizes as
@@ -947,9 +954,8 @@ def plan_read(
     if "parquet" in formats:
         if set(formats) != {"parquet"}:
             raise InputError("cannot read parquet and text files together", files[0][2])
-        piece_rows = blocksize // PARQUET_BYTES_PER_ROW
-        return _plan_parquet(files, columns, min(piece_rows, max_rows or piece_rows),
-                             narrow_ids)
+        return _plan_parquet(files, columns, min(PARQUET_PIECE_ROWS,
+                                                 max_rows or PARQUET_PIECE_ROWS))
     if max_rows is not None:
         blocksize = max(1, min(blocksize, max_rows * MIN_TEXT_BYTES_PER_EDGE))
     blocks: list[TextBlock] = []

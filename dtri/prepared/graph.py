@@ -41,6 +41,7 @@ from dtri.options import Options
 from dtri.prepared.distributed import directed_again, prepare_partitions
 from dtri.prepared.inputs import (
     BYTES_PER_EDGE_IN_FLIGHT,
+    check_budget,
     fitted_partitions,
     input_groups,
     read_inputs,
@@ -296,6 +297,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         frame = frame.map_partitions(staging.input_partition, clear_divisions=True,
                                      meta=meta.to_pandas() if is_device_object(meta) else meta)
     inputs = read_inputs(frame, runtime, tasks, timer, task_budget)
+    check_budget(sum(inputs.rows), False, runtime, options.memory_budget)  # rows known now
     read = {"partitions": len(inputs.rows), "rows": sum(inputs.rows),
             "largest_rows": max(inputs.rows, default=0)}
     parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
@@ -321,9 +323,9 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         del whole
     else:
         work_model = "wedges" if options.join == "wedges" else "intersect"
-        # host staging: a sender per input partition (concatenating them is a host copy)
-        limit = 1 if staging.on_host else task_budget // BYTES_PER_EDGE_IN_FLIGHT
-        groups = input_groups(inputs.rows, inputs.holders, limit)
+        # input partitions taken together up to a task's rows: fewer senders, far fewer picks
+        groups = input_groups(inputs.rows, inputs.holders,
+                              task_budget // BYTES_PER_EDGE_IN_FLIGHT)
         # auto: degree, then the sorted partitions' longest list decides (below)
         prepared = prepare_partitions(
             inputs, groups, parts, "degree" if orientation == "auto" else orientation, tasks,

@@ -13,6 +13,7 @@ process, and they go on as they are.
 
 from __future__ import annotations
 
+import math
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -31,6 +32,11 @@ by the casts, packs, splits and sorts."""
 MIN_ROWS_PER_PARTITION = 1 << 22
 """Below this many input rows per worker, one partition (one task, no exchange) is faster than
 spreading the preparation over the workers."""
+
+MAX_PARTITIONS = 1024
+"""Most sorted partitions a graph is cut into: every exchange picks a piece per pair of
+partitions (a million picks at this many), so a budget that would need more is too small
+for the input (:func:`check_budget`)."""
 
 VERTEX_ARRAY_COPIES = 3
 """A merge or sum of vertex-wide arrays holds its inputs, their concatenation or sum, and a
@@ -65,6 +71,46 @@ def fitted_partitions(rows: int, runtime: Runtime, task_budget: int) -> int:
         return 1
     workers = max(runtime.workers, 1)
     return -(-max(wanted, spread) // workers) * workers
+
+
+def minimum_task_budget(rows: int) -> int:
+    """The least a task may plan for with ``rows`` input edges: their bytes in flight over at
+    most :data:`MAX_PARTITIONS` partitions."""
+    return -(-rows * BYTES_PER_EDGE_IN_FLIGHT // MAX_PARTITIONS)
+
+
+def check_budget(rows: int | None, estimated: bool, runtime: Runtime,
+                 memory_budget: int | None) -> None:
+    """Refuse, up front and in one line, a budget below the minimum for ``rows`` input edges
+    (:func:`minimum_task_budget`), naming the least ``--memory-budget`` or, where the budget
+    follows the workers' memory, the least ``--rmm-pool-size`` / ``--memory-limit``."""
+    if not rows:
+        return
+    from dask.utils import format_bytes
+
+    from dtri.errors import ConfigurationError
+
+    needed = minimum_task_budget(rows)
+    if runtime.task_budget(memory_budget) >= needed:
+        return
+    per_worker = needed * max(1, runtime.threads_per_worker)
+    about = f"{'about ' if estimated else ''}{rows:,} input edges"
+    why = (f"{about} at {BYTES_PER_EDGE_IN_FLIGHT} B each in flight need a task budget of "
+           f"at least {format_bytes(needed)}, to fit in {MAX_PARTITIONS} partitions")
+    if memory_budget is not None:
+        raise ConfigurationError(f"--memory-budget {format_bytes(memory_budget)} is below the "
+                                 f"minimum for this input: {why}; give --memory-budget "
+                                 f"{per_worker} or more")
+    least = math.ceil(per_worker / runtime.staging.budget_fraction)
+    if runtime.capped:
+        raise ConfigurationError(
+            f"--rmm-pool-size {format_bytes(runtime.caps.rmm_pool_size)} is below the minimum "
+            f"for this input: {why}; give --rmm-pool-size {format_bytes(least)} or more")
+    memory = "GPU memory" if runtime.backend == "gpu" else "memory"
+    raise ConfigurationError(
+        f"the workers' {memory} ({format_bytes(runtime.worker_memory)}) is below the minimum "
+        f"for this input: {why}; give the workers {format_bytes(least)} or more "
+        "(--memory-limit), or more workers")
 
 
 def vertex_fan_in(rows: int, task_budget: int) -> int:

@@ -152,6 +152,8 @@ class StagePeaks:
 
     peak_bytes: dict[str, int] = field(default_factory=dict)
     task_bytes: dict[str, int] = field(default_factory=dict)
+    host_tasks: dict[str, int] = field(default_factory=dict)
+    """Tasks that ran out of device memory and went on on the host, per stage."""
 
     def add(self, stages: set[str], peak: int, added: int) -> None:
         for stage in stages:
@@ -163,6 +165,8 @@ class StagePeaks:
             self.peak_bytes[stage] = max(self.peak_bytes.get(stage, 0), peak)
         for stage, added in other.task_bytes.items():
             self.task_bytes[stage] = max(self.task_bytes.get(stage, 0), added)
+        for stage, tasks in other.host_tasks.items():
+            self.host_tasks[stage] = self.host_tasks.get(stage, 0) + tasks
 
     def overall(self) -> int | None:
         return max(self.peak_bytes.values(), default=None)
@@ -205,6 +209,14 @@ class StageMeter:
             added = self.probe.stop()
             for peaks in self._readers.values():
                 peaks.add(self._stages, self._before + added, added)
+
+    def fell_back(self) -> None:
+        """The running task (of those running, the last to start) went on on the host."""
+        with self._lock:
+            if self._running:
+                stage = list(self._running.values())[-1] or "other"
+                for peaks in self._readers.values():
+                    peaks.host_tasks[stage] = peaks.host_tasks.get(stage, 0) + 1
 
     def take(self, reader: str = "run") -> StagePeaks:
         """What ``reader`` has not read yet (the peaks since its last :meth:`take`), starting
@@ -254,19 +266,36 @@ class MeasuredMemory:
         """Per stage the peak bytes its tasks added (what the budget bounds)."""
         return None if self.source is None else dict(self.peaks.task_bytes)
 
+    def host_tasks(self) -> dict[str, int]:
+        """Per stage the tasks that ran out of device memory and went on on the host."""
+        return dict(self.peaks.host_tasks)
+
 
 def worker_meter(worker: Any) -> StageMeter | None:
     """The meter of a Dask worker (its meter plugin's), ``None`` where it has none."""
     return getattr(worker.plugins.get(METER_NAME), "meter", None)
 
 
-def _worker_peaks(reader: str, *, dask_worker: Any) -> tuple[str | None, dict, dict]:
+def note_fallback() -> None:
+    """Count the running task of this worker as one that went on on the host (nothing
+    outside a worker, or without a meter)."""
+    try:
+        from distributed import get_worker
+
+        meter = worker_meter(get_worker())
+    except (ImportError, ValueError):
+        return
+    if meter is not None:
+        meter.fell_back()
+
+
+def _worker_peaks(reader: str, *, dask_worker: Any) -> tuple[str | None, dict, dict, dict]:
     """This worker's peaks not yet read by ``reader``, started afresh (run on the worker)."""
     meter = worker_meter(dask_worker)
     if meter is None:
-        return None, {}, {}
+        return None, {}, {}, {}
     peaks = meter.take(reader)
-    return meter.source, peaks.peak_bytes, peaks.task_bytes
+    return meter.source, peaks.peak_bytes, peaks.task_bytes, peaks.host_tasks
 
 
 def read_stage_peaks(client: Any, local: StageMeter | None = None, reader: str = "run"
@@ -280,9 +309,9 @@ def read_stage_peaks(client: Any, local: StageMeter | None = None, reader: str =
         return MeasuredMemory(local.source, local.take(reader))
     measured = MeasuredMemory(None)
     for report in client.run(_worker_peaks, reader, on_error="ignore").values():
-        source, peak_bytes, task_bytes = report
+        source, peak_bytes, task_bytes, host_tasks = report
         if source is None:
             continue
         measured.source = source
-        measured.peaks.merge(StagePeaks(dict(peak_bytes), dict(task_bytes)))
+        measured.peaks.merge(StagePeaks(dict(peak_bytes), dict(task_bytes), dict(host_tasks)))
     return measured

@@ -142,7 +142,7 @@ class OnDevice:
     def __call__(self, *args: Any) -> Any:
         if self.backend != "gpu":
             return self.func(*args)
-        return to_host(self.func(*(to_device(arg) for arg in args)))
+        return device_or_host(self.func, args)
 
     def __reduce__(self) -> tuple:
         return OnDevice, (self.func, self.backend)
@@ -158,6 +158,30 @@ class OnDevice:
     @property
     def __name__(self) -> str:  # Dask labels tasks by their function's name
         return getattr(self.func, "__name__", "on_device")
+
+
+def device_or_host(func: Callable[..., Any], args: tuple) -> Any:
+    """``func`` of host ``args`` on the device, its result back in host memory; where the
+    device runs out of memory, once more after the worker's device cache is emptied, and
+    then on the host: the same function on the host arrays (the CPU kernels), slower but
+    within the host's memory. The stage meter counts each task that ran on the host."""
+    state = worker_state()
+    for attempt in range(2):
+        try:
+            return to_host(func(*(to_device(arg) for arg in args)))
+        except MemoryError:
+            if attempt or not state.cache.nbytes:
+                break
+            state.cache.clear()
+    note_host_fallback()
+    return func(*args)
+
+
+def note_host_fallback() -> None:
+    """Tell the worker's stage meter that its running task went on on the host."""
+    from dtri.runtime.meter import note_fallback
+
+    note_fallback()
 
 
 def to_device(value: Any) -> Any:
@@ -430,10 +454,24 @@ def host_frame(frame: Any) -> Any:
 def folded(staging: Staging, combine: Callable[[Any, Any], Any], func: Callable[..., Any],
            args: tuple, *items: Any) -> Any:
     """``combine`` over ``func(item, *args)`` for every item, on the device one item at a time
-    (a task that moves its own data: built with ``on_host``)."""
-    args = tuple(staging.to_device(arg) for arg in args)
-    total = None
-    for item in items:
-        value = func(staging.to_device(item), *args)
+    (a task that moves its own data: built with ``on_host``). Where the device runs out of
+    memory (vertex-wide sums of a graph whose vertex arrays approach the budget), the sum so
+    far moves to host memory and the items left are summed there (:func:`device_or_host`)."""
+    total, left = None, list(items)
+    if staging.moves:
+        try:
+            on_device = tuple(staging.to_device(arg) for arg in args)
+            while left:
+                value = func(staging.to_device(left[0]), *on_device)
+                total = value if total is None else combine(total, value)
+                left.pop(0)
+            return staging.to_host(total)
+        except MemoryError:
+            on_device = value = None
+            worker_state().cache.clear()
+            total = staging.to_host(total)
+            note_host_fallback()
+    for item in left:
+        value = func(item, *args)
         total = value if total is None else combine(total, value)
-    return staging.to_host(total)
+    return total

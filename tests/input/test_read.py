@@ -31,7 +31,6 @@ from dtri.input.read import (
     detect_format,
     parquet_pieces,
     parse_block,
-    plan_read,
     read_edges,
 )
 from tests.oracles import SHARED_DATA
@@ -720,16 +719,3 @@ def test_every_read_partition_keeps_to_the_row_cap_whatever_the_layout(tmp_path,
     assert len(parts) >= len(edges) // 1024
     together = pd.concat(parts).to_numpy()
     np.testing.assert_array_equal(together, edges)
-
-
-def test_ids_read_as_int32_where_the_footers_show_they_fit(tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.table({"src": [0, 5, 2**31 - 1], "dst": [1, 2, 3]}), tmp_path / "s.parquet")
-    pq.write_table(pa.table({"src": [0, 2**31], "dst": [1, 2]}), tmp_path / "l.parquet")
-    small = read_edges(str(tmp_path / "s.parquet"), narrow_ids=True).compute()
-    large = read_edges(str(tmp_path / "l.parquet"), narrow_ids=True).compute()
-    assert list(small.dtypes) == [np.int32, np.int32] and small["src"].max() == 2**31 - 1
-    assert list(large.dtypes) == [np.int64, np.int64] and large["src"].max() == 2**31
-    assert plan_read(str(tmp_path / "s.parquet")).narrow is False  # only where asked

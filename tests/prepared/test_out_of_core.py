@@ -67,3 +67,46 @@ def test_a_row_group_too_large_for_the_budget_is_one_line_naming_it(graph200k, t
     line = result.output.strip()
     assert "\n" not in line and line.startswith(f"dtri: error: {path}: row group 0 holds ")
     assert "rewrite the file with smaller row groups" in line
+
+
+def test_a_budget_below_the_minimum_for_the_input_stops_before_reading(graph200k, tmp_path,
+                                                                       monkeypatch):
+    """196 k edges need at least 24 KiB a task (128 B an edge over 1024 partitions): a 1 KiB
+    budget stops up front, in one line naming the least budget, and no piece is read."""
+    from dtri.input import read
+
+    edges, _ = graph200k
+    path = _write("many row groups", edges, tmp_path)
+
+    def never(*args, **kwargs):
+        raise AssertionError("a piece was read")
+
+    monkeypatch.setattr(read, "read_parquet_piece", never)
+    result = CliRunner().invoke(main, ["count", path, "--backend", "cpu", "--scheduler",
+                                       "synchronous", "--memory-budget", "1KiB"])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "dtri: error: --memory-budget 1.00 kiB is below the minimum for this input: "
+        f"{len(edges):,} input edges at 128 B each in flight need a task budget of at least "
+        f"24.00 kiB, to fit in 1024 partitions; give --memory-budget {len(edges) // 8} or more")
+
+
+def test_an_rmm_pool_below_the_minimum_is_named_with_the_least_pool():
+    """Under a pool the budget follows it (half, under host staging): the least pool is what
+    makes the budget the minimum."""
+    from dtri.errors import ConfigurationError
+    from dtri.prepared.inputs import check_budget, minimum_task_budget
+    from dtri.runtime.session import MemoryCaps, Runtime
+    from dtri.runtime.staging import Staging
+
+    pool = 1 << 30
+    runtime = Runtime("gpu", None, 1, 1, pool, caps=MemoryCaps(rmm_pool_size=pool),
+                      staging=Staging("host", "gpu"))
+    rows = 16 << 30  # 16 Gi edges: 2 GiB a task at least
+    assert minimum_task_budget(rows) == 2 << 30
+    with pytest.raises(ConfigurationError) as error:
+        check_budget(rows, False, runtime, None)
+    assert str(error.value).startswith("--rmm-pool-size 1.00 GiB is below the minimum for "
+                                       "this input: 17,179,869,184 input edges")
+    assert str(error.value).endswith("give --rmm-pool-size 4.00 GiB or more")
+    check_budget(1 << 30, False, runtime, None)  # a Gi edges fit a 1 GiB pool

@@ -263,3 +263,55 @@ def test_the_staging_plugin_gives_each_worker_its_state_until_unregistered():
         assert limits == [12345, 12345]
         client.unregister_worker_plugin(PLUGIN_NAME)
         assert client.submit(cache_limit, pure=False).result() != 12345  # the local default
+
+
+class ShortDevice:
+    """A stand-in for a GPU whose memory holds arrays of at most ``limit`` elements: moves are
+    copies, and a move of a larger array raises MemoryError as an RMM pool does."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.moved = 0
+
+    def to_device(self, value):
+        if isinstance(value, np.ndarray):
+            if value.size > self.limit:
+                raise MemoryError("out_of_memory: RMM failure (stand-in)")
+            self.moved += 1
+            return value.copy()
+        return value
+
+
+@pytest.fixture
+def short_device(monkeypatch):
+    from dtri.runtime import staging
+
+    device = ShortDevice(limit=100)
+    noted = []
+    monkeypatch.setattr(staging, "to_device", device.to_device)
+    monkeypatch.setattr(staging, "to_host", lambda value: value)
+    monkeypatch.setattr(staging, "note_host_fallback", lambda: noted.append(1))
+    return device, noted
+
+
+def test_a_task_short_of_device_memory_runs_on_the_host(short_device):
+    _device, noted = short_device
+    task = OnDevice(lambda a, b: a + b, "gpu")
+    np.testing.assert_array_equal(task(np.ones(10), np.ones(10)), np.full(10, 2.0))
+    assert noted == []
+    np.testing.assert_array_equal(task(np.ones(1000), np.ones(1000)), np.full(1000, 2.0))
+    assert noted == [1]
+
+
+def test_a_fold_short_of_device_memory_sums_the_rest_on_the_host(short_device):
+    """Items small enough go through the device; from the first that is not, the sum so far
+    and every item left are summed on the host: the same total."""
+    from dtri.runtime.staging import folded
+
+    device, noted = short_device
+    items = [np.arange(5), np.arange(5) * 2, np.arange(500) + 10**6, np.arange(5) + 7]
+    staged = Staging("host", "gpu")
+    small = folded(staged, np.add, lambda item, scale: item[:5] * scale, (3,), *items)
+    expected = sum(item[:5] * 3 for item in items)
+    np.testing.assert_array_equal(small, expected)
+    assert noted == [1] and device.moved == 2
