@@ -830,7 +830,7 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
     if backend == "cudf":
         import cudf
 
-        return cudf.DataFrame.from_pandas(frame)
+        return cudf.from_pandas(frame)
     return frame
 
 
