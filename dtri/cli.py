@@ -233,8 +233,11 @@ def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str 
             seconds = {k: v for k, v in graph.seconds.items() if k != "prepare_total"}
             seconds["analytic"] = round(time.perf_counter() - started, 6)
             summary["seconds"] = seconds
-            if (peaks := graph.memory().peak_device_bytes()) is not None:
+            memory = graph.memory()
+            if (peaks := memory.peak_device_bytes()) is not None:
                 summary["peak_device_bytes"] = peaks
+            if memory.host_tasks():
+                summary["host_tasks"] = memory.host_tasks()
     _report(summary, as_json, _source(paths, spec, seed))
 
 

@@ -139,7 +139,7 @@ def credit_group(staging: Staging, mode: str, rows: int, bounds: tuple[int, int]
                           part_state=states[index][first:last] if stateful else None,
                           group_state=group_state, peel=mode == "peel", chunk_rows=rows)
         if mode == "vertex":
-            totals += vertex_credits(piece, found.uv, found.uw, vertices)
+            vertex_credits(piece, found.uv, found.uw, vertices, out=totals)
         else:
             lowest = found.uv
             lowest += found.uw  # in place: each edge's credits as u-v and as u-w

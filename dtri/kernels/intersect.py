@@ -207,19 +207,19 @@ def leaving_sources(csr: CSR, state: Any) -> Any:
     return (ends[1:] > ends[:-1]).astype(xp.uint8)
 
 
-def vertex_credits(part: CSR, uv: Any, uw: Any, vertices: int) -> Any:
+def vertex_credits(part: CSR, uv: Any, uw: Any, vertices: int, out: Any = None) -> Any:
     """Triangles at each vertex (rank) from a partition's ``uv`` and ``uw`` credits: ``u`` by
     ``uv`` at the source, ``v`` by ``uv`` and ``w`` by ``uw`` at the target (int64, one per
-    rank ``0 .. vertices - 1``)."""
+    rank ``0 .. vertices - 1``), added to ``out`` in place where given (one vertex-wide array
+    in all: at R-MAT 28 each is 2 GiB)."""
     from dtri.kernels.csr import sources
     from dtri.kernels.orient import weighted_counts
 
     xp = array_module(part.offsets)
     lowest = uv.astype(xp.int64)
-    total = weighted_counts(sources(part), lowest, vertices)
+    total = weighted_counts(sources(part), lowest, vertices, out)
     lowest += uw
-    total += weighted_counts(part.dst, lowest, vertices)
-    return total
+    return weighted_counts(part.dst, lowest, vertices, total)
 
 
 # ---------------------------------------------------------------- the CPU kernel (numba)

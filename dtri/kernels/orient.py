@@ -62,18 +62,22 @@ def id_counts(ids: Any, vertices: int) -> Any:
     return counts.view(xp.int64)
 
 
-def weighted_counts(ids: Any, weights: Any, vertices: int) -> Any:
+def weighted_counts(ids: Any, weights: Any, vertices: int, out: Any = None) -> Any:
     """``Σ weights`` per id ``0 .. vertices - 1``, exact (int64): numba's loop on the CPU
     (NumPy's ``bincount`` adds weights in float64), 64-bit atomics on the GPU (like
-    :func:`id_counts`)."""
+    :func:`id_counts`). ``out``: int64 counts of ``vertices`` to add to in place (no second
+    vertex-wide array)."""
     xp = array_module(ids)
     if xp.__name__ != "cupy":
-        from dtri.kernels.cpu import scatter_add
+        from dtri.kernels.cpu import scatter_add, scatter_add_into
 
-        return scatter_add(ids, weights, vertices)
+        if out is None:
+            return scatter_add(ids, weights, vertices)
+        scatter_add_into(out, ids, weights)
+        return out
     import cupyx
 
-    counts = xp.zeros(vertices, dtype=xp.uint64)
+    counts = xp.zeros(vertices, dtype=xp.uint64) if out is None else out.view(xp.uint64)
     cupyx.scatter_add(counts, ids, weights.astype(xp.uint64))
     return counts.view(xp.int64)
 

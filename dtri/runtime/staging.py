@@ -92,11 +92,22 @@ class Staging:
         """Share of a worker's memory a task plans for by default."""
         return STAGED_BUDGET_FRACTION if self.moves else DEFAULT_BUDGET_FRACTION
 
-    def wrap(self, func: Callable[..., Any], on_host: bool = False) -> Callable[..., Any]:
+    def wrap(self, func: Callable[..., Any], on_host: bool = False,
+             moves_own_data: bool = False) -> Callable[..., Any]:
         """``func`` as a task runs it: on the device with host data in and out
         (:class:`OnDevice`) when results wait in host memory, unless ``on_host`` (a task
-        that only looks at or picks from its inputs, or moves its own data)."""
-        return OnDevice(func, self.backend) if self.on_host and not on_host else func
+        that only looks at or picks from its inputs, or moves its own data). One that moves
+        its own data (it takes the staging) runs as :class:`HostFallback` on GPU workers, so
+        that where it runs out of device memory it goes on on the host."""
+        if not self.on_host:
+            return func
+        if not on_host:
+            return OnDevice(func, self.backend)
+        return HostFallback(func) if self.moves and moves_own_data else func
+
+    def on_cpu(self) -> Staging:
+        """The same staging for tasks that compute on the host: its moves are identities."""
+        return Staging(self.where, "cpu")
 
     def to_device(self, value: Any) -> Any:
         """``value`` where the task computes: moved to the GPU under host staging on GPU
@@ -158,6 +169,41 @@ class OnDevice:
     @property
     def __name__(self) -> str:  # Dask labels tasks by their function's name
         return getattr(self.func, "__name__", "on_device")
+
+
+class HostFallback:
+    """A task function that moves its own data (it takes the run's :class:`Staging`): where
+    it runs out of device memory, it runs again with the staging's host twin
+    (:meth:`Staging.on_cpu`), every move an identity, on the CPU kernels."""
+
+    __slots__ = ("func",)
+
+    def __init__(self, func: Callable[..., Any]):
+        self.func = func
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            return self.func(*args)
+        except MemoryError:
+            pass  # the failed attempt's device arrays are gone with its frames
+        worker_state().cache.clear()
+        note_host_fallback()
+        return self.func(*(arg.on_cpu() if isinstance(arg, Staging) else arg for arg in args))
+
+    def __reduce__(self) -> tuple:
+        return HostFallback, (self.func,)
+
+    def __dask_tokenize__(self) -> tuple:
+        from dask.base import tokenize
+
+        return ("dtri-host-fallback", tokenize(self.func))
+
+    def __repr__(self) -> str:
+        return f"HostFallback({getattr(self.func, '__name__', self.func)!r})"
+
+    @property
+    def __name__(self) -> str:
+        return getattr(self.func, "__name__", "host_fallback")
 
 
 def device_or_host(func: Callable[..., Any], args: tuple) -> Any:

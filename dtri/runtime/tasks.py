@@ -47,7 +47,8 @@ class Tasks:
         """A delayed call whose key names its stage (``dtri-<stage>-<token>-<index...>``),
         wrapped by the staging (``on_host``: a task that only looks at or picks from its
         inputs, or moves its own data, runs as it is)."""
-        func = self.staging.wrap(func, on_host)
+        func = self.staging.wrap(func, on_host,
+                                 moves_own_data=any(isinstance(arg, Staging) for arg in args))
         index = "-".join(str(part) for part in key)
         name = f"dtri-{stage}-{tokenize(func, *args)}-{index}"
         return dask.delayed(func, pure=True)(*args, dask_key_name=name)

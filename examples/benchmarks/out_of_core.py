@@ -13,7 +13,9 @@ groups of a million rows), one file per part, ``--int32`` for int32 ids. A run i
 is the count). Each run prints and appends one JSON line: ``benchmark``, ``graph``,
 ``device``, ``backend``, ``commit``, ``command``, ``input_files``, ``rmm_pool_size``,
 ``memory_budget``, ``seconds`` (wall, the whole command), ``stage_seconds``,
-``peak_device_bytes``, ``triangles``, ``rc`` and ``error`` (its last stderr line), ``peers``.
+``peak_device_bytes``, ``task_device_bytes``, ``host_tasks`` (tasks that ran out of device
+memory and went on on the host), ``triangles``, ``rc`` and ``error`` (its last stderr line),
+``peers``.
 """
 
 from __future__ import annotations
@@ -121,6 +123,7 @@ def run_one(run: dict[str, Any], timeout: int, extra: list[str]) -> dict[str, An
         "seconds": wall, "stage_seconds": result.get("seconds"),
         "peak_device_bytes": result.get("peak_device_bytes"),
         "task_device_bytes": result.get("task_device_bytes"),
+        "host_tasks": result.get("host_tasks"),
         "triangles": result.get("triangles"), "vertex_sum": result.get("vertex_sum"),
         "edges": result.get("edges"), "partitions": result.get("partitions"),
         "staging": (result.get("plan") or {}).get("staging"),

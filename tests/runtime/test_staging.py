@@ -315,3 +315,30 @@ def test_a_fold_short_of_device_memory_sums_the_rest_on_the_host(short_device):
     expected = sum(item[:5] * 3 for item in items)
     np.testing.assert_array_equal(small, expected)
     assert noted == [1] and device.moved == 2
+
+
+SEEN_BACKENDS: list[str] = []
+
+
+def moves_its_own(staging, values):
+    """A task that moves its own data and finds the device too small."""
+    SEEN_BACKENDS.append(staging.backend)
+    if staging.backend == "gpu":
+        raise MemoryError("out_of_memory (stand-in)")
+    return staging.to_device(values).sum()
+
+
+def test_a_task_moving_its_own_data_goes_on_on_the_host_when_the_device_is_short():
+    """A task that takes the staging and runs out of device memory runs again with the
+    staging's host twin, whose moves are identities."""
+    from dtri.runtime.staging import HostFallback
+
+    SEEN_BACKENDS.clear()
+    staged = Staging("host", "gpu")
+    task = staged.wrap(moves_its_own, on_host=True, moves_own_data=True)
+    assert isinstance(task, HostFallback) and task.__name__ == "moves_its_own"
+    assert task(staged, np.arange(4)) == 6
+    assert SEEN_BACKENDS == ["gpu", "cpu"]
+    assert pickle.loads(pickle.dumps(task))(Staging("host", "cpu"), np.arange(3)) == 3
+    assert staged.wrap(getitem, on_host=True) is getitem  # pickers stay as they are
+    assert Staging("host", "cpu").wrap(moves_its_own, True, True) is moves_its_own
