@@ -21,6 +21,7 @@ added above what was there when they started: what ``--memory-budget`` bounds.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -287,6 +288,8 @@ def note_fallback() -> None:
         return
     if meter is not None:
         meter.fell_back()
+    logging.getLogger("dtri.stages").warning(
+        "a task ran out of device memory and goes on on the host")
 
 
 def _worker_peaks(reader: str, *, dask_worker: Any) -> tuple[str | None, dict, dict, dict]:

@@ -3,6 +3,7 @@ and times each stage; a task's ``MemoryError`` becomes one line naming its stage
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from contextlib import redirect_stdout
@@ -11,6 +12,9 @@ from typing import Any
 import dask
 
 from dtri.errors import OutOfMemoryError
+
+log = logging.getLogger("dtri.stages")
+"""One INFO line per stage as it ends (``stage seconds``), for logs of long runs."""
 
 
 def out_of_memory(stage: str, error: MemoryError) -> OutOfMemoryError:
@@ -79,12 +83,12 @@ class StageTimer:
 
         for stage, collections in pending:
             futures = futures_of(collections)
-            if self.progress:  # one bar per stage
+            if self.progress:  # one bar per stage, under the stage's name
                 from distributed import progress
 
+                print(f"{stage}:", file=sys.stderr, flush=True)
                 with redirect_stdout(sys.stderr):  # keep stdout for the result (and --json)
                     progress(futures)
-                    print(file=sys.stderr)
             wait(futures)
             for future in futures:
                 if future.status == "error":  # wait() returns on failed tasks too: raise
@@ -93,15 +97,19 @@ class StageTimer:
                     if isinstance(error, MemoryError):
                         raise out_of_memory(stage, error) from error
                     raise error
-            self._add(stage)
+            seconds = self._add(stage)
+            if self.progress:
+                print(f" {seconds:.1f} s", file=sys.stderr, flush=True)
         self._since = None
 
-    def _add(self, stage: str) -> None:
-        """Wall time of a stage, added up when a stage runs in several steps."""
+    def _add(self, stage: str) -> float:
+        """Add a stage's wall time (added up when a stage runs in several steps); return it."""
         now = time.perf_counter()
         assert self._since is not None
-        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + now - self._since, 6)
-        self._since = now
+        seconds, self._since = now - self._since, now
+        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + seconds, 6)
+        log.info("%s %.3f s", stage, seconds)
+        return seconds
 
     def _run_locally(self, action: Any, stage: str, *collections: Any) -> tuple[Any, ...]:
         self._since = time.perf_counter()

@@ -24,6 +24,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -101,14 +102,20 @@ def run_one(run: dict[str, Any], timeout: int, extra: list[str]) -> dict[str, An
     if run["budget"]:
         args += ["--memory-budget", run["budget"]]
     started = time.perf_counter()
-    try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-        rc, stdout, stderr = done.returncode, done.stdout, done.stderr
-    except subprocess.TimeoutExpired as expired:
-        rc, stdout = 124, (expired.stdout or b"").decode() if isinstance(
-            expired.stdout, bytes) else (expired.stdout or "")
-        stderr = f"timed out after {timeout} s"
+    with tempfile.TemporaryFile("w+") as errors:  # stage names and bars (--progress), errors
+        try:
+            done = subprocess.run([*args, "--progress"], stdout=subprocess.PIPE,
+                                  stderr=errors, text=True, timeout=timeout)
+            rc, stdout = done.returncode, done.stdout
+        except subprocess.TimeoutExpired as expired:
+            rc, stdout = 124, (expired.stdout or b"").decode() if isinstance(
+                expired.stdout, bytes) else (expired.stdout or "")
+        errors.seek(0)
+        stderr = errors.read()
     wall = round(time.perf_counter() - started, 3)
+    sys.stderr.write(stderr)
+    if rc == 124:
+        stderr += f"\ntimed out after {timeout} s"
     result: dict[str, Any] = {}
     for line in stdout.splitlines():
         if line.startswith("{"):
