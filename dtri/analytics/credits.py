@@ -35,9 +35,9 @@ from dtri.analytics.plan import (
     csr_groups,
     reaches,
 )
-from dtri.kernels.csr import row_range
+from dtri.kernels.csr import list_cuts, row_range
 from dtri.kernels.dispatch import array_module
-from dtri.kernels.intersect import intersect, vertex_credits
+from dtri.kernels.intersect import CREDIT_DTYPE, intersect, vertex_credits
 from dtri.kernels.orient import add_counts
 from dtri.runtime.staging import Staging
 
@@ -128,30 +128,34 @@ def credit_group(staging: Staging, mode: str, rows: int, bounds: tuple[int, int]
     xp = array_module(group.offsets)
     group_state = xp.concatenate(states[:group_size]) if stateful else None
     per_edge = mode != "vertex"
-    vw = xp.zeros(group.edges, dtype=xp.uint32) if per_edge else None
+    vw = xp.zeros(group.edges, dtype=CREDIT_DTYPE) if per_edge else None
     starts = member_starts(members)
     totals = xp.zeros(vertices, dtype=xp.int64) if mode == "vertex" else None
     credited: dict[int, list[tuple[int, Any]]] = {}
-    for index, first, last in pieces:
+    for index, first_of_piece, last_of_piece in pieces:
         part = own_partition(staging, group, starts, index, parts[index])
-        piece = row_range(part, first, last)
-        found = intersect(piece, group, credits=True, group_credits=per_edge,
-                          part_state=states[index][first:last] if stateful else None,
-                          group_state=group_state, peel=mode == "peel", chunk_rows=rows)
-        if mode == "vertex":
-            vertex_credits(piece, found.uv, found.uw, vertices, out=totals)
-        else:
+        # a pass per span of about ``rows`` edges: the per-edge credits of a whole piece
+        # (R-MAT 28: a partition) do not fit beside the group and the vertex-wide totals
+        for first, last in itertools.pairwise(list_cuts(part, first_of_piece, last_of_piece,
+                                                        rows)):
+            piece = row_range(part, first, last)
+            found = intersect(piece, group, credits=True, group_credits=per_edge,
+                              part_state=states[index][first:last] if stateful else None,
+                              group_state=group_state, peel=mode == "peel", chunk_rows=rows,
+                              group_out=vw)
+            if mode == "vertex":
+                vertex_credits(piece, found.uv, found.uw, vertices, out=totals)
+                continue
             lowest = found.uv
             lowest += found.uw  # in place: each edge's credits as u-v and as u-w
-            credited.setdefault(index, []).append((first, lowest))
-            vw += found.vw
+            credited.setdefault(index, []).append((first, staging.to_host(lowest)))
     if mode == "vertex":
         return staging.to_host(totals)
     for index, start in enumerate(starts):
         edges = int(parts[index][0].shape[0])
         if edges:
-            credited.setdefault(index, []).append((0, vw[start: start + edges]))
-    return staging.to_host(credited)
+            credited.setdefault(index, []).append((0, staging.to_host(vw[start: start + edges])))
+    return credited
 
 
 def run_credits(graph: Any, mode: str, states: list[Any] | None = None,

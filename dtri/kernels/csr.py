@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, unpack_keys
-from dtri.kernels.dispatch import array_module, sort_keys
+from dtri.kernels.dispatch import array_module, sort_keys, to_host
 
 PROFILE_POINTS = 1024
 """Evenly spaced rows whose adjacency lists bound the checkpoints of a wedge profile."""
@@ -126,6 +126,20 @@ def row_range(csr: CSR, first: int, last: int) -> CSR:
     low = int(xp.searchsorted(csr.offsets, rows[:1], side="right")[0]) - 1
     high = max(int(xp.searchsorted(csr.offsets, rows[1:], side="left")[0]), low)
     return CSR(csr.dst[first:last], csr.offsets[low: high + 1] - first, csr.low + low)
+
+
+def list_cuts(csr: CSR, first: int, last: int, most: int) -> list[int]:
+    """Edge positions ``first = c0 < c1 < ... = last`` at list starts of ``csr`` cutting the
+    edges ``[first, last)`` (whole lists) into spans of about ``most`` edges: each cut is
+    the last list start at or before its mark, so a span is longer only by a list that
+    crosses it."""
+    if last - first <= most:
+        return [first, last]
+    xp = array_module(csr.offsets)
+    marks = xp.arange(first + most, last, most, dtype=xp.int64)
+    at = xp.searchsorted(csr.offsets, marks, side="right") - 1
+    starts = to_host(csr.offsets[at]).tolist()
+    return [first, *sorted({c for c in starts if first < c < last}), last]
 
 
 def joined(low: int, high: int, parts: Sequence[CSR], xp: Any = None) -> CSR:

@@ -165,7 +165,7 @@ class Intersection(NamedTuple):
 
 def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bool = False,
               part_state: Any = None, group_state: Any = None, peel: bool = False,
-              chunk_rows: int | None = None) -> Intersection:
+              chunk_rows: int | None = None, group_out: Any = None) -> Intersection:
     """Triangles closed by the edges of ``part`` whose target lies in ``group``'s source range.
 
     ``credits``: also return ``uv`` and ``uw`` (per edge of ``part``); ``group_credits``: also
@@ -173,7 +173,9 @@ def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bo
     neither): only edges in a state other than gone take part; with ``peel``, only the
     triangles with a leaving edge are counted, and only the alive (not leaving) edges are
     credited. ``chunk_rows``: on the GPU, partition rows per pass (bounds the working
-    arrays). ``part`` and ``group`` may be the same CSR.
+    arrays). ``group_out``: the group's credits are added to it in place (one group-wide
+    array for many calls) instead of to a new ``vw``. ``part`` and ``group`` may be the same
+    CSR.
     """
     if (part_state is None) != (group_state is None):
         raise ValueError("give both part_state and group_state, or neither")
@@ -185,7 +187,7 @@ def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bo
         uv = xp.zeros(part.edges, dtype=CREDIT_DTYPE)
         uw = xp.zeros(part.edges, dtype=CREDIT_DTYPE)
     if group_credits:
-        vw = xp.zeros(group.edges, dtype=CREDIT_DTYPE)
+        vw = xp.zeros(group.edges, dtype=CREDIT_DTYPE) if group_out is None else group_out
     if part.edges == 0 or group.edges == 0 or group.high <= group.low:
         return Intersection(0, uv, uw, vw)
     if xp.__name__ == "cupy":

@@ -78,7 +78,9 @@ def weighted_counts(ids: Any, weights: Any, vertices: int, out: Any = None) -> A
     import cupyx
 
     counts = xp.zeros(vertices, dtype=xp.uint64) if out is None else out.view(xp.uint64)
-    cupyx.scatter_add(counts, ids, weights.astype(xp.uint64))
+    # int64 weights as they are (two's complement adds alike), no copy of a per-edge array
+    cupyx.scatter_add(counts, ids, weights.view(xp.uint64) if weights.dtype == xp.int64
+                      else weights.astype(xp.uint64))
     return counts.view(xp.int64)
 
 

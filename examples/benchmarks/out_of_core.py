@@ -32,6 +32,20 @@ from typing import Any
 from orientation_bench import commit  # this folder's scripts name their commit alike
 
 BENCHMARK = "out-of-core"
+FIELDS = ("benchmark", "graph", "device", "backend", "commit", "command", "analytic",
+          "input_files", "rmm_pool_size", "memory_budget", "seconds", "stage_seconds",
+          "peak_device_bytes", "task_device_bytes", "host_tasks", "triangles", "vertex_sum",
+          "edges", "partitions", "staging", "rc", "error", "peers", "note")
+"""Every line's keys, in this order (``None`` where a run has no value)."""
+
+
+def record(**values: Any) -> dict[str, Any]:
+    """One benchmark line: the :data:`FIELDS`, with ``values`` and the run's machine."""
+    unknown = set(values) - set(FIELDS)
+    if unknown:
+        raise ValueError(f"not a field of the benchmark's lines: {sorted(unknown)}")
+    base = {"benchmark": BENCHMARK, "device": device(), "backend": "gpu", "commit": commit()}
+    return {key: values.get(key, base.get(key)) for key in FIELDS}
 
 
 def device() -> str:
@@ -121,20 +135,16 @@ def run_one(run: dict[str, Any], timeout: int, extra: list[str]) -> dict[str, An
         if line.startswith("{"):
             result = json.loads(line)
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    return {
-        "benchmark": BENCHMARK, "graph": run["input"], "device": device(), "backend": "gpu",
-        "commit": commit(), "command": " ".join(["dtri", *args[3:]]),
-        "analytic": run["command"], "input_files": input_files(run["input"]),
-        "rmm_pool_size": run["pool"], "memory_budget": result.get("memory_budget",
-                                                                  run["budget"]),
-        "seconds": wall, "stage_seconds": result.get("seconds"),
-        "peak_device_bytes": result.get("peak_device_bytes"),
-        "task_device_bytes": result.get("task_device_bytes"),
-        "host_tasks": result.get("host_tasks"),
-        "triangles": result.get("triangles"), "vertex_sum": result.get("vertex_sum"),
-        "edges": result.get("edges"), "partitions": result.get("partitions"),
-        "staging": (result.get("plan") or {}).get("staging"),
-        "rc": rc, "error": lines[-1] if rc and lines else None, "peers": {}}
+    return record(
+        graph=run["input"], command=" ".join(["dtri", *args[3:]]), analytic=run["command"],
+        input_files=input_files(run["input"]), rmm_pool_size=run["pool"],
+        memory_budget=result.get("memory_budget", run["budget"]), seconds=wall,
+        stage_seconds=result.get("seconds"), peak_device_bytes=result.get("peak_device_bytes"),
+        task_device_bytes=result.get("task_device_bytes"), host_tasks=result.get("host_tasks"),
+        triangles=result.get("triangles"), vertex_sum=result.get("vertex_sum"),
+        edges=result.get("edges"), partitions=result.get("partitions"),
+        staging=(result.get("plan") or {}).get("staging"), rc=rc,
+        error=lines[-1] if rc and lines else None, peers={})
 
 
 def peer(spec: str) -> dict[str, Any]:
@@ -151,10 +161,8 @@ def peer(spec: str) -> dict[str, Any]:
     del src, dst
     cupy.get_default_memory_pool().free_all_blocks()
     report = run_peer("pylibcugraph", edges, 1)
-    return {"benchmark": BENCHMARK, "graph": spec, "device": device(), "backend": "gpu",
-            "commit": commit(), "command": f"out_of_core.py peer {spec}",
-            "seconds": None, "stage_seconds": None, "triangles": None,
-            "peers": {"pylibcugraph": report}}
+    return record(graph=spec, command=f"out_of_core.py peer {spec}",
+                  peers={"pylibcugraph": report})
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dtri.kernels.csr import CSR, from_sorted, row_range, rows_of, sources
+from dtri.kernels.csr import CSR, from_sorted, list_cuts, row_range, rows_of, sources
 from dtri.kernels.intersect import (
     STATE_ALIVE,
     STATE_GONE,
@@ -134,6 +134,28 @@ def test_a_row_range_is_a_csr_of_whole_lists_as_views():
     assert np.shares_memory(piece.dst, graph.dst)
     whole = row_range(graph, 0, graph.edges)
     assert whole.edges == graph.edges and sources(whole).tolist() == sources(graph).tolist()
+
+
+@given(pairs=st.sets(st.tuples(st.integers(0, 15), st.integers(0, 15))
+                     .filter(lambda e: e[0] < e[1]), min_size=1),
+       most=st.integers(1, 12), data=st.data())
+def test_list_cuts_split_a_range_at_list_starts_into_spans_of_about_most_edges(pairs, most,
+                                                                              data):
+    graph = csr(pairs)
+    starts = set(graph.offsets.tolist())
+    first = data.draw(st.sampled_from(sorted(starts)[:-1]))
+    last = data.draw(st.sampled_from(sorted(s for s in starts if s > first)))
+    cuts = list_cuts(graph, first, last, most)
+    assert cuts[0] == first and cuts[-1] == last and cuts == sorted(set(cuts))
+    assert set(cuts) <= starts  # whole lists
+    longest = int(np.diff(graph.offsets).max())
+    assert all(b - a <= most + longest for a, b in itertools.pairwise(cuts))
+
+
+def test_list_cuts_of_short_lists_are_spans_of_most_edges():
+    graph = csr({(u, v) for u in range(6) for v in range(u + 1, u + 3)})  # lists of 2 (and 1)
+    assert list_cuts(graph, 0, graph.edges, 4) == [0, 4, 8, graph.edges]
+    assert list_cuts(graph, 2, 6, 4) == [2, 6]
 
 
 def test_states_come_in_pairs():
