@@ -198,8 +198,11 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
         click.echo(json.dumps({**source, **summary}))
         return
     for name, value in summary.items():
-        if name in ("top", "seconds", "peak_device_bytes") or value is None:
+        if name in ("top", "seconds", "peak_device_bytes", "task_device_bytes") \
+                or value is None or value == {}:
             continue
+        if name == "memory_budget":
+            value = f"{format_bytes(value)} a task"
         click.echo(f"{name:<22} {value}")
     if summary.get("top"):
         columns = list(summary["top"][0])
@@ -236,8 +239,10 @@ def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str 
             memory = graph.memory()
             if (peaks := memory.peak_device_bytes()) is not None:
                 summary["peak_device_bytes"] = peaks
-            if memory.host_tasks():
-                summary["host_tasks"] = memory.host_tasks()
+                summary["task_device_bytes"] = memory.task_device_bytes()
+            summary["host_tasks"] = memory.host_tasks()
+            summary.update(partitions=graph.partitions, memory_budget=graph.task_budget,
+                           staging=graph.staging.where)
     _report(summary, as_json, _source(paths, spec, seed))
 
 

@@ -39,6 +39,7 @@ from fsspec.utils import infer_compression, read_block
 
 from dtri.errors import ConfigurationError, InputError, InputNotFoundError
 from dtri.input.frames import EdgeArrays
+from dtri.input.gzip_index import build_index, open_at, points_for
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -106,6 +107,9 @@ class TextBlock:
     offset: int
     length: int | None
     layout: Layout
+    seek_points: bytes | None = None
+    """A gzip file's seek points for this block (:mod:`dtri.input.gzip_index`): it decompresses
+    from the last point before ``offset``, not from the start of the stream."""
 
 
 class _LineError(Exception):
@@ -367,15 +371,23 @@ def _plan_text_file(
     size = fs.size(path)
     first = start - 1 if start > 0 else 0  # the header's newline, so data starts at `start`
 
-    def block(k: int, length: int | None) -> TextBlock:
+    def block(k: int, length: int | None, index: bytes | None = None) -> TextBlock:
         offset = first + k * blocksize
-        return TextBlock(fs, path, name, compression, offset, length, layout)
+        points = None if index is None else points_for(index, offset)
+        return TextBlock(fs, path, name, compression, offset, length, layout, points)
 
     if compression is None:
         count = max(1, math.ceil((size - first) / blocksize))
         return [block(k, blocksize) for k in range(count)]
     if size < blocksize / 4:
         return [block(0, None)]
+    if compression == "gzip":  # decompressed once here; each block from its own seek point
+        with fs.open(path, "rb") as f:
+            text, index = build_index(f, name, blocksize)
+        if index is None:
+            return [block(0, None)]
+        count = max(1, math.ceil((text - first) / blocksize))
+        return [block(k, blocksize, index) for k in range(count)]
     count = math.ceil(4 * size / blocksize)
     return [block(k, blocksize if k < count - 1 else None) for k in range(count)]
 
@@ -425,6 +437,12 @@ def _read_stream_block(f: IO[bytes], offset: int, length: int | None) -> bytes:
 
 
 def _read_block_bytes(block: TextBlock) -> bytes:
+    if block.seek_points is not None:
+        with block.fs.open(block.path, "rb") as raw, \
+                open_at(raw, block.seek_points, block.name) as f:
+            # from the byte before the offset: its line, if it ends there, is not this block's
+            f.seek(max(block.offset - 1, 0))
+            return _read_stream_block(f, min(block.offset, 1), block.length)
     with _open_text(block.fs, block.path, block.name, block.compression) as f:
         if block.compression is None:
             return read_block(f, block.offset, block.length, delimiter=b"\n")
@@ -567,6 +585,8 @@ def _parse_exact(data: bytes, block: TextBlock) -> tuple[Any, Any]:
         try:
             edge = _edge(line, block.layout)
         except _LineError as error:
+            if block.seek_points is not None:
+                _check_stream_end(block)  # a cut-short stream, not the line, is the trouble
             raise InputError(str(error), block.name, _first_line_number(block) + index) from None
         if edge is not None:
             edges.append(edge)
@@ -891,13 +911,15 @@ def read_edges(
     with pandas.  When nothing matches here but a distributed client is active, the read is
     planned on a worker, for files only the cluster's workers see.
 
-    Uncompressed text is split into ``blocksize`` byte ranges aligned to newlines.  A gzip or
-    bz2 stream cannot be entered in the middle, so a compressed file smaller than blocksize/4
-    is one block, and a larger one ceil(4 * compressed size / blocksize) blocks, block k
+    Uncompressed text is split into ``blocksize`` byte ranges aligned to newlines, and so is
+    the text of a gzip file: the planner decompresses it once to find seek points (one every
+    ``blocksize`` bytes of text, :mod:`dtri.input.gzip_index`), and each block decompresses
+    from the point before it, so the work stays linear in the file. Other compressed streams
+    (bz2, xz, ...) cannot be entered in the middle: a file smaller than blocksize/4 is one
+    block, and a larger one ceil(4 * compressed size / blocksize) blocks, block k
     decompressing from the start up to decompressed offset k * blocksize and the last one
     reading on to EOF: quadratic decompression work in exchange for parallel parsing and about
-    one block of text per task (the last takes whatever lies past the estimate).  Recompress
-    big inputs as many smaller files to avoid both.
+    one block of text per task.  Recompress such inputs with gzip, or as many smaller files.
 
     Parquet is read by row groups (:func:`parquet_pieces`): consecutive groups, of one file or
     of several, taken together up to :data:`PARQUET_PIECE_ROWS` rows per partition, a larger
@@ -974,7 +996,7 @@ def collection_from_plan(plan: ReadPlan, storage_options: dict | None = None,
         return _parquet_collection(plan, storage_options, dataframe_backend)
     if not plan:  # no data blocks (e.g. an empty Matrix Market file)
         return dd.from_pandas(_meta(), npartitions=1)
-    if any(block.layout.shape is not None for block in plan):
+    if any(block.layout.shape is not None or block.seek_points is not None for block in plan):
         return _counted_collection(plan)
     return dd.from_map(parse_block, list(plan), meta=_meta(), label="read-edges",
                        enforce_metadata=False)
@@ -1002,6 +1024,14 @@ def _check_entry_count(name: str, nnz: int, rows: list[int]) -> None:
         raise InputError(f"declares {nnz} entries (nnz) but has {found}", name)
 
 
+def _check_stream_end(block: TextBlock) -> None:
+    """Raise when a gzip file read by seek points is truncated or corrupt: its blocks read
+    only their own stretches, and a stream cut short ends without an error there."""
+    with _open_text(block.fs, block.path, block.name, block.compression) as f:
+        while f.read(_CHUNK):
+            pass
+
+
 def _after_check(part: Any, check: None) -> Any:
     """A block's partition, once its file's entry count is checked (the check is a
     dependency)."""
@@ -1013,7 +1043,9 @@ def checked_blocks(blocks: tuple[TextBlock, ...], parse: Any = parse_block) -> l
     :func:`parse_block_arrays` arrays), each Matrix Market file's entries counted against its
     nnz in the same graph, reading each block once: the block tasks parse, one check task per
     file sums its blocks' row counts, and each partition of that file is its block passed on
-    once the check has run, so any compute of a partition raises a wrong count."""
+    once the check has run, so any compute of a partition raises a wrong count. A gzip file
+    read by seek points is checked likewise, by one task that decompresses it to its end
+    (beside the blocks, not before them)."""
     token = tokenize(blocks, parse)
     parsed = [
         dask.delayed(parse)(block, dask_key_name=(f"read-edges-parse-{token}", k))
@@ -1022,14 +1054,18 @@ def checked_blocks(blocks: tuple[TextBlock, ...], parse: Any = parse_block) -> l
     parts = list(parsed)
     for f, members in enumerate(_file_ranges(blocks)):
         first = blocks[members[0]]
-        if first.layout.shape is None:
+        if first.layout.shape is not None:
+            rows = [dask.delayed(len)(parsed[k], dask_key_name=(f"read-edges-rows-{token}", k))
+                    for k in members]
+            check = dask.delayed(_check_entry_count)(
+                first.name, first.layout.shape.nnz, rows,
+                dask_key_name=(f"read-edges-check-{token}", f),
+            )
+        elif first.seek_points is not None:
+            check = dask.delayed(_check_stream_end)(
+                first, dask_key_name=(f"read-edges-check-{token}", f))
+        else:
             continue
-        rows = [dask.delayed(len)(parsed[k], dask_key_name=(f"read-edges-rows-{token}", k))
-                for k in members]
-        check = dask.delayed(_check_entry_count)(
-            first.name, first.layout.shape.nnz, rows,
-            dask_key_name=(f"read-edges-check-{token}", f),
-        )
         for k in members:
             parts[k] = dask.delayed(_after_check)(
                 parsed[k], check, dask_key_name=(f"read-edges-checked-{token}", k)

@@ -22,6 +22,7 @@ added above what was there when they started: what ``--memory-budget`` bounds.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -43,18 +44,33 @@ COLLECTING_KEYS = ("list", "tuple", "dict", "finalize")
 """Key prefixes of the tasks with which Dask gathers a stage's results (not stages)."""
 
 
+OUTPUT_STAGE = "output"
+"""The stage of Dask's own tasks beyond the read: those that make a result's collection, sum
+or first rows (``reset_index``, ``sum-tree``, ``first_rows``, ...)."""
+
+TOKEN = re.compile(r"[0-9a-f]{32}")
+"""A Dask token (:func:`dask.base.tokenize`): where a ``dtri-<stage>-...`` key's stage ends."""
+
+
 def stage_of(key: Any) -> str | None:
     """The stage a task belongs to, from its key: ``dtri-<stage>-<token>-...`` gives
-    ``<stage>``; the readers' and the generator's keys give ``read``; Dask's own gathering
-    tasks ``None``; any other key its prefix (Dask's ``key_split``)."""
+    ``<stage>`` (every word before the token, so ``edge_bins`` and ``k-truss`` alike); the
+    readers' and the generator's keys give ``read``; Dask's own gathering tasks ``None``;
+    any other task :data:`OUTPUT_STAGE`."""
     name = key_split(key)
     if name in COLLECTING_KEYS:
         return None
-    if name.startswith("dtri-") and name != "dtri-generate":
-        return name[len("dtri-"):]
     if name.startswith(READ_KEYS):
         return "read"
-    return name
+    first = key[0] if isinstance(key, tuple) and key else key
+    if isinstance(first, str) and first.startswith("dtri-"):
+        words = []
+        for word in first.split("-")[1:]:
+            if TOKEN.fullmatch(word):
+                break
+            words.append(word)
+        return "-".join(words) or OUTPUT_STAGE
+    return OUTPUT_STAGE
 
 
 class Probe(Protocol):

@@ -22,11 +22,13 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, MutableMapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
@@ -42,6 +44,8 @@ from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
+SPILL_LOGGER = logging.getLogger("distributed.spill")
+"""Dask's logger of failed spills, which dtri's spill buffer logs to as well."""
 KERNEL_THREADS = "dtri.kernel-threads"
 """``dask.config`` key: threads a compiled CPU kernel may use within one task (default 1).
 Runs on the synchronous scheduler set it to this process's cores: one task runs at a time,
@@ -90,7 +94,9 @@ class MemoryCaps:
     cuDF and CuPy allocate: a hard cap on the GPU memory one worker uses."""
     spill_directory: str | None = None
     """Where workers write spilled results (their local directory; default Dask's
-    ``temporary-directory``, else the system's temporary directory)."""
+    ``temporary-directory``, else the system's temporary directory). dtri creates it and
+    writes a file there before it starts a worker; CPU workers with a memory limit keep in
+    memory what a full disk refuses (:func:`failsafe_spill_buffer`)."""
 
     OPTIONS: ClassVar[dict[str, str]] = {
         "memory_limit": "--memory-limit", "device_memory_limit": "--device-memory-limit",
@@ -319,6 +325,50 @@ def unguarded_script_line() -> int | None:
     return None
 
 
+@functools.cache
+def _failsafe_spill_buffer() -> type:
+    """Dask's ``SpillBuffer``, made to keep results in memory wherever the disk refuses them.
+
+    Dask does so when a result is stored and spilling it (or an older one) fails: it logs
+    "Spill to disk failed; keeping data in memory". Reading a spilled result back also
+    spills older ones to make room, and there a full disk's ``OSError`` (``ENOSPC``,
+    ``EDQUOT``, ``EFBIG``) goes unhandled: the task that needed the result fails, and the
+    count stops with a bare "[Errno 28] No space left on device" that names neither the
+    disk nor an option (distributed 2026.8). zict keeps each result whose spill failed in
+    memory, so the one read back is still at hand."""
+    from distributed.spill import SpillBuffer
+
+    class FailsafeSpillBuffer(SpillBuffer):
+        def __getitem__(self, key: Any) -> object:
+            try:
+                return super().__getitem__(key)
+            except OSError:
+                # in memory now, or still on disk (read without spilling) when it outweighs
+                # the target; a result that cannot be read raises again here
+                value = self.fast[key] if key in self.fast else self.slow[key]
+                SPILL_LOGGER.error("Spill to disk failed; keeping data in memory",
+                                   exc_info=True)
+                return value
+
+    return FailsafeSpillBuffer
+
+
+def failsafe_spill_buffer(worker_local_directory: str,
+                          memory_limit: int) -> MutableMapping[Any, object]:
+    """The store of a CPU worker with this memory limit (a Dask worker's ``data``): the
+    spill buffer Dask would build for it (the same target, directory and ``max-spill``), one
+    that keeps results in memory when its disk is full (:func:`_failsafe_spill_buffer`)."""
+    target = dask.config.get("distributed.worker.memory.target")
+    spill = dask.config.get("distributed.worker.memory.spill")
+    if not (target or spill):
+        return {}  # Dask spills nothing then either
+    max_spill = dask.config.get("distributed.worker.memory.max-spill")
+    return _failsafe_spill_buffer()(
+        os.path.join(worker_local_directory, "storage"),
+        target=int(memory_limit * target) if target else sys.maxsize,
+        max_spill=False if max_spill is False else parse_bytes(max_spill))
+
+
 def _start_local_cluster(backend: str, workers: int | None, protocol: str,
                          caps: MemoryCaps | None = None) -> Any:
     """A local cluster for one run; ``caps`` must have been through :func:`resolve_caps`."""
@@ -357,6 +407,8 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
             )
         from distributed import LocalCluster
 
+        if caps.memory_limit is not None:
+            memory["data"] = (failsafe_spill_buffer, {"memory_limit": caps.memory_limit})
         return LocalCluster(
             n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
             protocol=protocol, dashboard_address=":0", silence_logs=logging.CRITICAL, **memory,
@@ -414,11 +466,32 @@ def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
     )
 
 
-def _make_spill_directory(path: str) -> None:
+def _prepare_spill_directory(path: str | None) -> None:
+    """Create the workers' spill directory if need be, and write a byte to a file there: a
+    directory that cannot take one (not writable, a full disk, a read-only file system) is
+    one line naming the option, not a failure in each worker later. ``None``: the default
+    location, where Dask's scheduler would otherwise fail to start with a traceback when
+    no temporary directory is writable."""
+    if path is None:
+        try:
+            dask.config.get("temporary-directory", None) or tempfile.gettempdir()
+        except OSError as error:  # gettempdir could write to none of its candidates
+            raise ConfigurationError(f"the workers have nowhere to spill to "
+                                     f"({error.strerror or error}): give --spill-directory"
+                                     ) from None
+        return
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as error:
-        raise ConfigurationError(f"--spill-directory {path}: {error.strerror or error}") from None
+        raise ConfigurationError(f"--spill-directory {path}: cannot create it: "
+                                 f"{error.strerror or error}") from None
+    try:
+        with tempfile.TemporaryFile(dir=path, prefix=".dtri-spill-check-") as probe:
+            probe.write(b"\0")
+            probe.flush()
+    except OSError as error:
+        raise ConfigurationError(f"--spill-directory {path}: cannot write a file there: "
+                                 f"{error.strerror or error}") from None
 
 
 def _refuse_caps_for(caps: MemoryCaps, where: str) -> None:
@@ -606,8 +679,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
                 ) from None
             stack.callback(client.close)
         elif (client := active_client()) is None:
-            if caps.spill_directory is not None:
-                _make_spill_directory(caps.spill_directory)
+            _prepare_spill_directory(caps.spill_directory)
             if caps.memory_limit is not None:
                 stack.enter_context(dask.config.set(WORKER_MEMORY_CONFIG))
             cluster = _start_local_cluster(backend, workers, protocol, caps)

@@ -2,12 +2,14 @@
 and from Parquet files, each in a fresh ``dtri`` process, with pylibcugraph as a peer.
 
     python examples/benchmarks/out_of_core.py write rmat:26 /tmp/rmat26 --files 4
+    python examples/benchmarks/out_of_core.py write rmat:26 /tmp/rmat26txt --files 16 --text
     python examples/benchmarks/out_of_core.py run --out FILE.jsonl --graph rmat:26 \\
         /tmp/rmat26 /tmp/rmat26@4GiB rmat:26@2GiB rmat:28@16GiB rmat:24+triangles
     python examples/benchmarks/out_of_core.py peer rmat:26 --out FILE.jsonl
 
 ``write`` generates a graph on the GPU and writes it as Parquet with cuDF's defaults (row
-groups of a million rows), one file per part, ``--int32`` for int32 ids. A run is ``INPUT``
+groups of a million rows), one file per part, ``--int32`` for int32 ids, ``--text`` one SNAP
+text file written part by part instead. A run is ``INPUT``
 (a generator spec or a path), ``@POOL`` an RMM pool (``--rmm-pool-size``), ``:BUDGET`` a
 ``--memory-budget``, ``+triangles`` the per-vertex command instead of the count (its sum / 3
 is the count). Each run prints and appends one JSON line: ``benchmark``, ``graph``,
@@ -62,8 +64,9 @@ def emit(record: dict[str, Any], out: str | None) -> None:
             handle.write(line + "\n")
 
 
-def write(spec: str, directory: str, files: int, int32: bool) -> None:
-    """The graph ``spec`` as ``files`` Parquet files written by cuDF, generated on the GPU."""
+def write(spec: str, directory: str, files: int, int32: bool, text: bool = False) -> None:
+    """The graph ``spec`` as ``files`` Parquet files written by cuDF, generated on the GPU;
+    ``text``: as one SNAP text file (``edges.txt``) written in ``files`` pieces."""
     import cudf
     import cupy
 
@@ -78,9 +81,13 @@ def write(spec: str, directory: str, files: int, int32: bool) -> None:
         dtype = cupy.int32 if int32 else cupy.int64
         frame = cudf.DataFrame({"src": src.astype(dtype), "dst": dst.astype(dtype)})
         del src, dst
-        frame.to_parquet(f"{directory}/part-{k:05d}.parquet", index=False)
+        if text:
+            with open(f"{directory}/edges.txt", "ab") as handle:
+                frame.to_csv(handle, sep=" ", header=False, index=False)
+        else:
+            frame.to_parquet(f"{directory}/part-{k:05d}.parquet", index=False)
         del frame
-    print(json.dumps({"wrote": spec, "directory": directory, "files": files,
+    print(json.dumps({"wrote": spec, "directory": directory, "files": 1 if text else files,
                       "rows": graph.edges, "int32": int32,
                       "seconds": round(time.perf_counter() - started, 3),
                       "bytes": sum(p.stat().st_size for p in Path(directory).iterdir())}),
@@ -173,6 +180,7 @@ def main() -> None:
     writing.add_argument("directory")
     writing.add_argument("--files", type=int, default=4)
     writing.add_argument("--int32", action="store_true")
+    writing.add_argument("--text", action="store_true", help="one SNAP text file")
     running = commands.add_parser("run")
     running.add_argument("runs", nargs="+")
     running.add_argument("--out")
@@ -183,7 +191,7 @@ def main() -> None:
     peering.add_argument("--out")
     args = parser.parse_args()
     if args.what == "write":
-        write(args.spec, args.directory, args.files, args.int32)
+        write(args.spec, args.directory, args.files, args.int32, args.text)
     elif args.what == "run":
         for run in args.runs:
             emit(run_one(parse_run(run), args.timeout, args.extra.split()), args.out)

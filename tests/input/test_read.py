@@ -31,6 +31,7 @@ from dtri.input.read import (
     detect_format,
     parquet_pieces,
     parse_block,
+    plan_read,
     read_edges,
 )
 from tests.oracles import SHARED_DATA
@@ -303,13 +304,33 @@ def test_tiny_blocksize_with_csv_header(tmp_path):
     check(read_edges(write(tmp_path / "g.csv", text), blocksize=32), edges)
 
 
-def test_large_gzip_splits_into_several_blocks(tmp_path):
-    edges = random_edges(20000, seed=1)
-    data = gzip.compress(snap_text(edges).encode())
-    path = write(tmp_path / "g.txt.gz", data)
-    ddf = read_edges(path, blocksize=16 * 1024)
-    assert ddf.npartitions == -(-4 * len(data) // (16 * 1024)) > 10
-    check(ddf, edges)
+def test_large_gzip_splits_into_blocks_of_its_text_each_from_its_own_seek_point(tmp_path):
+    """The planner decompresses once and cuts the text itself; each block carries only the
+    seek point it starts from (about one 32 KiB window, whatever the file's size)."""
+    edges = random_edges(200_000, seed=1)
+    text = snap_text(edges).encode()
+    path = write(tmp_path / "g.txt.gz", gzip.compress(text))
+    blocksize = 64 * 1024
+    plan = plan_read(path, blocksize=blocksize)
+    assert len(plan) == -(-len(text) // blocksize) > 40
+    assert all(len(block.seek_points) <= 40 * 1024 for block in plan)
+    assert len({block.seek_points for block in plan}) > 2  # later blocks start further on
+    check(read_edges(path, blocksize=blocksize), edges)
+
+
+def test_seek_points_of_a_block_open_the_stream_at_its_offset(tmp_path):
+    from dtri.input.gzip_index import build_index, open_at, points_for
+
+    text = snap_text(random_edges(300_000, seed=4)).encode()
+    raw = io.BytesIO(gzip.compress(text, compresslevel=1))
+    size, index = build_index(raw, "g.txt.gz", 1 << 20)
+    assert size == len(text)
+    for offset in (0, 1, len(text) // 3, (1 << 20) + 5, len(text) - 7):
+        points = points_for(index, offset)
+        assert len(points) < len(index) or offset < (1 << 20)
+        with open_at(raw, points, "g.txt.gz") as stream:
+            stream.seek(offset)
+            assert stream.read(4096) == text[offset: offset + 4096]
 
 
 @settings(max_examples=300, deadline=None)

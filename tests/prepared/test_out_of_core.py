@@ -37,6 +37,9 @@ def _write(layout: str, edges: np.ndarray, directory) -> str:
     elif layout == "many row groups":
         path = directory / "many.parquet"
         pq.write_table(table, path, row_group_size=3000)
+    elif layout == "gzip text":
+        path = directory / "edges.txt.gz"
+        np.savetxt(path, edges, fmt="%d")  # numpy compresses a .gz name
     else:
         path = directory / "edges.txt"
         np.savetxt(path, edges, fmt="%d")
@@ -44,7 +47,7 @@ def _write(layout: str, edges: np.ndarray, directory) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["one row group", "many row groups", "text"])
+@pytest.mark.parametrize("layout", ["one row group", "many row groups", "text", "gzip text"])
 def test_one_file_of_any_layout_counts_exactly_under_a_1_mib_budget(graph200k, tmp_path,
                                                                     layout):
     edges, expected = graph200k

@@ -1,12 +1,21 @@
 """Memory caps of the local cluster dtri starts: counts larger than a worker's memory limit
 spill to disk and stay exact; caps are refused where they cannot apply; peak memory and
-spilled bytes are reported (the GPU test needs a GPU and runs on the GPU host)."""
+spilled bytes are reported; a spill directory that cannot be written, a disk that fills while
+workers spill and a worker killed with spilled results give one line or the exact count, and
+leave no spill files behind (the GPU test needs a GPU and runs on the GPU host)."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import resource
+import signal
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -19,10 +28,11 @@ from dtri.runtime.memory import measured_memory
 from dtri.runtime.session import (
     MemoryCaps,
     default_device_memory_limit,
+    failsafe_spill_buffer,
     open_runtime,
     resolve_caps,
 )
-from tests.oracles import networkx_triangles
+from tests.oracles import REPO_ROOT, networkx_triangles
 
 SCALE = 12
 """R-MAT 12: 65,536 generated edges, 48,416 simple ones: 775 kB as oriented edges (16 B)."""
@@ -42,6 +52,17 @@ def rmat12():
 
 def _spilled(report: dict) -> int:
     return sum(worker["spilled_bytes"] or 0 for worker in report.values())
+
+
+def leftover_spill_files(spill: Path) -> list[str]:
+    """What Dask's workers left in ``spill`` (relative paths): spilled results and worker
+    directories, none of which may stay once a run ends. Dask's workspace
+    (``dask-scratch-space``) and its empty lock files may: ``global.lock``, ``purge.lock``,
+    and a killed worker's ``worker-*.dirlock``, which the next worker started there frees."""
+    assert spill.is_dir(), f"{spill} was not created"
+    return sorted(str(path.relative_to(spill)) for path in spill.rglob("*")
+                  if path != spill / "dask-scratch-space"
+                  and not (path.suffix in (".lock", ".dirlock") and path.stat().st_size == 0))
 
 
 def test_edges_larger_than_the_memory_limit_spill_to_disk_and_count_exactly(rmat12, tmp_path):
@@ -66,17 +87,22 @@ def test_edges_larger_than_the_memory_limit_spill_to_disk_and_count_exactly(rmat
     for worker in report.values():
         assert worker["peak_process_bytes"] > 0
         assert worker["peak_device_bytes"] is None and worker["spilled_device_bytes"] is None
+    assert leftover_spill_files(spill) == []
 
 
 def test_cli_count_under_a_memory_limit_is_exact(rmat12, tmp_path):
+    """The count is exact, and the spill directory, which dtri created, stays without the
+    spilled results (and worker directories) once the run ends."""
     _, expected = rmat12
+    spill = tmp_path / "new" / "spill"
     result = CliRunner().invoke(main, [
         "count", "--generate", f"rmat:{SCALE}", "--backend", "cpu", "--workers", "2",
         "--memory-limit", str(LIMIT), "--memory-budget", "512KiB",
-        "--spill-directory", str(tmp_path), "--json"])
+        "--spill-directory", str(spill), "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["triangles"] == expected and report["memory_budget"] == LIMIT
+    assert leftover_spill_files(spill) == []
 
 
 def test_bench_records_peaks_and_spilled_bytes_per_worker():
@@ -204,6 +230,172 @@ def test_no_client_measures_nothing():
             measured_memory(session) as report:
         assert session.caps == MemoryCaps()
     assert report == {}
+
+
+# ---------------------------------------------------------------------------- spill faults
+
+
+def _count_spilling(spill: Path | None) -> list[str]:
+    """``dtri count`` arguments of the R-MAT 12 count that spills (as in the CLI test above)."""
+    return ["count", "--generate", f"rmat:{SCALE}", "--backend", "cpu", "--workers", "2",
+            "--memory-limit", str(LIMIT), "--memory-budget", "512KiB", "--json",
+            *(["--spill-directory", str(spill)] if spill is not None else [])]
+
+
+def test_a_spill_directory_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("a file, not a directory\n")
+    spill = tmp_path / "file" / "spill"
+    line = _one_line_error(CliRunner().invoke(main, _count_spilling(spill)))
+    assert line == (f"dtri: error: --spill-directory {spill}: cannot create it: "
+                    f"{os.strerror(errno.ENOTDIR)}")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to a directory without write "
+                                              "permission all the same")
+def test_a_spill_directory_without_write_permission_is_one_line(tmp_path):
+    """An existing directory passes ``os.makedirs``; the workers would fail in it later, each
+    with its own traceback."""
+    spill = tmp_path / "spill"
+    spill.mkdir(mode=0o500)
+    try:
+        line = _one_line_error(CliRunner().invoke(main, _count_spilling(spill)))
+    finally:
+        spill.chmod(0o700)
+    assert line == (f"dtri: error: --spill-directory {spill}: cannot write a file there: "
+                    f"{os.strerror(errno.EACCES)}")
+    assert leftover_spill_files(spill) == []
+
+
+def _count_with_file_size_limit(limit: int, spill: Path | None) -> subprocess.CompletedProcess:
+    """The spilling count, run by ``python -m dtri`` in a process that, with its workers,
+    cannot write a file past ``limit`` bytes (``RLIMIT_FSIZE``): such a write fails with
+    ``EFBIG`` (Python ignores ``SIGXFSZ``) as one to a full disk fails with ``ENOSPC``."""
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run([sys.executable, "-m", "dtri", *_count_spilling(spill)],
+                          capture_output=True, text=True, timeout=240, cwd=REPO_ROOT,
+                          preexec_fn=limit_file_size, check=False)
+
+
+def test_a_disk_that_fills_while_workers_spill_still_counts_exactly(rmat12, tmp_path):
+    """Spill files cannot grow past 64 KiB: the smaller results spill, the larger stay in
+    memory. Before dtri's spill buffer (:func:`failsafe_spill_buffer`) this run stopped
+    with "dtri: error: [Errno 27] File too large", naming neither the disk nor an option:
+    Dask raised the error where a result read back from disk spilled others."""
+    _, expected = rmat12
+    spill = tmp_path / "spill"
+    done = _count_with_file_size_limit(64 * 1024, spill)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["triangles"] == expected
+    assert leftover_spill_files(spill) == []
+
+
+@pytest.mark.parametrize("given", [True, False], ids=["spill-directory", "default"])
+def test_a_full_spill_disk_is_one_line_naming_the_directory(tmp_path, given):
+    """Not a byte can be written: dtri says so before it starts a worker, of the directory
+    given, or of the system's temporary directories (where Dask's scheduler would fail to
+    start, with a traceback)."""
+    spill = tmp_path / "spill" if given else None
+    done = _count_with_file_size_limit(0, spill)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    if given:
+        assert lines[0] == (f"dtri: error: --spill-directory {spill}: cannot write a file "
+                            f"there: {os.strerror(errno.EFBIG)}")
+        assert leftover_spill_files(spill) == []
+    else:
+        assert lines[0].startswith("dtri: error: the workers have nowhere to spill to (No "
+                                   "usable temporary directory found in ")
+        assert lines[0].endswith("): give --spill-directory")
+
+
+def test_reading_a_result_back_onto_a_full_disk_keeps_the_results_in_memory(tmp_path,
+                                                                            monkeypatch):
+    """Reading a spilled result back spills older ones to make room; when the disk is full,
+    Dask's own spill buffer raised that ``OSError`` into the task that needed the result.
+    dtri's keeps them all in memory, as Dask does when storing a result fails; a result
+    that cannot be read back still raises."""
+    import zict
+
+    buffer = failsafe_spill_buffer(str(tmp_path), memory_limit=1000)  # target: 600 bytes
+    first, second = b"1" * 400, b"2" * 400  # 433 bytes each to Dask's sizeof
+    buffer["first"], buffer["second"] = first, second
+    assert set(buffer.fast) == {"second"} and set(buffer.slow) == {"first"}
+
+    def full_disk(self, key, value):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(zict.File, "__setitem__", full_disk)
+        assert buffer["first"] == first  # spilling "second" failed
+        assert set(buffer.fast) == {"first", "second"} and not buffer.slow
+        assert buffer["second"] == second
+
+    buffer["third"] = b"3" * 400  # spills "first" and "second"
+    for spilled in (tmp_path / "storage").iterdir():
+        spilled.unlink()
+    with pytest.raises(FileNotFoundError):
+        buffer["first"]
+
+
+def _pid_and_storage(dask_worker) -> tuple[int, str]:
+    """A worker's process id and the directory it spills results to."""
+    return os.getpid(), os.path.join(dask_worker.local_directory, "storage")
+
+
+def _spilled_files(storage: str) -> list[str]:
+    try:
+        return os.listdir(storage)
+    except FileNotFoundError:  # before the first spill
+        return []
+
+
+KILL_TIMEOUT = 180
+"""Seconds for the count to end after the kill."""
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_killed_with_spilled_results_is_replaced_and_the_count_is_exact(
+        rmat12, tmp_path):
+    """SIGKILL a worker as soon as it has results on disk, while the count runs: its nanny
+    starts another, the scheduler recomputes what was lost, the count equals NetworkX's,
+    and once the runtime closes no spill file is left, the killed worker's included."""
+    edges, expected = rmat12
+    spill = tmp_path / "spill"
+    outcome: dict = {}
+
+    def count() -> None:
+        try:  # on the runtime's client, the default one
+            outcome["result"] = dtri.count(edges, backend="cpu", memory_budget=LIMIT)
+        except BaseException as error:  # reported below
+            outcome["error"] = error
+
+    with open_runtime(Options(backend="cpu", workers=2, memory_limit=LIMIT,
+                              spill_directory=spill)) as session:
+        workers = session.client.run(_pid_and_storage)
+        runner = threading.Thread(target=count, name="dtri-count", daemon=True)
+        runner.start()
+        victim, spilled = None, []
+        while victim is None and runner.is_alive():
+            for pid, storage in workers.values():
+                if spilled := _spilled_files(storage):
+                    victim = pid
+                    os.kill(pid, signal.SIGKILL)
+                    break
+            time.sleep(0.005)
+        runner.join(KILL_TIMEOUT)
+        assert victim is not None, f"no worker spilled before the count ended: {outcome}"
+        assert not runner.is_alive(), (
+            f"the count did not end within {KILL_TIMEOUT} s after worker {victim} was killed")
+        if "error" in outcome:
+            raise AssertionError(f"the count failed after worker {victim} was killed with "
+                                 f"{len(spilled)} results on disk") from outcome["error"]
+        pids = set(session.client.run(os.getpid).values())
+        assert victim not in pids and len(pids) == 2, pids
+    assert outcome["result"].triangles == expected
+    assert leftover_spill_files(spill) == []
 
 
 # ------------------------------------------------------------------------------------ GPU

@@ -37,7 +37,9 @@ class FakeProbe:
     ("input_partition-0123456789abcdef0123456789abcdef", "read"),
     ("dtri-k-truss-0123456789abcdef0123456789abcdef-1", "k-truss"),
     ("list-0123456789abcdef0123456789abcdef", None),
-    ("something-else-0123456789abcdef", "something-else"),
+    ("dtri-wedges_join-0123456789abcdef0123456789abcdef-2", "wedges_join"),
+    (("reset_index-0123456789abcdef0123456789abcdef", 0), "output"),
+    ("sum-tree-0123456789abcdef0123456789abcdef", "output"),
 ])
 def test_a_task_key_names_its_stage(key, stage):
     assert stage_of(key) == stage
