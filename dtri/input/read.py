@@ -671,13 +671,25 @@ class ParquetPlan:
         return parquet_pieces(list(self.groups), self.piece_rows)
 
 
-def _footer_facts(fs: AbstractFileSystem, path: str, columns: list[str]
+@contextmanager
+def _parquet_errors(name: str) -> Iterator[None]:
+    """pyarrow's refusal of a file that is not Parquet (or is cut short) as an InputError
+    naming the file."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except pa.ArrowInvalid as error:
+        raise InputError(f"not a readable Parquet file ({error})", name) from None
+
+
+def _footer_facts(fs: AbstractFileSystem, path: str, name: str, columns: list[str]
                   ) -> tuple[list[int], str | None]:
     """From one Parquet file's footer: the rows of each row group, and a negative id its
     statistics record (if any)."""
     import pyarrow.parquet as pq
 
-    with fs.open(path, "rb") as f:
+    with fs.open(path, "rb") as f, _parquet_errors(name):
         meta = pq.ParquetFile(f).metadata
     rows, negative = [], None
     for group in range(meta.num_row_groups):
@@ -745,8 +757,8 @@ def _plan_parquet(
     import pyarrow.parquet as pq
 
     label = files[0][2] if len(files) == 1 else f"{files[0][2]} (one of {len(files)} files)"
-    fs, path, _ = files[0]
-    with fs.open(path, "rb") as handle:
+    fs, path, first = files[0]
+    with fs.open(path, "rb") as handle, _parquet_errors(first):
         schema = pq.read_schema(handle)
     names = [str(name) for name in schema.names]
     if columns is None:
@@ -762,7 +774,7 @@ def _plan_parquet(
             raise InputError(f"column {column!r} has type {shown}, not integer ids", label)
     groups: list[tuple[str, str, int, int]] = []
     for fs, path, name in files:
-        rows, negative = _footer_facts(fs, path, picked)
+        rows, negative = _footer_facts(fs, path, name, picked)
         if negative is not None:
             raise InputError(negative, name)
         url = fs.unstrip_protocol(path)

@@ -28,7 +28,7 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
@@ -466,6 +466,29 @@ def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
     )
 
 
+@contextmanager
+def _environ_kept() -> Iterator[Callable[[], None]]:
+    """This process's environment as it was, given back on exit and by the callable yielded:
+    a Dask nanny sets the variables of ``distributed.nanny.pre-spawn-environ``
+    (``OMP_NUM_THREADS=1``, ...) in its own process before it spawns a worker, so a local
+    cluster left them in the caller's process, where they slowed its own threaded code and
+    reached every child it started afterwards (GNU ``nproc`` answered 1)."""
+    keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), "PYTHONHASHSEED"}
+    saved = {key: os.environ.get(key) for key in keys}
+
+    def restore() -> None:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+    try:
+        yield restore
+    finally:
+        restore()
+
+
 def _prepare_spill_directory(path: str | None) -> None:
     """Create the workers' spill directory if need be, and write a byte to a file there: a
     directory that cannot take one (not writable, a full disk, a read-only file system) is
@@ -682,7 +705,9 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             _prepare_spill_directory(caps.spill_directory)
             if caps.memory_limit is not None:
                 stack.enter_context(dask.config.set(WORKER_MEMORY_CONFIG))
+            restore_environ = stack.enter_context(_environ_kept())
             cluster = _start_local_cluster(backend, workers, protocol, caps)
+            restore_environ()
             stack.callback(cluster.close)
             client = Client(cluster)
             stack.callback(client.close)

@@ -215,6 +215,22 @@ def test_parquet_rejects_non_integer_and_negative_ids(tmp_path):
     assert info.value.path == str(negative)
 
 
+@pytest.mark.parametrize("cut", [0, 1, 2])
+def test_a_cut_short_parquet_file_in_a_directory_is_named(tmp_path, cut):
+    """A writer stopped mid-directory leaves a file of a few bytes: the error names that
+    file, whether it is the first one (its schema is read) or a later one (its footer)."""
+    folder = tmp_path / "edges"
+    folder.mkdir()
+    for k in range(3):
+        pd.DataFrame({"src": [k, k + 1], "dst": [k + 2, k + 3]}).to_parquet(
+            folder / f"part-{k}.parquet")
+    broken = folder / f"part-{cut}.parquet"
+    broken.write_bytes(b"PAR1")
+    with pytest.raises(InputError, match="not a readable Parquet file") as info:
+        read_edges(folder)
+    assert str(info.value).startswith(f"{broken}: ")
+
+
 def test_parquet_unknown_columns(tmp_path):
     path = tmp_path / "g.parquet"
     pd.DataFrame({"a": [1], "b": [2]}).to_parquet(path)

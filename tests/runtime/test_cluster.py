@@ -179,6 +179,21 @@ def _job_script(slurm, **options) -> str:
         return cluster.job_script()
 
 
+def test_a_local_cluster_leaves_this_process_environment_as_it_was(monkeypatch):
+    """Dask's nannies set OMP_NUM_THREADS=1 (and the rest of their pre-spawn environment) in
+    the process that starts them; dtri gives the caller its own values back."""
+    from dtri.options import Options
+    from dtri.runtime.session import open_runtime
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    with open_runtime(Options(backend="cpu", workers=2)) as session:
+        assert session.workers == 2
+        assert "OMP_NUM_THREADS" not in os.environ
+        assert os.environ["MKL_NUM_THREADS"] == "3"
+    assert "OMP_NUM_THREADS" not in os.environ and os.environ["MKL_NUM_THREADS"] == "3"
+
+
 def test_slurm_gpu_job_script(slurm):
     script = _job_script(slurm, backend="gpu", nodes=2, gpus_per_node=4, cores=32,
                          memory="256GiB", partition="gpu", account="graphs",
