@@ -49,7 +49,8 @@ start_munge() {
 
 write_conf() {
     local cpus memory
-    cpus=$(nproc)
+    # the node's processors: GNU nproc reads OMP_NUM_THREADS as a cap (Dask sets it to 1)
+    cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
     memory=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
     mkdir -p "$DIR/ctld" "$DIR/d"
     cat >"$CONF" <<CONFIG
