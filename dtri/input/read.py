@@ -22,6 +22,7 @@ import lzma
 import math
 import os
 import re
+import warnings
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -480,10 +481,12 @@ def _within(column: Any, size: int) -> bool:
 def _columns_numpy(data: bytes, layout: Layout, usecols: list[int]) -> list[Any]:
     """The columns ``usecols`` of a block, by NumPy's ``loadtxt``."""
     whitespace = layout.sep == WHITESPACE
-    table = np.loadtxt(io.BytesIO(data), dtype=np.int64, ndmin=2, usecols=usecols,
-                       delimiter=None if whitespace else layout.sep,
-                       comments=[chr(c) for c in layout.comments],
-                       quotechar=None if whitespace else '"', encoding="utf-8")
+    with warnings.catch_warnings():  # a block of comments or blank lines holds no edge: fine
+        warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)
+        table = np.loadtxt(io.BytesIO(data), dtype=np.int64, ndmin=2, usecols=usecols,
+                           delimiter=None if whitespace else layout.sep,
+                           comments=[chr(c) for c in layout.comments],
+                           quotechar=None if whitespace else '"', encoding="utf-8")
     return [table[:, k] for k in range(len(usecols))]
 
 

@@ -215,6 +215,14 @@ def test_parquet_rejects_non_integer_and_negative_ids(tmp_path):
     assert info.value.path == str(negative)
 
 
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "\n\n"])
+def test_a_file_without_edges_reads_empty_and_warns_nothing(tmp_path, text, recwarn):
+    path = write(tmp_path / "g.txt", text)
+    frame = read_edges(path).compute(scheduler="synchronous")
+    assert len(frame) == 0 and list(frame.columns) == ["src", "dst"]
+    assert [str(w.message) for w in recwarn] == []
+
+
 @pytest.mark.parametrize("cut", [0, 1, 2])
 def test_a_cut_short_parquet_file_in_a_directory_is_named(tmp_path, cut):
     """A writer stopped mid-directory leaves a file of a few bytes: the error names that
