@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import io
 import struct
+from bisect import bisect_right
+from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -58,28 +60,33 @@ def build_index(f: IO[bytes], name: str, spacing: int) -> tuple[int, bytes | Non
     return size, exported.getvalue()
 
 
-def points_for(index: bytes, offset: int) -> bytes:
-    """The seek points of ``index`` a block at text ``offset`` needs: the first and the last
-    at or before ``offset`` (the whole index if its format is not ``GZIDX`` version 1)."""
+def points_for(index: bytes, offsets: Sequence[int]) -> list[bytes]:
+    """The seek points of ``index`` each block at a text offset of ``offsets`` needs: the
+    first and the last at or before its offset (the whole index, for every block, if its
+    format is not ``GZIDX`` version 1). The index is read once for all the blocks."""
     try:
         ident, version, flags, packed, text, spacing, window, count = _HEADER.unpack_from(index)
     except struct.error:
-        return index
+        return [index] * len(offsets)
     if ident != _ID or version != _VERSION:
-        return index
+        return [index] * len(offsets)
     points = [_POINT.unpack_from(index, _HEADER.size + i * _POINT.size) for i in range(count)]
     at, windows = _HEADER.size + count * _POINT.size, []
     for point in points:
         windows.append(index[at: at + window] if point[3] else b"")
         at += window if point[3] else 0
     if at != len(index) or not points:
-        return index
-    before = max(i for i, point in enumerate(points) if point[1] <= offset or i == 0)
-    keep = sorted({0, before})
-    return b"".join([_HEADER.pack(ident, version, flags, packed, text, spacing, window,
-                                  len(keep)),
-                     *(_POINT.pack(*points[i]) for i in keep),
-                     *(windows[i] for i in keep)])
+        return [index] * len(offsets)
+    starts = [point[1] for point in points]  # ascending text offsets, the first one 0
+    chosen = []
+    for offset in offsets:
+        before = max(bisect_right(starts, offset) - 1, 0)
+        keep = sorted({0, before})
+        chosen.append(b"".join([_HEADER.pack(ident, version, flags, packed, text, spacing,
+                                             window, len(keep)),
+                                *(_POINT.pack(*points[i]) for i in keep),
+                                *(windows[i] for i in keep)]))
+    return chosen
 
 
 @contextmanager

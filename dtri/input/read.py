@@ -15,6 +15,7 @@ and an entry count other than the declared nnz are errors too.
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import itertools
@@ -22,7 +23,6 @@ import lzma
 import math
 import os
 import re
-import warnings
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -372,9 +372,8 @@ def _plan_text_file(
     size = fs.size(path)
     first = start - 1 if start > 0 else 0  # the header's newline, so data starts at `start`
 
-    def block(k: int, length: int | None, index: bytes | None = None) -> TextBlock:
+    def block(k: int, length: int | None, points: bytes | None = None) -> TextBlock:
         offset = first + k * blocksize
-        points = None if index is None else points_for(index, offset)
         return TextBlock(fs, path, name, compression, offset, length, layout, points)
 
     if compression is None:
@@ -388,7 +387,8 @@ def _plan_text_file(
         if index is None:
             return [block(0, None)]
         count = max(1, math.ceil((text - first) / blocksize))
-        return [block(k, blocksize, index) for k in range(count)]
+        points = points_for(index, [first + k * blocksize for k in range(count)])
+        return [block(k, blocksize, points[k]) for k in range(count)]
     count = math.ceil(4 * size / blocksize)
     return [block(k, blocksize if k < count - 1 else None) for k in range(count)]
 
@@ -480,14 +480,23 @@ def _within(column: Any, size: int) -> bool:
 
 def _columns_numpy(data: bytes, layout: Layout, usecols: list[int]) -> list[Any]:
     """The columns ``usecols`` of a block, by NumPy's ``loadtxt``."""
+    if not _data_line(layout.comments).search(data):
+        # comments and blank lines only: no edge (loadtxt would warn "input contained no
+        # data"; a filter around it would change the warning filters of every thread)
+        return [np.empty(0, dtype=np.int64) for _ in usecols]
     whitespace = layout.sep == WHITESPACE
-    with warnings.catch_warnings():  # a block of comments or blank lines holds no edge: fine
-        warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)
-        table = np.loadtxt(io.BytesIO(data), dtype=np.int64, ndmin=2, usecols=usecols,
-                           delimiter=None if whitespace else layout.sep,
-                           comments=[chr(c) for c in layout.comments],
-                           quotechar=None if whitespace else '"', encoding="utf-8")
+    table = np.loadtxt(io.BytesIO(data), dtype=np.int64, ndmin=2, usecols=usecols,
+                       delimiter=None if whitespace else layout.sep,
+                       comments=[chr(c) for c in layout.comments],
+                       quotechar=None if whitespace else '"', encoding="utf-8")
     return [table[:, k] for k in range(len(usecols))]
+
+
+@functools.cache
+def _data_line(comments: bytes) -> re.Pattern[bytes]:
+    """A line whose first character after blanks starts neither a comment nor the line's
+    end: a line that holds data."""
+    return re.compile(rb"^[ \t\r\f\v]*[^" + re.escape(comments) + rb" \t\r\f\v\n]", re.M)
 
 
 def _columns_pandas(data: bytes, layout: Layout, usecols: list[int]) -> list[Any]:

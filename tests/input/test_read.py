@@ -349,8 +349,8 @@ def test_seek_points_of_a_block_open_the_stream_at_its_offset(tmp_path):
     raw = io.BytesIO(gzip.compress(text, compresslevel=1))
     size, index = build_index(raw, "g.txt.gz", 1 << 20)
     assert size == len(text)
-    for offset in (0, 1, len(text) // 3, (1 << 20) + 5, len(text) - 7):
-        points = points_for(index, offset)
+    offsets = (0, 1, len(text) // 3, (1 << 20) + 5, len(text) - 7)
+    for offset, points in zip(offsets, points_for(index, offsets), strict=True):
         assert len(points) < len(index) or offset < (1 << 20)
         with open_at(raw, points, "g.txt.gz") as stream:
             stream.seek(offset)
