@@ -15,6 +15,7 @@ session, shapes the input (:func:`dtri.input.frames.local_input` for an in-proce
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 from typing import Any
 
@@ -32,28 +33,34 @@ from dtri.input.frames import (
 from dtri.options import RUNTIME_OPTIONS, Options
 from dtri.prepared.graph import PreparedGraph, prepare_graph
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
-from dtri.runtime.session import LOCAL_SCHEDULERS, Runtime, in_process_budget, open_runtime
+from dtri.runtime.session import LOCAL_SCHEDULERS, Runtime, active_client, open_runtime
 
 
 class Session:
     """The options of a run, checked once, and the Dask cluster they name, open for as long as
     the session is (``with``, or :meth:`close`). Without ``scheduler`` it uses the active
-    ``distributed.Client``; failing that, on the CPU it runs in this process (no worker
-    processes; :mod:`dtri.runtime.session`) unless ``workers`` is given or the first input is
-    too big for one task, and otherwise starts a local cluster (one worker per GPU, or per
-    core) and closes it with the session."""
+    ``distributed.Client``; failing that, it runs in this process, on the CPU or the current
+    GPU (no worker processes, no Dask graph; :mod:`dtri.runtime.session`), unless ``workers``
+    or memory caps are given or the first input is too big for one task, and otherwise
+    starts a local cluster (one worker per GPU, or per core) and closes it with the
+    session."""
 
     def __init__(self, options: Options | None = None, /, **changes: Any):
         self.options = Options.of(options, **changes)
         self.runtime: Runtime | None = None
         self._stack = ExitStack()
 
-    def open(self, input_on_gpu: bool = False, input_fits: bool = True) -> Runtime:
-        """The session's runtime, opened on first use (``input_on_gpu`` picks the GPU backend
-        under ``backend="auto"``; ``input_fits``: the input fits one in-process task)."""
+    def open(self, input_on_gpu: bool = False, input_rows: int | None = 0, *,
+             one_input: bool = False) -> Runtime:
+        """The session's runtime, opened on first use, for an input of ``input_rows`` edges
+        (``None``: not known before it is read): whether the run stays in this process
+        (:func:`dtri.runtime.session.placement`), and under ``backend="auto"`` whether it
+        uses the GPU: an input on the GPU does, and for a session of ``one_input`` (what
+        :func:`prepare` opens for itself) one too small to gain from it does not."""
         if self.runtime is None:
             self.runtime = self._stack.enter_context(
-                open_runtime(self.options, input_on_gpu, input_fits))
+                open_runtime(self.options, input_on_gpu, input_rows, BYTES_PER_EDGE_IN_FLIGHT,
+                             one_input=one_input))
         return self.runtime
 
     @property
@@ -61,9 +68,13 @@ class Session:
         """Whether the session's tasks run (or, not yet open, may run) in this process."""
         if self.runtime is not None:
             return self.runtime.client is None
-        scheduler = self.options.scheduler
+        options = self.options
+        scheduler = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+        caps = (options.memory_limit, options.device_memory_limit, options.rmm_pool_size,
+                options.spill_directory)
         return (scheduler is None or scheduler in LOCAL_SCHEDULERS) and \
-            self.options.scheduler_file is None and self.options.workers is None
+            options.scheduler_file is None and options.workers is None and \
+            all(cap is None for cap in caps)
 
     def close(self) -> None:
         """Close what the session opened (a local cluster, its client)."""
@@ -75,7 +86,9 @@ class Session:
         return prepare(edges, session=self, **options)
 
     def __enter__(self) -> Session:
-        self.open()
+        if not self.local or active_client() is not None:
+            self.open()  # a cluster named or given: connect now
+        # else the first input decides: in this process if it fits one task, else a cluster
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -99,12 +112,11 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     chosen = Options.of(session.options, **(options if not owned else {}))
     try:
         on_gpu = input_on_gpu(edges)
-        local = local_input(edges, chosen) if session.local and not on_gpu else None
-        rows = local.rows if local is not None else known_rows(edges)
-        fits = rows is not None and rows * BYTES_PER_EDGE_IN_FLIGHT <= in_process_budget()
-        runtime = session.open(on_gpu, fits)
-        if local is not None and runtime.client is None and runtime.backend == "cpu":
-            source: Any = local.parts
+        local = local_input(edges, chosen) if session.local else None
+        runtime = session.open(on_gpu, local.rows if local is not None else known_rows(edges),
+                               one_input=owned)
+        if local is not None and runtime.client is None:
+            source: Any = local.on(runtime.backend)
         else:
             max_rows = max(1, runtime.task_budget(chosen.memory_budget)
                            // BYTES_PER_EDGE_IN_FLIGHT)

@@ -455,7 +455,8 @@ def run_bench(graphs: list[str], options: Options, emit: Callable[[dict[str, Any
             parse_spec(graph)  # a bad spec fails before any work
     records = []
     with Session(options) as session:
-        chosen = parse_peers(peers, session.runtime.backend)
+        # nothing named: in this process (the graphs are prepared one at a time, on one GPU)
+        chosen = parse_peers(peers, session.open().backend)
         for graph in graphs:
             record = bench_graph(graph, session, repeat, seed, chosen)
             records.append(record)

@@ -155,6 +155,8 @@ def _print_plan(plan: dict[str, Any]) -> None:
                f"batches {plan['batches']} of at most {plan['batch_size']} wedges   "
                f"join {plan['join']}")
     choices = plan["choices"]
+    if plan.get("placement"):
+        click.echo(f"runs in        {plan['placement']}")
     click.echo(f"orientation    {choices['orientation']} ({choices['orientation_reason']})")
     click.echo(f"order          {choices['order']} ({choices['order_reason']})")
     if choices.get("longest_list") is not None:

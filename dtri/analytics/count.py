@@ -27,7 +27,7 @@ summaries alone; this module builds its task graph, whose keys are named after t
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dtri.analytics.plan import REDUCE_FAN_IN, CountPlan, build_plan, chunk_rows, staged_plan
@@ -83,6 +83,9 @@ class CountResult:
     host_tasks: dict[str, int] = field(default_factory=dict)
     """Per stage the tasks that ran out of device memory and went on on the host (with the
     same result, more slowly): measured where the workers have a stage meter."""
+    placement: str = ""
+    """Where the run went (this process, a local cluster, a running one) and on which
+    backend, and why (:func:`dtri.runtime.session.placement`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -116,34 +119,38 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         partitions=plan.partitions, backend=plan.backend, workers=plan.workers,
         orientation=graph.orientation, order=graph.order, join=plan.join,
         memory_budget=plan.memory_budget, seconds=seconds,
-        plan={**plan.to_dict(), "choices": graph.choices()},
+        plan={**plan.to_dict(), "choices": graph.choices(),
+              "placement": graph.runtime.reason},
         caps=graph.runtime.caps.sizes(), peak_device_bytes=memory.peak_device_bytes(),
         task_device_bytes=memory.task_device_bytes(), peak_device_source=memory.source,
-        read=dict(graph.read), host_tasks=memory.host_tasks())
+        read=dict(graph.read), host_tasks=memory.host_tasks(),
+        placement=graph.runtime.reason)
 
 
 def plan_count(graph: Any, timer: Any) -> CountPlan:
     """The plan of the counting phase (host staging: groups of partitions; else radix bins),
     timed as part of ``plan``; a list too long for the budget is named by its input id."""
-    started = time.perf_counter()
     runtime = graph.runtime
     try:
-        if graph.staging.on_host:
-            plan = staged_plan(graph.summaries, graph.vertices, workers=runtime.workers,
-                               threads_per_worker=runtime.threads_per_worker,
-                               backend=runtime.backend, task_budget=graph.task_budget)
-        else:
-            plan = build_plan(graph.summaries, graph.vertices, workers=runtime.workers,
-                              threads_per_worker=runtime.threads_per_worker,
-                              backend=runtime.backend, task_budget=graph.task_budget,
-                              bins=graph.options.bins, join=graph.options.join)
+        with timer.timed("plan"):
+            plan = _plan(graph, runtime)
     except ListTooLongError as error:  # name the vertex by its input id
         (vertex,) = timer.compute("plan", graph.tasks.task(
             "plan", input_id_of_rank, graph.ids, error.rank, key=("name",), on_host=True))
         raise ConfigurationError(f"{error} (vertex {vertex} of the input)") from None
-    timer.seconds["plan"] = round(timer.seconds.get("plan", 0.0)
-                                  + time.perf_counter() - started, 6)
     return plan
+
+
+def _plan(graph: Any, runtime: Any) -> CountPlan:
+    """The plan itself (host staging: groups of partitions; else radix bins)."""
+    if graph.staging.on_host:
+        return staged_plan(graph.summaries, graph.vertices, workers=runtime.workers,
+                           threads_per_worker=runtime.threads_per_worker,
+                           backend=runtime.backend, task_budget=graph.task_budget)
+    return build_plan(graph.summaries, graph.vertices, workers=runtime.workers,
+                      threads_per_worker=runtime.threads_per_worker,
+                      backend=runtime.backend, task_budget=graph.task_budget,
+                      bins=graph.options.bins, join=graph.options.join)
 
 
 def input_id_of_rank(ids: Any, rank: int) -> int:
@@ -205,7 +212,7 @@ def binned_joins(plan: CountPlan, graph: Any, timer: Any) -> list[Any]:
     tasks, parts = graph.tasks, graph.parts
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
     # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
-    owned = tasks if plan.owned else Tasks(tasks.staging)
+    owned = tasks if plan.owned else replace(tasks, workers=())
     # a bin holding the sources of one partition only, which lies in no other bin, is that
     # partition (a target of the bin's range outside the partition has no list): no copy
     bins_of: dict[int, int] = {}

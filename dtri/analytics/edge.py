@@ -55,10 +55,7 @@ def edge_frame(graph: Any, stage: str, build: Any, columns: dict[str, str],
     timer = graph.timer()
     persisted = timer.submit(stage, *frames)
     timer.settle()
-    import dask.dataframe as dd  # here: a summary that needs no collection skips its import
-
-    return dd.from_delayed(list(persisted), meta=frame_meta(graph, columns),
-                           verify_meta=False)
+    return tasks.collection(persisted, frame_meta(graph, columns), stage)
 
 
 def result_module(graph: Any) -> Any:

@@ -358,13 +358,11 @@ def graphlets(graph: Any, orbits: str = "all", kind: str = "net") -> dd.DataFram
     """Orbit frequencies σ0 … σ15 (``orbits="sigma0-4"``: σ0 … σ4) of every vertex, ``net``
     (induced) or ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …,
     one partition per sorted partition (cached on the graph)."""
-    import dask.dataframe as dd
-
     frames = graphlet_frames(graph, orbits, kind)
     key = f"graphlets-{orbits}-{kind}"
     if key not in graph.cache:
         meta = _meta(graph, kernels.ORBITS if orbits == "all" else kernels.BASIC_ORBITS)
-        graph.cache[key] = dd.from_delayed(frames, meta=meta, verify_meta=False)
+        graph.cache[key] = graph.tasks.collection(frames, meta, "graphlets")
     return graph.cache[key]
 
 

@@ -126,9 +126,7 @@ def _collection(graph: Any, stage: str, build: Any, name: str, dtype: str) -> dd
     timer = graph.timer()
     persisted = timer.submit(stage, *parts)
     timer.settle()
-    import dask.dataframe as dd  # here: a summary that needs no collection skips its import
-
-    return dd.from_delayed(list(persisted), meta=_meta(graph, name, dtype), verify_meta=False)
+    return tasks.collection(persisted, _meta(graph, name, dtype), stage)
 
 
 def _meta(graph: Any, name: str, dtype: str) -> Any:

@@ -60,6 +60,12 @@ class LocalInput(NamedTuple):
 
     parts: list[Any]
     rows: int
+    device_parts: list[Any] | None = None
+    """The partitions made on the GPU, where they can be (a generated graph)."""
+
+    def on(self, backend: str) -> list[Any]:
+        """The partitions for a run on ``backend``."""
+        return self.device_parts if backend == "gpu" and self.device_parts else self.parts
 
 
 def is_path_like(edges: Any) -> bool:
@@ -90,6 +96,21 @@ def _array_parts(edges: np.ndarray) -> list[EdgeArrays]:
     return [EdgeArrays(edges[:, 0], edges[:, 1])]
 
 
+def _device_array(edges: Any) -> bool:
+    """A CuPy array (any array on the GPU that is not a frame)."""
+    return is_device_object(edges) and hasattr(edges, "ndim") and not hasattr(edges, "columns")
+
+
+def arrays_on(part: EdgeArrays, backend: str) -> EdgeArrays:
+    """An in-process partition where ``backend`` computes: host arrays go to the GPU, one
+    copy a column (a small text file needs no cuDF reader on the way)."""
+    if backend != "gpu" or is_device_object(part.src):
+        return part
+    from dtri.runtime.gpu import device_array
+
+    return EdgeArrays(device_array(part.src), device_array(part.dst))
+
+
 def _generated_part(maker: Any, bounds: tuple[int, int]) -> EdgeArrays:
     return EdgeArrays(*maker.arrays(bounds))
 
@@ -102,19 +123,20 @@ def _text_rows(blocks: tuple) -> int:
 
 
 def local_input(edges: Any, options: Options) -> LocalInput | None:
-    """``edges`` as an in-process run reads it (text files, an ``(m, 2)`` NumPy array, a
-    generated graph); ``None`` for the inputs that go through a Dask DataFrame (Parquet,
+    """``edges`` as an in-process run reads it (text files, an ``(m, 2)`` NumPy or CuPy
+    array, a generated graph); ``None`` for the inputs that go through a Dask DataFrame (Parquet,
     DataFrames, GPU arrays, and files this process cannot see)."""
     from dtri.input.generate import GeneratedGraph
 
     if isinstance(edges, GeneratedGraph):
-        maker = edges.maker("cpu")
         token = dask.base.tokenize(edges)
-        parts = [dask.delayed(_generated_part, pure=True)(
-                     maker, bounds, dask_key_name=(f"dtri-generate-{token}", k))
-                 for k, bounds in enumerate(edges.ranges(options.npartitions))]
-        return LocalInput(parts, edges.edges)
-    if isinstance(edges, np.ndarray) and options.columns is None:
+        ranges = edges.ranges(options.npartitions)
+        cpu, gpu = ([dask.delayed(_generated_part, pure=True)(
+                        edges.maker(backend), bounds,
+                        dask_key_name=(f"dtri-generate-{backend}-{token}", k))
+                     for k, bounds in enumerate(ranges)] for backend in ("cpu", "gpu"))
+        return LocalInput(cpu, edges.edges, gpu)
+    if (isinstance(edges, np.ndarray) or _device_array(edges)) and options.columns is None:
         return LocalInput(_array_parts(edges), int(edges.shape[0]))
     if not is_path_like(edges):
         return None

@@ -14,7 +14,10 @@ from typing import Any
 import numba
 import numpy as np
 
+from dtri.kernels.compiled import watch_numba
 from dtri.kernels.intersect import HASHED, NOTHING
+
+watch_numba()  # their compiles and cache loads are reported apart from the stages
 
 
 @numba.njit(nogil=True, cache=True, inline="always")

@@ -36,6 +36,7 @@ from typing import Any
 
 import cupy
 
+from dtri.kernels.compiled import compiling
 from dtri.kernels.csr import CSR
 from dtri.kernels.intersect import (
     HASHED,
@@ -463,8 +464,11 @@ def kernel(name: str) -> Any:
     """A compiled kernel on the current device (the module is compiled once per device)."""
     device = cupy.cuda.runtime.getDevice()
     if device not in _modules:
-        _modules[device] = cupy.RawModule(code=KERNEL_SOURCE, options=("-std=c++17",),
-                                          name_expressions=list(_NAMES))
+        with compiling():  # compiled, or loaded from CuPy's disk cache
+            module = cupy.RawModule(code=KERNEL_SOURCE, options=("-std=c++17",),
+                                    name_expressions=list(_NAMES))
+            module.compile()
+        _modules[device] = module
     return _modules[device].get_function(name)
 
 

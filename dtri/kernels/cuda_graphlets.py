@@ -16,6 +16,8 @@ from typing import Any
 
 import cupy
 
+from dtri.kernels.compiled import compiling
+
 KERNEL_SOURCE = r"""
 __device__ __forceinline__ long long lower_bound(const int* values, long long low,
                                                  long long high, int wanted) {
@@ -147,7 +149,10 @@ def kernel(name: str) -> Any:
     """A compiled kernel on the current device (the module compiled once per device)."""
     device = cupy.cuda.runtime.getDevice()
     if device not in _modules:
-        _modules[device] = cupy.RawModule(code=KERNEL_SOURCE, options=("-std=c++17",))
+        with compiling():  # compiled, or loaded from CuPy's disk cache
+            module = cupy.RawModule(code=KERNEL_SOURCE, options=("-std=c++17",))
+            module.compile()
+        _modules[device] = module
     return _modules[device].get_function(name)
 
 

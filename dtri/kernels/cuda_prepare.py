@@ -15,6 +15,11 @@ from typing import Any
 
 import cupy
 
+from dtri.kernels.compiled import first_use
+
+_used: set[tuple[str, int]] = set()
+"""The kernels used so far on each device (their first use compiles them: counted apart)."""
+
 _dense_keys = cupy.ElementwiseKernel(
     "int64 src, int64 dst, raw int64 table, int32 bits", "int64 key",
     """
@@ -33,11 +38,13 @@ _oriented = cupy.ElementwiseKernel(
 def dense_edge_keys(src: Any, dst: Any, table: Any, bits: int) -> Any:
     """Packed keys ``(low << bits) | high`` of the dense ids ``table[src]``, ``table[dst]``,
     self-loops dropped."""
-    keys = _dense_keys(src, dst, table, cupy.int32(bits))
+    with first_use(_used, ("dense_keys", cupy.cuda.runtime.getDevice())):
+        keys = _dense_keys(src, dst, table, cupy.int32(bits))
     return keys[keys >= 0]
 
 
 def oriented_keys(keys: Any, rank: Any, bits: int) -> Any:
     """Packed keys re-pointed from lower to higher rank: ``(min << bits) | max`` of the
     ends' ranks."""
-    return _oriented(keys, rank, cupy.int32(bits))
+    with first_use(_used, ("oriented", cupy.cuda.runtime.getDevice())):
+        return _oriented(keys, rank, cupy.int32(bits))

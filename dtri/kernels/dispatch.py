@@ -4,8 +4,9 @@ The pipeline's kernels are written once against the array API that NumPy and CuP
 and against the DataFrame API that pandas and cuDF share. The few places where the two
 differ are functions here that dispatch on the type of their argument, registered the way
 ``dask/dataframe/dispatch.py`` registers pandas and cuDF: the GPU implementations live in
-:mod:`dtri.kernels.gpu` and are only imported the first time a cuDF or CuPy object is seen, so this
-module (and every test) imports without a GPU.
+:mod:`dtri.kernels.gpu` (CuPy) and :mod:`dtri.kernels.gpu_frames` (cuDF) and are only imported
+the first time a CuPy or cuDF object is seen, so this module (and every test) imports without a
+GPU, and a count of CuPy arrays does not import cuDF.
 """
 
 from __future__ import annotations
@@ -115,12 +116,17 @@ def _register_pandas() -> None:
 @array_module.register_lazy("cupy")
 @sort_keys.register_lazy("cupy")
 @is_device_object.register_lazy("cupy")
-@is_device_object.register_lazy("cudf")
 @series_from_arrays.register_lazy("cupy")
 @to_host.register_lazy("cupy")
+@column_to_array.register_lazy("cupy")
+@frame_from_arrays.register_lazy("cupy")
+def _register_cupy() -> None:
+    from dtri.kernels import gpu  # noqa: F401  (registers the CuPy implementations)
+
+
+@is_device_object.register_lazy("cudf")
 @column_to_array.register_lazy("cudf")
 @frame_from_arrays.register_lazy("cudf")
-@frame_from_arrays.register_lazy("cupy")
 @sizeof.register_lazy("cudf")
-def _register_gpu() -> None:
-    from dtri.kernels import gpu  # noqa: F401  (registers the cuDF/CuPy implementations)
+def _register_cudf() -> None:
+    from dtri.kernels import gpu, gpu_frames  # noqa: F401  (registers the cuDF implementations)

@@ -1,18 +1,14 @@
-"""cuDF/CuPy implementations of :mod:`dtri.kernels.dispatch`, imported lazily the first time a
-cuDF or CuPy object is seen, so dtri imports without a GPU."""
+"""CuPy implementations of :mod:`dtri.kernels.dispatch`, imported lazily the first time a CuPy
+array is seen, so dtri imports without a GPU. They import no cuDF: a count of arrays on the
+GPU (an in-process run) never loads it, which takes longer than a small graph's whole count.
+cuDF's own are in :mod:`dtri.kernels.gpu_frames`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import cudf
 import cupy
-import dask_cudf.backends  # noqa: F401  (cuDF's sizeof for Dask: see below)
 
-# Dask weighs stored results with ``dask.sizeof``, whose cuDF implementation lives in
-# dask_cudf.backends. A worker that only runs dtri's tasks never imports it, so a stored cuDF
-# frame weighed 48 B (its Python object) and dask-cuda's device memory limit never spilled
-# anything: :mod:`dtri.kernels.dispatch` registers this module lazily for cuDF's sizeof.
 from dtri.kernels.dispatch import (
     array_module,
     column_to_array,
@@ -36,22 +32,26 @@ def _cupy_to_host(array: cupy.ndarray) -> Any:
     return cupy.asnumpy(array)
 
 
-@column_to_array.register(cudf.Series)
-def _cudf_column(series: cudf.Series) -> cupy.ndarray:
-    return series.values
+@column_to_array.register(cupy.ndarray)
+def _array_column(array: cupy.ndarray) -> cupy.ndarray:
+    return array
 
 
-@frame_from_arrays.register((cudf.DataFrame, cupy.ndarray))
-def _cudf_frame(like: cudf.DataFrame | cupy.ndarray, columns: dict[str, Any]) -> cudf.DataFrame:
-    return cudf.DataFrame(columns)
-
-
-@is_device_object.register((cupy.ndarray, cudf.DataFrame, cudf.Series))
+@is_device_object.register(cupy.ndarray)
 def _on_device(value: Any) -> bool:
     return True
 
 
+@frame_from_arrays.register(cupy.ndarray)
+def _cudf_frame(like: cupy.ndarray, columns: dict[str, Any]) -> Any:
+    import cudf
+
+    return cudf.DataFrame(columns)
+
+
 @series_from_arrays.register(cupy.ndarray)
 def _cudf_series(values: cupy.ndarray, index: cupy.ndarray, name: str,
-                 index_name: str) -> cudf.Series:
+                 index_name: str) -> Any:
+    import cudf
+
     return cudf.Series(values, index=cudf.Index(index, name=index_name), name=name)

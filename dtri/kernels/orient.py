@@ -55,10 +55,8 @@ def id_counts(ids: Any, vertices: int) -> Any:
     xp = array_module(ids)
     if xp.__name__ != "cupy":
         return xp.bincount(ids, minlength=vertices).astype(xp.int64, copy=False)
-    import cupyx
-
     counts = xp.zeros(vertices, dtype=xp.uint64)
-    cupyx.scatter_add(counts, ids, xp.ones(1, dtype=xp.uint64)[0])
+    xp.add.at(counts, ids, xp.ones(1, dtype=xp.uint64)[0])
     return counts.view(xp.int64)
 
 
@@ -75,12 +73,10 @@ def weighted_counts(ids: Any, weights: Any, vertices: int, out: Any = None) -> A
             return scatter_add(ids, weights, vertices)
         scatter_add_into(out, ids, weights)
         return out
-    import cupyx
-
     counts = xp.zeros(vertices, dtype=xp.uint64) if out is None else out.view(xp.uint64)
     # int64 weights as they are (two's complement adds alike), no copy of a per-edge array
-    cupyx.scatter_add(counts, ids, weights.view(xp.uint64) if weights.dtype == xp.int64
-                      else weights.astype(xp.uint64))
+    xp.add.at(counts, ids, weights.view(xp.uint64) if weights.dtype == xp.int64
+              else weights.astype(xp.uint64))
     return counts.view(xp.int64)
 
 

@@ -6,14 +6,16 @@ order, the simple undirected edges as an ``(m, 2)`` array of label positions (se
 counted, then dropped), its graph attributes and the NetworkX graph it came from (for the
 attributes a k-truss keeps). Each function prepares the edges with :func:`dtri.prepare`
 (settings from ``nx.config.backends.dtri``), runs the analytic and maps the results back to the
-labels; the per-vertex triangles and degrees are cached on the converted graph, which
-NetworkX caches on the original, so ``clustering`` after ``triangles`` counts nothing again.
+labels; the prepared graph (where it is prepared in this process), the per-vertex triangles
+and the degrees are cached on the converted graph, which NetworkX caches on the original, so
+``clustering`` after ``triangles`` counts nothing again and ``k_truss`` prepares nothing.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import networkx as nx
@@ -186,15 +188,34 @@ def _by_node(graph: DtriGraph, series: Any) -> np.ndarray:
     return values
 
 
+@contextmanager
+def _prepared(graph: DtriGraph) -> Iterator[Any]:
+    """The converted graph prepared by dtri. One prepared in this process (no cluster: a
+    graph that fits one task) is cached on the converted graph, which NetworkX caches on the
+    original, so later calls prepare nothing again (as nx-cugraph keeps its converted graph
+    on the GPU); one on a cluster is released after the call, with the cluster it started."""
+    prepared = graph.cache.get("prepared")
+    if prepared is None or prepared.released:
+        import dtri
+
+        prepared = dtri.prepare(graph.edges, **_options())
+    try:
+        yield prepared
+    finally:
+        if prepared.runtime.client is None:
+            graph.cache["prepared"] = prepared
+        else:
+            graph.cache.pop("prepared", None)
+            prepared.release()
+
+
 def _triangle_counts(graph: DtriGraph) -> np.ndarray:
     """Triangles at every node (cached on the converted graph)."""
     if "triangles" not in graph.cache:
-        import dtri
-
         if graph.edges.shape[0] == 0:
             graph.cache["triangles"] = np.zeros(len(graph.nodes), dtype=np.int64)
         else:
-            with dtri.prepare(graph.edges, **_options()) as prepared:
+            with _prepared(graph) as prepared:
                 graph.cache["triangles"] = _by_node(graph, prepared.triangles().compute())
     return graph.cache["triangles"]
 
@@ -261,13 +282,11 @@ def k_truss(G: DtriGraph, k: int) -> nx.Graph:
         raise nx.NetworkXNotImplemented(
             "Input graph has self loops which is not permitted; "
             "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
-    import dtri
-
     kept = np.zeros((0, 2), dtype=np.int64)
     if G.edges.shape[0]:
-        with dtri.prepare(G.edges, **_options()) as prepared:
-            # NetworkX takes any k: below 3 every edge stays (dtri's k-truss starts at 0)
-            support = host_frame(prepared.k_truss(max(k, 0)).edge_support().compute())
+        # NetworkX takes any k: below 3 every edge stays (dtri's k-truss starts at 0)
+        with _prepared(G) as prepared, prepared.k_truss(max(k, 0)) as truss:
+            support = host_frame(truss.edge_support().compute())
         kept = np.stack([support["u"].to_numpy(), support["v"].to_numpy()], axis=1)
     present = np.unique(kept)  # the nodes left, in the original's order
     return convert_to_nx(DtriGraph([G.nodes[i] for i in present.tolist()],

@@ -137,7 +137,7 @@ class PreparedGraph:
     @property
     def tasks(self) -> Tasks:
         """The task builder of this graph's runtime."""
-        return Tasks(self.runtime.staging, self.runtime.addresses)
+        return self.runtime.tasks()
 
     @property
     def task_budget(self) -> int:
@@ -165,7 +165,7 @@ class PreparedGraph:
     def timer(self) -> StageTimer:
         """A stage timer for one analytic."""
         self._check()
-        return StageTimer(self.runtime.client, self.options.progress)
+        return self.runtime.timer(self.options.progress)
 
     # ----------------------------------------------------------------- analytics
 
@@ -280,9 +280,9 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     partitioning unless a partition is too big for one task."""
     started = time.perf_counter()
     runtime.stage_peaks()  # what ran before this graph is not its own
-    timer = StageTimer(runtime.client, options.progress)
+    timer = runtime.timer(options.progress)
     staging = runtime.staging
-    tasks = Tasks(staging, runtime.addresses)
+    tasks = runtime.tasks()
     task_budget = runtime.task_budget(options.memory_budget)
 
     local = isinstance(frame, list)  # an in-process run's arrays, in host memory already

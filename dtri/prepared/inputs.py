@@ -17,7 +17,8 @@ import math
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dtri.input.frames import EdgeArrays
+from dtri.input.frames import EdgeArrays, arrays_on
+from dtri.kernels.dispatch import array_module
 from dtri.runtime.session import Runtime
 from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
@@ -133,10 +134,9 @@ def concat_frames(*frames: Any) -> Any:
     if len(frames) == 1:
         return frames[0]
     if isinstance(frames[0], EdgeArrays):
-        import numpy as np
-
-        return EdgeArrays(np.concatenate([f.src for f in frames]),
-                          np.concatenate([f.dst for f in frames]))
+        xp = array_module(frames[0].src)
+        return EdgeArrays(xp.concatenate([f.src for f in frames]),
+                          xp.concatenate([f.dst for f in frames]))
     from dask.dataframe.dispatch import concat
 
     return concat(list(frames))
@@ -242,6 +242,8 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
     in-process run's delayed :class:`EdgeArrays`, those computed here."""
     if isinstance(edges, list):
         parts = list(timer.compute("read", *edges))
+        with timer.timed("read"):  # where the backend computes (host text to the GPU)
+            parts = [arrays_on(part, runtime.backend) for part in parts]
         return Inputs(None, parts, [len(part) for part in parts], [None] * len(parts))
     partitions = persisted_partitions(edges) if runtime.client is not None else None
     if partitions is None:
@@ -251,6 +253,8 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
         timer.settle()
         partitions = (persisted_partitions(edges) if runtime.client is not None
                       else None) or edges.to_delayed()
+        if tasks.eager:  # the partitions' values: eager tasks take no collections
+            partitions = list(timer.compute("read", *partitions))
     holders, sizes = input_placement(partitions, runtime)
     rows = input_rows(partitions, holders, sizes, task_budget, tasks, timer)
     return Inputs(edges, partitions, rows, holders)

@@ -4,15 +4,18 @@ staging, and RMM's peak-memory statistics. Imported only where a GPU is used."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cudf
 import cupy
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # imported where frames are made: an in-process count of arrays needs neither
+    import cudf
+    import pandas as pd
 
 HostEmpty = Callable[[tuple[int, ...] | int, Any], np.ndarray]
 """An allocator of uninitialized host arrays (the worker's staging arena, or ``numpy.empty``)."""
@@ -44,6 +47,8 @@ def host_array(array: cupy.ndarray, empty: HostEmpty = np.empty) -> np.ndarray:
 def device_frame(frame: Any) -> cudf.DataFrame:
     """A pandas frame's columns as a cuDF frame (the index is not kept: dtri's tasks read
     columns only)."""
+    import cudf
+
     return cudf.DataFrame({name: device_array(frame[name].to_numpy()) for name in frame.columns})
 
 
@@ -51,6 +56,8 @@ def host_copy(frame: cudf.DataFrame, empty: HostEmpty = np.empty) -> pd.DataFram
     """A cuDF frame of numeric columns as a pandas frame, one device-to-host copy per column
     (cuDF's ``to_pandas`` goes through Arrow: 0.3 s for a 16 Mi-edge partition on an H200),
     the columns kept as they are (pandas copies a dict's arrays by default)."""
+    import pandas as pd
+
     return pd.DataFrame({name: host_array(frame[name].values, empty)
                          for name in frame.columns}, copy=False)
 
@@ -64,6 +71,8 @@ def host_ids(frame: cudf.DataFrame, empty: HostEmpty = np.empty) -> pd.DataFrame
             c.shape[0] == 0 or (int(c.min()) >= 0 and int(c.max()) < 2**31)
             for c in columns.values()):
         columns = {name: c.astype(cupy.int32) for name, c in columns.items()}
+    import pandas as pd
+
     return pd.DataFrame({name: host_array(c, empty) for name, c in columns.items()},
                         copy=False)
 
@@ -163,7 +172,10 @@ def device_memory_bytes() -> int:
 def allocations_through_rmm() -> bool:
     """True when CuPy allocates through RMM as cuDF does (dask-cuda's
     ``rmm_allocator_external_lib_list=["cupy"]``), so that RMM's statistics see all of dtri's
-    GPU memory (:class:`dtri.runtime.meter.RmmProbe`)."""
+    GPU memory (:class:`dtri.runtime.meter.RmmProbe`). A process that has not imported RMM
+    cannot have given CuPy its allocator (and an in-process run does not import it to ask)."""
+    if "rmm" not in sys.modules:
+        return False
     try:
         from rmm.allocators.cupy import rmm_cupy_allocator
     except ImportError:

@@ -4,14 +4,18 @@
   read when it is not given), ``scheduler_file``, or the name of a local Dask scheduler
   (``"threads"``, ``"synchronous"``) for runs without ``distributed``.
 * Otherwise an active ``distributed.Client`` is used, as Dask users expect.
-* Failing that, a CPU run whose input fits one task runs *in process*: Dask's synchronous
-  scheduler, no worker processes, and the compiled kernels spread over this process's cores
-  (``dtri.kernel-threads`` in ``dask.config``). Nothing is started, so a script needs no
-  ``if __name__ == "__main__":`` guard.
-* Otherwise an embedded local cluster is started for the run: ``dask_cuda.LocalCUDACluster``
-  (one worker per visible GPU, ``CUDA_VISIBLE_DEVICES`` respected) for the GPU backend,
-  ``distributed.LocalCluster`` (one single-threaded worker process per core) for the CPU, as
-  when ``workers`` is given.
+* Failing that, a run whose input fits one task runs *in process*, on the CPU or on the
+  current GPU (:func:`placement`): no worker processes, no Dask graph (its tasks run as they
+  are made: :mod:`dtri.runtime.tasks`), and on the CPU the compiled kernels spread over this
+  process's cores (``dtri.kernel-threads`` in ``dask.config``). Nothing is started, so a
+  script needs no ``if __name__ == "__main__":`` guard; ``--explain`` says why it stayed.
+* Otherwise (an input too big for one task, ``workers``, or memory caps) an embedded local
+  cluster is started for the run: ``dask_cuda.LocalCUDACluster`` (one worker per visible GPU,
+  ``CUDA_VISIBLE_DEVICES`` respected) for the GPU backend, ``distributed.LocalCluster`` (one
+  single-threaded worker process per core) for the CPU.
+* ``backend="auto"`` takes the GPU when one is usable, but leaves an input smaller than
+  ``dtri.gpu-min-edges`` (``dask.config``) on the CPU, which counts it faster
+  (:func:`choose_backend`).
 * :class:`MemoryCaps` shape the memory of a cluster started here: a host memory limit above
   which workers spill stored results to disk, and on GPU workers a device memory limit above
   which dask-cuda moves them to host memory and an RMM pool that caps the GPU memory dtri uses.
@@ -42,8 +46,17 @@ from dtri.options import BACKENDS, PROTOCOLS, Options
 from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
+from dtri.runtime.tasks import Tasks
+from dtri.runtime.timer import StageTimer
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
+GPU_MIN_EDGES = "dtri.gpu-min-edges"
+"""``dask.config`` key: :func:`gpu_min_edges`."""
+DEFAULT_GPU_MIN_EDGES = 12_000
+"""Measured by ``examples/benchmarks/in_process.py sizes`` (``in-process-h100.jsonl``): on one
+H100 and its host's 16 cores, ``dtri.count`` of an R-MAT edge array in host memory took 5.1 ms
+on the CPU against 7.8 ms on the GPU at 8,192 edges, and 11.8 ms against 8.3 ms at 16,384;
+the GPU was ahead at every size above (34x at 16.8 M edges)."""
 SPILL_LOGGER = logging.getLogger("distributed.spill")
 """Dask's logger of failed spills, which dtri's spill buffer logs to as well."""
 KERNEL_THREADS = "dtri.kernel-threads"
@@ -205,6 +218,22 @@ class Runtime:
     something is measured (on a cluster each worker has its own: :mod:`dtri.runtime.meter`)."""
     metered: bool = False
     """Whether the workers measure their stages (have a meter plugin)."""
+    eager: bool = False
+    """An in-process run on the synchronous scheduler: its tasks run as they are built, no
+    Dask graph (:mod:`dtri.runtime.tasks`)."""
+    reason: str = ""
+    """One line on why the run goes where it goes (``--explain``)."""
+
+    def tasks(self) -> Tasks:
+        """The task builder of a stage of this run."""
+        return Tasks(self.staging, self.addresses, self.eager, self.meter)
+
+    def timer(self, progress: bool = False) -> StageTimer:
+        """A stage timer for this run (eager runs on the GPU wait for its queued work at the
+        end of each stage)."""
+        return StageTimer(self.client, progress, eager=self.eager,
+                          synchronize=_synchronize_device if self.eager and
+                          self.backend == "gpu" else None)
 
     def stage_peaks(self) -> MeasuredMemory:
         """The peak memory of each stage since the last call (:mod:`dtri.runtime.meter`)."""
@@ -237,8 +266,16 @@ def gpu_available() -> bool:
         return False
 
 
-def resolve_backend(requested: str, input_on_gpu: bool) -> str:
-    """``cpu`` or ``gpu`` for a requested ``auto``/``cpu``/``gpu``."""
+def gpu_min_edges() -> int:
+    """``dtri.gpu-min-edges`` from ``dask.config``: inputs of fewer edges than this run on the
+    CPU under ``backend="auto"`` though a GPU is usable (an input on the GPU stays there)."""
+    return int(dask.config.get(GPU_MIN_EDGES, DEFAULT_GPU_MIN_EDGES))
+
+
+def choose_backend(requested: str, input_on_gpu: bool, rows: int | None = None
+                   ) -> tuple[str, str]:
+    """``cpu`` or ``gpu`` for a requested ``auto``/``cpu``/``gpu`` and an input of ``rows``
+    edges (``None``: not known before it is read), with one line on why."""
     if requested not in BACKENDS:
         raise ConfigurationError(f"backend must be one of {', '.join(BACKENDS)}, got {requested!r}")
     if requested == "gpu" or (requested == "auto" and input_on_gpu):
@@ -247,10 +284,21 @@ def resolve_backend(requested: str, input_on_gpu: bool) -> str:
                 "the GPU backend needs cuDF, dask-cuDF, dask-cuda and CuPy with a visible GPU "
                 '(pip install "dtri[cuda13]"); use --backend cpu to run on pandas'
             )
-        return "gpu"
-    if requested == "auto" and gpu_available():
-        return "gpu"
-    return "cpu"
+        return "gpu", "--backend gpu" if requested == "gpu" else "auto: the input is on the GPU"
+    if requested == "cpu":
+        return "cpu", "--backend cpu"
+    if not gpu_available():
+        return "cpu", "auto: no usable GPU"
+    smallest = gpu_min_edges()
+    if rows is not None and rows < smallest:
+        return "cpu", (f"auto: {rows} edges, fewer than {GPU_MIN_EDGES} = {smallest}, below "
+                       "which the CPU measured faster")
+    return "gpu", "auto: a usable GPU"
+
+
+def resolve_backend(requested: str, input_on_gpu: bool, rows: int | None = None) -> str:
+    """``cpu`` or ``gpu`` for a requested ``auto``/``cpu``/``gpu`` (:func:`choose_backend`)."""
+    return choose_backend(requested, input_on_gpu, rows)[0]
 
 
 def active_client() -> Any:
@@ -415,6 +463,20 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         )
 
 
+def _synchronize_device() -> None:
+    import cupy
+
+    cupy.cuda.get_current_stream().synchronize()
+
+
+def _device_name() -> str:
+    import cupy
+
+    device = cupy.cuda.Device()
+    name = cupy.cuda.runtime.getDeviceProperties(device.id)["name"]
+    return f"GPU {device.id} ({name.decode() if isinstance(name, bytes) else name})"
+
+
 def _device_memory() -> int:
     from dtri.runtime.gpu import device_memory_bytes
 
@@ -538,12 +600,6 @@ def _local_scheduler(name: str) -> Any:
     return get_sync
 
 
-def in_process_budget() -> int:
-    """Bytes one task of an in-process run may plan for: a quarter of this machine's memory,
-    as for a worker (:meth:`Runtime.task_budget`)."""
-    return int(psutil.virtual_memory().total * DEFAULT_BUDGET_FRACTION)
-
-
 def usable_cores() -> int:
     """The cores this process may run on."""
     try:
@@ -552,33 +608,68 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-@contextmanager
-def open_runtime(options: Options, input_on_gpu: bool = False,
-                 input_fits: bool = True) -> Iterator[Runtime]:
-    """Connect to (or start) the Dask scheduler that ``options`` name; close what was started
-    here when the block ends. Where they name none, a CPU run whose input fits one task
-    (``input_fits``) runs in process (module docstring).
+def in_process_budget(backend: str = "cpu") -> int:
+    """Bytes one task of an in-process run may plan for: a quarter of this machine's memory,
+    or of the current GPU's, as for a worker (:meth:`Runtime.task_budget`)."""
+    memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
+    return int(memory * DEFAULT_BUDGET_FRACTION)
 
-    The backend is ``options.backend`` (``auto``: the GPU when the input is on it or a GPU is
-    usable). ``options.protocol`` and the memory caps apply to a cluster started here (a
+
+def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int | None,
+              row_bytes: int) -> tuple[str | None, str]:
+    """Where a run goes: a scheduler (an address, a local scheduler's name, or ``None`` for
+    a cluster to start or the active client's), with one line on why. With nothing named, a
+    run whose input fits one task's budget (``input_rows`` of ``row_bytes`` each; ``None``:
+    not known before it is read) runs in this process, on the CPU or the current GPU."""
+    scheduler = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if scheduler in LOCAL_SCHEDULERS:
+        return scheduler, f"in this process, on Dask's {scheduler} scheduler (--scheduler)"
+    if scheduler or options.scheduler_file:
+        return scheduler, f"the Dask cluster at {scheduler or options.scheduler_file}"
+    if options.workers is not None:
+        return None, f"a local cluster of {options.workers} workers (--workers)"
+    if caps.given():
+        return None, f"a local cluster, for {', '.join(caps.given())} to shape its workers"
+    if active_client() is not None:
+        return None, "the active distributed.Client's cluster"
+    if input_rows is None:
+        return None, "a local cluster: the input's size is not known before it is read"
+    budget = in_process_budget(backend)
+    if input_rows * row_bytes > budget:
+        return None, (f"a local cluster: {input_rows} edges need more than one task's budget "
+                      f"in this process ({format_bytes(budget)})")
+    where = "this process" if backend == "cpu" else f"this process, on {_device_name()}"
+    return "synchronous", (f"{where}, no cluster: the input ({input_rows} edges or fewer) "
+                           f"fits one task's budget ({format_bytes(budget)})")
+
+
+@contextmanager
+def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int | None = 0,
+                 row_bytes: int = 0, *, one_input: bool = True) -> Iterator[Runtime]:
+    """Connect to (or start) the Dask scheduler that ``options`` name; close what was started
+    here when the block ends. Where they name none, a run whose input fits one task
+    (``input_rows`` edges of ``row_bytes`` each) runs in process (:func:`placement`).
+
+    The backend is ``options.backend`` (``auto``: the GPU when the input is on it, or when a
+    GPU is usable and, for a run of ``one_input``, the input has at least
+    :func:`gpu_min_edges` edges: a session's later graphs may be larger than its first).
+    ``options.protocol`` and the memory caps apply to a cluster started here (a
     running one has its own; caps given for one raise :class:`ConfigurationError`); the
     memory budget only sizes the device memory limit of an RMM pool given without one
     (:func:`default_device_memory_limit`). The staging is resolved against the workers' caps
     (:func:`dtri.runtime.staging.resolve_staging`), and under host staging on GPU workers each
     worker gets its staging state (:class:`dtri.runtime.plugin.StagingPlugin`) for as long
     as the block lasts."""
-    backend = resolve_backend(options.backend, input_on_gpu)
+    backend, backend_reason = choose_backend(options.backend, input_on_gpu,
+                                             input_rows if one_input else None)
     caps = memory_caps(options.memory_limit, options.device_memory_limit,
                        options.rmm_pool_size, options.spill_directory)
-    scheduler = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    if (scheduler is None and options.scheduler_file is None and options.workers is None
-            and backend == "cpu" and input_fits and not caps.given()
-            and active_client() is None):
-        scheduler = "synchronous"
+    scheduler, reason = placement(options, backend, caps, input_rows, row_bytes)
     with _opened(backend, scheduler, options.scheduler_file, options.workers,
                  options.protocol, caps, options.memory_budget) as runtime:
         runtime = replace(runtime, staging=resolve_staging(options.staging, backend,
-                                                           runtime.capped))
+                                                           runtime.capped),
+                          reason=f"{reason}; {backend} backend ({backend_reason})")
         if runtime.staging.on_host and options.join == "wedges":
             raise ConfigurationError(
                 "host staging (the default with a capped RMM pool) counts with the fused "
@@ -689,7 +780,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
                 stack.enter_context(dask.config.set({KERNEL_THREADS: usable_cores()}))
             threads = 1 if address != "threads" else usable_cores()
             memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
-            yield Runtime(backend, None, 1, threads, memory)
+            yield Runtime(backend, None, 1, threads, memory, eager=address != "threads")
             return
         from distributed import Client
 

@@ -6,13 +6,18 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from contextlib import redirect_stdout
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stdout
 from typing import Any
 
 import dask
 
 from dtri.errors import OutOfMemoryError
+from dtri.kernels.compiled import compile_seconds
 
+COMPILE_STAGE = "compile"
+"""Where a run in this process reports the time its stages spent compiling kernels (or
+loading them from the disk cache: :mod:`dtri.kernels.compiled`), not in the stages."""
 log = logging.getLogger("dtri.stages")
 """One INFO line per stage as it ends (``stage seconds``), for logs of long runs."""
 
@@ -29,7 +34,6 @@ def out_of_memory(stage: str, error: MemoryError) -> OutOfMemoryError:
 class StageTimer:
     """Runs the stages' collections on the cluster and times each stage, with optional progress.
 
-
     With a cluster, :meth:`submit` hands a stage to the scheduler and returns at once: the
     next stage is built on its futures and queued behind it, so no round trip to the client
     separates dependent stages. :meth:`settle` (which :meth:`compute` ends with) then waits
@@ -38,14 +42,24 @@ class StageTimer:
     stage's futures once it has finished, so a stage's data lives as long as the caller keeps
     it or a later stage still needs it. Without a cluster (a local scheduler) every stage
     runs when submitted.
+
+    ``eager``: the tasks ran as they were built (:class:`dtri.runtime.tasks.Tasks`), so a
+    stage is handed values, not collections (any that are, such as a reader's, are computed
+    here); its seconds run from the end of the stage before it (or from the timer's start),
+    and ``synchronize`` (the GPU's, where the work is queued on it) is called first so that
+    they hold the stage's work, not just its launches.
     """
 
-    def __init__(self, client: Any, progress: bool = False):
+    def __init__(self, client: Any, progress: bool = False, *, eager: bool = False,
+                 synchronize: Callable[[], None] | None = None):
         self.client = client
         self.progress = progress
+        self.eager = eager
+        self.synchronize = synchronize
         self.seconds: dict[str, float] = {}
         self._pending: list[tuple[str, list[Any]]] = []
-        self._since: float | None = None
+        self._since: float | None = time.perf_counter() if eager else None
+        self._compiled = compile_seconds()
 
     def submit(self, stage: str, *collections: Any) -> tuple[Any, ...]:
         """Start persisting a stage's collections; returns them persisted (holding futures)."""
@@ -77,7 +91,8 @@ class StageTimer:
         """Wait for the submitted stages in order, timing each; raise the first task error."""
         pending, self._pending = self._pending, []
         if not pending:  # a local scheduler ran every stage when submitted
-            self._since = None
+            if not self.eager:  # an eager run's next stage starts where this one ended
+                self._since = None
             return
         from distributed import futures_of, wait
 
@@ -106,12 +121,38 @@ class StageTimer:
         """Add a stage's wall time (added up when a stage runs in several steps); return it."""
         now = time.perf_counter()
         assert self._since is not None
-        seconds, self._since = now - self._since, now
+        seconds, self._since = now - self._since - self._compile_time(), now
         self.seconds[stage] = round(self.seconds.get(stage, 0.0) + seconds, 6)
         log.info("%s %.3f s", stage, seconds)
         return seconds
 
+    def _compile_time(self) -> float:
+        """Seconds this process compiled kernels since the last call, added to ``compile``
+        (where the tasks run here: a cluster's workers compile in their own processes)."""
+        if self.client is not None:
+            return 0.0
+        total = compile_seconds()
+        spent, self._compiled = total - self._compiled, total
+        if spent > 0:
+            self.seconds[COMPILE_STAGE] = round(self.seconds.get(COMPILE_STAGE, 0.0) + spent, 6)
+        return spent
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Time a block of work done here, on the client (planning), as part of ``stage``;
+        an eager run's next stage starts after it."""
+        started = time.perf_counter()
+        self._compile_time()  # what compiled before is not this block's
+        yield
+        now = time.perf_counter()
+        seconds = now - started - self._compile_time()
+        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + seconds, 6)
+        if self.eager:
+            self._since = now
+
     def _run_locally(self, action: Any, stage: str, *collections: Any) -> tuple[Any, ...]:
+        if self.eager:
+            return self._run_eagerly(action, stage, collections)
         self._since = time.perf_counter()
         try:
             if not self.progress:
@@ -126,3 +167,18 @@ class StageTimer:
         self._add(stage)
         self._since = None
         return tuple(results)
+
+    def _run_eagerly(self, action: Any, stage: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """An eager run's stage: its values (collections among them computed or persisted
+        here), timed from the end of the stage before it."""
+        if any(dask.is_dask_collection(value) for value in values):
+            try:
+                values = tuple(action(*values))
+            except MemoryError as error:
+                raise out_of_memory(stage, error) from error
+        if self.synchronize is not None:
+            self.synchronize()
+        if self._since is None:
+            self._since = time.perf_counter()
+        self._add(stage)
+        return values

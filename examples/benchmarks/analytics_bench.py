@@ -249,6 +249,7 @@ def main() -> None:
     args = parser.parse_args()
     failed = False
     with dtri.Session(backend=args.backend, workers=args.workers) as session:
+        session.open()  # without --workers: in this process
         for spec in args.graphs:
             for record in run_graph(spec, args, session):
                 failed |= any(peer.get("agrees") is False for peer in record["peers"].values())

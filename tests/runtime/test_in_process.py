@@ -78,7 +78,8 @@ def test_an_input_too_big_for_one_task_or_given_workers_starts_a_local_cluster(m
     with dtri.prepare(edges, backend="cpu", workers=2) as graph:
         assert graph.runtime.client is not None and graph.runtime.workers == 2
         assert graph.count_triangles() == 45
-    monkeypatch.setattr("dtri.api.in_process_budget", lambda: 1)  # nothing fits in process
+    # nothing fits in process
+    monkeypatch.setattr("dtri.runtime.session.in_process_budget", lambda backend="cpu": 1)
     with dtri.prepare(edges, backend="cpu") as graph:
         assert graph.runtime.client is not None
         assert graph.count_triangles() == 45

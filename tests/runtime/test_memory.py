@@ -455,7 +455,7 @@ def test_cudf_sizeof_is_registered_lazily_so_dask_cuda_can_weigh_stored_frames()
 
     import dtri.kernels.dispatch
 
-    assert sizeof._lazy.get("cudf") is dtri.kernels.dispatch._register_gpu
+    assert sizeof._lazy.get("cudf") is dtri.kernels.dispatch._register_cudf
 
 
 @pytest.mark.gpu

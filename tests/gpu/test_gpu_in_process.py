@@ -1,0 +1,157 @@
+"""One person on one GPU: with no cluster named, a GPU run whose input fits one task runs in
+this process, with no Dask cluster and no Dask graph, and gives what the cluster gives (needs a
+GPU)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import dtri
+from dtri.input.generate import generated
+from tests.oracles import check_analytics, networkx_graph
+
+pytestmark = pytest.mark.gpu
+
+KARATE = Path(__file__).resolve().parents[2] / "examples" / "karate.txt"
+NOT_NEEDED = ("distributed", "dask_cuda", "cudf", "dask_cudf", "dask.dataframe", "pandas")
+"""What a count of a text file on the GPU in this process does not import."""
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """Fail any attempt to start a local cluster."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a local cluster was started")
+
+    monkeypatch.setattr("dtri.runtime.session._start_local_cluster", refuse)
+
+
+def rmat_edges(scale: int, seed: int = 1) -> np.ndarray:
+    made = generated(f"rmat:{scale}", seed=seed)
+    return np.stack(made.maker().arrays((0, made.edges)), axis=1)
+
+
+@pytest.mark.parametrize("source", ["host array", "device array", "file", "generated"])
+def test_a_gpu_count_with_no_cluster_named_runs_in_this_process(no_cluster, source):
+    import cupy
+
+    edges = {"host array": np.loadtxt(KARATE, dtype=np.int64),
+             "device array": cupy.asarray(np.loadtxt(KARATE, dtype=np.int64)),
+             "file": str(KARATE), "generated": generated("rmat:10", seed=3)}[source]
+    with dtri.prepare(edges, backend="gpu") as graph:
+        runtime = graph.runtime
+        assert runtime.client is None and runtime.eager and runtime.backend == "gpu"
+        assert "this process" in runtime.reason
+        result = graph.count()
+    assert result.backend == "gpu" and "this process" in result.placement
+    if source != "generated":
+        assert result.triangles == 45
+    else:
+        expected = dtri.count_triangles(generated("rmat:10", seed=3), backend="cpu")
+        assert result.triangles == expected
+
+
+def test_every_analytic_in_process_on_the_gpu_matches_networkx(no_cluster):
+    edges = rmat_edges(9)
+    check_analytics(edges, backend="gpu")  # one partition: the one-task preparation
+    check_analytics(edges, backend="gpu", npartitions=3)  # the exchanges, run eagerly
+
+
+def test_a_session_keeps_one_gpu_runtime_for_every_graph(no_cluster):
+    edges = rmat_edges(8)
+    expected = dtri.count_triangles(edges, backend="cpu")
+    with dtri.Session(backend="gpu") as session:
+        for _ in range(3):
+            assert dtri.count(edges, session=session).triangles == expected
+        runtime = session.runtime
+        assert dtri.count(str(KARATE), session=session).triangles == 45
+        assert session.runtime is runtime and runtime.client is None
+
+
+def test_an_input_beyond_one_task_starts_a_cluster(monkeypatch):
+    monkeypatch.setattr("dtri.runtime.session.in_process_budget", lambda backend="cpu": 1)
+    with dtri.prepare(str(KARATE), backend="gpu") as graph:
+        assert graph.runtime.client is not None
+        assert "local cluster" in graph.runtime.reason
+        assert graph.count_triangles() == 45
+
+
+def test_the_command_line_counts_on_the_gpu_without_dask_clusters_or_cudf():
+    code = f"""
+import sys
+from dtri.cli import main
+try:
+    main(["count", "--backend", "gpu", "--json", {str(KARATE)!r}], standalone_mode=False)
+finally:
+    print("loaded", [m for m in {NOT_NEEDED!r} if m in sys.modules])
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[0])
+    assert result["triangles"] == 45 and result["backend"] == "gpu"
+    assert "this process" in result["placement"]
+    assert done.stdout.splitlines()[-1] == "loaded []"
+
+
+def test_explain_says_where_the_run_goes():
+    done = subprocess.run([sys.executable, "-m", "dtri", "count", "--backend", "gpu",
+                           "--explain", str(KARATE)], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "runs in        this process, on GPU 0" in done.stdout
+
+
+def test_a_first_process_reports_compiling_apart_from_its_stages(tmp_path):
+    import os
+
+    env = {"CUPY_CACHE_DIR": str(tmp_path / "cupy"), "NUMBA_CACHE_DIR": str(tmp_path / "nb")}
+    done = subprocess.run([sys.executable, "-m", "dtri", "count", "--backend", "gpu",
+                           "--json", str(KARATE)], capture_output=True, text=True,
+                          timeout=300, check=False, env={**os.environ, **env})
+    assert done.returncode == 0, done.stderr
+    seconds = json.loads(done.stdout)["seconds"]
+    assert seconds["compile"] > 0  # an empty kernel cache: dtri's CUDA modules compiled
+    assert seconds["total"] >= seconds["compile"]
+
+
+def test_auto_picks_the_cpu_below_the_measured_size_and_the_gpu_above(no_cluster):
+    import dask
+
+    edges = np.loadtxt(KARATE, dtype=np.int64)
+    with dask.config.set({"dtri.gpu-min-edges": 1000}):
+        with dtri.prepare(edges) as graph:
+            assert graph.backend == "cpu" and "CPU measured faster" in graph.runtime.reason
+        import cupy
+
+        with dtri.prepare(cupy.asarray(edges)) as graph:  # on the GPU already: stays there
+            assert graph.backend == "gpu"
+    with dask.config.set({"dtri.gpu-min-edges": 10}), dtri.prepare(edges) as graph:
+        assert graph.backend == "gpu" and graph.count_triangles() == 45
+    with dask.config.set({"dtri.gpu-min-edges": 1000}), dtri.Session() as session:
+        # a session's first graph does not pick its backend by size: later ones may be large
+        assert dtri.count(edges, session=session).backend == "gpu"
+
+
+def test_the_networkx_backend_on_the_gpu_prepares_once_in_this_process(no_cluster):
+    graph = networkx_graph(rmat_edges(9))
+    nx.config.backends.dtri.backend = "gpu"
+    try:
+        assert nx.triangles(graph, backend="dtri") == nx.triangles(graph)
+        converted = next(iter(graph.__networkx_cache__["backends"]["dtri"].values()))
+        prepared = converted.cache["prepared"]
+        assert prepared.backend == "gpu" and prepared.runtime.client is None
+        clustering = nx.clustering(graph, backend="dtri")
+        assert all(abs(clustering[v] - c) <= 1e-12 for v, c in nx.clustering(graph).items())
+        truss = nx.k_truss(graph, 4, backend="dtri")
+        assert set(truss.edges) == set(nx.k_truss(graph, 4).edges)
+        assert converted.cache["prepared"] is prepared  # the same prepared graph throughout
+    finally:
+        nx.config.backends.dtri.backend = "auto"
