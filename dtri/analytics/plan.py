@@ -52,7 +52,12 @@ from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 1 << 20
-"""With ``join="auto"``, partitions with more wedges than this use the fused join."""
+"""With ``join="auto"``, CPU partitions with more wedges than this use the fused join."""
+GPU_INTERSECT_MIN_WEDGES = 0
+"""The same on the GPU: the fused join's kernels, compiled once a machine and loaded once a
+process, beat the materialising join at every size, down to karate's 69 wedges (5.6 ms
+against 7.0 ms for an in-process count on one H100, examples/benchmarks/in-process-h100.jsonl);
+the threshold above was set when a GPU count ran on a cluster."""
 CPU_INTERSECT_MIN_WEDGES = 1 << 22
 """The same on the CPU while numba's compiled kernels are not loaded in this process: loading
 them (importing numba, reading the cached kernel, starting its threads) takes about 0.5-0.7 s
@@ -83,7 +88,7 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")
     if join != "auto":
         return join
-    least = INTERSECT_MIN_WEDGES
+    least = GPU_INTERSECT_MIN_WEDGES if backend == "gpu" else INTERSECT_MIN_WEDGES
     if backend == "cpu" and not compiled_kernels_loaded():
         least = CPU_INTERSECT_MIN_WEDGES
     return "intersect" if summary.wedges > least else "wedges"
@@ -399,7 +404,8 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     Each partition's batches are as large as fits the budget (:func:`partition_batches`),
     and small enough that there are at least two per thread of the cluster, so that every
     core has work. With ``join="auto"``, a partition whose fused-join tasks would exceed the
-    budget takes the ``wedges`` join, whose batches shrink with the budget. Raises
+    budget takes the ``wedges`` join, whose batches shrink with the budget, and one whose
+    longest list no ``wedges`` batch can hold takes the fused join. Raises
     :class:`~dtri.errors.ListTooLongError` when an adjacency list of a ``wedges``
     partition cannot fit one ``dtri-wedges`` task (:func:`check_lists_fit`).
     """
@@ -431,6 +437,11 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                      and _intersect_peak(s, reach[p], bin_sources, bin_edges) > task_budget)
     for p in fallback:
         strategy[p] = "wedges"
+    for p, s in enumerate(summaries):  # a list no wedge batch holds: the fused join, if it fits
+        if (join == "auto" and strategy[p] == "wedges" and p not in fallback and s.wedges
+                and list_bytes(s.max_out_degree) > task_budget
+                and _intersect_peak(s, reach[p], bin_sources, bin_edges) <= task_budget):
+            strategy[p] = "intersect"
     check_lists_fit(summaries, strategy, task_budget, threads_per_worker)
     slots = 2 * workers * threads_per_worker
     max_wedges = max(1, -(-sum(s.wedges for p, s in enumerate(summaries)

@@ -237,7 +237,14 @@ def test_every_batch_fits_any_budget_that_holds_the_longest_list(edges, orientat
         assert plan.estimates["wedges"].peak_bytes <= budget, (budget, plan.estimates)
         assert "wedges" not in plan.over_budget()
     with pytest.raises(ConfigurationError, match=f"--memory-budget {least} "):
-        plan_of(edges, 3, least - 1, workers=workers, orientation=orientation)
+        plan_of(edges, 3, least - 1, workers=workers, orientation=orientation, join="wedges")
+    # below it, auto takes the fused join where its tasks fit, and refuses where they do not
+    try:
+        plan = plan_of(edges, 3, least - 1, workers=workers, orientation=orientation)
+    except ConfigurationError as error:
+        assert f"--memory-budget {least} " in str(error)
+    else:
+        assert "intersect" in plan.strategy and "intersect" not in plan.over_budget()
 
 
 def test_a_hub_over_the_budget_is_split_over_batches_of_its_list_only():
@@ -327,9 +334,12 @@ def test_the_join_choice(monkeypatch):
     assert JOINS == ("auto", "wedges", "intersect") and INTERSECT_MIN_WEDGES == 1 << 20
     summary = partition_summary(pd.DataFrame({"src": [0, 0, 0], "dst": [1, 2, 3]}))
     monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: True)
-    for backend in ("cpu", "gpu"):  # a small graph counts at once, without the fused join
-        assert choose_join("auto", backend, summary) == "wedges"
-        many = summary._replace(wedges=INTERSECT_MIN_WEDGES + 1)
+    # a small graph counts at once on the CPU, without the fused join; the GPU's is quicker
+    # at every size
+    assert choose_join("auto", "cpu", summary) == "wedges"
+    assert choose_join("auto", "gpu", summary) == "intersect"
+    many = summary._replace(wedges=INTERSECT_MIN_WEDGES + 1)
+    for backend in ("cpu", "gpu"):
         assert choose_join("auto", backend, many) == "intersect"
         assert choose_join("wedges", backend, many) == "wedges"
     # until numba's kernels are loaded, the CPU keeps the NumPy join for longer
