@@ -4,6 +4,7 @@ same process on the same edges.
     python examples/benchmarks/in_process.py cli --out F.jsonl examples/karate.txt
     python examples/benchmarks/in_process.py session --out F.jsonl examples/karate.txt G.txt.gz
     python examples/benchmarks/in_process.py nx --out F.jsonl G.txt.gz
+    python examples/benchmarks/in_process.py joins --out F.jsonl examples/karate.txt G.txt.gz
     python examples/benchmarks/in_process.py sizes --out F.jsonl --scales 6-18
 
 * ``cli``: ``dtri count --json PATH`` in a new process, per backend: the first process with
@@ -22,6 +23,8 @@ same process on the same edges.
   caches the converted graph, dtri the prepared graph and the triangles on it), and the
   same with NetworkX's conversion cache off (every call converts and prepares). Every result
   is compared with NetworkX's own.
+* ``joins``: ``dtri.count`` in one GPU session with the wedges join and with the fused one,
+  alternated call by call: which ``join="auto"`` should take for small graphs.
 * ``sizes``: ``dtri.count`` of an R-MAT edge array in host memory (as a file is read) on the
   CPU and on the GPU, both in this process: where the GPU starts to win decides
   ``dtri.gpu-min-edges`` (``backend="auto"``).
@@ -297,6 +300,43 @@ def run_nx(paths: list[str], repeat: int, out: str | None) -> None:
             nx.config.cache_converted_graphs = True
 
 
+# ------------------------------------------------------------------------------- joins
+
+def run_joins(paths: list[str], repeat: int, out: str | None) -> None:
+    """``dtri.count`` in one open GPU session with each join, alternated call by call (the
+    machine's drift falls on both alike), from the graph's edges on the device."""
+    import cupy
+
+    import dtri
+
+    for path in paths:
+        edges = cupy.asarray(canonical_edges(path))
+        joins = ("wedges", "intersect")
+        with dtri.Session(backend="gpu") as session:
+            calls = {join: functools.partial(dtri.count, edges, session=session, join=join)
+                     for join in joins}
+            times: dict[str, list[float]] = {join: [] for join in joins}
+            results = {join: call() for join, call in calls.items()}  # compiled, loaded
+            for _ in range(repeat):
+                for join, call in calls.items():
+                    _, results[join], [seconds] = median_seconds(call, 1)
+                    times[join].append(seconds)
+        for join in joins:
+            other = joins[1 - joins.index(join)]
+            emit(record(benchmark="join-per-call", graph=graph_name(path), backend="gpu",
+                        command=f"dtri.count(edges, join='{join}') in an open "
+                        "dtri.Session(backend='gpu')",
+                        seconds=round(statistics.median(times[join]), 6),
+                        stage_seconds=results[join].seconds,
+                        triangles=results[join].triangles,
+                        peers={f"dtri-{other}": {
+                            "seconds": round(statistics.median(times[other]), 6),
+                            "triangles": results[other].triangles,
+                            "agrees": results[other].triangles == results[join].triangles}},
+                        detail={"repeat": repeat, "times": times[join],
+                                "edges": int(edges.shape[0])}), out)
+
+
 # ------------------------------------------------------------------------------- sizes
 
 def run_sizes(scales: list[int], repeat: int, out: str | None) -> None:
@@ -330,7 +370,7 @@ def run_sizes(scales: list[int], repeat: int, out: str | None) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("cli", "session", "nx", "sizes"))
+    parser.add_argument("what", choices=("cli", "session", "nx", "joins", "sizes"))
     parser.add_argument("paths", nargs="*")
     parser.add_argument("--out")
     parser.add_argument("--repeat", type=int, default=20)
@@ -344,6 +384,8 @@ def main() -> None:
         run_session(args.paths, args.repeat, args.out)
     elif args.what == "nx":
         run_nx(args.paths, args.repeat, args.out)
+    elif args.what == "joins":
+        run_joins(args.paths, args.repeat, args.out)
     else:
         first, last = (int(s) for s in args.scales.split("-"))
         run_sizes(list(range(first, last + 1)), args.repeat, args.out)

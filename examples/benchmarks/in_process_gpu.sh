@@ -26,6 +26,8 @@ timeout 150 python $B/in_process.py cli --out $O --runs 3 examples/karate.txt
 timeout 200 python $B/in_process.py session --out $O --repeat 20 examples/karate.txt \
   $DATA/ca-CondMat.txt.gz $DATA/wiki-Vote.txt.gz
 timeout 150 python $B/in_process.py nx --out $O --repeat 5 $DATA/ca-CondMat.txt.gz
+timeout 150 python $B/in_process.py joins --out $O --repeat 30 examples/karate.txt \
+  $DATA/ca-CondMat.txt.gz
 timeout 200 python $B/in_process.py sizes --out $O --repeat 5 --scales 6-20
 if [ $# -ge 3 ]; then
   OLD=$2; OLD_COMMIT=$3; R=$OUT/orientation.jsonl

@@ -81,8 +81,9 @@ def test_parquet_reads_straight_into_cudf(tmp_path):
 def test_local_cuda_cluster_counts_exactly():
     rng = np.random.default_rng(11)
     edges = rng.integers(0, 2_000, (40_000, 2))
-    result = dtri.count(edges, backend="gpu", npartitions=4, memory_budget="1MiB")
-    assert result.workers >= 1 and result.batches > 1
+    result = dtri.count(edges, backend="gpu", workers=1, npartitions=4, memory_budget="1MiB",
+                        join="wedges")  # the GPU's auto join is the fused one: no batches
+    assert result.workers >= 1 and result.batches > 1 and "local cluster" in result.placement
     assert result.triangles == networkx_triangles(edges)
 
 
