@@ -54,9 +54,10 @@ GPU_MIN_EDGES = "dtri.gpu-min-edges"
 """``dask.config`` key: :func:`gpu_min_edges`."""
 DEFAULT_GPU_MIN_EDGES = 12_000
 """Measured by ``examples/benchmarks/in_process.py sizes`` (``in-process-h100.jsonl``): on one
-H100 and its host's 16 cores, ``dtri.count`` of an R-MAT edge array in host memory took 5.1 ms
-on the CPU against 7.8 ms on the GPU at 8,192 edges, and 11.8 ms against 8.3 ms at 16,384;
-the GPU was ahead at every size above (34x at 16.8 M edges)."""
+H100 and its host's 16 cores, ``dtri.count`` of an R-MAT edge array in host memory took 3.6 ms
+on the CPU against 6.0 ms on the GPU at 8,192 edges, and 8.4 ms against 6.2 ms at 16,384 (a
+second host: 4.6 against 6.3, 9.6 against 6.8); the GPU was ahead at every size above (40x at
+16.8 M edges)."""
 SPILL_LOGGER = logging.getLogger("distributed.spill")
 """Dask's logger of failed spills, which dtri's spill buffer logs to as well."""
 KERNEL_THREADS = "dtri.kernel-threads"
