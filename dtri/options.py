@@ -19,6 +19,9 @@ from dask.utils import parse_bytes
 from dtri.errors import ConfigurationError
 
 BACKENDS = ("auto", "cpu", "gpu")
+RMM_ALIGNMENT = 256
+"""RMM pools are sized in multiples of 256 bytes; an ``--rmm-pool-size`` is rounded down to
+one (and dtri's own pools of page-locked memory start at one)."""
 PROTOCOLS = ("auto", "tcp", "ucx")
 STAGINGS = ("auto", "host", "device")
 ORIENTATIONS = ("auto", "degree", "id", "adirection")

@@ -37,8 +37,9 @@ from dtri.analytics.plan import (
 )
 from dtri.kernels.csr import list_cuts, row_range
 from dtri.kernels.dispatch import array_module
-from dtri.kernels.intersect import CREDIT_DTYPE, intersect, vertex_credits
+from dtri.kernels.intersect import intersect, vertex_credits
 from dtri.kernels.orient import add_counts
+from dtri.kernels.strategy import CREDIT_DTYPE
 from dtri.runtime.staging import Staging
 
 MODES = ("vertex", "edge", "peel")

@@ -31,10 +31,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dtri.analytics.credits import edge_totals
 from dtri.analytics.edge import edge_frame, support_totals
-from dtri.kernels.csr import PartitionSummary, as_csr, sources, stored, with_edges
+from dtri.kernels.csr import (
+    PartitionSummary,
+    as_csr,
+    sources,
+    stored,
+    stored_summary,
+    with_edges,
+)
 from dtri.kernels.dispatch import array_module, frame_from_arrays
-from dtri.kernels.intersect import STATE_ALIVE, STATE_GONE, STATE_LEAVING
 from dtri.kernels.orient import add_counts, id_counts
+from dtri.kernels.strategy import STATE_ALIVE, STATE_GONE, STATE_LEAVING
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -166,8 +173,6 @@ class Peeling:
     def compact(self) -> None:
         """Drop the gone edges from the partitions (keeping those with truss numbers as
         finished pieces) and summarise what is left for the next rounds' plans."""
-        from dtri.prepared.graph import summary_of
-
         tasks, r = self.tasks, self.round
         compactions = []
         for p, peeled in enumerate(self.peeled):
@@ -183,7 +188,7 @@ class Peeling:
         for p, finished in enumerate(persisted[len(kept):]):
             self.finished[p].append(finished)
         (summaries,) = self.timer.compute("truss", [
-            tasks.task("truss", summary_of, tasks.task("truss", part_of, peeled,
+            tasks.task("truss", stored_summary, tasks.task("truss", part_of, peeled,
                                                       key=("part", r, p), on_host=True),
                        key=("summary", r, p)) for p, peeled in enumerate(self.peeled)])
         self.summaries = [PartitionSummary(*s) for s in summaries]
@@ -199,8 +204,6 @@ class Peeling:
 
 def k_truss(graph: Any, k: int) -> Any:
     """The k-truss of a prepared graph, as a prepared graph on the same workers."""
-    from dtri.prepared.graph import PreparedGraph, summary_of
-
     if k < 0:
         raise ValueError(f"k must be at least 0, got {k}")
     started = time.perf_counter()
@@ -219,15 +222,13 @@ def k_truss(graph: Any, k: int) -> Any:
     present = tasks.task("k-truss", has_edges, degree, key=("present",))
     timer = peeling.timer
     *parts, degree, present = timer.submit("k-truss", *parts, degree, present)
-    (summaries,) = timer.compute("k-truss", [tasks.task("k-truss", summary_of, part, key=(p,))
+    (summaries,) = timer.compute("k-truss", [tasks.task("k-truss", stored_summary, part,
+                                                        key=(p,))
                                              for p, part in enumerate(parts)])
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
-    return PreparedGraph(runtime=graph.runtime, options=graph.options, parts=list(parts),
-                         bounds=graph.bounds, summaries=[PartitionSummary(*s) for s in summaries],
-                         vertices=graph.vertices, ids=graph.ids, degree=degree,
-                         present=present, orientation=graph.orientation,
-                         orientation_reason=graph.orientation_reason, seconds=seconds)
+    return graph.peeled_to(parts, [PartitionSummary(*s) for s in summaries], degree, present,
+                           seconds)
 
 
 def edge_degrees(part: tuple, vertices: int) -> Any:

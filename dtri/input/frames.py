@@ -14,13 +14,13 @@ pandas or Dask DataFrames, which take longer to import than a small graph takes 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import dask
 import numpy as np
 
 from dtri.errors import InputError, InputNotFoundError
+from dtri.input.edges import EdgeArrays
 from dtri.kernels.dispatch import is_device_object
 
 if TYPE_CHECKING:
@@ -34,24 +34,6 @@ TEXT_BYTES_PER_EDGE = 8
 that a file's edges are not underestimated when an in-process run is chosen."""
 COMPRESSION_RATIO = 4
 """A high guess of how much gzip or bz2 shrinks an edge list (SNAP's are 3-4x)."""
-
-
-@dataclass(frozen=True)
-class EdgeArrays:
-    """One partition of edges as two equally long int64 arrays, ``src`` and ``dst``: what an
-    in-process run passes between its stages instead of a DataFrame. Indexed by column name
-    like one (``part["src"]``), so the kernels take either."""
-
-    src: Any
-    dst: Any
-
-    def __len__(self) -> int:
-        return int(self.src.shape[0])
-
-    def __getitem__(self, column: str) -> Any:
-        if column not in ("src", "dst"):
-            raise KeyError(column)
-        return getattr(self, column)
 
 
 class LocalInput(NamedTuple):

@@ -39,7 +39,7 @@ from fsspec.core import has_magic, url_to_fs
 from fsspec.utils import infer_compression, read_block
 
 from dtri.errors import ConfigurationError, InputError, InputNotFoundError
-from dtri.input.frames import EdgeArrays
+from dtri.input.edges import EdgeArrays
 from dtri.input.gzip_index import build_index, open_at, points_for
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from dtri.kernels.compiled import watch_numba
-from dtri.kernels.intersect import HASHED, NOTHING
+from dtri.kernels.strategy import HASHED, NOTHING, kernel_threads
 
 watch_numba()  # their compiles and cache loads are reported apart from the stages
 
@@ -574,8 +574,6 @@ def list_triangles_cpu(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, gh
     """Write the triangles of edges ``first .. last - 1`` (``starts``: where each edge's
     records begin) into ``ab``, ``ac``, ``bc`` (:func:`dtri.kernels.graphlets.list_triangles`):
     each edge walks the shorter of its two lists and gallops in the other."""
-    from dtri.kernels.intersect import kernel_threads
-
     _list_triangles(kernel_threads(), pdst, poff, gdst, goff, glow, ghigh, first, last,
                     starts, ab, ac, bc)
 
@@ -659,8 +657,6 @@ def clique_counts_cpu(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, tds
     """4-cliques over listed triangles (:func:`dtri.kernels.graphlets.clique_counts`): per
     record, the shortest of ``N+(a)``, ``N+(b)`` above ``c`` and ``N+(c)`` is walked and its
     members galloped to in the other two. Threads take record ranges cut at row changes."""
-    from dtri.kernels.intersect import kernel_threads
-
     _clique_counts(kernel_threads(), pdst, poff, gdst, goff, glow, tdst, toff, tlow, thigh,
                    ab, ac, bc, per_record, per_edge)
 
@@ -704,8 +700,6 @@ def cycle_records_cpu(pdst: Any, poff: Any, plow: int, idst: Any, ioff: Any, fir
                       last: int, starts: Any, bits: int, out: Any) -> None:
     """Write the oriented wedges of edges ``first .. last - 1`` into ``out``
     (:func:`dtri.kernels.graphlets.cycle_records`: packed ``(k,)`` or ``(k, 2)``)."""
-    from dtri.kernels.intersect import kernel_threads
-
     none = np.zeros(0, dtype=np.int64)
     if out.ndim == 1:
         packed, pairs, middles = out, none, none
@@ -776,8 +770,6 @@ def cycle_credits_cpu(keys: Any, bits: int, vertices: int) -> Any:
     """4-cycles at each vertex from oriented wedges (:func:`dtri.kernels.graphlets.
     cycle_credits`): a counting sort by anchor, then per anchor a dense count of each ``x``,
     anchors shared among the threads (each with counters of its own)."""
-    from dtri.kernels.intersect import kernel_threads
-
     none = np.zeros(0, dtype=np.int64)
     if keys.ndim == 1:
         return _cycle_credits(kernel_threads(), keys, none, bits, True, vertices)

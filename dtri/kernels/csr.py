@@ -237,3 +237,8 @@ def summary(csr: CSR) -> PartitionSummary:
     return PartitionSummary(csr.edges, wedges, csr.low + first, csr.low + last,
                             int(csr.dst.max()), max_out_degree, csr.low + int(filled[longest]),
                             tuple(rows), tuple(before))
+
+
+def stored_summary(part: tuple) -> PartitionSummary:
+    """The planner's summary of one stored partition (:func:`stored`)."""
+    return summary(as_csr(part))

@@ -3,7 +3,7 @@
 Each pass over the partition's edges runs three kernels:
 
 * ``edge_rows`` and ``classify_edges``: one thread per edge gives each edge its row (source)
-  and its class (:func:`dtri.kernels.intersect.edge_class`, the same rule as the CPU kernel):
+  and its class (:func:`dtri.kernels.strategy.edge_class`, the same rule as the CPU kernel):
   nothing to do, *search* class ``0..5``, or *hashed*;
 * ``search_edges``, one launch per search class: a group of ``1, 2, 4, .., 32`` lanes per edge,
   sized by the shorter list, so long lists spread over a warp and short ones do not idle 31
@@ -11,7 +11,7 @@ Each pass over the partition's edges runs three kernels:
   member in the longer one from where its last search ended;
 * ``bucket_by_target`` and ``hash_pieces``, one launch per hash-table size: the hashed edges,
   put in buckets by target, are cut into *pieces* of about
-  :attr:`~dtri.kernels.intersect.HashTuning.piece_probes` probes by prefix sums of their
+  :attr:`~dtri.kernels.strategy.HashTuning.piece_probes` probes by prefix sums of their
   work, so a hub's in-edges spread over many blocks, small targets share one, and no block
   holds much more than another. One thread block per piece puts each of its targets' lists
   ``N+(v)`` into an open-addressing table in shared memory (built once per target and
@@ -38,14 +38,15 @@ import cupy
 
 from dtri.kernels.compiled import compiling
 from dtri.kernels.csr import CSR
-from dtri.kernels.intersect import (
+from dtri.kernels.orient import id_counts
+from dtri.kernels.strategy import (
     HASHED,
     SEARCH_CLASSES,
     HashTuning,
     hash_max_members,
     hash_tuning,
+    leaving_sources,
 )
-from dtri.kernels.orient import id_counts
 
 COUNT, CREDIT, STATEFUL, PEEL = 0, 1, 2, 3
 
@@ -106,7 +107,7 @@ __device__ __forceinline__ int bit_length(long long x)
     return 64 - __clzll(x);
 }
 
-// The class of each edge first .. last - 1 (dtri.kernels.intersect.edge_class): 255 nothing
+// The class of each edge first .. last - 1 (dtri.kernels.strategy.edge_class): 255 nothing
 // to do, 0..5 the lanes of its search group (1 << class), HASHED.
 extern "C" __global__ void classify_edges(
     const long long first, const long long n, const int* __restrict__ row_of,
@@ -493,8 +494,6 @@ def intersect_cuda(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state:
     """Triangles of :func:`dtri.kernels.intersect.intersect` on CuPy arrays, crediting ``uv``,
     ``uw`` and ``vw`` in place where they are given; ``chunk_rows`` partition edges per
     pass."""
-    from dtri.kernels.intersect import leaving_sources
-
     stateful = part_state is not None
     if stateful and uv is None:  # a count among the remaining edges: credits unused
         uv = cupy.zeros(part.edges, dtype=cupy.uint32)

@@ -3,10 +3,12 @@
 The pipeline's kernels are written once against the array API that NumPy and CuPy share
 and against the DataFrame API that pandas and cuDF share. The few places where the two
 differ are functions here that dispatch on the type of their argument, registered the way
-``dask/dataframe/dispatch.py`` registers pandas and cuDF: the GPU implementations live in
-:mod:`dtri.kernels.gpu` (CuPy) and :mod:`dtri.kernels.gpu_frames` (cuDF) and are only imported
-the first time a CuPy or cuDF object is seen, so this module (and every test) imports without a
-GPU, and a count of CuPy arrays does not import cuDF.
+``dask/dataframe/dispatch.py`` registers pandas and cuDF: this module holds the dispatch
+functions and the NumPy/pandas implementations that need nothing else; the GPU
+implementations live in :mod:`dtri.kernels.gpu` (CuPy) and :mod:`dtri.kernels.gpu_frames`
+(cuDF), registered by :mod:`dtri.kernels.backends` the first time a CuPy or cuDF object is
+seen, so this module (and every test) imports without a GPU, imports none of the kernels
+that use it, and a count of CuPy arrays does not import cuDF.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import sys
 from typing import Any
 
 import numpy as np
-from dask.sizeof import sizeof
 from dask.utils import Dispatch
 
 array_module = Dispatch("array_module")
@@ -70,16 +71,6 @@ def _numpy_to_host(array: np.ndarray) -> np.ndarray:
     return array
 
 
-@sort_keys.register(np.ndarray)
-def _sort_numpy(keys: np.ndarray) -> np.ndarray:
-    least = RADIX_SORT_MIN if compiled_kernels_loaded() else RADIX_SORT_MIN_UNLOADED
-    if keys.shape[0] < least or keys.dtype != np.int64:
-        return np.sort(keys)
-    from dtri.kernels.cpu import radix_sort
-
-    return radix_sort(keys)
-
-
 @is_device_object.register(object)
 def _not_on_device(value: Any) -> bool:
     return False
@@ -111,22 +102,3 @@ def _register_pandas() -> None:
 
     column_to_array.register(pd.Series, pd.Series.to_numpy)
     frame_from_arrays.register(pd.DataFrame, lambda like, columns: pd.DataFrame(columns))
-
-
-@array_module.register_lazy("cupy")
-@sort_keys.register_lazy("cupy")
-@is_device_object.register_lazy("cupy")
-@series_from_arrays.register_lazy("cupy")
-@to_host.register_lazy("cupy")
-@column_to_array.register_lazy("cupy")
-@frame_from_arrays.register_lazy("cupy")
-def _register_cupy() -> None:
-    from dtri.kernels import gpu  # noqa: F401  (registers the CuPy implementations)
-
-
-@is_device_object.register_lazy("cudf")
-@column_to_array.register_lazy("cudf")
-@frame_from_arrays.register_lazy("cudf")
-@sizeof.register_lazy("cudf")
-def _register_cudf() -> None:
-    from dtri.kernels import gpu, gpu_frames  # noqa: F401  (registers the cuDF implementations)

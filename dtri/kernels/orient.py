@@ -238,8 +238,8 @@ def longest_out_list(out_degree: Any) -> int:
 
 def hash_list_limit() -> int:
     """The longest list the intersection's hash tables hold
-    (:func:`dtri.kernels.intersect.hash_max_members` of a count), imported when asked."""
-    from dtri.kernels.intersect import hash_max_members
+    (:func:`dtri.kernels.strategy.hash_max_members` of a count), read when asked."""
+    from dtri.kernels.strategy import hash_max_members
 
     return hash_max_members(False)
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from dtri.errors import DtriError
 from dtri.kernels.canonicalize import check_integer_columns
-from dtri.kernels.csr import PartitionSummary, as_csr, longest_list, summary
+from dtri.kernels.csr import PartitionSummary, longest_list, stored_summary
 from dtri.kernels.dispatch import is_device_object
 from dtri.kernels.orient import (
     adirection_epsilon,
@@ -146,7 +146,7 @@ class PreparedGraph:
     def choices(self) -> dict[str, Any]:
         """The orientation and order this graph was prepared with, why, and the partition
         summaries they were judged by (what ``--explain`` shows)."""
-        from dtri.kernels.intersect import hash_max_members
+        from dtri.kernels.strategy import hash_max_members
 
         return {"orientation": self.orientation,
                 "orientation_reason": self.orientation_reason, "order": self.order,
@@ -238,6 +238,17 @@ class PreparedGraph:
         from dtri.analytics.graphlets import graphlets
 
         return graphlets(self, orbits, kind)
+
+    def peeled_to(self, parts: list[Any], summaries: list[PartitionSummary], degree: Any,
+                  present: Any, seconds: dict[str, float]) -> PreparedGraph:
+        """A subgraph of this graph over the same ranks, vertex ids and workers (a k-truss:
+        :mod:`dtri.analytics.truss`): its own partitions, summaries and degrees, and which
+        ranks are still vertices. Releasing it leaves this graph, and its session, open."""
+        return PreparedGraph(runtime=self.runtime, options=self.options, parts=list(parts),
+                             bounds=self.bounds, summaries=list(summaries),
+                             vertices=self.vertices, ids=self.ids, degree=degree,
+                             present=present, orientation=self.orientation,
+                             orientation_reason=self.orientation_reason, seconds=seconds)
 
     # ----------------------------------------------------------------- life cycle
 
@@ -342,7 +353,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     def summarised(partitions: list[Any], n: Any, *values: Any) -> tuple:
         """The vertex count, the partitions' summaries and ``values``, computed (the plan
         stage, which waits for every stage before it)."""
-        summary_tasks = [tasks.task("plan", summary_of, part, key=(p,))
+        summary_tasks = [tasks.task("plan", stored_summary, part, key=(p,))
                          for p, part in enumerate(partitions)]
         n, summaries, *values = timer.compute("plan", n, summary_tasks, *values)
         return (n, [PartitionSummary(*s) for s in summaries], *values)
@@ -375,11 +386,6 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                          orientation=orientation, orientation_reason=reason, order=order,
                          order_reason=order_reason, seconds=seconds, read=read,
                          measured=runtime.stage_peaks())
-
-
-def summary_of(part: tuple) -> PartitionSummary:
-    """The planner's summary of one stored partition."""
-    return summary(as_csr(part))
 
 
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:

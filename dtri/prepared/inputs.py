@@ -17,7 +17,8 @@ import math
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dtri.input.frames import EdgeArrays, arrays_on
+from dtri.input.edges import EdgeArrays
+from dtri.input.frames import arrays_on
 from dtri.kernels.dispatch import array_module
 from dtri.runtime.session import Runtime
 from dtri.runtime.tasks import FAN_IN, Tasks, placed_on

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import cupy
 import numpy as np
 
+from dtri.options import RMM_ALIGNMENT
+
 if TYPE_CHECKING:  # imported where frames are made: an in-process count of arrays needs neither
     import cudf
     import pandas as pd
@@ -149,8 +151,6 @@ class PinnedPool:
         self.host_memory = RegisteredHostMemory(limit)
         upstream = rmm.mr.CallbackMemoryResource(self.host_memory.allocate,
                                                  self.host_memory.deallocate)
-        from dtri.runtime.session import RMM_ALIGNMENT
-
         start = min(PINNED_POOL_START, limit) // RMM_ALIGNMENT * RMM_ALIGNMENT
         self._pool = rmm.mr.PoolMemoryResource(upstream, initial_pool_size=start)
 

@@ -42,7 +42,7 @@ import psutil
 from dask.utils import format_bytes, parse_bytes
 
 from dtri.errors import ConfigurationError
-from dtri.options import BACKENDS, PROTOCOLS, Options
+from dtri.options import BACKENDS, PROTOCOLS, RMM_ALIGNMENT, Options
 from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
@@ -64,8 +64,6 @@ KERNEL_THREADS = "dtri.kernel-threads"
 """``dask.config`` key: threads a compiled CPU kernel may use within one task (default 1).
 Runs on the synchronous scheduler set it to this process's cores: one task runs at a time,
 so the kernel has them all; elsewhere tasks run side by side, one per worker thread."""
-RMM_ALIGNMENT = 256
-"""RMM pools are sized in multiples of 256 bytes; a pool size is rounded down to one."""
 DEFAULT_RMM_POOL = 0.5
 """Initial RMM pool of a dask-cuda worker that dtri starts without ``--rmm-pool-size``, as a
 fraction of the GPU's memory; it grows as needed (no maximum), so it is no cap. Without a

@@ -59,7 +59,7 @@ def prepare(spec: str, orientation: str) -> tuple[Any, dict[str, float]]:
 def classes(csr: Any) -> dict[str, Any]:
     """Edges and work per class under the current tuning (work counters)."""
     from dtri.kernels.cuda import COUNT, THREADS_PER_BLOCK, blocks_for, kernel, max_table_bits
-    from dtri.kernels.intersect import HASHED, hash_tuning
+    from dtri.kernels.strategy import HASHED, hash_tuning
 
     tuning = hash_tuning()
     n = csr.edges

@@ -12,13 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dtri.kernels.csr import CSR, from_sorted, list_cuts, row_range, rows_of, sources
-from dtri.kernels.intersect import (
-    STATE_ALIVE,
-    STATE_GONE,
-    STATE_LEAVING,
-    intersect,
-    vertex_credits,
-)
+from dtri.kernels.intersect import intersect, vertex_credits
+from dtri.kernels.strategy import STATE_ALIVE, STATE_GONE, STATE_LEAVING
 
 
 @pytest.fixture(scope="module", autouse=True, params=[1, 2], ids=["1-thread", "2-threads"])

@@ -151,7 +151,7 @@ def test_sort_keys_of_long_arrays_use_the_radix_sort_and_match_numpy():
 def test_vertex_ids_by_table_or_by_search_are_the_same(pairs, offset):
     # ids close together go through a table indexed by id, ids far apart through a sort
     # and binary search: either way the ascending distinct ids and their positions
-    from dtri.input.frames import EdgeArrays
+    from dtri.input.edges import EdgeArrays
     from dtri.kernels.canonicalize import dense_ids, partition_vertices
 
     src = np.array([u * (offset or 1) + u for u, _ in pairs], dtype=np.int64)

@@ -250,7 +250,7 @@ def degree_longest_out_list(edges: np.ndarray) -> int:
 @pytest.mark.parametrize("limit", [2, 5, 1 << 14])
 def test_auto_takes_adirection_when_the_degree_out_lists_outgrow_the_hash_tables(
         monkeypatch, npartitions, limit):
-    monkeypatch.setattr("dtri.kernels.intersect.hash_max_members", lambda credits: limit)
+    monkeypatch.setattr("dtri.kernels.strategy.hash_max_members", lambda credits: limit)
     edges = hub_graph(30)
     longest = degree_longest_out_list(edges)
     assert 2 < longest < 1 << 14
@@ -279,7 +279,7 @@ def test_every_orientation_on_two_worker_processes(dask_client, backend, monkeyp
     edges = np.concatenate([hub_graph(80, seed=2), rng.integers(0, 400, (3_000, 2))])
     for npartitions in (1, 4):
         check_orientations(edges, npartitions=npartitions)
-    monkeypatch.setattr("dtri.kernels.intersect.hash_max_members", lambda credits: 4)
+    monkeypatch.setattr("dtri.kernels.strategy.hash_max_members", lambda credits: 4)
     for npartitions in (1, 4):
         with dtri.prepare(edges, backend="cpu", npartitions=npartitions) as graph:
             assert graph.orientation == "adirection"

@@ -453,9 +453,9 @@ def test_cudf_sizeof_is_registered_lazily_so_dask_cuda_can_weigh_stored_frames()
     dask-cuda's device memory limit never spills it (seen on an H200 under an RMM pool)."""
     from dask.sizeof import sizeof
 
-    import dtri.kernels.dispatch
+    import dtri.kernels.backends
 
-    assert sizeof._lazy.get("cudf") is dtri.kernels.dispatch._register_cudf
+    assert sizeof._lazy.get("cudf") is dtri.kernels.backends._register_cudf
 
 
 @pytest.mark.gpu

@@ -1,0 +1,54 @@
+"""Where :mod:`dtri.kernels.dispatch`'s functions find their implementations beyond the
+plain NumPy/pandas ones: NumPy's key sort (numba's radix sort for long arrays, loaded when
+needed) and, the first time a CuPy or cuDF object is seen, the GPU implementations
+(:mod:`dtri.kernels.gpu`, :mod:`dtri.kernels.gpu_frames`). Imported by the package
+(``dtri/kernels/__init__.py``), so the registrations are in place wherever a kernel runs,
+and the dispatch module itself imports none of the modules that use it."""
+
+from __future__ import annotations
+
+import numpy as np
+from dask.sizeof import sizeof
+
+from dtri.kernels.dispatch import (
+    RADIX_SORT_MIN,
+    RADIX_SORT_MIN_UNLOADED,
+    array_module,
+    column_to_array,
+    compiled_kernels_loaded,
+    frame_from_arrays,
+    is_device_object,
+    series_from_arrays,
+    sort_keys,
+    to_host,
+)
+
+
+@sort_keys.register(np.ndarray)
+def _sort_numpy(keys: np.ndarray) -> np.ndarray:
+    least = RADIX_SORT_MIN if compiled_kernels_loaded() else RADIX_SORT_MIN_UNLOADED
+    if keys.shape[0] < least or keys.dtype != np.int64:
+        return np.sort(keys)
+    from dtri.kernels.cpu import radix_sort
+
+    return radix_sort(keys)
+
+
+@array_module.register_lazy("cupy")
+@sort_keys.register_lazy("cupy")
+@is_device_object.register_lazy("cupy")
+@series_from_arrays.register_lazy("cupy")
+@to_host.register_lazy("cupy")
+@column_to_array.register_lazy("cupy")
+@frame_from_arrays.register_lazy("cupy")
+def _register_cupy() -> None:
+    import dtri.kernels.gpu  # noqa: F401  (registers the CuPy implementations)
+
+
+@is_device_object.register_lazy("cudf")
+@column_to_array.register_lazy("cudf")
+@frame_from_arrays.register_lazy("cudf")
+@sizeof.register_lazy("cudf")
+def _register_cudf() -> None:
+    _register_cupy()  # a cuDF column is a CuPy array
+    import dtri.kernels.gpu_frames  # noqa: F401  (registers the cuDF implementations)

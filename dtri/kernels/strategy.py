@@ -1,0 +1,102 @@
+"""The intersection strategy that both fused-join kernels follow (:mod:`dtri.kernels.cpu`,
+numba; :mod:`dtri.kernels.cuda`, CUDA), apart from :mod:`dtri.kernels.intersect`, which picks
+one of them for an array: each edge's class (hashed, searched, or nothing to do: the rule of
+:func:`edge_class`), the hash tables' tuning and size limit, the peeling's edge states and the
+threads a CPU kernel may use. Both kernel modules import this one and neither imports
+:mod:`dtri.kernels.intersect`, so each can be read and tested on its own."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dtri.kernels.csr import CSR
+from dtri.kernels.dispatch import array_module
+
+STATE_GONE, STATE_ALIVE, STATE_LEAVING = 0, 1, 2
+"""Per-edge states of a graph being peeled."""
+
+CREDIT_DTYPE = np.uint32
+"""Per-edge credits: at most the vertices of the graph, below 2**31."""
+
+
+SEARCH_CLASSES = (0, 1, 2, 3, 4, 5)
+"""Search classes: ``1 << class`` GPU lanes per edge (the shorter list's length, rounded up to a
+power of two, at most 32)."""
+HASHED = 6
+"""The class of an edge whose target's list is streamed through its source's hash table."""
+NOTHING = 255
+"""The class of an edge with nothing to intersect (outside the group, gone, or an empty list)."""
+
+
+class HashTuning(NamedTuple):
+    """When an edge's intersection probes a hash table (``dask.config``, read per call)."""
+
+    enabled: bool
+    """``dtri.hash-probes`` (default true): false searches every edge."""
+    min_members: int
+    """``dtri.hash-min-members``: a target needs a list this long for a table."""
+    probe_cost: float
+    """``dtri.hash-probe-cost``: the cost of one probe in steps of binary search."""
+    piece_probes: int
+    """``dtri.hash-piece-probes``: probes per GPU block (a piece of the hashed edges)."""
+    warp_table_bits: int
+    """``dtri.hash-warp-table-bits``: tables of at most ``2**bits`` slots are one per warp,
+    larger ones one per block (GPU)."""
+
+
+def hash_tuning() -> HashTuning:
+    """The hash probes' tuning from ``dask.config`` (see :class:`HashTuning`)."""
+    import dask
+
+    return HashTuning(bool(dask.config.get("dtri.hash-probes", True)),
+                      int(dask.config.get("dtri.hash-min-members", 32)),
+                      float(dask.config.get("dtri.hash-probe-cost", 1.0)),
+                      int(dask.config.get("dtri.hash-piece-probes", 32768)),
+                      int(dask.config.get("dtri.hash-warp-table-bits", 8)))
+
+
+def hash_max_members(credits: bool) -> int:
+    """The longest list a table holds at half load: 2**14 for a count (2**15 slots of keys,
+    128 KiB of GPU shared memory), 2**13 with credits (keys and positions)."""
+    return 1 << (13 if credits else 14)
+
+
+def edge_class(a: int, b: int, tuning: HashTuning, max_members: int) -> int:
+    """The class of an edge ``(u, v)`` with ``a`` later members of ``u`` and ``b`` of ``v``:
+    :data:`NOTHING`, :data:`HASHED` or a search class (the rule of the module docstring; the
+    CUDA ``classify_edges`` and the numba kernel apply the same)."""
+    if a <= 0 or b <= 0:
+        return NOTHING
+    shorter, longer = min(a, b), max(a, b)
+    if (tuning.enabled and tuning.min_members <= b <= max_members
+            and a * tuning.probe_cost <= shorter * longer.bit_length()):
+        return HASHED
+    return min((shorter - 1).bit_length(), 5)
+
+
+def leaving_sources(csr: CSR, state: Any) -> Any:
+    """Per source of ``csr``'s range: whether one of its edges is leaving (uint8)."""
+    xp = array_module(csr.offsets)
+    leaving = xp.zeros(csr.edges + 1, dtype=xp.int64)
+    xp.cumsum(state == STATE_LEAVING, out=leaving[1:])
+    ends = leaving[csr.offsets]
+    return (ends[1:] > ends[:-1]).astype(xp.uint8)
+
+
+PARALLEL_MIN_EDGES = 1 << 14
+"""Partitions with fewer edges intersect on one thread: starting numba's threads costs more
+(``dtri.kernel-parallel-min-edges`` in ``dask.config`` changes it)."""
+
+
+def kernel_threads() -> int:
+    """Threads one CPU kernel may use (``dtri.kernel-threads`` in ``dask.config``: set by
+    in-process runs; 1 elsewhere, where tasks run side by side), at most numba's."""
+    import dask
+    import numba
+
+    return max(1, min(int(dask.config.get("dtri.kernel-threads", 1)),
+                      numba.config.NUMBA_NUM_THREADS))
+
+
