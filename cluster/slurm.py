@@ -91,6 +91,24 @@ def build_cluster(*, backend: str = "gpu", nodes: int = 1, gpus_per_node: int = 
     return SLURMCluster(**options)
 
 
+WORKERS_LATE = 3
+"""Exit status when the workers did not all arrive within ``--timeout`` (the jobs queued, or
+the nodes could not start them): nothing was counted, and no count failed."""
+
+
+def job_states(cluster: Any) -> str:
+    """The states SLURM gives the cluster's jobs (``squeue``), as ``id STATE`` pairs."""
+    import subprocess
+
+    ids = [str(job.job_id) for job in cluster.workers.values() if getattr(job, "job_id", None)]
+    if not ids:
+        return "none submitted"
+    done = subprocess.run(["squeue", "-h", "-j", ",".join(ids), "-o", "%i %T"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    return ", ".join(line for line in done.stdout.splitlines() if line.strip()) \
+        or "none left in squeue"
+
+
 def expected_workers(backend: str, nodes: int, gpus_per_node: int, cores: int) -> int:
     """Dask workers that ``nodes`` jobs start: one per GPU, or one per core."""
     return nodes * (gpus_per_node if backend == "gpu" else cores)
@@ -181,7 +199,15 @@ def main(argv: list[str] | None = None) -> int:
         with Client(cluster) as client:
             print(f"waiting for {workers} workers ({args.nodes} jobs); dashboard: "
                   f"{client.dashboard_link}", file=sys.stderr)
-            client.wait_for_workers(workers, timeout=args.timeout)
+            try:
+                client.wait_for_workers(workers, timeout=args.timeout)
+            except TimeoutError:  # distributed's WorkerStartTimeoutError is one
+                arrived = len(client.scheduler_info(n_workers=-1)["workers"])
+                print(f"slurm.py: error: {arrived} of {workers} workers arrived within "
+                      f"{args.timeout:g} s (their jobs: {job_states(cluster)}); give a longer "
+                      "--timeout, or check the partition's queue; the jobs are cancelled",
+                      file=sys.stderr)
+                return WORKERS_LATE
             if args.generate:
                 from dtri.input.generate import from_spec
 
