@@ -14,8 +14,9 @@ KARATE = Path(__file__).resolve().parent / "karate.txt"
 
 
 def main() -> None:
-    # A file (or glob, directory, URL): just the number. With no scheduler given, this starts
-    # a local Dask cluster (pandas partitions, or cuDF ones when a GPU is usable).
+    # A file (or glob, directory, URL): just the number. With no scheduler given, a graph that
+    # fits one task is counted in this process (on the GPU when one is usable and the graph
+    # is big enough to gain from it); a larger one starts a local Dask cluster.
     print("count_triangles:", dtri.count_triangles(KARATE))
 
     # The count with the run's statistics.
@@ -34,5 +35,5 @@ def main() -> None:
     print("NumPy array:", dtri.count_triangles(both_ways, scheduler="threads"))
 
 
-if __name__ == "__main__":  # Dask's local cluster starts worker processes
+if __name__ == "__main__":  # a local cluster, where one starts, spawns worker processes
     main()
