@@ -115,7 +115,7 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
         local = local_input(edges, chosen) if session.local else None
         runtime = session.open(on_gpu, local.rows if local is not None else known_rows(edges),
                                one_input=owned)
-        if local is not None and runtime.client is None:
+        if local is not None and local.parts and runtime.client is None:
             source: Any = local.on(runtime.backend)
         else:
             max_rows = max(1, runtime.task_budget(chosen.memory_budget)

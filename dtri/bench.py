@@ -313,7 +313,7 @@ def input_array(edges: Any) -> np.ndarray:
     from dtri.prepared.inputs import concat_frames
 
     local = local_input(edges, Options())
-    if local is None:  # Parquet
+    if local is None or not local.parts:  # Parquet (its rows only)
         return as_edge_frame(edges, "cpu").compute()[["src", "dst"]].to_numpy(np.int64)
     whole = concat_frames(*dask.compute(*local.parts, scheduler="sync"))
     return np.column_stack([whole.src, whole.dst])

@@ -38,7 +38,9 @@ COMPRESSION_RATIO = 4
 
 class LocalInput(NamedTuple):
     """An input as an in-process run reads it: delayed :class:`EdgeArrays` partitions and
-    the rows they hold (for files, a high estimate from their sizes)."""
+    the rows they hold (for text files, a high estimate from their sizes). Parquet files
+    have no partitions here (cuDF or pandas read them through a Dask frame, in process or
+    not), only their rows, from the files' footers, to decide where the run goes."""
 
     parts: list[Any]
     rows: int
@@ -106,8 +108,9 @@ def _text_rows(blocks: tuple) -> int:
 
 def local_input(edges: Any, options: Options) -> LocalInput | None:
     """``edges`` as an in-process run reads it (text files, an ``(m, 2)`` NumPy or CuPy
-    array, a generated graph); ``None`` for the inputs that go through a Dask DataFrame (Parquet,
-    DataFrames, GPU arrays, and files this process cannot see)."""
+    array, a generated graph; Parquet files by their rows only); ``None`` for the inputs that
+    go through a Dask DataFrame without a known size (DataFrames, and files this process
+    cannot see)."""
     from dtri.input.generate import GeneratedGraph
 
     if isinstance(edges, GeneratedGraph):
@@ -130,8 +133,8 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
                          blocksize=options.blocksize, storage_options=options.storage_options)
     except InputNotFoundError:
         return None  # perhaps the cluster's workers see it: read_edges decides
-    if isinstance(plan, ParquetPlan):
-        return None
+    if isinstance(plan, ParquetPlan):  # read through a Dask frame; its rows are in the footers
+        return LocalInput([], plan.rows)
     return LocalInput(checked_blocks(plan, parse_block_arrays), _text_rows(plan))
 
 

@@ -73,6 +73,18 @@ def test_a_cpu_run_with_no_cluster_named_runs_in_process(source):
         assert count == sum(nx.triangles(networkx_graph(pairs)).values()) // 3
 
 
+def test_a_parquet_file_that_fits_one_task_is_counted_in_this_process(tmp_path):
+    import pandas as pd
+
+    edges = np.loadtxt(KARATE, dtype=np.int64)
+    pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}).to_parquet(tmp_path / "k.parquet")
+    with dtri.prepare(tmp_path / "k.parquet", backend="cpu") as graph:
+        runtime = graph.runtime
+        assert runtime.client is None and runtime.eager
+        assert "the input (78 edges or fewer)" in runtime.reason  # from the file's footer
+        assert graph.count_triangles() == 45
+
+
 def test_an_input_too_big_for_one_task_or_given_workers_starts_a_local_cluster(monkeypatch):
     edges = np.loadtxt(KARATE, dtype=np.int64)
     with dtri.prepare(edges, backend="cpu", workers=2) as graph:
