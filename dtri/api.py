@@ -15,7 +15,6 @@ session, shapes the input (:func:`dtri.input.frames.local_input` for an in-proce
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from typing import Any
 
@@ -33,7 +32,13 @@ from dtri.input.frames import (
 from dtri.options import RUNTIME_OPTIONS, Options
 from dtri.prepared.graph import PreparedGraph, prepare_graph
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
-from dtri.runtime.session import LOCAL_SCHEDULERS, Runtime, active_client, open_runtime
+from dtri.runtime.session import (
+    LOCAL_SCHEDULERS,
+    Runtime,
+    named_placement,
+    open_runtime,
+    options_caps,
+)
 
 
 class Session:
@@ -68,13 +73,8 @@ class Session:
         """Whether the session's tasks run (or, not yet open, may run) in this process."""
         if self.runtime is not None:
             return self.runtime.client is None
-        options = self.options
-        scheduler = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-        caps = (options.memory_limit, options.device_memory_limit, options.rmm_pool_size,
-                options.spill_directory)
-        return (scheduler is None or scheduler in LOCAL_SCHEDULERS) and \
-            options.scheduler_file is None and options.workers is None and \
-            all(cap is None for cap in caps)
+        named = named_placement(self.options, options_caps(self.options))
+        return named is None or named[0] in LOCAL_SCHEDULERS
 
     def close(self) -> None:
         """Close what the session opened (a local cluster, its client)."""
@@ -86,8 +86,8 @@ class Session:
         return prepare(edges, session=self, **options)
 
     def __enter__(self) -> Session:
-        if not self.local or active_client() is not None:
-            self.open()  # a cluster named or given: connect now
+        if not self.local:
+            self.open()  # a cluster named or active: connect now
         # else the first input decides: in this process if it fits one task, else a cluster
         return self
 

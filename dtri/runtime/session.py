@@ -614,12 +614,16 @@ def in_process_budget(backend: str = "cpu") -> int:
     return int(memory * DEFAULT_BUDGET_FRACTION)
 
 
-def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int | None,
-              row_bytes: int) -> tuple[str | None, str]:
-    """Where a run goes: a scheduler (an address, a local scheduler's name, or ``None`` for
-    a cluster to start or the active client's), with one line on why. With nothing named, a
-    run whose input fits one task's budget (``input_rows`` of ``row_bytes`` each; ``None``:
-    not known before it is read) runs in this process, on the CPU or the current GPU."""
+def options_caps(options: Options) -> MemoryCaps:
+    """The memory caps ``options`` give (:func:`memory_caps`)."""
+    return memory_caps(options.memory_limit, options.device_memory_limit,
+                       options.rmm_pool_size, options.spill_directory)
+
+
+def named_placement(options: Options, caps: MemoryCaps) -> tuple[str | None, str] | None:
+    """Where ``options`` (with their ``caps``) send a run whatever its input, as
+    :func:`placement` gives it; ``None`` where they name nothing and no client is active,
+    so that the input's size decides."""
     scheduler = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if scheduler in LOCAL_SCHEDULERS:
         return scheduler, f"in this process, on Dask's {scheduler} scheduler (--scheduler)"
@@ -631,6 +635,17 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
         return None, f"a local cluster, for {', '.join(caps.given())} to shape its workers"
     if active_client() is not None:
         return None, "the active distributed.Client's cluster"
+    return None
+
+
+def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int | None,
+              row_bytes: int) -> tuple[str | None, str]:
+    """Where a run goes: a scheduler (an address, a local scheduler's name, or ``None`` for
+    a cluster to start or the active client's), with one line on why. With nothing named, a
+    run whose input fits one task's budget (``input_rows`` of ``row_bytes`` each; ``None``:
+    not known before it is read) runs in this process, on the CPU or the current GPU."""
+    if (named := named_placement(options, caps)) is not None:
+        return named
     if input_rows is None:
         return None, "a local cluster: the input's size is not known before it is read"
     budget = in_process_budget(backend)
@@ -661,8 +676,7 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
     as the block lasts."""
     backend, backend_reason = choose_backend(options.backend, input_on_gpu,
                                              input_rows if one_input else None)
-    caps = memory_caps(options.memory_limit, options.device_memory_limit,
-                       options.rmm_pool_size, options.spill_directory)
+    caps = options_caps(options)
     scheduler, reason = placement(options, backend, caps, input_rows, row_bytes)
     with _opened(backend, scheduler, options.scheduler_file, options.workers,
                  options.protocol, caps, options.memory_budget) as runtime:

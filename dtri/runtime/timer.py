@@ -122,6 +122,10 @@ class StageTimer:
         now = time.perf_counter()
         assert self._since is not None
         seconds, self._since = now - self._since - self._compile_time(), now
+        return self._record(stage, seconds)
+
+    def _record(self, stage: str, seconds: float) -> float:
+        """Add ``seconds`` to ``stage`` (a stage may run in several steps); return them."""
         self.seconds[stage] = round(self.seconds.get(stage, 0.0) + seconds, 6)
         log.info("%s %.3f s", stage, seconds)
         return seconds
@@ -145,8 +149,7 @@ class StageTimer:
         self._compile_time()  # what compiled before is not this block's
         yield
         now = time.perf_counter()
-        seconds = now - started - self._compile_time()
-        self.seconds[stage] = round(self.seconds.get(stage, 0.0) + seconds, 6)
+        self._record(stage, now - started - self._compile_time())
         if self.eager:
             self._since = now
 
@@ -178,7 +181,5 @@ class StageTimer:
                 raise out_of_memory(stage, error) from error
         if self.synchronize is not None:
             self.synchronize()
-        if self._since is None:
-            self._since = time.perf_counter()
-        self._add(stage)
+        self._add(stage)  # an eager timer's clock runs from its start: never unset
         return values
