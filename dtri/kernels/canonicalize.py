@@ -68,13 +68,13 @@ def partition_vertices(frame: Any) -> Any:
     """Distinct vertex ids of one partition, ascending (int64); refuses negative ids."""
     src, dst = id_columns(frame)
     xp = array_module(src)
-    if src.shape[0] and int(xp.minimum(src.min(), dst.min())) >= 0:
-        largest = int(xp.maximum(src.max(), dst.max()))
-        if dense_range(largest, 2 * src.shape[0]):  # mark the ids present in a table
-            present = xp.zeros(largest + 1, dtype=bool)
-            present[src] = True
-            present[dst] = True
-            return xp.flatnonzero(present).astype(xp.int64, copy=False)
+    smallest, largest = (xp.stack([xp.minimum(src.min(), dst.min()), xp.maximum(
+        src.max(), dst.max())]).tolist() if src.shape[0] else (-1, -1))  # one wait, not two
+    if smallest >= 0 and dense_range(largest, 2 * src.shape[0]):  # mark ids in a table
+        present = xp.zeros(largest + 1, dtype=bool)
+        present[src] = True
+        present[dst] = True
+        return xp.flatnonzero(present).astype(xp.int64, copy=False)
     vertices = sorted_unique(xp.concatenate([src, dst]))
     if vertices.shape[0] and int(vertices[0]) < 0:
         raise InputError(f"negative vertex id {int(vertices[0])}: vertex ids must be >= 0")

@@ -225,17 +225,26 @@ def wedge_profile(starts: Any, edges: int,
             before[picked].tolist())
 
 
+HOST_SUMMARY_ROWS = 1 << 16
+"""A partition of at most this many sources is measured on the host: one copy of its offsets
+(512 KiB at most) costs less than the twenty-odd device calls and waits of
+:func:`wedge_profile` on the device, which are a large part of a small graph's prepare."""
+
+
 def summary(csr: CSR) -> PartitionSummary:
     """Edges, wedges, sources, largest target, longest list and wedge profile of a partition."""
     if csr.edges == 0:
         return PartitionSummary(0, 0, -1, -1, -1)
-    xp = array_module(csr.offsets)
-    filled = xp.flatnonzero(degrees(csr))  # sources with a list, ascending
-    wedges, max_out_degree, longest, rows, before = wedge_profile(csr.offsets[filled],
-                                                                  csr.edges)
+    largest_target = int(csr.dst.max())
+    offsets = csr.offsets
+    if offsets.shape[0] <= HOST_SUMMARY_ROWS + 1:
+        offsets = to_host(offsets)
+    xp = array_module(offsets)
+    filled = xp.flatnonzero(offsets[1:] - offsets[:-1])  # sources with a list, ascending
+    wedges, max_out_degree, longest, rows, before = wedge_profile(offsets[filled], csr.edges)
     first, last = int(filled[0]), int(filled[-1])
     return PartitionSummary(csr.edges, wedges, csr.low + first, csr.low + last,
-                            int(csr.dst.max()), max_out_degree, csr.low + int(filled[longest]),
+                            largest_target, max_out_degree, csr.low + int(filled[longest]),
                             tuple(rows), tuple(before))
 
 
