@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dtri.analytics.count import CountResult
+    from dtri.analytics.estimate import Approx, Estimate
     from dtri.api import Session, count, count_triangles, prepare
     from dtri.errors import ConfigurationError, DtriError, InputError
     from dtri.input.read import read_edges
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from dtri.prepared.graph import PreparedGraph
 
 _HOMES = {
+    "Approx": "dtri.analytics.estimate",
+    "Estimate": "dtri.analytics.estimate",
     "ConfigurationError": "dtri.errors",
     "CountResult": "dtri.analytics.count",
     "DtriError": "dtri.errors",
@@ -37,9 +40,11 @@ _HOMES = {
 """Where each public name lives."""
 
 __all__ = [
+    "Approx",
     "ConfigurationError",
     "CountResult",
     "DtriError",
+    "Estimate",
     "InputError",
     "Options",
     "PreparedGraph",

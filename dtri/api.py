@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from dtri.analytics.count import CountResult
+from dtri.analytics.estimate import Approx, Estimate, estimate
 from dtri.errors import ConfigurationError
 from dtri.input.frames import (
     as_edge_frame,
@@ -136,7 +137,8 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     return graph
 
 
-def count(edges: Any, *, explain: bool = False, **options: Any) -> CountResult:
+def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = False,
+          **options: Any) -> CountResult | Estimate:
     """Count the triangles of an undirected graph exactly, with the run's statistics.
 
     ``edges`` and ``options`` as for :func:`prepare` (:class:`dtri.Options`: ``backend``,
@@ -144,8 +146,17 @@ def count(edges: Any, *, explain: bool = False, **options: Any) -> CountResult:
     ``join``, ``bins``, ...). The result's ``plan`` holds the counting phase's plan with
     estimates of each task kind's peak memory and of the bytes moved between workers;
     ``explain=True`` stops after planning (the input is read, oriented and sorted, no wedge is
-    written) and ``triangles`` is ``None``."""
+    written) and ``triangles`` is ``None``.
+
+    ``approx``: estimate instead of counting (:meth:`PreparedGraph.estimate`): ``True``, or
+    a :class:`dtri.Approx` / dict of its ``error``, ``confidence``, ``samples``, ``seed``;
+    the result is then an :class:`~dtri.analytics.estimate.Estimate` with intervals."""
+    wanted = Approx.of(approx) if approx is not False else None  # checked before the read
     with prepare(edges, **options) as graph:
+        if wanted is not None:
+            result = estimate(graph, wanted)
+            result.seconds = {**graph.seconds, **result.seconds}
+            return result
         return graph.count(explain=explain)
 
 

@@ -99,23 +99,68 @@ def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, An
 @click.option("--explain", is_flag=True,
               help="Plan the count and print the plan instead of counting: bins, wedge batches, "
                    "join per partition, and per task kind the tasks, estimated peak memory of "
-                   "the largest task and estimated bytes moved between workers. The input is "
-                   "still read and sorted; no wedge is written.")
+                   "the largest task and estimated bytes moved between workers, and the "
+                   "triangles estimated from a quick sample of wedges. The input is still read "
+                   "and sorted; no wedge is written.")
+@click.option("--approx", is_flag=True,
+              help="Estimate the triangles, transitivity and average clustering from a uniform "
+                   "sample of wedges, with intervals, instead of counting. A graph where the "
+                   "sample would cost about what counting does is counted, and labelled "
+                   "exact.")
+@click.option("--error", type=float, default=None,
+              help="With --approx: the relative error of the triangle count, the interval's "
+                   "half-width over the estimate  [default: 0.01]")
+@click.option("--confidence", type=float, default=None,
+              help="With --approx: the intervals' confidence  [default: 0.95]")
+@click.option("--samples", type=int, default=None,
+              help="With --approx: draw this many wedges instead of sizing the sample by "
+                   "--error.")
+@click.option("--sample-seed", type=int, default=None,
+              help="With --approx: the sample's seed (default: a new one, printed).")
 def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, explain: bool,
-          **values: Any) -> None:
+          approx: bool, error: float | None, confidence: float | None, samples: int | None,
+          sample_seed: int | None, **values: Any) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
-    with _errors_as_one_line(), _prepared(paths, spec, seed, values) as graph:
-        result = graph.count(explain=explain)
+    from dtri.analytics.estimate import Approx, estimate
+
+    asked = {"error": error, "confidence": confidence, "samples": samples, "seed": sample_seed}
+    asked = {name: value for name, value in asked.items() if value is not None}
+    if asked and not approx:
+        flag = "--sample-seed" if "seed" in asked else f"--{next(iter(asked))}"
+        _fail(f"{flag} goes with --approx")
+    if approx and explain:
+        _fail("give --approx or --explain, not both")
+    with _errors_as_one_line():
+        wanted = Approx(**asked) if approx else None  # checked before the input is read
     source = _source(paths, spec, seed)
+    with _errors_as_one_line(), _prepared(paths, spec, seed, values) as graph:
+        if wanted is not None:
+            estimated = estimate(graph, wanted)
+            estimated.seconds = {**graph.seconds, **estimated.seconds}
+            _print_estimate(estimated, as_json, source)
+            return
+        result = graph.count(explain=explain)
+        quick = estimate(graph, Approx(samples=QUICK_SAMPLES, seed=0), allow_exact=False) \
+            if explain else None
     if explain:
+        forecast = None if quick is None else {
+            "triangles": quick.triangles, "interval": quick.triangles_interval,
+            "confidence": quick.confidence, "samples": quick.samples, "exact": quick.exact}
         if as_json:
             click.echo(json.dumps({**source, "plan": result.plan, "seconds": result.seconds,
-                                   "read": result.read,
+                                   "read": result.read, "estimate": forecast,
                                    "peak_device_bytes": result.peak_device_bytes,
                                    "peak_device_source": result.peak_device_source}))
         else:
             _print_plan(result.plan)
+            if quick is not None:
+                low, high = quick.triangles_interval
+                click.echo(f"estimate       {quick.triangles:.4g} triangles ("
+                           f"{quick.confidence:.0%} interval {low:.4g} - {high:.4g}, from "
+                           f"{quick.samples} of {quick.wedges} wedges)" if not quick.exact
+                           else f"estimate       {quick.triangles:.0f} triangles (exact: "
+                           f"{quick.reason})")
             read = result.read
             click.echo(f"read           {read['partitions']} partitions of at most "
                        f"{read['largest_rows']} rows ({read['rows']} rows)")
@@ -136,6 +181,35 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
                f"{result.order} order)")
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
     _print_peaks(result.peak_device_bytes, result.peak_device_source, "device peak")
+
+
+QUICK_SAMPLES = 1 << 14
+"""Wedges of the quick estimate that ``--explain`` prints."""
+
+
+def _print_estimate(result: Any, as_json: bool, source: dict[str, Any]) -> None:
+    """An estimate of ``count --approx``: one JSON object, or its lines."""
+    if as_json:
+        click.echo(json.dumps({**source, **result.to_dict()}))
+        return
+    level = f"{result.confidence:.0%}"
+
+    def line(name: str, value: float, interval: tuple[float, float], digits: str) -> None:
+        if result.exact:
+            click.echo(f"{name:<15}{value:{digits}} (exact)")
+        else:
+            low, high = interval
+            click.echo(f"{name:<15}{value:{digits}}  ({level} interval {low:{digits}} - "
+                       f"{high:{digits}})")
+
+    line("triangles", result.triangles, result.triangles_interval, ".0f")
+    line("transitivity", result.transitivity, result.transitivity_interval, ".6f")
+    line("avg clustering", result.average_clustering, result.average_clustering_interval,
+         ".6f")
+    click.echo(f"method         {result.method}: {result.reason}; seed {result.seed}")
+    click.echo(f"vertices       {result.vertices}   edges {result.edges}   wedges "
+               f"{result.wedges}   backend {result.backend}")
+    click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
 
 
 def _print_peaks(peaks: dict[str, int] | None, source: str | None, title: str) -> None:

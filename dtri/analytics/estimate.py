@@ -1,0 +1,281 @@
+"""Estimates with error bars: the triangle count, transitivity and average clustering from a
+uniform sample of the prepared graph's oriented wedges (Seshadhri, Pinar & Kolda's wedge
+sampling, on dtri's oriented wedges).
+
+Every triangle is exactly one closed oriented wedge (:mod:`dtri.kernels.sampling`), so for
+``k`` wedges drawn uniformly with replacement from the ``W`` of the oriented graph, of which
+``X`` are closed, ``X`` is binomial with ``p = triangles / W``:
+
+* triangles ``≈ W X / k``, with the Wilson score interval of ``p`` scaled by ``W``;
+* transitivity ``= 3 triangles / triples``, the triples (``Σ C(d, 2)``) counted exactly from
+  the degrees, so its interval is the count's, scaled;
+* average clustering ``= (1 / n) Σ_v T(v) / C(d_v, 2) = (W / n) E[Y]``, where ``Y`` is a drawn
+  wedge's ``closed × Σ 1 / C(d, 2)`` over its three vertices; its interval is an empirical
+  Bernstein bound of the mean of ``Y`` (``0 <= Y <= 3``, skewed: a normal interval covers
+  too seldom), as wide as the sample makes it.
+
+With no sample size given, a pilot of :data:`PILOT_SAMPLES` wedges sizes the sample from the
+asked relative error of the count and confidence (with the pilot's lower bound of ``p``, so
+the sample is rather too big than too small), and a fresh sample, independent of the pilot,
+gives the estimate and its interval. When that sample would be a large share of the wedges (a small
+graph, or one with few triangles), the exact analytics run instead and the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from dtri.errors import ConfigurationError
+from dtri.kernels.sampling import closed_sums, sample_wedges, seeds
+
+PILOT_SAMPLES = 1 << 16
+"""Wedges drawn to size the sample when only an error and a confidence are given."""
+EXACT_SHARE = 0.25
+"""A sample of at least this share of the graph's oriented wedges is not worth drawing: the
+exact count checks every wedge once, with no repeats, in about the same time."""
+
+
+@dataclass(frozen=True)
+class Approx:
+    """What an estimate is asked for: a relative ``error`` (the interval's half-width over
+    the estimate) at a ``confidence``, or a fixed number of ``samples`` (wedges); ``seed``
+    makes it reproducible (default: a new one, reported in the result)."""
+
+    error: float = 0.01
+    confidence: float = 0.95
+    samples: int | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("error", "confidence"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0.0 < value < 1.0:
+                raise ConfigurationError(f"--{name} must be between 0 and 1 (exclusive), got "
+                                         f"{value!r}")
+        if self.samples is not None and (isinstance(self.samples, bool) or not isinstance(
+                self.samples, int) or self.samples < 1):
+            raise ConfigurationError(f"--samples must be a positive integer, got "
+                                     f"{self.samples!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(
+                self.seed, int) or self.seed < 0):
+            raise ConfigurationError(f"--sample-seed must be a non-negative integer, got "
+                                     f"{self.seed!r}")
+
+    @classmethod
+    def of(cls, value: Approx | dict | bool | None) -> Approx:
+        """``True`` (the defaults), a dict of fields, or an :class:`Approx`."""
+        if isinstance(value, Approx):
+            return value
+        if value is True or value is None:
+            return cls()
+        if isinstance(value, dict):
+            return cls(**value)
+        raise ConfigurationError(f"approx must be True, a dict or dtri.Approx, got {value!r}")
+
+    @property
+    def z(self) -> float:
+        """The normal quantile of the two-sided interval."""
+        return NormalDist().inv_cdf((1.0 + self.confidence) / 2.0)
+
+
+@dataclass
+class Estimate:
+    """An estimate with its intervals (``exact``: counted, the intervals are the values)."""
+
+    triangles: float
+    triangles_interval: tuple[float, float]
+    transitivity: float
+    transitivity_interval: tuple[float, float]
+    average_clustering: float
+    average_clustering_interval: tuple[float, float]
+    exact: bool
+    method: str
+    """``wedge sampling`` or ``exact``."""
+    reason: str
+    """One line on why that method and that many samples."""
+    samples: int
+    """Wedges drawn for the estimate (the pilot's not included; 0 when exact)."""
+    pilot_samples: int
+    closed: int
+    """Of those, the closed ones."""
+    confidence: float
+    error: float | None
+    """The relative error asked for (``None``: a fixed sample)."""
+    seed: int
+    wedges: int
+    """The oriented graph's wedges (what was sampled from)."""
+    triples: int
+    """Connected triples ``Σ C(d, 2)`` (transitivity's denominator)."""
+    vertices: int
+    edges: int
+    backend: str
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def relative_error(self) -> float:
+        """The triangle interval's half-width over the estimate (0 when exact)."""
+        low, high = self.triangles_interval
+        return (high - low) / 2 / self.triangles if self.triangles else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "relative_error": self.relative_error}
+
+
+def wilson(hits: int, draws: int, z: float) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion."""
+    if draws == 0:
+        return 0.0, 1.0
+    p = hits / draws
+    denominator = 1.0 + z * z / draws
+    centre = (p + z * z / (2 * draws)) / denominator
+    half = z * math.sqrt(p * (1 - p) / draws + z * z / (4 * draws * draws)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+SHARE_RANGE = 3.0
+"""A wedge's share of the average clustering is between 0 and 3 (three vertices, each
+``1 / C(d, 2) <= 1``)."""
+
+
+def bernstein(mean: float, squares: float, draws: int, spread: float,
+              confidence: float) -> float:
+    """The half-width of Maurer and Pontil's empirical Bernstein interval of the mean of
+    ``draws`` values in ``[0, spread]`` (``squares``: their sum of squares), two-sided at
+    ``confidence``. Unlike the normal interval, it holds for skewed values too: a wedge's
+    clustering share is mostly 0 and now and then up to 3, and the normal interval of its
+    mean covered the exact average clustering 84 to 88 times in 100 on R-MAT 18 and
+    wiki-Vote."""
+    if draws < 2:
+        return spread
+    variance = max(0.0, (squares - draws * mean * mean) / (draws - 1))
+    log = math.log(4.0 / (1.0 - confidence))  # each side at half the miss
+    return math.sqrt(2.0 * variance * log / draws) + 7.0 * spread * log / (3.0 * (draws - 1))
+
+
+def needed_samples(hits: int, draws: int, approx: Approx) -> float:
+    """Wedges for the asked relative error of the triangle count (and so of transitivity) at
+    the asked confidence, from a pilot of ``draws`` wedges of which ``hits`` were closed,
+    with the pilot's lower bound of ``p`` (so rather too many than too few); infinite when
+    the pilot saw no triangle. The average clustering's interval is what that sample gives
+    (its variance, of a mean of shares up to 3, is too noisy in a pilot to size by)."""
+    z, error = approx.z, approx.error
+    low, _ = wilson(hits, draws, z)
+    if hits == 0 or low == 0.0:
+        return math.inf
+    return z * z * (1.0 - low) / (low * error * error)
+
+
+def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
+    """The estimate of :class:`Approx` on a prepared graph (see the module docstring);
+    ``allow_exact=False``: sample the asked wedges even where counting would cost no more
+    (the quick forecast of ``--explain``, which counts nothing)."""
+    from dtri.analytics.vertex import present_vertices
+
+    started = time.perf_counter()
+    seed = approx.seed if approx.seed is not None else int(
+        np.random.SeedSequence().generate_state(1)[0])
+    wedges = graph.wedges
+    base = {"confidence": approx.confidence,
+            "error": None if approx.samples else approx.error, "seed": seed, "wedges": wedges,
+            "triples": triples(graph), "vertices": present_vertices(graph),
+            "edges": graph.edges, "backend": graph.backend}
+    pilot_draws = 0
+    if wedges == 0:
+        wanted, why = math.inf, "the graph has no wedges, so no triangle"
+    elif approx.samples is not None:
+        wanted, why = float(approx.samples), f"{approx.samples} wedges asked for"
+    else:
+        pilot_draws = min(PILOT_SAMPLES, wedges)
+        closed, _, _ = draw(graph, pilot_draws, seed, phase=0)
+        wanted = needed_samples(closed, pilot_draws, approx)
+        why = ("the pilot sample saw no triangle" if math.isinf(wanted) else
+               f"{math.ceil(wanted)} wedges for ±{approx.error:g} at {approx.confidence:g} "
+               f"confidence (sized by a pilot of {pilot_draws})")
+    if wedges == 0 or (allow_exact and wanted >= EXACT_SHARE * wedges):
+        if wedges:
+            why += f": at least {EXACT_SHARE:g} of the graph's {wedges} wedges, so counted exactly"
+        return exact_estimate(graph, base, pilot_draws, started, why)
+    samples = math.ceil(wanted)
+    closed, total, squares = draw(graph, samples, seed, phase=1)
+    z = approx.z
+    low, high = wilson(closed, samples, z)
+    n, t = base["vertices"], base["triples"]
+    mean = total / samples
+    spread = bernstein(mean, squares, samples, SHARE_RANGE, approx.confidence)
+    scale = wedges / n if n else 0.0
+    triangles = closed / samples * wedges
+    return Estimate(
+        triangles=triangles, triangles_interval=(low * wedges, high * wedges),
+        transitivity=3 * triangles / t if t else 0.0,
+        transitivity_interval=(3 * low * wedges / t, 3 * high * wedges / t) if t
+        else (0.0, 0.0),
+        average_clustering=scale * mean,
+        average_clustering_interval=(max(0.0, scale * (mean - spread)),
+                                     min(1.0, scale * (mean + spread))),
+        exact=False, method="wedge sampling", reason=why, samples=samples,
+        pilot_samples=pilot_draws, closed=closed,
+        seconds={"estimate": round(time.perf_counter() - started, 6)}, **base)
+
+
+def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started: float,
+                   reason: str) -> Estimate:
+    """The exact values, as an :class:`Estimate` labelled exact."""
+    triangles = graph.count_triangles()
+    transitivity = graph.transitivity()
+    clustering = graph.average_clustering()
+    return Estimate(
+        triangles=float(triangles), triangles_interval=(float(triangles), float(triangles)),
+        transitivity=transitivity, transitivity_interval=(transitivity, transitivity),
+        average_clustering=clustering, average_clustering_interval=(clustering, clustering),
+        exact=True, method="exact", reason=reason, samples=0, pilot_samples=pilot_samples,
+        closed=triangles, seconds={"estimate": round(time.perf_counter() - started, 6)},
+        **base)
+
+
+def draw(graph: Any, count: int, seed: int, phase: int) -> tuple[int, float, float]:
+    """``count`` wedges drawn uniformly from the graph: closed ones, and the sum and sum of
+    squares of their clustering shares. Each partition draws its share (multinomial in its
+    wedges) and sends each closing edge to the partition of its first end, which checks it."""
+    weights = np.array([s.wedges for s in graph.summaries], dtype=np.float64)
+    shares = np.random.default_rng(seeds(seed, phase)).multinomial(count,
+                                                                    weights / weights.sum())
+    tasks, bounds, parts = graph.tasks, tuple(graph.bounds), graph.parts
+    splits = {}
+    for p, share in enumerate(shares.tolist()):
+        if share:
+            with tasks.placed(p):
+                splits[p] = tasks.task("estimate-sample", sample_wedges, parts[p], share,
+                                       seeds(seed, phase, p), bounds, key=(phase, p))
+    picks = tasks.pick_pieces("estimate-sample", splits,
+                              {i: range(len(parts)) for i in splits})
+    checks = []
+    for q in range(len(parts)):
+        with tasks.placed(q):
+            checks.append(tasks.task("estimate-check", closed_sums, parts[q], graph.degree,
+                                     *(picks[i, q] for i in splits), key=(phase, q)))
+    (values,) = graph.timer().compute("estimate", checks)
+    return (sum(v[0] for v in values), math.fsum(v[1] for v in values),
+            math.fsum(v[2] for v in values))
+
+
+def pair_total(degree: Any, present: Any) -> int:
+    """``Σ C(d, 2)`` over the vertices that belong to the graph."""
+    if present is not None:
+        degree = degree[present]
+    return int((degree * (degree - 1) // 2).sum())
+
+
+def triples(graph: Any) -> int:
+    """The graph's connected triples (transitivity's denominator), exactly."""
+    if "triples" not in graph.cache:
+        task = graph.tasks.task("estimate", pair_total, graph.degree, graph.present,
+                                key=("triples",))
+        (graph.cache["triples"],) = graph.timer().compute("estimate", task)
+    return graph.cache["triples"]
