@@ -236,5 +236,6 @@ def test_analytic_commands_share_the_options_of_count():
                      if line.strip().startswith("--")}
     for command in ("triangles", "clustering", "transitivity", "support", "truss"):
         text = runner.invoke(main, [command, "--help"]).output
-        for option in count_options - {"--explain", "--json"}:
+        for option in count_options - {"--explain", "--json", "--approx", "--error",
+                                        "--confidence", "--samples", "--sample-seed"}:
             assert option in text, (command, option)
