@@ -151,7 +151,7 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
     ``approx``: estimate instead of counting (:meth:`PreparedGraph.estimate`): ``True``, or
     a :class:`dtri.Approx` / dict of its ``error``, ``confidence``, ``samples``, ``seed``;
     the result is then an :class:`~dtri.analytics.estimate.Estimate` with intervals."""
-    wanted = Approx.of(approx) if approx is not False else None  # checked before the read
+    wanted = None if approx is False or approx is None else Approx.of(approx)  # checked now
     with prepare(edges, **options) as graph:
         if wanted is not None:
             result = estimate(graph, wanted)

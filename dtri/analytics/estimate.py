@@ -69,11 +69,11 @@ class Approx:
                                      f"{self.seed!r}")
 
     @classmethod
-    def of(cls, value: Approx | dict | bool | None) -> Approx:
+    def of(cls, value: Approx | dict | bool) -> Approx:
         """``True`` (the defaults), a dict of fields, or an :class:`Approx`."""
         if isinstance(value, Approx):
             return value
-        if value is True or value is None:
+        if value is True:
             return cls()
         if isinstance(value, dict):
             return cls(**value)

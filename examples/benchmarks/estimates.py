@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from in_process import record
 from out_of_core import emit
 
@@ -157,7 +156,6 @@ def main() -> None:
         else:
             p.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    np.seterr(all="ignore")
     if args.what == "coverage":
         coverage(args.graphs, args.seeds, args.first_seed, args.samples, args.error,
                  args.backend, args.out)

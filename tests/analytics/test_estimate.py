@@ -161,6 +161,14 @@ def test_estimates_on_two_worker_processes(skewed):
     assert first.triangles_interval[0] <= triangles <= first.triangles_interval[1]
 
 
+def test_approx_false_or_none_counts_exactly_and_a_bad_value_is_refused():
+    edges = np.loadtxt("examples/karate.txt", dtype=np.int64)
+    assert dtri.count(edges, approx=None).triangles == dtri.count(edges, approx=False).triangles
+    assert not hasattr(dtri.count(edges, approx=None), "triangles_interval")
+    with pytest.raises(ConfigurationError):
+        dtri.count(edges, approx="fast")
+
+
 @pytest.mark.parametrize("asked", [{"error": 0}, {"error": 1.5}, {"confidence": 1},
                                    {"confidence": -0.1}, {"samples": 0}, {"seed": -1}])
 def test_values_outside_their_range_are_refused(asked):
