@@ -9,10 +9,12 @@ Every triangle is exactly one closed oriented wedge (:mod:`dtri.kernels.sampling
 * triangles ``≈ W X / k``, with the Wilson score interval of ``p`` scaled by ``W``;
 * transitivity ``= 3 triangles / triples``, the triples (``Σ C(d, 2)``) counted exactly from
   the degrees, so its interval is the count's, scaled;
-* average clustering ``= (1 / n) Σ_v T(v) / C(d_v, 2) = (W / n) E[Y]``, where ``Y`` is a drawn
-  wedge's ``closed × Σ 1 / C(d, 2)`` over its three vertices; its interval is an empirical
-  Bernstein bound of the mean of ``Y`` (``0 <= Y <= 3``, skewed: a normal interval covers
-  too seldom), as wide as the sample makes it.
+* average clustering: NetworkX's mean of ``c(v)`` over all ``n`` vertices, zeros included,
+  is ``(n2 / n) q`` where ``n2`` vertices have degree 2 or more and ``q`` is the chance that a
+  pair of neighbours drawn uniformly at a vertex drawn uniformly among those ``n2`` is an
+  edge (NetworKit's approximate average clustering): a binomial proportion too, with its
+  Wilson interval scaled by ``n2 / n``. The pairs are found from each drawn vertex's
+  out-list and the edges that end at it (:func:`dtri.kernels.sampling.incident`).
 
 With no sample size given, a pilot of :data:`PILOT_SAMPLES` wedges sizes the sample from the
 asked relative error of the count and confidence (with the pilot's lower bound of ``p``, so
@@ -32,10 +34,42 @@ from typing import Any
 import numpy as np
 
 from dtri.errors import ConfigurationError
-from dtri.kernels.sampling import closed_sums, sample_wedges, seeds
+from dtri.kernels.dispatch import array_module
+from dtri.kernels.sampling import (
+    closed_counts,
+    incident,
+    neighbour_pairs,
+    sample_vertices,
+    sample_wedges,
+    seeds,
+)
 
 PILOT_SAMPLES = 1 << 16
 """Wedges drawn to size the sample when only an error and a confidence are given."""
+SPECULATIVE_CHUNKS = 8
+"""Chunks of the sample drawn with the pilot, before it has sized the sample: one round of
+tasks instead of two when the pilot asks for no more (a round on a cluster costs tens of
+milliseconds whatever it draws)."""
+
+
+def chunk_wedges(backend: str) -> int:
+    """Wedges of one chunk of a sized sample (``dtri.estimate-chunk-wedges``; default 32,768 on
+    the GPU, where drawing them costs little, 8,192 on the CPU)."""
+    import dask
+
+    configured = dask.config.get("dtri.estimate-chunk-wedges", None)
+    return int(configured) if configured else (1 << 15 if backend == "gpu" else 1 << 13)
+def clustering_vertices(backend: str) -> int:
+    """Vertices drawn for the average clustering (``dtri.estimate-clustering-vertices``;
+    default 65,536 on the GPU, 16,384 on the CPU, or the wedges asked for if fewer). Each
+    brings its out-list and the edges that end at it, so they cost more than wedges; the
+    interval says what precision they give (about ±2% of R-MAT 18's 0.134 at 65,536)."""
+    import dask
+
+    configured = dask.config.get("dtri.estimate-clustering-vertices", None)
+    return int(configured) if configured else (1 << 16 if backend == "gpu" else 1 << 14)
+
+
 EXACT_SHARE = 0.25
 """A sample of at least this share of the graph's oriented wedges is not worth drawing: the
 exact count checks every wedge once, with no repeats, in about the same time."""
@@ -105,6 +139,8 @@ class Estimate:
     pilot_samples: int
     closed: int
     """Of those, the closed ones."""
+    vertex_samples: int
+    """Vertices drawn for the average clustering (0 when exact)."""
     confidence: float
     error: float | None
     """The relative error asked for (``None``: a fixed sample)."""
@@ -137,26 +173,6 @@ def wilson(hits: int, draws: int, z: float) -> tuple[float, float]:
     centre = (p + z * z / (2 * draws)) / denominator
     half = z * math.sqrt(p * (1 - p) / draws + z * z / (4 * draws * draws)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-SHARE_RANGE = 3.0
-"""A wedge's share of the average clustering is between 0 and 3 (three vertices, each
-``1 / C(d, 2) <= 1``)."""
-
-
-def bernstein(mean: float, squares: float, draws: int, spread: float,
-              confidence: float) -> float:
-    """The half-width of Maurer and Pontil's empirical Bernstein interval of the mean of
-    ``draws`` values in ``[0, spread]`` (``squares``: their sum of squares), two-sided at
-    ``confidence``. Unlike the normal interval, it holds for skewed values too: a wedge's
-    clustering share is mostly 0 and now and then up to 3, and the normal interval of its
-    mean covered the exact average clustering 84 to 88 times in 100 on R-MAT 18 and
-    wiki-Vote."""
-    if draws < 2:
-        return spread
-    variance = max(0.0, (squares - draws * mean * mean) / (draws - 1))
-    log = math.log(4.0 / (1.0 - confidence))  # each side at half the miss
-    return math.sqrt(2.0 * variance * log / draws) + 7.0 * spread * log / (3.0 * (draws - 1))
 
 
 def needed_samples(hits: int, draws: int, approx: Approx) -> float:
@@ -193,7 +209,14 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
         wanted, why = float(approx.samples), f"{approx.samples} wedges asked for"
     else:
         pilot_draws = min(PILOT_SAMPLES, wedges)
-        closed, _, _ = draw(graph, pilot_draws, seed, phase=0)
+        chunk = chunk_wedges(graph.backend)
+        # the pilot, SPECULATIVE_CHUNKS chunks of the count's sample and the clustering's
+        # sample in one round of tasks; the chunks the pilot asks for are the count's sample
+        # (their number depends on the pilot only, their wedges not at all), and more are
+        # drawn when it asks for more
+        (closed, *chunks), clustering = draw(
+            graph, [pilot_draws] + [chunk] * SPECULATIVE_CHUNKS, seed, 0,
+            clustering_vertices(graph.backend))
         wanted = needed_samples(closed, pilot_draws, approx)
         why = ("the pilot sample saw no triangle" if math.isinf(wanted) else
                f"{math.ceil(wanted)} wedges for ±{approx.error:g} at {approx.confidence:g} "
@@ -202,25 +225,33 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
         if wedges:
             why += f": at least {EXACT_SHARE:g} of the graph's {wedges} wedges, so counted exactly"
         return exact_estimate(graph, base, pilot_draws, started, why)
-    samples = math.ceil(wanted)
-    closed, total, squares = draw(graph, samples, seed, phase=1)
+    if pilot_draws:
+        used = math.ceil(wanted / chunk)
+        if used > len(chunks):
+            more, _ = draw(graph, [chunk] * (used - len(chunks)), seed, 1 + len(chunks), 0)
+            chunks += more
+        closed, samples = sum(chunks[:used]), used * chunk
+    else:
+        samples = math.ceil(wanted)
+        (closed,), clustering = draw(graph, [samples], seed, 1,
+                                     min(samples, clustering_vertices(graph.backend)))
     z = approx.z
     low, high = wilson(closed, samples, z)
-    n, t = base["vertices"], base["triples"]
-    mean = total / samples
-    spread = bernstein(mean, squares, samples, SHARE_RANGE, approx.confidence)
-    scale = wedges / n if n else 0.0
+    t = base["triples"]
+    eligible, pairs_closed, pairs = clustering
+    share = eligible / base["vertices"] if base["vertices"] else 0.0
+    pair_low, pair_high = wilson(pairs_closed, pairs, z)
     triangles = closed / samples * wedges
     return Estimate(
         triangles=triangles, triangles_interval=(low * wedges, high * wedges),
         transitivity=3 * triangles / t if t else 0.0,
         transitivity_interval=(3 * low * wedges / t, 3 * high * wedges / t) if t
         else (0.0, 0.0),
-        average_clustering=scale * mean,
-        average_clustering_interval=(max(0.0, scale * (mean - spread)),
-                                     min(1.0, scale * (mean + spread))),
+        average_clustering=share * pairs_closed / pairs if pairs else 0.0,
+        average_clustering_interval=(share * pair_low, share * pair_high) if pairs
+        else (0.0, 0.0),
         exact=False, method="wedge sampling", reason=why, samples=samples,
-        pilot_samples=pilot_draws, closed=closed,
+        pilot_samples=pilot_draws, closed=closed, vertex_samples=pairs,
         seconds={"estimate": round(time.perf_counter() - started, 6)}, **base)
 
 
@@ -235,34 +266,72 @@ def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started
         transitivity=transitivity, transitivity_interval=(transitivity, transitivity),
         average_clustering=clustering, average_clustering_interval=(clustering, clustering),
         exact=True, method="exact", reason=reason, samples=0, pilot_samples=pilot_samples,
-        closed=triangles, seconds={"estimate": round(time.perf_counter() - started, 6)},
-        **base)
+        closed=triangles, vertex_samples=0,
+        seconds={"estimate": round(time.perf_counter() - started, 6)}, **base)
 
 
-def draw(graph: Any, count: int, seed: int, phase: int) -> tuple[int, float, float]:
-    """``count`` wedges drawn uniformly from the graph: closed ones, and the sum and sum of
-    squares of their clustering shares. Each partition draws its share (multinomial in its
-    wedges) and sends each closing edge to the partition of its first end, which checks it."""
+def draw(graph: Any, counts: list[int], seed: int, first_phase: int,
+         vertex_count: int) -> tuple[list[int], tuple[int, int, int]]:
+    """One round of tasks: independent samples of ``counts[s]`` wedges each, drawn uniformly
+    (sample ``s`` from the streams of phase ``first_phase + s``), and ``vertex_count``
+    vertices with a pair of neighbours each (:func:`dtri.kernels.sampling.sample_vertices`).
+    Returns the closed wedges of each sample, and the clustering's ``(vertices of degree 2 or
+    more, closed pairs, pairs)``. Each partition draws its share of each wedge sample
+    (multinomial in its wedges); every closing edge, of a wedge or of a pair, goes to the
+    partition of its first end, which checks it."""
     weights = np.array([s.wedges for s in graph.summaries], dtype=np.float64)
-    shares = np.random.default_rng(seeds(seed, phase)).multinomial(count,
-                                                                    weights / weights.sum())
+    phases = range(first_phase, first_phase + len(counts))
+    shares = [np.random.default_rng(seeds(seed, phase)).multinomial(count,
+                                                                   weights / weights.sum())
+              for phase, count in zip(phases, counts, strict=True)]
     tasks, bounds, parts = graph.tasks, tuple(graph.bounds), graph.parts
     splits = {}
-    for p, share in enumerate(shares.tolist()):
-        if share:
+    for p in range(len(parts)):
+        mine = tuple(int(share[p]) for share in shares)
+        if sum(mine):
             with tasks.placed(p):
-                splits[p] = tasks.task("estimate-sample", sample_wedges, parts[p], share,
-                                       seeds(seed, phase, p), bounds, key=(phase, p))
+                splits[p] = tasks.task("estimate-sample", sample_wedges, parts[p], mine,
+                                       tuple(seeds(seed, phase, p) for phase in phases),
+                                       bounds, key=(first_phase, p))
+    drawn = None
+    if vertex_count:
+        drawn = tasks.task("estimate-vertices", sample_vertices, graph.degree, graph.present,
+                           vertex_count, seeds(seed, first_phase, len(parts), 1),
+                           key=(first_phase,))
+        wanted = tasks.task("estimate-vertices", distinct_vertices, drawn, key=("distinct",))
+        lists = []
+        for p in range(len(parts)):
+            with tasks.placed(p):
+                lists.append(tasks.task("estimate-vertices", incident, parts[p], wanted,
+                                        key=(first_phase, p)))
+        splits[len(parts)] = tasks.task("estimate-vertices", neighbour_pairs, drawn,
+                                        len(counts), bounds, *lists, key=("pairs",))
     picks = tasks.pick_pieces("estimate-sample", splits,
                               {i: range(len(parts)) for i in splits})
     checks = []
     for q in range(len(parts)):
         with tasks.placed(q):
-            checks.append(tasks.task("estimate-check", closed_sums, parts[q], graph.degree,
-                                     *(picks[i, q] for i in splits), key=(phase, q)))
-    (values,) = graph.timer().compute("estimate", checks)
-    return (sum(v[0] for v in values), math.fsum(v[1] for v in values),
-            math.fsum(v[2] for v in values))
+            checks.append(tasks.task("estimate-check", closed_counts, parts[q],
+                                     len(counts) + 1, *(picks[i, q] for i in splits),
+                                     key=(first_phase, q)))
+    if drawn is None:
+        (values,), eligible = graph.timer().compute("estimate", checks), 0
+    else:
+        values, eligible = graph.timer().compute("estimate", checks, tasks.task(
+            "estimate-vertices", eligible_of, drawn, key=("eligible",), on_host=True))
+    closed = [sum(v[s] for v in values) for s in range(len(counts) + 1)]
+    return closed[:-1], (eligible, closed[-1], vertex_count)
+
+
+def distinct_vertices(drawn: tuple) -> Any:
+    """The distinct vertices of a vertex sample, ascending."""
+    x = drawn[1]
+    return array_module(x).unique(x)
+
+
+def eligible_of(drawn: tuple) -> int:
+    """How many vertices a vertex sample was drawn from."""
+    return drawn[0]
 
 
 def pair_total(degree: Any, present: Any) -> int:

@@ -36,6 +36,15 @@ def uniform(xp: Any, seed: int, count: int) -> Any:
     return xp.random.RandomState(seed).random_sample(count)
 
 
+def segment_of(xp: Any, lengths: Any) -> Any:
+    """For each of ``sum(lengths)`` consecutive slots, the segment that holds it (segment
+    ``k`` has ``lengths[k]`` slots): NumPy's ``repeat(arange, lengths)`` with the lengths on
+    the device."""
+    ends = xp.cumsum(lengths)
+    total = int(ends[-1]) if lengths.shape[0] else 0
+    return xp.searchsorted(ends, xp.arange(total, dtype=xp.int64), side="right")
+
+
 def pair_of_index(xp: Any, q: Any) -> tuple[Any, Any]:
     """The pair ``(i, j)``, ``0 <= i < j``, numbered ``q = j (j - 1) / 2 + i`` (int64)."""
     j = xp.floor((1.0 + xp.sqrt(1.0 + 8.0 * q.astype(xp.float64))) / 2.0).astype(xp.int64)
@@ -44,40 +53,111 @@ def pair_of_index(xp: Any, q: Any) -> tuple[Any, Any]:
     return q - j * (j - 1) // 2, j
 
 
-def sample_wedges(part: tuple, count: int, seed: int, bounds: tuple[int, ...]) -> dict:
-    """``count`` wedges drawn uniformly, with replacement, from a stored partition's wedges,
-    as ``(a, v, w)``: the source ``a`` and the closing edge ``v → w``, split by the partition
-    that holds ``v``'s list (``bounds``: the partitions' rank ranges):
-    ``{partition: (a, v, w)}``, int64 arrays."""
+def sample_wedges(part: tuple, counts: tuple[int, ...], streams: tuple[int, ...],
+                  bounds: tuple[int, ...]) -> dict:
+    """Independent samples of a stored partition's wedges, drawn uniformly with replacement:
+    ``counts[s]`` wedges of sample ``s`` from the seed ``streams[s]``. Each wedge as
+    ``(s, v, w)``: its sample and its closing edge ``v → w``, split by the partition that
+    holds ``v``'s list (:func:`by_owner`): ``{partition: (sample, v, w)}``."""
     csr = as_csr(part)
     xp = array_module(csr.offsets)
-    pieces = {p: tuple(xp.zeros(0, dtype=xp.int64) for _ in range(3))
-              for p in range(len(bounds) - 1)}
-    if count == 0:
-        return pieces
+    if not sum(counts):
+        return by_owner(xp, xp.zeros(0, dtype=xp.int32), xp.zeros(0, dtype=xp.int64),
+                        xp.zeros(0, dtype=xp.int64), bounds)
     degree = csr.offsets[1:] - csr.offsets[:-1]
     pairs = degree * (degree - 1) // 2
     passed = xp.cumsum(pairs)
     total = int(passed[-1])
     if total == 0:
         raise ValueError("a partition without wedges cannot be sampled")
-    number = xp.minimum((uniform(xp, seed, count) * total).astype(xp.int64), total - 1)
+    drawn = xp.concatenate([uniform(xp, stream, count)
+                            for stream, count in zip(streams, counts, strict=True) if count])
+    sample = segment_of(xp, xp.asarray(counts, dtype=xp.int64)).astype(xp.int32)
+    number = xp.minimum((drawn * total).astype(xp.int64), total - 1)
     row = xp.searchsorted(passed, number, side="right")
     i, j = pair_of_index(xp, number - (passed[row] - pairs[row]))
     start = csr.offsets[row]
-    v = csr.dst[start + i].astype(xp.int64)
-    w = csr.dst[start + j].astype(xp.int64)
-    a = row + csr.low
-    if len(bounds) == 2:
-        pieces[0] = (a, v, w)
-        return pieces
+    return by_owner(xp, sample, csr.dst[start + i].astype(xp.int64),
+                    csr.dst[start + j].astype(xp.int64), bounds)
+
+
+def by_owner(xp: Any, sample: Any, v: Any, w: Any, bounds: tuple[int, ...]) -> dict:
+    """Closing edges ``v → w`` (``v < w``) and their samples, split by the partition that holds
+    ``v``'s list (``bounds``: the partitions' rank ranges): ``{partition: (sample, v, w)}``."""
+    parts = len(bounds) - 1
+    if parts == 1:
+        return {0: (sample, v, w)}
     owner = xp.searchsorted(xp.asarray(bounds[1:-1], dtype=xp.int64), v, side="right")
     order = xp.argsort(owner, kind="stable")
-    a, v, w, owner = a[order], v[order], w[order], owner[order]
-    cuts = xp.searchsorted(owner, xp.arange(len(bounds), dtype=owner.dtype)).tolist()
-    for p in range(len(bounds) - 1):
-        pieces[p] = (a[cuts[p]: cuts[p + 1]], v[cuts[p]: cuts[p + 1]], w[cuts[p]: cuts[p + 1]])
-    return pieces
+    columns = [column[order] for column in (sample, v, w)]
+    cuts = xp.searchsorted(owner[order], xp.arange(len(bounds), dtype=owner.dtype)).tolist()
+    return {p: tuple(column[cuts[p]: cuts[p + 1]] for column in columns) for p in range(parts)}
+
+
+def sample_vertices(degree: Any, present: Any, count: int, stream: int) -> tuple:
+    """``count`` vertices drawn uniformly, with replacement, from those of degree 2 or more
+    (and present), each with a pair of distinct neighbour positions ``0 <= i, j < d``, also
+    uniform: ``(eligible, vertices, i, j)``, ``eligible`` the number of such vertices."""
+    xp = array_module(degree)
+    able = degree >= 2
+    if present is not None:
+        able &= present
+    ranks = xp.flatnonzero(able)
+    if ranks.shape[0] == 0 or count == 0:
+        empty = xp.zeros(0, dtype=xp.int64)
+        return int(ranks.shape[0]), empty, empty, empty
+    drawn = uniform(xp, stream, 3 * count).reshape(3, count)
+    x = ranks[xp.minimum((drawn[0] * ranks.shape[0]).astype(xp.int64), ranks.shape[0] - 1)]
+    d = degree[x].astype(xp.int64)
+    i = xp.minimum((drawn[1] * d).astype(xp.int64), d - 1)
+    j = xp.minimum((drawn[2] * (d - 1)).astype(xp.int64), d - 2)
+    j += j >= i  # the other d - 1 positions
+    return int(ranks.shape[0]), x, i, j
+
+
+def incident(part: tuple, vertices: Any) -> tuple:
+    """A stored partition's edges at the ascending distinct ranks ``vertices``: their
+    out-lists ``(x, neighbour)`` for those among its sources (in list order), and
+    ``(x, source)`` for its edges that end at one of them (by source, ascending)."""
+    csr = as_csr(part)
+    xp = array_module(csr.offsets)
+    mine = vertices[(vertices >= csr.low) & (vertices < csr.high)]
+    starts = csr.offsets[mine - csr.low]
+    lengths = csr.offsets[mine - csr.low + 1] - starts
+    list_of = segment_of(xp, lengths)  # the list each gathered target comes from
+    within = xp.arange(list_of.shape[0], dtype=xp.int64) - (xp.cumsum(lengths) - lengths)[list_of]
+    out_x = mine[list_of]
+    out_n = csr.dst[starts[list_of] + within].astype(xp.int64)
+    if csr.edges == 0 or vertices.shape[0] == 0:
+        empty = xp.zeros(0, dtype=xp.int64)
+        return out_x, out_n, empty, empty
+    wanted = xp.zeros(int(vertices[-1]) + 1, dtype=bool)  # a table, not a search per edge
+    wanted[vertices] = True
+    edge = xp.flatnonzero(wanted[xp.minimum(csr.dst, wanted.shape[0] - 1)]
+                          & (csr.dst <= vertices[-1]))
+    in_x = csr.dst[edge].astype(xp.int64)
+    in_u = xp.searchsorted(csr.offsets, edge, side="right") - 1 + csr.low
+    return out_x, out_n, in_x, in_u
+
+
+def neighbour_pairs(samples: tuple, sample_id: int, bounds: tuple[int, ...],
+                    *incidents: tuple) -> dict:
+    """The pairs of neighbours that :func:`sample_vertices` picked (``samples``), as closing
+    edges ``(min, max)`` split by owner (:func:`by_owner`), all of sample ``sample_id``.
+    ``incidents``: :func:`incident` of every partition, in partition order; a vertex's
+    neighbours are its out-list followed by its in-list (by source), so position ``i`` of a
+    vertex of out-degree ``k`` is its out-list's ``i``-th target if ``i < k``, else the
+    ``(i - k)``-th source of its in-list."""
+    _, x, i, j = samples
+    xp = array_module(x)
+    owners = xp.concatenate([piece[0] for piece in incidents] + [piece[2] for piece in incidents])
+    others = xp.concatenate([piece[1] for piece in incidents] + [piece[3] for piece in incidents])
+    order = xp.argsort(owners, kind="stable")  # by vertex: out-list, then in-list by source
+    owners, others = owners[order], others[order]
+    start = xp.searchsorted(owners, x)
+    a, b = others[start + i], others[start + j]
+    return by_owner(xp, xp.full(x.shape[0], sample_id, dtype=xp.int32), xp.minimum(a, b),
+                    xp.maximum(a, b), bounds)
 
 
 def contains(csr: CSR, v: Any, w: Any) -> Any:
@@ -100,24 +180,14 @@ def contains(csr: CSR, v: Any, w: Any) -> Any:
     return (lo < end) & (csr.dst[xp.minimum(lo, last)] == w)
 
 
-def closed_sums(part: tuple, degree: Any, *pieces: tuple[Any, Any, Any]) -> tuple:
-    """Over the sampled wedges ``pieces`` (``(a, v, w)`` arrays whose ``v`` are sources of this
-    stored partition): how many are closed, and the sum and sum of squares of each wedge's
-    share of the average clustering, ``closed × Σ 1 / C(d, 2)`` over its three vertices
-    (``degree``: every rank's degree)."""
+def closed_counts(part: tuple, samples: int, *pieces: tuple) -> list[int]:
+    """Per sample ``0 .. samples - 1``, how many of the closing edges ``pieces``
+    (``(sample, v, w)`` arrays whose ``v`` are sources of this stored partition) are edges of
+    it."""
     csr = as_csr(part)
-    closed, total, squares = 0, 0.0, 0.0
-    for a, v, w in pieces:
-        if not v.shape[0]:
-            continue
-        xp = array_module(v)
-        hit = contains(csr, v, w)
-        closed += int(hit.sum())
-        a, v, w = a[hit], v[hit], w[hit]
-        share = xp.zeros(a.shape[0], dtype=xp.float64)
-        for ends in (a, v, w):
-            d = degree[ends].astype(xp.float64)
-            share += 2.0 / (d * (d - 1.0))
-        total += float(share.sum())
-        squares += float((share * share).sum())
-    return closed, total, squares
+    xp = array_module(csr.offsets)
+    closed = xp.zeros(samples, dtype=xp.int64)
+    for sample, v, w in pieces:
+        if v.shape[0]:
+            closed += xp.bincount(sample[contains(csr, v, w)], minlength=samples)
+    return closed.tolist()
