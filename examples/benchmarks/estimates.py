@@ -18,6 +18,8 @@ what an estimate costs against the exact count in the same run.
   ``estimate(error=0.01)`` alternated ``--repeat`` times; then the one-shot
   ``dtri.count(edges)`` against ``dtri.count(edges, approx=True)``, each preparing the
   graph. ``seconds`` is the estimate's median, ``peers["exact"]`` the count's.
+  ``--memory-budget`` raises the task budget, so that a graph beyond a quarter of the GPU
+  runs in this process, not on a one-GPU cluster (``detail.placement`` says which).
 
 Every line has the schema of in_process.py: ``benchmark``, ``graph``, ``device``,
 ``backend``, ``commit``, ``command``, ``seconds``, ``stage_seconds``, ``triangles``,
@@ -86,12 +88,14 @@ def coverage(specs: list[str], seeds: int, first_seed: int, samples: int, error:
                         "wedges": graph.wedges, "edges": graph.edges}), out)
 
 
-def speed(specs: list[str], repeat: int, error: float, backend: str, out: str | None) -> None:
+def speed(specs: list[str], repeat: int, error: float, backend: str, budget: str | None,
+          out: str | None) -> None:
     import dtri
 
+    options = {"backend": backend, **({"memory_budget": budget} if budget else {})}
     for spec in specs:
         name, edges = graph_input(spec)
-        with dtri.prepare(edges, backend=backend) as graph:
+        with dtri.prepare(edges, **options) as graph:
             graph.count_triangles()  # load what the first call loads, in both
             graph.estimate(error=error, seed=0)
             exact_times, estimate_times, last = [], [], None
@@ -116,13 +120,14 @@ def speed(specs: list[str], repeat: int, error: float, backend: str, out: str | 
                         "estimate": last.triangles, "interval": last.triangles_interval,
                         "relative_error": last.relative_error, "samples": last.samples,
                         "exact": last.exact, "wedges": graph.wedges,
+                        "placement": graph.runtime.reason, "memory_budget": budget,
                         "prepare_seconds": graph.seconds}), out)
         one_shot = {}
         for label, approx in (("exact", False), ("approx", {"error": error, "seed": 1})):
             times = []
             for _ in range(max(1, repeat // 2)):
                 started = time.perf_counter()
-                result = dtri.count(edges, backend=backend, approx=approx)
+                result = dtri.count(edges, approx=approx, **options)
                 times.append(time.perf_counter() - started)
             one_shot[label] = (statistics.median(times), result)
         exact_s, exact_result = one_shot["exact"]
@@ -155,12 +160,14 @@ def main() -> None:
             p.add_argument("--samples", type=int, default=20_000)
         else:
             p.add_argument("--repeat", type=int, default=5)
+            p.add_argument("--memory-budget", help="e.g. 40GiB: a graph within it runs in "
+                           "this process (a quarter of the device by default)")
     args = parser.parse_args()
     if args.what == "coverage":
         coverage(args.graphs, args.seeds, args.first_seed, args.samples, args.error,
                  args.backend, args.out)
     else:
-        speed(args.graphs, args.repeat, args.error, args.backend, args.out)
+        speed(args.graphs, args.repeat, args.error, args.backend, args.memory_budget, args.out)
 
 
 if __name__ == "__main__":
