@@ -949,7 +949,7 @@ def read_edges(
     of several, taken together up to :data:`PARQUET_PIECE_ROWS` rows per partition, a larger
     group cut into slices.  ``max_rows`` (the rows one task of the run may hold, from its
     memory budget) caps every partition, whatever the files' layout: a text block is then at
-    most ``max_rows`` × 4 bytes (``"1 2\n"``, the shortest line of an edge), a Parquet piece
+    most ``max_rows`` × 4 bytes (``"1 2\\n"``, the shortest line of an edge), a Parquet piece
     at most ``max_rows`` rows.
     """
     if dataframe_backend not in BACKENDS:
