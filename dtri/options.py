@@ -101,7 +101,8 @@ class Options:
     rmm_pool_size: int | None = _option(
         None, "memory", "--rmm-pool-size", "GPU: hard cap on the GPU memory per worker: an RMM "
         "pool of this size that cannot grow, shared by cuDF and CuPy. The default "
-        "--memory-budget is a quarter of it.", kind="size")
+        "--memory-budget is half of it under host staging (the default with this option), a "
+        "quarter under --staging device.", kind="size")
     memory_budget: int | None = _option(
         None, "memory", "--memory-budget", "Memory one worker may plan for, e.g. 8GiB "
         "(default: a quarter of the worker's memory, GPU memory on the GPU backend, or of "
@@ -124,7 +125,7 @@ class Options:
         "auto", "plan", "--order", "Vertex order in which the intersection kernel takes its "
         "work: rank (as stored), degree (longest lists first), or aorder (greedy bucketing "
         "of each vertex's memory-access profile, heavy and light work side by side); auto: "
-        "from the partition summaries.", ORDERS)
+        "rank, measured fastest (the kernel's pieces are cut to equal work already).", ORDERS)
     join: str = _option(
         "auto", "plan", "--join", "wedges: write closure keys in budget-sized batches, "
         "radix-bin, sorted search; intersect: fused sorted-list intersection, no wedge written "
