@@ -7,18 +7,19 @@ buffer, and page-locked memory runs at the link's rate. It also times the two wa
 page-locked memory (cudaHostAlloc versus first touch in threads + cudaHostRegister), which is
 what ``dtri.runtime.gpu.RegisteredHostMemory`` is built on.
 
-Run on the GPU host: ``python examples/benchmarks/copy_probe.py > copy-probe.jsonl``.
+Run on the GPU host: ``python examples/benchmarks/copy_probe.py > copy-probe.jsonl``. Each
+line in the schema of ``schema.py`` (family ``copy-probe``: the measurement in ``detail``).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 
 import cupy
 import cupyx
 import numpy as np
+from schema import command_line, emit, to_schema
 
 from dtri.runtime.gpu import first_touch
 
@@ -28,8 +29,9 @@ PIECE = 1 << 25  # int64 elements: 268 MB, the size of a large staged partition 
 
 def report(measurement: str, seconds: float, nbytes: int, **extra: object) -> None:
     rate = round(nbytes / seconds / 1e9, 2)
-    print(json.dumps({"measurement": measurement, "seconds": round(seconds, 4),
-                      "bytes": nbytes, "GB_per_s": rate, **extra}), flush=True)
+    emit(to_schema("copy-probe", {"measurement": measurement, "seconds": round(seconds, 4),
+                                  "bytes": nbytes, "GB_per_s": rate, **extra},
+                   command=command_line()), None)
 
 
 def timed(work: Callable[[], object], repeats: int = 4) -> float:

@@ -19,7 +19,7 @@ what an estimate costs against the exact count in the same run.
   ``dtri.count(edges)`` against ``dtri.count(edges, approx=True)``, each preparing the
   graph. ``seconds`` is the estimate's median, ``peers["exact"]`` the count's.
 
-Every line has the schema of in_process.py: ``benchmark``, ``graph``, ``device``,
+Every line has the one schema of ``schema.py``: ``benchmark``, ``graph``, ``device``,
 ``backend``, ``commit``, ``command``, ``seconds``, ``stage_seconds``, ``triangles``,
 ``peers``, ``detail``.
 """
@@ -32,8 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from in_process import record
-from out_of_core import emit
+from schema import emit, record
 
 
 def graph_input(spec: str) -> tuple[str, Any]:

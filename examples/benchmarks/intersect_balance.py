@@ -6,7 +6,8 @@ per-source work, the sources are cut into 2 and 4 ranges of equal modelled work
 (:func:`dtri.kernels.orient.source_bounds`) and the fused join of each range against the whole edge
 set is timed on this GPU alone (best of 2). One JSON line per (model, parts) with each range's
 edges and seconds, and the imbalance ``max / mean``; a last line fits seconds ≈ α·edges +
-β·Σ shorter list·log2(longer list) over every timed range.
+β·Σ shorter list·log2(longer list) over every timed range. Each line in the schema of
+``schema.py`` (family ``intersect-balance``: the figures in ``detail``).
 
 Models, per edge ``u -> v`` at position ``i`` of ``u``'s list (``a = d+(u) - 1 - i`` later
 siblings, ``b = d+(v)``), summed per source: ``edges`` (1), ``wedges`` (edges + C(d+, 2)),
@@ -18,12 +19,12 @@ exact, needs the sorted lists).
 from __future__ import annotations
 
 import itertools
-import json
 import sys
 import time
 
 import cupy as cp
 import numpy as np
+from schema import command_line, emit, to_schema
 
 
 def main(scale: int) -> None:
@@ -76,14 +77,17 @@ def main(scale: int) -> None:
                                "shorter_log": float(shorter_log[lo:hi].sum())})
                 samples.append((hi - lo, float(shorter_log[lo:hi].sum()), best))
             seconds = [r["seconds"] for r in ranges]
-            print(json.dumps({"scale": scale, "model": name, "parts": parts, "ranges": ranges,
-                              "imbalance": round(max(seconds) / (sum(seconds) / parts), 3)}),
-                  flush=True)
+            emit(to_schema("intersect-balance",
+                           {"scale": scale, "model": name, "parts": parts, "ranges": ranges,
+                            "imbalance": round(max(seconds) / (sum(seconds) / parts), 3)},
+                           command=command_line()), None)
     x = np.array([[e, s] for e, s, _ in samples])
     y = np.array([t for *_, t in samples])
     (alpha, beta), *_ = np.linalg.lstsq(x, y, rcond=None)
-    print(json.dumps({"fit": {"seconds_per_edge": alpha, "seconds_per_shorter_log": beta,
-                              "edge_equivalent_of_shorter_log": beta / alpha if alpha else None}}))
+    emit(to_schema("intersect-balance",
+                   {"fit": {"seconds_per_edge": alpha, "seconds_per_shorter_log": beta,
+                            "edge_equivalent_of_shorter_log": beta / alpha if alpha else None}},
+                   graph=f"rmat:{scale}", command=command_line()), None)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 For each graph: the one-partition preparation step by step (synchronised timings), then the
 fused intersection with the hash probes off (search only) and on under several tunings,
 each count checked against the first, with the edges and probes of each class. Prints one
-JSON object per line.
+JSON object per line, in the schema of ``schema.py`` (family ``kernel-probe``: a line per
+tuning as it is timed, then the graph's line, its preparation as ``stage_seconds``).
 
     python examples/benchmarks/kernel_probe.py rmat:22 rmat:24 [--orientation degree id]
 """
@@ -11,12 +12,12 @@ JSON object per line.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
 import cupy
 import dask
+from schema import command_line, emit, to_schema
 
 from dtri.input.generate import generated
 from dtri.kernels.canonicalize import (
@@ -198,10 +199,11 @@ def main() -> None:
                 reference = found if reference is None else reference
                 record["runs"].append({"tuning": tuning, "triangles": found, "seconds": best,
                                        "agrees": found == reference, "classes": work})
-                print(json.dumps({"graph": spec, "orientation": orientation,
-                                  "tuning": tuning, "seconds": best,
-                                  "agrees": found == reference}), flush=True)
-            print(json.dumps(record), flush=True)
+                emit(to_schema("kernel-probe", {"graph": spec, "orientation": orientation,
+                                                "tuning": tuning, "seconds": best,
+                                                "agrees": found == reference},
+                               command=command_line()), None)
+            emit(to_schema("kernel-probe", record, command=command_line()), None)
             del csr
             cupy.get_default_memory_pool().free_all_blocks()
 

@@ -5,7 +5,9 @@ For each worker count, a fresh ``LocalCUDACluster`` (``--protocol auto``: UCX ov
 between several GPUs) counts the generated graph from GPU memory three times; the third run
 is recorded with Dask's task stream. With ``DTRI_RMM_POOL=4GiB`` the workers get an RMM pool
 of that size (host staging), and a path instead of a spec is counted from its files, once.
-One JSON line per worker count on stdout:
+One JSON line per worker count on stdout, in the schema of ``schema.py`` (family
+``stage-profile``: ``seconds`` is the recorded run's wall time, ``stage_seconds`` dtri's; the
+rest in ``detail``):
 
 * ``seconds``: dtri's wall seconds per stage (:attr:`dtri.CountResult.seconds`);
 * ``busy``: per stage (the ``dtri-<stage>-...`` key prefix), per worker, seconds spent
@@ -21,11 +23,12 @@ or barriers, not by the GPUs; busy times that differ between workers show imbala
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
 import time
+
+from schema import command_line, emit, to_schema
 
 
 def stage_of(key: str) -> str:
@@ -119,4 +122,5 @@ def profile(graph: str, workers: int) -> dict:
 if __name__ == "__main__":
     spec, *counts = sys.argv[1:]
     for count in counts or ["1", "2"]:
-        print(json.dumps(profile(spec, int(count))), flush=True)
+        emit(to_schema("stage-profile", profile(spec, int(count)), command=command_line()),
+             None)
