@@ -4,7 +4,7 @@ Every line of ``results/*.jsonl``, and every line a script of this folder writes
 object with exactly the keys of :data:`FIELDS`, in that order:
 
 * ``benchmark``: the family of the line (:data:`BENCHMARKS` says what its ``seconds`` are);
-* ``graph``: a generator spec (``rmat:24``) or a file's name without its suffixes, or null;
+* ``graph``: a generator spec (``rmat:24``) or a file (its name, or its path as given), or null;
 * ``device``: the GPU's or the CPU's name, or null; ``backend``: ``cpu`` or ``gpu``, or null;
 * ``commit``: the commit that ran (``DTRI_COMMIT`` where the host's ``.git`` is not the
   tree's), or null; ``command``: what ran (a command line or a call), or null;
@@ -150,10 +150,10 @@ def _path(dotted: str) -> tuple[str | int, ...]:
     return tuple(int(part) if part.isdigit() else part for part in dotted.split("."))
 
 
-def lookup(data: Any, dotted: str) -> tuple[bool, Any]:
-    """``(True, value)`` at the dotted path (list items by number), ``(False, None)`` where
-    there is nothing."""
-    for part in _path(dotted):
+def lookup(data: Any, path: str | tuple[str | int, ...]) -> tuple[bool, Any]:
+    """``(True, value)`` at the path (dotted, list items by number; or a tuple of keys),
+    ``(False, None)`` where there is nothing."""
+    for part in _path(path) if isinstance(path, str) else path:
         within = part in data if isinstance(data, dict) else (
             isinstance(data, list) and isinstance(part, int) and part < len(data))
         if not within:
