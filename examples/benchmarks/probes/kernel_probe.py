@@ -6,17 +6,21 @@ each count checked against the first, with the edges and probes of each class. P
 JSON object per line, in the schema of ``schema.py`` (family ``kernel-probe``: a line per
 tuning as it is timed, then the graph's line, its preparation as ``stage_seconds``).
 
-    python examples/benchmarks/kernel_probe.py rmat:22 rmat:24 [--orientation degree id]
+    python examples/benchmarks/probes/kernel_probe.py rmat:22 rmat:24 [--orientation degree id]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import cupy
 import dask
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # schema.py, one folder up
 from schema import command_line, emit, to_schema
 
 from dtri.input.generate import generated

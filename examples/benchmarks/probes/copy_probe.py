@@ -7,18 +7,22 @@ buffer, and page-locked memory runs at the link's rate. It also times the two wa
 page-locked memory (cudaHostAlloc versus first touch in threads + cudaHostRegister), which is
 what ``dtri.runtime.gpu.RegisteredHostMemory`` is built on.
 
-Run on the GPU host: ``python examples/benchmarks/copy_probe.py > copy-probe.jsonl``. Each
+Run on the GPU host: ``python examples/benchmarks/probes/copy_probe.py > copy-probe.jsonl``. Each
 line in the schema of ``schema.py`` (family ``copy-probe``: the measurement in ``detail``).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import cupy
 import cupyx
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # schema.py, one folder up
 from schema import command_line, emit, to_schema
 
 from dtri.runtime.gpu import first_touch

@@ -1,6 +1,6 @@
 """Calibrate the work model that balances the fused join across GPUs.
 
-Usage (one GPU): ``python examples/benchmarks/intersect_balance.py [SCALE]`` (default 25).
+Usage (one GPU): ``python examples/benchmarks/probes/intersect_balance.py [SCALE]`` (default 25).
 The RMAT graph (seed 0) is prepared in one partition; then, for each candidate model of
 per-source work, the sources are cut into 2 and 4 ranges of equal modelled work
 (:func:`dtri.kernels.orient.source_bounds`) and the fused join of each range against the whole edge
@@ -21,9 +21,12 @@ from __future__ import annotations
 import itertools
 import sys
 import time
+from pathlib import Path
 
 import cupy as cp
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # schema.py, one folder up
 from schema import command_line, emit, to_schema
 
 

@@ -1,6 +1,6 @@
 """Where a multi-GPU count spends its time: busy seconds per stage and per worker.
 
-Usage (on a GPU host): ``python examples/benchmarks/stage_profile.py rmat:25 1 2 [4 ...]``.
+Usage (on a GPU host): ``python examples/benchmarks/probes/stage_profile.py rmat:25 1 2 [4 ...]``.
 For each worker count, a fresh ``LocalCUDACluster`` (``--protocol auto``: UCX over NVLink
 between several GPUs) counts the generated graph from GPU memory three times; the third run
 is recorded with Dask's task stream. With ``DTRI_RMM_POOL=4GiB`` the workers get an RMM pool
@@ -27,7 +27,9 @@ import math
 import re
 import sys
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # schema.py, one folder up
 from schema import command_line, emit, to_schema
 
 

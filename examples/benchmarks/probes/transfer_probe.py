@@ -1,7 +1,8 @@
 """GPU topology, peer-copy bandwidth, and Dask worker-to-worker transfer speed per protocol.
 
 Run on a host with two or more GPUs and distributed-ucxx installed:
-``python examples/benchmarks/transfer_probe.py`` (output: transfer-probe-h200x4.txt).
+``python examples/benchmarks/probes/transfer_probe.py`` (its printed lines, read by
+``schema.transfer_lines``: results/transfer-probe-h200x4.jsonl).
 Each protocol runs in its own process, with a time limit, so a hung comm cannot stall the rest.
 """
 
