@@ -80,12 +80,12 @@ BENCHMARKS = {
 
 def commit() -> str | None:
     """The commit that runs: ``DTRI_COMMIT`` where the copy of ``.git`` is not the tree's,
-    else ``git rev-parse --short HEAD``; None where neither answers."""
+    else ``git rev-parse --short HEAD`` of this repository; None where neither answers."""
     if named := os.environ.get("DTRI_COMMIT"):
         return named
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip() or None
+                              text=True, check=True, cwd=ROOT).stdout.strip() or None
     except (OSError, subprocess.CalledProcessError):
         return None
 
