@@ -1,11 +1,12 @@
-"""The benchmark results: every line in the one schema, INDEX.md as index.py writes it, and a
-runner preset for every results file."""
+"""The benchmark results: every line in the one schema, INDEX.md as index.py writes it, a
+runner preset for every results file, and every relative link of the docs resolving."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -113,3 +114,33 @@ def test_every_results_file_has_a_runner_preset():
             for word in command.argv:
                 if word.startswith(("examples/", "cluster/")):
                     assert (ROOT / word).is_file(), word
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "examples").rglob("*.md")), *sorted((ROOT / "cluster").rglob("*.md"))]
+
+
+def broken_links(path: Path) -> list[str]:
+    """The relative links of a markdown file whose target does not exist."""
+    broken = []
+    for target in LINK.findall(path.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue  # a URL, or an anchor in the same file
+        if not (path.parent / target.split("#")[0]).exists():
+            broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("path", documents(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_relative_links_resolve(path):
+    assert broken_links(path) == []
+
+
+def test_the_link_check_finds_a_broken_link(tmp_path):
+    page = tmp_path / "page.md"
+    (tmp_path / "there.md").write_text("")
+    page.write_text("[ok](there.md) [anchor](there.md#a) [web](https://x.org) "
+                    "[gone](results/missing.jsonl)")
+    assert broken_links(page) == ["results/missing.jsonl"]
