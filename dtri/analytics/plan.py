@@ -57,13 +57,14 @@ GPU_INTERSECT_MIN_WEDGES = 0
 """The same on the GPU: the fused join's kernels, compiled once a machine and loaded once a
 process, beat the materialising join at every size, down to karate's 69 wedges: an in-process
 count on one H100 took 5.8 ms against 7.5 ms for karate, 4.7 against 6.9 for ca-CondMat, 5.9
-against 6.7 for wiki-Vote (``in_process.py joins``, examples/benchmarks/in-process-h100.jsonl).
-The threshold above was set when a GPU count ran on a cluster."""
+against 6.7 for wiki-Vote (``in_process.py joins``,
+examples/benchmarks/results/in-process-h100.jsonl). The threshold above was set when a GPU count
+ran on a cluster."""
 CPU_INTERSECT_MIN_WEDGES = 1 << 22
 """The same on the CPU while numba's compiled kernels are not loaded in this process: loading
 them (importing numba, reading the cached kernel, starting its threads) takes about 0.5-0.7 s
 on this project's 2-core machine, what the NumPy wedges join takes for about 4 M wedges
-(facebook_combined's 1.9 M wedges: 0.13 s; examples/benchmarks/cpu-cold-2core.jsonl). Once
+(facebook_combined's 1.9 M wedges: 0.13 s; examples/benchmarks/results/cpu-cold-2core.jsonl). Once
 loaded, the CPU threshold is :data:`INTERSECT_MIN_WEDGES`."""
 
 BYTES_PER_EDGE = 16

@@ -306,7 +306,7 @@ INTERSECT_EDGE_COST = 1024
 """Work of one edge in the fused join apart from its intersection, in units of one step of
 binary search (shorter list × log2(longer list)). Fitted on an H200 (RMAT 25, one partition's
 source ranges timed alone): an edge costs 0.94 ns of passes over the edge arrays, a search step
-0.00085 ns (examples/benchmarks/intersect-balance-h200.jsonl)."""
+0.00085 ns (examples/benchmarks/results/intersect-balance-h200.jsonl)."""
 
 
 def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:

@@ -34,7 +34,7 @@ def scheduled(part: tuple, order: str, work: Any, degree: Any, low: int, high: i
 
 def choose_order(order: str, summaries: list[Any]) -> tuple[str, str]:
     """The order to use and why: ``order`` as given, or for ``auto`` the order measured
-    fastest overall (examples/benchmarks/orientation-order-h200.jsonl): ``rank``, since the
+    fastest overall (examples/benchmarks/results/orientation-order-h200.jsonl): ``rank``, since the
     pieces of the hash kernel are cut to equal work already and a schedule costs a sort of the
     rows and a pass over the edges."""
     if order != "auto":

@@ -96,7 +96,7 @@ class RegisteredHostMemory:
     (:class:`PinnedPool`): NumPy memory first touched by several threads, then registered
     with CUDA. On an H200 host that pinned 4 GiB in 0.25 s with 16 threads, where
     ``cudaHostAlloc`` took 0.54 s per GiB: the kernel zeroes the pages either way, and one
-    thread zeroes at 4.7 GB/s (``examples/benchmarks/copy-probe-h200.jsonl``)."""
+    thread zeroes at 4.7 GB/s (``examples/benchmarks/results/copy-probe-h200.jsonl``)."""
 
     def __init__(self, limit: int):
         self.limit = limit

@@ -13,9 +13,10 @@ out of it.
 Those crossings run at the speed of the host memory they land in. Into freshly allocated
 (pageable) NumPy arrays a device-to-host copy ran at 2.8 GB/s on an H200 host, bound by the
 kernel's page faults, and CuPy's host-to-device copy from pageable memory at 3.6 GB/s; into
-and out of page-locked memory both ran at 55 GB/s (``examples/benchmarks/copy-probe-h200.jsonl``).
-So on GPU workers the results land in a :class:`HostArena`: arrays carved from a pool of
-page-locked memory that is reused from task to task and stage to stage.
+and out of page-locked memory both ran at 55 GB/s
+(``examples/benchmarks/results/copy-probe-h200.jsonl``). So on GPU workers the results land in
+a :class:`HostArena`: arrays carved from a pool of page-locked memory that is reused from task to
+task and stage to stage.
 
 :class:`Staging` is the one strategy object for both places: the task builder
 (:class:`dtri.runtime.tasks.Tasks`) wraps task functions through it (:class:`OnDevice` under

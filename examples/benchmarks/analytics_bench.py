@@ -19,14 +19,14 @@ Run from the repository root, e.g.
 ``python examples/benchmarks/analytics_bench.py --backend gpu rmat:24``,
 ``python examples/benchmarks/analytics_bench.py --backend gpu --k 3 8 32 rmat:22`` or
 ``python examples/benchmarks/analytics_bench.py --backend cpu --workers 2 rmat:18``.
+Each line in the schema of ``schema.py`` (family ``analytics``: ``seconds`` is the per-vertex
+triangles'; with ``--k``, ``k-truss``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +34,7 @@ from typing import Any
 
 import dask
 import numpy as np
+from schema import command_line, commit, emit, to_schema
 
 import dtri
 from dtri.bench import canonical_edges, device_name
@@ -72,17 +73,6 @@ def edge_frame(edges: Any, backend: str) -> Any:
     del frame
     default_client()  # the session's
     return persisted
-
-
-def commit() -> str | None:
-    """The commit that runs: ``DTRI_COMMIT`` where the copy of ``.git`` is not the tree's."""
-    if named := os.environ.get("DTRI_COMMIT"):
-        return named
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 # ------------------------------------------------------------------------------------ peers
@@ -254,7 +244,7 @@ def main() -> None:
             for record in run_graph(spec, args, session):
                 failed |= any(peer.get("agrees") is False for peer in record["peers"].values())
                 failed |= record.get("per_vertex_sum_is_3x_count") is False
-                print(json.dumps(record), flush=True)
+                emit(to_schema("analytics", record, command=command_line()), None)
     sys.exit(1 if failed else 0)
 
 

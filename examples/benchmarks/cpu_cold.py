@@ -5,7 +5,8 @@ with its peak resident memory (``ru_maxrss`` of that process alone): ``import dt
 unguarded two-line script, ``dtri count`` on karate and on the shared SNAP graphs, and
 ``dtri count --generate rmat:SCALE`` against a NetworKit process that generates the same
 R-MAT edges, builds its graph and counts (its whole-process peak). Prints one JSON line per
-command.
+command, in the schema of ``schema.py`` (family ``cold-start``: NetworKit's process is the
+peer of ``dtri count --generate``).
 
     python examples/benchmarks/cpu_cold.py --shared ../shared/data > cpu-cold.jsonl
 """
@@ -19,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from schema import emit as emit_line
+from schema import to_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURE = """
@@ -82,7 +86,7 @@ def main() -> None:
                   else " ".join(Path(c).name if c == dtri else c for c in command),
                   "seconds": run["seconds"], "peak_rss_bytes": run["peak_rss_bytes"],
                   "output": run["stdout"].strip().splitlines()[:1], **machine, **extra}
-        print(json.dumps(record), flush=True)
+        emit_line(to_schema("cold-start", record), None)
         return record
 
     emit("import dtri", [sys.executable, "-c", "import dtri"], args.repeat)
@@ -98,9 +102,11 @@ def main() -> None:
                 [dtri, "count", "--generate", f"rmat:{args.scale}"], 1)
     theirs = emit(f"networkit rmat:{args.scale} (whole process)",
                   [sys.executable, "-c", NETWORKIT_RMAT, str(args.scale)], 1)
-    print(json.dumps({"name": f"peak memory ratio rmat:{args.scale}",
-                      "dtri_over_networkit": round(ours["peak_rss_bytes"]
-                                                   / theirs["peak_rss_bytes"], 3)}))
+    emit_line(to_schema("cold-start", {"name": f"peak memory ratio rmat:{args.scale}",
+                                       "dtri_over_networkit": round(ours["peak_rss_bytes"]
+                                                                    / theirs["peak_rss_bytes"],
+                                                                    3)},
+                        device=machine["device"]), None)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 For each graph: ``dtri.count`` in this process (synchronous scheduler, numba's kernels on
 every core), best of ``--repeat``, with ``dtri.hash-probes`` off (search only) and on (the
 default), then the per-vertex triangles likewise (the credits kernel); the counts must agree.
-One JSON line per graph.
+One JSON line per graph, in the schema of ``schema.py`` (family ``cpu-hash``: ``seconds`` is
+the count with hash probes, the peer ``dtri-search`` the count without).
 
     python examples/benchmarks/cpu_hash_bench.py rmat:16 rmat:18 FILE.txt.gz ... [--repeat 3]
 """
@@ -11,12 +12,12 @@ One JSON line per graph.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any
 
 import dask
+from schema import command_line, emit, to_schema
 
 
 def best(run: Any, repeat: int, graph: Any) -> tuple[Any, float]:
@@ -55,7 +56,7 @@ def main() -> None:
                 "triangles": count, "count_seconds": count_seconds,
                 "per_vertex_seconds": vertex_seconds, "per_vertex_sum_agrees": triangles == count}
         record["agrees"] = record["hash"]["triangles"] == record["search"]["triangles"]
-        print(json.dumps(record), flush=True)
+        emit(to_schema("cpu-hash", record, command=command_line()), None)
 
 
 if __name__ == "__main__":

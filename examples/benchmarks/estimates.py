@@ -21,7 +21,7 @@ what an estimate costs against the exact count in the same run.
   ``--memory-budget`` raises the task budget, so that a graph beyond a quarter of the GPU
   runs in this process, not on a one-GPU cluster (``detail.placement`` says which).
 
-Every line has the schema of in_process.py: ``benchmark``, ``graph``, ``device``,
+Every line has the one schema of ``schema.py``: ``benchmark``, ``graph``, ``device``,
 ``backend``, ``commit``, ``command``, ``seconds``, ``stage_seconds``, ``triangles``,
 ``peers``, ``detail``.
 """
@@ -34,8 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from in_process import record
-from out_of_core import emit
+from schema import emit, record
 
 
 def graph_input(spec: str) -> tuple[str, Any]:

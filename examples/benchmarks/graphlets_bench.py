@@ -6,7 +6,8 @@ Per graph: dtri's best wall time over ``--repeat`` runs from the edges (prepare 
 in this process) and of the graphlets alone on the prepared graph; with ``--cold``, the wall
 time of ``dtri graphlets FILE`` in a fresh process, beside FGlT's executable on the same file
 (its process wall time, and the time it reports for the transform). GRAPH is a SNAP file or
-``rmat:SCALE``.
+``rmat:SCALE``. Each line in the schema of ``schema.py`` (family ``graphlets``: FGlT's line
+holds FGlT as its peer).
 
     python examples/benchmarks/graphlets_bench.py rmat:16 ../shared/data/*.txt.gz --cold
     python examples/benchmarks/graphlets_bench.py rmat:18 --backend gpu --no-peer
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
-import json
 import platform
 import subprocess
 import sys
@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fglt_peer import fglt_binary, run_fglt
+from schema import command_line, emit, to_schema
 
 import dtri
 from dtri.input.generate import generated
@@ -128,7 +129,7 @@ def main() -> None:
         if args.cold and not graph.startswith("rmat:"):
             record["cold_cli_seconds"] = min(cold_cli(graph, args.orbits)
                                              for _ in range(args.repeat))
-        print(json.dumps(record), flush=True)
+        emit(to_schema("graphlets", record, command=command_line()), None)
         if args.no_peer or fglt_binary() is None:
             continue
         ids, inverse = np.unique(edges, return_inverse=True)
@@ -143,10 +144,11 @@ def main() -> None:
         columns = 16 if args.orbits == "all" else 5
         ours = frame.reindex(ids).to_numpy()
         same = bool((ours == best["net"][:, :columns]).all())
-        print(json.dumps({"graph": name, "tool": "fglt", "threads": 1,
-                          "seconds": round(best["seconds"], 4),
-                          "reported_seconds": best["reported_seconds"],
-                          "frequencies_equal_dtri": same, **machine}), flush=True)
+        emit(to_schema("graphlets", {"graph": name, "tool": "fglt", "threads": 1,
+                                     "seconds": round(best["seconds"], 4),
+                                     "reported_seconds": best["reported_seconds"],
+                                     "frequencies_equal_dtri": same, **machine},
+                       command=command_line()), None)
         if not same:
             raise SystemExit(f"{name}: dtri and FGlT disagree")
 

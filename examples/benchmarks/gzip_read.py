@@ -1,5 +1,6 @@
 """Reading one large gzip edge list in blocks: seconds and partitions of ``read_edges`` over a
 generated ``.gz`` file, on a threaded local scheduler (CPU). Run it in two checkouts to compare.
+One line in the schema of ``schema.py`` (the file's size, partitions and rows in ``detail``).
 
     python examples/benchmarks/gzip_read.py --edges 20000000 --blocksize 16MiB --out FILE.jsonl
 """
@@ -8,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import tempfile
 import time
 
 import numpy as np
 from dask.utils import parse_bytes
+from schema import commit, emit, to_schema
 
 from dtri.bench import cpu_name
 from dtri.input.read import read_edges
@@ -38,18 +39,14 @@ def main() -> None:
     frame = read_edges(path, blocksize=parse_bytes(args.blocksize))
     rows = sum(frame.map_partitions(len).compute(scheduler="threads",
                                                  num_workers=args.threads))
-    line = json.dumps({
+    emit(to_schema("schema", {
         "benchmark": "gzip-read", "graph": f"uniform, {args.edges} edges", "device": cpu_name(),
-        "backend": "cpu", "commit": os.environ.get("DTRI_COMMIT"),
+        "backend": "cpu", "commit": commit(),
         "command": f"python examples/benchmarks/gzip_read.py --edges {args.edges} "
                    f"--blocksize {args.blocksize} --threads {args.threads}",
         "input_files": 1, "compressed_bytes": os.path.getsize(path),
         "partitions": frame.npartitions, "rows": int(rows),
-        "seconds": round(time.perf_counter() - started, 3)})
-    print(line, flush=True)
-    if args.out:
-        with open(args.out, "a") as handle:
-            handle.write(line + "\n")
+        "seconds": round(time.perf_counter() - started, 3)}), args.out)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ same process on the same edges.
   CPU and on the GPU, both in this process: where the GPU starts to win decides
   ``dtri.gpu-min-edges`` (``backend="auto"``).
 
-Every line has one schema: ``benchmark``, ``graph``, ``device``, ``backend``, ``commit``,
-``command``, ``seconds``, ``stage_seconds``, ``triangles``, ``peers`` (each peer's
-``seconds``, ``triangles``, ``agrees``) and ``detail`` (what else the line needs).
+Every line has the one schema of ``schema.py``: ``benchmark``, ``graph``, ``device``,
+``backend``, ``commit``, ``command``, ``seconds``, ``stage_seconds``, ``triangles``, ``peers``
+(each peer's ``seconds``, ``triangles``, ``agrees``) and ``detail`` (what else the line needs).
 """
 
 from __future__ import annotations
@@ -50,27 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from orientation_bench import commit  # this folder's scripts name their commit alike
-from out_of_core import emit  # and print and append their lines alike
-
-FIELDS = ("benchmark", "graph", "device", "backend", "commit", "command", "seconds",
-          "stage_seconds", "triangles", "peers", "detail")
-
-
-def device_of(backend: str) -> str:
-    from dtri.bench import device_name
-
-    return device_name(backend)
-
-
-def record(**values: Any) -> dict[str, Any]:
-    """One line of :data:`FIELDS` (``None`` where it has no value)."""
-    unknown = set(values) - set(FIELDS)
-    if unknown:
-        raise ValueError(f"not a field of the benchmark's lines: {sorted(unknown)}")
-    base = {"commit": commit(), "device": device_of(values.get("backend", "gpu")),
-            "peers": {}, "detail": {}}
-    return {key: values.get(key, base.get(key)) for key in FIELDS}
+from schema import emit, record  # this folder's one schema: every script writes its lines so
 
 
 def synchronize() -> None:

@@ -1,7 +1,8 @@
 """The NetworkX backend (issue 19): ``nx.triangles(G, backend="dtri")`` against NetworkX's own
 ``nx.triangles(G)`` on the same ``networkx.Graph``, in the same run. dtri's time includes the
 conversion (the graph's conversion cache is cleared before each run); both results are
-compared node by node. Prints one JSON line per graph.
+compared node by node. Prints one JSON line per graph, in the schema of ``schema.py``
+(family ``nx-backend``: NetworkX's own as the peer ``networkx``).
 
     python examples/benchmarks/nx_backend_bench.py rmat:18
     python examples/benchmarks/nx_backend_bench.py rmat:18 --backend gpu --nx-repeat 0
@@ -10,11 +11,11 @@ compared node by node. Prints one JSON line per graph.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 
 import networkx as nx
+from schema import command_line, emit, to_schema
 
 from dtri.input.generate import generated
 
@@ -64,7 +65,7 @@ def main() -> None:
             record.update(networkx_seconds=round(theirs_seconds, 4),
                           ratio=round(seconds / theirs_seconds, 4),
                           equal=ours == theirs)
-        print(json.dumps(record), flush=True)
+        emit(to_schema("nx-backend", record, command=command_line()), None)
 
 
 if __name__ == "__main__":

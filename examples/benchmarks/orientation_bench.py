@@ -6,7 +6,9 @@ memory (the bench's in-memory measurement) and the fastest run is kept: its tota
 its stages (``direct`` and ``order`` are A-direction's and the order's own costs; the kernel
 is ``wedges_join``), the resolved choices and the work counters of the fused join
 (:func:`dtri.kernels.intersect.work_counters`; one-partition graphs). pylibcugraph counts the
-same deduplicated edges afterwards. One JSON line per graph.
+same deduplicated edges afterwards. One JSON line per graph, in the schema of ``schema.py``
+(family ``orientation``: ``seconds`` and ``stage_seconds`` are the ``auto`` run's, every run
+in ``detail.runs``).
 
     python examples/benchmarks/orientation_bench.py rmat:22 rmat:24 rmat:26 FILE.txt.gz ... \\
         [--orientations degree adirection id] [--orders rank degree aorder] [--repeat 3] \\
@@ -16,24 +18,13 @@ same deduplicated edges afterwards. One JSON line per graph.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import time
 from typing import Any
 
+from schema import command_line, commit, emit, to_schema
+
 ORIENTATIONS = ("degree", "adirection")
 ORDERS = ("rank", "degree", "aorder")
-
-
-def commit() -> str:
-    if os.environ.get("DTRI_COMMIT"):
-        return os.environ["DTRI_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def counters_of(part: tuple) -> dict[str, int]:
@@ -143,7 +134,7 @@ def main() -> None:
                 record["peers"][args.peer] = report
                 del edges
             persisted = None
-            print(json.dumps(record), flush=True)
+            emit(to_schema("orientation", record, command=command_line()), None)
 
 
 if __name__ == "__main__":

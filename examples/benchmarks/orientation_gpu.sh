@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 20's benchmark on one GPU, as run for examples/benchmarks/orientation-order-h200.jsonl:
-# every orientation x order (and auto) with work counters, pylibcugraph in the same run on the
-# same edges. Usage: bash examples/benchmarks/orientation_gpu.sh OUTPUT.jsonl [SHARED_DATA_DIR]
+# Issue 20's benchmark on one GPU, as run for
+# examples/benchmarks/results/orientation-order-h200.jsonl: every orientation x order (and auto)
+# with work counters, pylibcugraph in the same run on the same edges.
+# Usage: bash examples/benchmarks/orientation_gpu.sh OUTPUT.jsonl [SHARED_DATA_DIR]
 # (on the GPU host after `source ~/gpu-env.sh`; pylibcugraph's libraries on LD_LIBRARY_PATH and
 # the newer nvJitLink that host-install keeps in ~/gpu-jit preloaded, see README.md).
 set -euo pipefail

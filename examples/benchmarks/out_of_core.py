@@ -12,12 +12,13 @@ groups of a million rows), one file per part, ``--int32`` for int32 ids, ``--tex
 text file written part by part instead. A run is ``INPUT``
 (a generator spec or a path), ``@POOL`` an RMM pool (``--rmm-pool-size``), ``:BUDGET`` a
 ``--memory-budget``, ``+triangles`` the per-vertex command instead of the count (its sum / 3
-is the count). Each run prints and appends one JSON line: ``benchmark``, ``graph``,
-``device``, ``backend``, ``commit``, ``command``, ``input_files``, ``rmm_pool_size``,
-``memory_budget``, ``seconds`` (wall, the whole command), ``stage_seconds``,
+is the count). Each run prints and appends one JSON line in the schema of ``schema.py``:
+``benchmark``, ``graph``, ``device``, ``backend``, ``commit``, ``command``, ``seconds`` (wall,
+the whole command), ``stage_seconds``, ``triangles``, ``peers`` and in ``detail`` the rest of
+:data:`FIELDS`: ``analytic``, ``input_files``, ``rmm_pool_size``, ``memory_budget``,
 ``peak_device_bytes``, ``task_device_bytes``, ``host_tasks`` (tasks that ran out of device
-memory and went on on the host), ``triangles``, ``rc`` and ``error`` (its last stderr line),
-``peers``.
+memory and went on on the host), ``vertex_sum``, ``edges``, ``partitions``, ``staging``,
+``rc`` and ``error`` (its last stderr line), ``note``.
 """
 
 from __future__ import annotations
@@ -31,37 +32,31 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orientation_bench import commit  # this folder's scripts name their commit alike
+from schema import commit, emit, to_schema  # this folder's one schema
 
 BENCHMARK = "out-of-core"
 FIELDS = ("benchmark", "graph", "device", "backend", "commit", "command", "analytic",
           "input_files", "rmm_pool_size", "memory_budget", "seconds", "stage_seconds",
           "peak_device_bytes", "task_device_bytes", "host_tasks", "triangles", "vertex_sum",
           "edges", "partitions", "staging", "rc", "error", "peers", "note")
-"""Every line's keys, in this order (``None`` where a run has no value)."""
+"""Every run's keys, in this order (``None`` where a run has no value); those that are not
+fields of the schema go to its ``detail``."""
 
 
 def record(**values: Any) -> dict[str, Any]:
-    """One benchmark line: the :data:`FIELDS`, with ``values`` and the run's machine."""
+    """One benchmark line: the :data:`FIELDS`, with ``values`` and the run's machine, in the
+    schema."""
     unknown = set(values) - set(FIELDS)
     if unknown:
         raise ValueError(f"not a field of the benchmark's lines: {sorted(unknown)}")
     base = {"benchmark": BENCHMARK, "device": device(), "backend": "gpu", "commit": commit()}
-    return {key: values.get(key, base.get(key)) for key in FIELDS}
+    return to_schema("schema", {key: values.get(key, base.get(key)) for key in FIELDS})
 
 
 def device() -> str:
     from dtri.bench import gpu_name
 
     return gpu_name()
-
-
-def emit(record: dict[str, Any], out: str | None) -> None:
-    line = json.dumps(record)
-    print(line, flush=True)
-    if out:
-        with open(out, "a") as handle:
-            handle.write(line + "\n")
 
 
 def write(spec: str, directory: str, files: int, int32: bool, text: bool = False) -> None:

@@ -3,8 +3,10 @@
 # staging, the default under --rmm-pool-size), each on fresh workers and written to Parquet,
 # with nvidia-smi's peak sampled alongside; then the graph's count, uncapped, in the same run.
 #   bash examples/benchmarks/staged_triangles.sh OUT.jsonl "rmat:26=8GiB" [extra dtri args]
-# Each line: the command, its wall seconds, the per-vertex sum and whether it is 3 × the count.
+# Each line (in the schema of schema.py, family staged-triangles): the command, its wall
+# seconds, the per-vertex sum and whether it is 3 × the count.
 set -uo pipefail
+export BENCHMARKS_DIR; BENCHMARKS_DIR=$(cd "$(dirname "$0")" && pwd)  # schema.py
 out=$1; runs=$2; shift 2
 work=${TMPDIR:-/tmp}/dtri-staged-triangles
 for run in $runs; do
@@ -26,13 +28,15 @@ for run in $runs; do
     python - "$line" "$graph" "$cap" "$rc" "$peak" "$start" "$end" "$count" "$files" "$*" \
         >> "$out" <<'PY'
 import json, os, subprocess, sys
+sys.path.insert(0, os.environ["BENCHMARKS_DIR"])
+from schema import to_schema
 line, graph, cap, rc, peak, start, end, count, files, extra = sys.argv[1:]
 r = json.loads(line) if line.strip() else {}
 commit = os.environ.get("DTRI_COMMIT") or subprocess.run(
     ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 device = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                         capture_output=True, text=True).stdout.split("\n")[0]
-print(json.dumps({
+print(json.dumps(to_schema("staged-triangles", {
     "graph": graph, "device": device, "commit": commit or None,
     "command": f"dtri triangles --backend gpu --generate {graph} {cap} --json --top 3 -o DIR "
                f"{extra}".replace("  ", " "),
@@ -42,7 +46,7 @@ print(json.dumps({
     "vertices": r.get("vertices"), "edges": r.get("edges"), "top": r.get("top"),
     "parquet_files": int(files), "seconds": r.get("seconds"),
     "wall_seconds": round(float(end) - float(start), 2),
-    "nvidia_smi_peak_mib": int(peak) if peak else None}))
+    "nvidia_smi_peak_mib": int(peak) if peak else None})))
 PY
     tail -1 "$out"
   done

@@ -11,7 +11,8 @@ full k range of NetworkX's k-truss takes minutes on the larger ones); this scrip
 all of them.
 
 Run from the repository root: ``python examples/benchmarks/verify_shared.py > out.jsonl``
-(``--backend gpu`` on a GPU host).
+(``--backend gpu`` on a GPU host). Each line in the schema of ``schema.py`` (family
+``verify-shared``: ``seconds`` is every check of the graph, NetworkX's included).
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
-import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
 
 import networkx as nx
+from schema import command_line, commit, emit, to_schema
 
 import dtri
 
@@ -44,15 +44,6 @@ def networkx_graph(path: Path) -> nx.Graph:
                 if u != v:
                     graph.add_edge(u, v)
     return graph
-
-
-def commit() -> str | None:
-    """The commit that runs (``DTRI_COMMIT`` where the copy of ``.git`` is not the tree's)."""
-    from subprocess import run
-
-    named = os.environ.get("DTRI_COMMIT")
-    return named or run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                        text=True, check=False).stdout.strip() or None
 
 
 def edges_of(frame) -> set[tuple[int, int]]:
@@ -126,8 +117,9 @@ def main() -> None:
     for row in rows:
         report = check(row, args.backend)
         failed |= not report["exact"]
-        print(json.dumps({k: (v if not isinstance(v, float) or math.isfinite(v) else None)
-                          for k, v in report.items()}), flush=True)
+        emit(to_schema("verify-shared", {k: (v if not isinstance(v, float) or math.isfinite(v)
+                                             else None) for k, v in report.items()},
+                       command=command_line()), None)
     sys.exit(1 if failed else 0)
 
 

@@ -98,7 +98,7 @@ SMALLER = [r for r in ROWS if int(r["undirected_edges"]) <= 30_000 or r["name"] 
 def test_k_truss_of_the_smaller_shared_graphs_for_every_k(row, shared_data, backend):
     """``k_truss(k)`` equals ``networkx.k_truss`` for every k, and the truss numbers agree.
     NetworkX's k-truss takes minutes on the larger graphs for every k; there
-    examples/benchmarks/verify_shared.py runs the same check (verify-shared-cpu.jsonl)."""
+    examples/benchmarks/verify_shared.py runs the same check (results/verify-shared-cpu.jsonl)."""
     from tests.oracles import check_analytics
 
     graph = shared_graph(shared_data / row["file"])

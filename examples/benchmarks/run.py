@@ -1,0 +1,450 @@
+"""The one runner of the benchmarks: a preset for each file of ``results/``, the command(s)
+that made it, as ``README.md`` records them.
+
+    python examples/benchmarks/run.py --list
+    python examples/benchmarks/run.py NAME [--out FILE] [--data DIR] [--dry-run]
+
+Commands run from the repository root, one after the other. Their lines come out in the one
+schema of ``schema.py``: the scripts of this folder write it; the lines of ``dtri bench`` and
+``dtri count --json``, and the transfer probe's text, are mapped into it here by the same
+families that converted the old results. Each line is printed, and appended to ``--out``
+where given (to add a run to a results file, name it). A preset of a log (``capped-rmat24``)
+writes the commands' output as it is. ``{data}`` in a command is the folder of the shared
+SNAP graphs (``--data``, else ``$DTRI_DATA``, else ``../shared/data`` beside the repository),
+``{tmp}`` a fresh folder for the preset's files.
+
+The commit in each line is the tree's (``git rev-parse``); set ``DTRI_COMMIT`` on a host where
+the copy of ``.git`` is not the tree's. The GPU presets want the host's environment: on this
+project's GPU hosts ``in_process_gpu.sh``, ``orientation_gpu.sh`` and ``nx_backend_gpu.sh``
+set it up (pylibcugraph's libraries, NetworkX's entry point for dtri) before their commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schema import ROOT, emit, to_schema, transfer_lines
+
+HERE = Path(__file__).resolve().parent
+B = "examples/benchmarks"
+DTRI = ("python", "-m", "dtri")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command: ``argv`` (``python`` is this interpreter), its time limit, the family
+    that maps its own lines into the schema (None: it writes the schema), where its lines
+    are (``{out}`` in ``argv``: that file; else its standard output), and ``keep=False``
+    for a step whose output is not a result (writing input files)."""
+
+    argv: tuple[str, ...]
+    timeout: int | None = None
+    family: str | None = None
+    keep: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Preset:
+    what: str
+    host: str
+    commands: tuple[Command, ...]
+    note: str = ""
+    log: bool = False
+
+
+def script(name: str, *args: str, timeout: int | None = None, **options: Any) -> Command:
+    """``python examples/benchmarks/NAME args``."""
+    return Command(("python", f"{B}/{name}", *args), timeout, **options)
+
+
+def dtri(*args: str, timeout: int | None = None, **options: Any) -> Command:
+    """``python -m dtri args``: ``bench`` and ``count --json`` lines are mapped here."""
+    family = {"bench": "bench", "count": "count"}.get(args[0])
+    return Command((*DTRI, *args), timeout, family=family, **options)
+
+
+def shared(*names: str) -> tuple[str, ...]:
+    return tuple(f"{{data}}/{name}.txt.gz" for name in names)
+
+
+def bench_gpu_workers(pairs: list[tuple[int, str]]) -> tuple[Command, ...]:
+    """What ``scaling-gpu.sh`` ran: one ``dtri bench`` per worker count and graph."""
+    return tuple(dtri("bench", "--backend", "gpu", "--workers", str(workers), "--peers", "none",
+                      "--repeat", "2", graph, "--output", "{out}", timeout=280)
+                 for workers, graph in pairs)
+
+
+def orientation(*args: str, timeout: int | None = None) -> Command:
+    return script("orientation_bench.py", *args, timeout=timeout)
+
+
+def out_of_core(*args: str, **options: Any) -> Command:
+    keep = args[0] != "write"
+    return script("out_of_core.py", *args, keep=keep, **options)
+
+
+def staged(runs: str) -> Command:
+    return Command(("bash", f"{B}/staged_gpu.sh", "{out}", runs))
+
+
+CPU = "this project's 2-core CPU machine"
+H200 = "one NVIDIA H200"
+ONE_GRAPH = ("--orientations", "degree", "--orders", "rank")
+SNAP = ("facebook_combined", "email-Eu-core", "wiki-Vote", "p2p-Gnutella24", "ca-HepTh",
+        "ca-CondMat", "ca-GrQc")
+R26 = "{tmp}/r26"
+
+PRESETS: dict[str, Preset] = {
+    "analytics-rmat18-cpu-2core": Preset(
+        "the analytics against NetworKit's clustering, two single-threaded workers", CPU, (
+            script("analytics_bench.py", "rmat:18", "--backend", "cpu", "--workers", "2",
+                   "--repeat", "3"),)),
+    "analytics-rmat24-h200": Preset(
+        "the analytics against pylibcugraph's per-vertex triangle_count", H200, (
+            script("analytics_bench.py", "rmat:24", "--backend", "gpu", "--repeat", "3"),),
+        "pylibcugraph's libraries set up as orientation_gpu.sh sets them"),
+    "bench-cpu-2core": Preset(
+        "dtri bench against NetworKit and NetworkX, two single-threaded workers", CPU, (
+            dtri("bench", "--backend", "cpu", "--repeat", "3", "--peers", "networkit,networkx",
+                 "rmat:16", *shared("wiki-Vote", "ca-CondMat"), "--output", "{out}"),)),
+    "bench-cpu-capped": Preset(
+        "out of core on the CPU: RMAT 18 uncapped, then spilling under a 15 MB memory limit",
+        CPU, (
+            dtri("bench", "--backend", "cpu", "--peers", "none", "--repeat", "2", "rmat:18",
+                 "--output", "{out}"),
+            dtri("bench", "--backend", "cpu", "--peers", "none", "--repeat", "2", "rmat:18",
+                 "--memory-limit", "15MB", "--memory-budget", "15MB", "--spill-directory",
+                 "/tmp/dtri-spill", "--output", "{out}")),
+        "was bench-cpu-capped.sh: RMAT 18 (3,804,995 edges, 60.9 MB as oriented edges of 16 B) "
+        "counted by two single-threaded workers, then with a per-worker memory limit and budget "
+        "of a quarter of that, so that they spill (dtri.worker_memory records spilled_bytes); "
+        "the counts must be equal; nothing else busy"),
+    "bench-cpu-in-process": Preset(
+        "dtri bench in process (synchronous scheduler) against every CPU peer", CPU, (
+            dtri("bench", "--backend", "cpu", "--repeat", "3", "--output", "{out}",
+                 *shared("facebook_combined", "wiki-Vote", "ca-CondMat"), "rmat:16", "rmat:18"),
+        )),
+    "bench-gpu-h200": Preset(
+        "dtri bench against pylibcugraph: RMAT in GPU memory, then from local Parquet", H200, (
+            dtri("bench", "--backend", "gpu", "--repeat", "3", "rmat:20", "rmat:22", "rmat:24",
+                 "--output", "{out}", timeout=420),
+            dtri("generate", "rmat:22", "-o", "{tmp}/rmat22.parquet", "--backend", "gpu",
+                 timeout=120, keep=False),
+            dtri("generate", "rmat:24", "-o", "{tmp}/rmat24.parquet", "--backend", "gpu",
+                 timeout=120, keep=False),
+            dtri("bench", "--backend", "gpu", "--repeat", "3", "{tmp}/rmat22.parquet",
+                 "{tmp}/rmat24.parquet", "--output", "{out}", timeout=300)),
+        "was bench-gpu.sh (issue 3): RMAT graphs (Graph500 parameters, seed 0), dtri and "
+        "pylibcugraph in the same process on the same edge list"),
+    "bench-gpu-h200-a9e1761": Preset(
+        "dtri bench against pylibcugraph after the redesign", H200, (
+            dtri("bench", "--backend", "gpu", "--repeat", "3", "--peers", "pylibcugraph",
+                 "rmat:22", "rmat:24", "--output", "{out}"),)),
+    "capped-rmat24-h200": Preset(
+        "a log: a capped GPU count's task states every 10 s, then the count", H200, (
+            script("probes/capped_diag.py", "24", "2GiB"),
+            dtri("count", "--backend", "gpu", "--generate", "rmat:24", "--rmm-pool-size",
+                 "2GiB", "--json")), log=True),
+    "capped-rmat26-h200": Preset(
+        "RMAT 26 uncapped and under an 8 GiB RMM pool", H200, (
+            dtri("count", "--backend", "gpu", "--generate", "rmat:26", "--json"),
+            dtri("count", "--backend", "gpu", "--generate", "rmat:26", "--rmm-pool-size", "8GiB",
+                 "--json")),
+        "the results' peaks were sampled by hand with nvidia-smi; staged_gpu.sh samples them"),
+    "copy-probe-h200": Preset(
+        "host<->device copy rates and the costs of page-locking", H200, (
+            script("probes/copy_probe.py"),)),
+    "cpu-cold-2core": Preset(
+        "cold start and peak memory of fresh processes, against NetworKit", CPU, (
+            script("cpu_cold.py", "--repeat", "5", "--shared", "{data}"),)),
+    "cpu-hash-2core": Preset(
+        "the CPU kernel with and without hash probes", CPU, (
+            script("cpu_hash_bench.py", "rmat:16", "rmat:18",
+                   *shared("facebook_combined", "ca-CondMat"), "--repeat", "3"),)),
+    "estimates-cpu-2core": Preset(
+        "coverage of the estimates' intervals, and their speed against the count", CPU, (
+            script("estimates.py", "coverage", "--seeds", "100", "--samples", "20000",
+                   "{data}/*.txt.gz", "rmat:18"),
+            script("estimates.py", "coverage", "--seeds", "400", "--first-seed", "100",
+                   "rmat:18", *shared("ca-HepTh")),
+            script("estimates.py", "speed", "--repeat", "5", "rmat:18"))),
+    "estimates-h100": Preset(
+        "coverage and speed of the estimates on the GPU", "one NVIDIA H100", (
+            script("estimates.py", "coverage", "--backend", "gpu", "--seeds", "100", "rmat:18"),
+            script("estimates.py", "speed", "--backend", "gpu", "--repeat", "5", "rmat:18"),
+            script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3", "rmat:24")),
+        "after python -m compileall (see in_process_gpu.sh)"),
+    "graphlets-cpu-2core": Preset(
+        "graphlet degrees against FGlT's C++ on one thread", CPU, (
+            script("graphlets_bench.py", "rmat:16", *shared(*SNAP), "--cold", "--repeat", "3"),),
+        "FGlT built by .peers/fglt/build.sh (see fglt_peer.py)"),
+    "graphlets-gpu-h200": Preset(
+        "graphlet degrees on one GPU: RMAT 18 all orbits and sigma0-4, RMAT 20 in memory and "
+        "under an 8 GiB pool", H200, (
+            script("graphlets_bench.py", "--backend", "gpu", "--no-peer", "rmat:18", "--repeat",
+                   "3"),
+            script("graphlets_bench.py", "--backend", "gpu", "--no-peer", "rmat:18", "--repeat",
+                   "3", "--orbits", "sigma0-4"),
+            script("graphlets_bench.py", "--backend", "gpu", "--no-peer", "rmat:20", "--repeat",
+                   "1"),
+            script("graphlets_bench.py", "--backend", "gpu", "--no-peer", "rmat:20", "--repeat",
+                   "1", "--rmm-pool-size", "8GiB")),
+        "was graphlets_gpu.sh (issue 18)"),
+    "graphlets-rmat18-cpu-2core": Preset(
+        "RMAT 18's graphlet degrees on the CPU (its hash equals the GPU's)", CPU, (
+            script("graphlets_bench.py", "rmat:18", "--repeat", "1", "--no-peer"),)),
+    "gzip-read-cpu": Preset(
+        "reading one large gzip edge list in blocks", CPU, (
+            script("gzip_read.py", "--edges", "20000000", "--blocksize", "16MiB"),),
+        "run in two checkouts to compare"),
+    "in-process-h100": Preset(
+        "a new process's count, per-call times in a session beside pylibcugraph, the NetworkX "
+        "backend, the two joins, CPU against GPU by size", "one NVIDIA H100", (
+            script("in_process.py", "cli", "--runs", "3", "examples/karate.txt", timeout=150),
+            script("in_process.py", "session", "--repeat", "20", "examples/karate.txt",
+                   *shared("ca-CondMat", "wiki-Vote"), timeout=200),
+            script("in_process.py", "nx", "--repeat", "5", *shared("ca-CondMat"), timeout=150),
+            script("in_process.py", "joins", "--repeat", "30", "examples/karate.txt",
+                   *shared("ca-CondMat"), timeout=150),
+            script("in_process.py", "sizes", "--repeat", "5", "--scales", "6-20", timeout=200)),
+        "on the GPU host through in_process_gpu.sh COMMIT, which sets the host up first"),
+    "in-process-regression-h100": Preset(
+        "persisted R-MAT 22 and 24 and `dtri count --generate rmat:22` of this commit",
+        "one NVIDIA H100", (
+            orientation("rmat:22", "rmat:24", *ONE_GRAPH, "--repeat", "3", "--peer", "none",
+                        timeout=120),
+            dtri("count", "--generate", "rmat:22", "--backend", "gpu", "--json", timeout=60,
+                 values={"benchmark": "cli-generate"})),
+        "against an older commit: in_process_gpu.sh COMMIT OLD_CHECKOUT OLD_COMMIT alternates "
+        "the two checkouts"),
+    "intersect-balance-h200": Preset(
+        "the work model that balances the fused join across GPUs", H200, (
+            script("probes/intersect_balance.py", "25"),)),
+    "issue2-largest-shared-h200": Preset(
+        "the largest shared graphs counted on the GPU and on the CPU", "one H200 host", tuple(
+            dtri("count", "--json", "--backend", backend, *shared(name))
+            for backend in ("gpu", "cpu") for name in ("wiki-Vote", "ca-CondMat"))),
+    "kernel-probe-h200": Preset(
+        "one GPU's prepare steps and the fused join, search only against hash probes", H200, (
+            script("probes/kernel_probe.py", "rmat:24", "--repeat", "2", "--tunings", "2"),)),
+    "kernel-tuning-h200": Preset(
+        "the fused join under each tuning", H200, (
+            script("probes/kernel_probe.py", "rmat:20", "rmat:24", "--repeat", "2"),),
+        "the results came from an earlier hybrid kernel (issue 20)"),
+    "ktruss-rmat22-h200": Preset(
+        "k-truss against pylibcugraph's k_truss_subgraph", H200, (
+            script("analytics_bench.py", "rmat:22", "--backend", "gpu", "--repeat", "2", "--k",
+                   "3", "8", "32"),)),
+    "local-gpu-h200x2-ca-CondMat": Preset(
+        "cluster/local-gpu.sh on ca-CondMat", "one host with 2 NVIDIA H200", (
+            Command(("bash", "cluster/local-gpu.sh", *shared("ca-CondMat")), family="count",
+                    env={"DTRI_ARGS": "--json"}),)),
+    "local-gpu-h200x2-karate": Preset(
+        "cluster/local-gpu.sh on karate", "one host with 2 NVIDIA H200", (
+            Command(("bash", "cluster/local-gpu.sh", "examples/karate.txt"), family="count",
+                    env={"DTRI_ARGS": "--json"}),)),
+    "nx-backend-rmat18-cpu-2core": Preset(
+        "nx.triangles(G, backend='dtri') against NetworkX's own", CPU, (
+            script("nx_backend_bench.py", "rmat:18"),)),
+    "nx-backend-rmat18-h200": Preset(
+        "the NetworkX backend on the GPU", H200, (
+            script("nx_backend_bench.py", "rmat:18", "--backend", "gpu", "--nx-repeat", "0",
+                   timeout=200),),
+        "on a host without NetworkX, through nx_backend_gpu.sh"),
+    "orientation-order-h200": Preset(
+        "every orientation x order with work counters, pylibcugraph in the same run", H200, (
+            orientation("rmat:22", "rmat:24", "{data}/*.txt.gz", "--repeat", "2"),
+            orientation("rmat:26", "--repeat", "2", "--peer", "none", *ONE_GRAPH)),
+        "pylibcugraph's libraries set up as orientation_gpu.sh sets them"),
+    "out-of-core-h100": Preset(
+        "counts under RMM pools from generated graphs and Parquet files", "one NVIDIA H100", (
+            out_of_core("run", "--timeout", "570", "rmat:28@16GiB+triangles"),
+            out_of_core("peer", "rmat:26"),
+            out_of_core("run", "--timeout", "190", "rmat:26"),
+            out_of_core("write", "rmat:28", "{tmp}/r28", "--files", "16", "--int32"),
+            out_of_core("run", "--timeout", "370", "{tmp}/r28@16GiB"),
+            out_of_core("write", "rmat:26", R26, "--files", "4"),
+            out_of_core("run", "--timeout", "140", R26, f"{R26}@4GiB"),
+            out_of_core("run", "--timeout", "440", "rmat:26@2GiB"),
+            orientation("rmat:24", *ONE_GRAPH, "--repeat", "2", "--peer", "none"),
+            out_of_core("write", "rmat:26", "{tmp}/r26one", "--files", "1"),
+            out_of_core("run", "--timeout", "110", "{tmp}/r26one@4GiB"),
+            out_of_core("write", "rmat:20", "{tmp}/r20k", "--files", "1000"),
+            out_of_core("run", "--timeout", "65", "{tmp}/r20k@4GiB")),
+        "the results' paths were /tmp/r26 and so on"),
+    "out-of-core-h200": Preset(
+        "counts under RMM pools from generated graphs and Parquet files", H200, (
+            out_of_core("write", "rmat:26", R26, "--files", "4"),
+            out_of_core("run", R26, f"{R26}@4GiB"),
+            out_of_core("run", "--timeout", "570", "rmat:26@2GiB"),
+            out_of_core("run", "--timeout", "370", "rmat:28@16GiB"),
+            out_of_core("run", "--timeout", "530", "rmat:28@16GiB:4GiB"),
+            out_of_core("run", "--timeout", "510", "rmat:28@16GiB+triangles"),
+            orientation("rmat:24", *ONE_GRAPH, "--repeat", "2", "--peer", "none"),
+            script("probes/stage_profile.py", R26, "1", keep=False,
+                   env={"DTRI_RMM_POOL": "4GiB"})),
+        "the stage profile (where the 4 GiB run spent its time) is not among the results"),
+    "rmat26-budgets-h200": Preset(
+        "RMAT 26 under several memory budgets, and the default with pylibcugraph", H200, (
+            *(orientation("rmat:26", *ONE_GRAPH, "--repeat", "2", "--memory-budget", budget,
+                          "--peer", "none")
+              for budget in ("70GiB", "48GiB", "130GiB", "100GiB")),
+            orientation("rmat:26", *ONE_GRAPH, "--repeat", "2"))),
+    "scaling-gpu-h200x2": Preset(
+        "strong scaling on 1 and 2 GPUs (UCX over NVLink)", "one host with 2 NVIDIA H200",
+        bench_gpu_workers([(1, "rmat:25"), (2, "rmat:25"), (1, "rmat:26"), (2, "rmat:26")]),
+        "was scaling-gpu.sh (issue 4): one dask-cuda worker per GPU (--protocol auto: UCX "
+        "over NVLink when distributed-ucxx is installed, as the protocol field records), the "
+        "graph already in GPU memory, each worker's share of busy time in "
+        "dtri.worker_utilisation"),
+    "scaling-gpu-h200x4": Preset(
+        "strong scaling on 1, 2 and 4 GPUs (UCX over NVLink)", "one host with 4 NVIDIA H200",
+        bench_gpu_workers([(1, "rmat:25"), (2, "rmat:25"), (4, "rmat:25"),
+                           (4, "rmat:26"), (2, "rmat:26"), (1, "rmat:26"),
+                           *((workers, graph) for workers in (1, 2, 4)
+                             for graph in ("rmat:25", "rmat:26"))]),
+        "was scaling-gpu.sh; the ee15829 lines (no pool, --rmm-pool-size 100GiB) were one-off"),
+    "stage-profile-h200x2": Preset(
+        "busy and transfer seconds per stage and worker", "one host with 2 NVIDIA H200", (
+            script("probes/stage_profile.py", "rmat:25", "1", "2"),
+            script("probes/stage_profile.py", "rmat:25", "2"))),
+    "stage-profile-h200x4": Preset(
+        "busy and transfer seconds per stage and worker, and per kind of task",
+        "one host with 4 NVIDIA H200", (
+            script("probes/stage_profile.py", "rmat:25", "1", "4"),
+            script("probes/stage_profile.py", "rmat:26", "1", "4"))),
+    "staged-pinned-h200": Preset(
+        "host staging in page-locked memory: capped against uncapped", H200, (
+            staged("rmat:26=8GiB rmat:26=8GiB"),
+            staged("rmat:24=2GiB rmat:26=8GiB rmat:26=8GiB"))),
+    "staged-rmat26-h200": Preset(
+        "host staging: RMAT 26 capped at 8 GiB against uncapped, alternated", H200, (
+            staged("rmat:26=8GiB rmat:26=8GiB"),),
+        "on GPU 0 of the 2xH200 host (CUDA_VISIBLE_DEVICES=0)"),
+    "staged-triangles-h200": Preset(
+        "per-vertex triangles of RMAT 26 to Parquet, capped against uncapped", H200, tuple(
+            Command(("bash", f"{B}/staged_triangles.sh", "{out}", "rmat:26=8GiB"))
+            for _ in range(2))),
+    "transfer-probe-h200x4": Preset(
+        "GPU peer access and copies, and one Dask worker-to-worker transfer per protocol",
+        "one host with 4 NVIDIA H200", (
+            script("probes/transfer_probe.py", family="transfer-probe"),)),
+    "verify-shared-cpu": Preset(
+        "every analytic on every shared SNAP graph against NetworkX", CPU, (
+            script("verify_shared.py"),),
+        "reads ../shared/data beside the repository"),
+}
+"""Each file of ``results/`` (its name without ``.jsonl``): what it holds, where it ran, and
+the commands."""
+
+
+def expand(argv: tuple[str, ...], places: dict[str, str]) -> list[str]:
+    """``python`` as this interpreter, ``{data}``/``{tmp}``/``{out}`` filled, globs expanded."""
+    words = [sys.executable if argv[0] == "python" else argv[0]]
+    for word in argv[1:]:
+        word = word.format(**places)
+        matches = sorted(glob.glob(word, root_dir=ROOT)) if "*" in word else []
+        words.extend(matches or [word])
+    return words
+
+
+def shown(argv: list[str], places: dict[str, str]) -> str:
+    text = shlex.join(["python" if word == sys.executable else word for word in argv])
+    return text.replace(places["out"], "OUT")
+
+
+def mapped(command: Command, text: str, what: str) -> list[dict[str, Any]]:
+    """A command's output as lines of the schema."""
+    if command.family == "transfer-probe":
+        owns = transfer_lines(text)
+    else:
+        owns = [json.loads(row) for row in text.splitlines() if row.startswith("{")]
+    lines = owns if command.family is None else [
+        to_schema(command.family, own, command=what) for own in owns]
+    return [{**line, **command.values} for line in lines]
+
+
+def run_preset(name: str, out: str | None, data: str, dry_run: bool) -> int:
+    preset = PRESETS[name]
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix=f"dtri-{name}-") as tmp:
+        places = {"data": data, "tmp": tmp, "out": f"{tmp}/out.jsonl"}
+        for command in preset.commands:
+            argv = expand(command.argv, places)
+            what = shown(argv, places)
+            print(f"# {what}", file=sys.stderr, flush=True)
+            if dry_run:
+                continue
+            Path(places["out"]).unlink(missing_ok=True)
+            try:
+                done = subprocess.run(argv, cwd=ROOT, env={**os.environ, **command.env},
+                                      stdout=subprocess.PIPE, text=True,
+                                      timeout=command.timeout, check=False)
+                output, rc = done.stdout, done.returncode
+            except subprocess.TimeoutExpired as expired:
+                output = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (
+                    expired.stdout or "")
+                rc = 124
+            if rc:
+                failed += 1
+                print(f"# exit status {rc}", file=sys.stderr, flush=True)
+            if preset.log:
+                print(output, end="", flush=True)
+                if out:
+                    with open(out, "a") as handle:
+                        handle.write(output)
+                continue
+            if "{out}" in command.argv:
+                sys.stderr.write(output)
+                path = Path(places["out"])
+                output = path.read_text() if path.exists() else ""
+            if not command.keep:
+                sys.stderr.write(output)
+                continue
+            for line in mapped(command, output, what):
+                emit(line, out)
+    return failed
+
+
+def listing() -> str:
+    width = max(map(len, PRESETS))
+    return "\n".join(f"{name:<{width}}  {preset.host}: {preset.what}"
+                     for name, preset in PRESETS.items())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", nargs="?", help="a preset (--list names them)")
+    parser.add_argument("--list", action="store_true", help="list the presets")
+    parser.add_argument("--out", help="append the lines to this file")
+    parser.add_argument("--data", help="the shared SNAP graphs' folder")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    args = parser.parse_args()
+    if args.list or args.name is None:
+        print(listing())
+        return
+    if args.name not in PRESETS:
+        parser.error(f"no preset {args.name!r}: --list names them")
+    data = args.data or os.environ.get("DTRI_DATA") or "../shared/data"
+    data = str(Path(data).resolve()) if args.data else data
+    out = str(Path(args.out).resolve()) if args.out else None
+    preset = PRESETS[args.name]
+    print(f"# {args.name} ({preset.host}): {preset.what}"
+          + (f"; {preset.note}" if preset.note else ""), file=sys.stderr)
+    sys.exit(1 if run_preset(args.name, out, data, args.dry_run) else 0)
+
+
+if __name__ == "__main__":
+    main()

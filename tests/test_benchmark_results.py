@@ -1,0 +1,146 @@
+"""The benchmark results: every line in the one schema, INDEX.md as index.py writes it, a
+runner preset for every results file, and every relative link of the docs resolving."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "examples" / "benchmarks"
+RESULTS = sorted((BENCHMARKS / "results").glob("*.jsonl"))
+
+
+@functools.cache
+def module(name: str) -> ModuleType:
+    """A script of examples/benchmarks, imported as its folder's scripts import each other."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = loaded  # its dataclasses look their module up
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def schema_problems(line: dict) -> list[str]:
+    """What is wrong with one line of a results file (nothing: an empty list)."""
+    schema = module("schema")
+    if tuple(line) != schema.FIELDS:
+        return [f"keys {list(line)}, not {list(schema.FIELDS)}"]
+    problems = []
+    if line["benchmark"] not in schema.BENCHMARKS:
+        problems.append(f"benchmark {line['benchmark']!r} is not in schema.BENCHMARKS")
+    for key in ("graph", "device", "backend", "commit", "command"):
+        if line[key] is not None and not isinstance(line[key], str):
+            problems.append(f"{key} is {line[key]!r}, not a string or null")
+    if line["backend"] not in (None, "cpu", "gpu"):
+        problems.append(f"backend {line['backend']!r}")
+    for key in ("seconds", "triangles"):
+        if line[key] is not None and not is_number(line[key]):
+            problems.append(f"{key} is {line[key]!r}, not a number or null")
+    if line["triangles"] is not None and not isinstance(line["triangles"], int):
+        problems.append("triangles is not an integer")
+    stages = line["stage_seconds"]
+    if stages is not None and not (isinstance(stages, dict)
+                                   and all(is_number(v) for v in stages.values())):
+        problems.append(f"stage_seconds is {stages!r}, not {{stage: seconds}} or null")
+    if not isinstance(line["detail"], dict):
+        problems.append("detail is not a dict")
+    if not isinstance(line["peers"], dict) or not all(
+            isinstance(peer, dict) for peer in line["peers"].values()):
+        problems.append("peers is not a dict of dicts")
+    else:
+        for name, peer in line["peers"].items():
+            if peer.get("seconds") is not None and not is_number(peer["seconds"]):
+                problems.append(f"peer {name}'s seconds is {peer['seconds']!r}")
+    return problems
+
+
+def test_there_are_results():
+    assert len(RESULTS) > 30
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda path: path.name)
+def test_every_line_has_the_schema(path):
+    for number, text in enumerate(path.read_text().splitlines(), 1):
+        assert schema_problems(json.loads(text)) == [], f"{path.name}:{number}"
+
+
+def test_the_check_finds_a_line_off_the_schema():
+    line = json.loads(RESULTS[0].read_text().splitlines()[0])
+    assert schema_problems(line) == []
+    assert schema_problems({**line, "wall_seconds": 1.0})
+    assert schema_problems({**line, "seconds": "1.0"})
+    assert schema_problems({**line, "peers": {"x": {"seconds": "fast"}}})
+    assert schema_problems({**line, "detail": None})
+    assert schema_problems({key: value for key, value in line.items() if key != "peers"})
+
+
+def test_index_is_what_index_py_writes():
+    index = module("index")
+    assert (BENCHMARKS / "INDEX.md").read_text() == index.render(), (
+        "INDEX.md is stale or edited by hand: run python examples/benchmarks/index.py")
+
+
+def test_index_changes_with_the_results(tmp_path, monkeypatch):
+    index = module("index")
+    (tmp_path / "one.jsonl").write_text(RESULTS[0].read_text())
+    monkeypatch.setattr(index, "RESULTS", tmp_path)
+    before = index.render()
+    line = json.loads(RESULTS[0].read_text().splitlines()[0])
+    (tmp_path / "one.jsonl").write_text(json.dumps({**line, "seconds": 12345.0}) + "\n")
+    assert index.render() != before
+    assert "1.234e+04" in index.render()
+
+
+def test_every_results_file_has_a_runner_preset():
+    run = module("run")
+    names = {path.name.rsplit(".", 1)[0] for path in (BENCHMARKS / "results").iterdir()}
+    assert set(run.PRESETS) == names
+    for preset in run.PRESETS.values():
+        for command in preset.commands:
+            for word in command.argv:
+                if word.startswith(("examples/", "cluster/")):
+                    assert (ROOT / word).is_file(), word
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "examples").rglob("*.md")), *sorted((ROOT / "cluster").rglob("*.md"))]
+
+
+def broken_links(path: Path) -> list[str]:
+    """The relative links of a markdown file whose target does not exist."""
+    broken = []
+    for target in LINK.findall(path.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue  # a URL, or an anchor in the same file
+        if not (path.parent / target.split("#")[0]).exists():
+            broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("path", documents(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_relative_links_resolve(path):
+    assert broken_links(path) == []
+
+
+def test_the_link_check_finds_a_broken_link(tmp_path):
+    page = tmp_path / "page.md"
+    (tmp_path / "there.md").write_text("")
+    page.write_text("[ok](there.md) [anchor](there.md#a) [web](https://x.org) "
+                    "[gone](results/missing.jsonl)")
+    assert broken_links(page) == ["results/missing.jsonl"]
