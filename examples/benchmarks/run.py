@@ -177,14 +177,17 @@ PRESETS: dict[str, Preset] = {
         "coverage of the estimates' intervals, and their speed against the count", CPU, (
             script("estimates.py", "coverage", "--seeds", "100", "--samples", "20000",
                    "{data}/*.txt.gz", "rmat:18"),
+            script("estimates.py", "speed", "--repeat", "5", "rmat:18"),
             script("estimates.py", "coverage", "--seeds", "400", "--first-seed", "100",
-                   "rmat:18", *shared("ca-HepTh")),
-            script("estimates.py", "speed", "--repeat", "5", "rmat:18"))),
+                   *shared("ca-HepTh", "ca-CondMat", "ca-GrQc", "email-Eu-core"),
+                   "rmat:18"))),
     "estimates-h100": Preset(
         "coverage and speed of the estimates on the GPU", "one NVIDIA H100", (
             script("estimates.py", "coverage", "--backend", "gpu", "--seeds", "100", "rmat:18"),
             script("estimates.py", "speed", "--backend", "gpu", "--repeat", "5", "rmat:18"),
-            script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3", "rmat:24")),
+            script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3", "rmat:24"),
+            script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3",
+                   "--memory-budget", "48GiB", "rmat:24")),
         "after python -m compileall (see in_process_gpu.sh)"),
     "graphlets-cpu-2core": Preset(
         "graphlet degrees against FGlT's C++ on one thread", CPU, (
