@@ -124,12 +124,19 @@ class Estimate:
     """An estimate with its intervals (``exact``: counted, the intervals are the values)."""
 
     triangles: float
+    """The estimated triangle count (``W × closed / samples``)."""
     triangles_interval: tuple[float, float]
+    """Its interval at :attr:`confidence` (Wilson's, scaled by the wedges)."""
     transitivity: float
+    """``3 × triangles / triples``."""
     transitivity_interval: tuple[float, float]
+    """The count's interval, scaled the same way."""
     average_clustering: float
+    """NetworkX's average clustering (zeros included), from the vertex sample."""
     average_clustering_interval: tuple[float, float]
+    """Its interval at :attr:`confidence`."""
     exact: bool
+    """Whether the graph was counted instead (the intervals are then the values)."""
     method: str
     """``wedge sampling`` or ``exact``."""
     reason: str
@@ -137,22 +144,27 @@ class Estimate:
     samples: int
     """Wedges drawn for the estimate (the pilot's not included; 0 when exact)."""
     pilot_samples: int
+    """Wedges of the pilot that sized the sample (0 for a fixed sample)."""
     closed: int
     """Of those, the closed ones."""
     vertex_samples: int
     """Vertices drawn for the average clustering (0 when exact)."""
     confidence: float
+    """The intervals' confidence."""
     error: float | None
     """The relative error asked for (``None``: a fixed sample)."""
     seed: int
+    """The seed that repeats this estimate on the same partitions."""
     wedges: int
     """The oriented graph's wedges (what was sampled from)."""
     triples: int
     """Connected triples ``Σ C(d, 2)`` (transitivity's denominator)."""
     vertices: int
+    """The graph's vertices (the average's denominator)."""
     edges: int
     backend: str
     seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time of the estimate (and, from :func:`dtri.count`, of the preparation)."""
 
     @property
     def relative_error(self) -> float:
@@ -161,6 +173,7 @@ class Estimate:
         return (high - low) / 2 / self.triangles if self.triangles else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields and :attr:`relative_error`, for JSON."""
         return {**asdict(self), "relative_error": self.relative_error}
 
 
