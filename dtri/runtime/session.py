@@ -643,12 +643,15 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
     """Where a run goes: a scheduler (an address, a local scheduler's name, or ``None`` for
     a cluster to start or the active client's), with one line on why. With nothing named, a
     run whose input fits one task's budget (``input_rows`` of ``row_bytes`` each; ``None``:
-    not known before it is read) runs in this process, on the CPU or the current GPU."""
+    not known before it is read) runs in this process, on the CPU or the current GPU. The
+    budget is a quarter of the machine's or the GPU's memory, or ``--memory-budget`` where
+    that is larger: the user's word that one task may plan for it (a smaller one still runs
+    here, in more partitions)."""
     if (named := named_placement(options, caps)) is not None:
         return named
     if input_rows is None:
         return None, "a local cluster: the input's size is not known before it is read"
-    budget = in_process_budget(backend)
+    budget = max(options.memory_budget or 0, in_process_budget(backend))
     if input_rows * row_bytes > budget:
         return None, (f"a local cluster: {input_rows} edges need more than one task's budget "
                       f"in this process ({format_bytes(budget)})")

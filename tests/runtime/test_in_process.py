@@ -95,6 +95,10 @@ def test_an_input_too_big_for_one_task_or_given_workers_starts_a_local_cluster(m
     with dtri.prepare(edges, backend="cpu") as graph:
         assert graph.runtime.client is not None
         assert graph.count_triangles() == 45
+    # unless --memory-budget says a task may plan for more: then it is one task here
+    with dtri.prepare(edges, backend="cpu", memory_budget="1MiB") as graph:
+        assert graph.runtime.client is None and "1.00 MiB" in graph.runtime.reason
+        assert graph.count_triangles() == 45
 
 
 def test_an_unguarded_script_that_needs_a_cluster_stops_before_starting_one(tmp_path):
