@@ -117,17 +117,22 @@ def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, An
                    "--error.")
 @click.option("--sample-seed", type=int, default=None,
               help="With --approx: the sample's seed (default: a new one, printed).")
+@click.option("--clustering/--no-clustering", "with_clustering", default=None,
+              help="With --approx: also estimate the average clustering (a sample of "
+                   "vertices, which scans every edge once)  [default: clustering]")
 def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, explain: bool,
           approx: bool, error: float | None, confidence: float | None, samples: int | None,
-          sample_seed: int | None, **values: Any) -> None:
+          sample_seed: int | None, with_clustering: bool | None, **values: Any) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
     from dtri.analytics.estimate import Approx, estimate
 
-    asked = {"error": error, "confidence": confidence, "samples": samples, "seed": sample_seed}
+    asked = {"error": error, "confidence": confidence, "samples": samples, "seed": sample_seed,
+             "average_clustering": with_clustering}
     asked = {name: value for name, value in asked.items() if value is not None}
     if asked and not approx:
-        flag = "--sample-seed" if "seed" in asked else f"--{next(iter(asked))}"
+        flag = {"seed": "--sample-seed", "average_clustering": "--[no-]clustering"}.get(
+            next(iter(asked)), f"--{next(iter(asked))}")
         _fail(f"{flag} goes with --approx")
     if approx and explain:
         _fail("give --approx or --explain, not both")
@@ -204,8 +209,9 @@ def _print_estimate(result: Any, as_json: bool, source: dict[str, Any]) -> None:
 
     line("triangles", result.triangles, result.triangles_interval, ".0f")
     line("transitivity", result.transitivity, result.transitivity_interval, ".6f")
-    line("avg clustering", result.average_clustering, result.average_clustering_interval,
-         ".6f")
+    if result.average_clustering is not None:
+        line("avg clustering", result.average_clustering, result.average_clustering_interval,
+             ".6f")
     click.echo(f"method         {result.method}: {result.reason}; seed {result.seed}")
     click.echo(f"vertices       {result.vertices}   edges {result.edges}   wedges "
                f"{result.wedges}   backend {result.backend}")

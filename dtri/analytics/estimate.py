@@ -59,6 +59,8 @@ def chunk_wedges(backend: str) -> int:
 
     configured = dask.config.get("dtri.estimate-chunk-wedges", None)
     return int(configured) if configured else (1 << 15 if backend == "gpu" else 1 << 13)
+
+
 def clustering_vertices(backend: str) -> int:
     """Vertices drawn for the average clustering (``dtri.estimate-clustering-vertices``;
     default 65,536 on the GPU, 16,384 on the CPU, or the wedges asked for if fewer). Each
@@ -79,12 +81,15 @@ exact count checks every wedge once, with no repeats, in about the same time."""
 class Approx:
     """What an estimate is asked for: a relative ``error`` (the interval's half-width over
     the estimate) at a ``confidence``, or a fixed number of ``samples`` (wedges); ``seed``
-    makes it reproducible (default: a new one, reported in the result)."""
+    makes it reproducible (default: a new one, reported in the result);
+    ``average_clustering=False`` leaves the average clustering out, and with it the scan of
+    every edge that its vertex sample needs."""
 
     error: float = 0.01
     confidence: float = 0.95
     samples: int | None = None
     seed: int | None = None
+    average_clustering: bool = True
 
     def __post_init__(self) -> None:
         for name in ("error", "confidence"):
@@ -131,9 +136,10 @@ class Estimate:
     """``3 × triangles / triples``."""
     transitivity_interval: tuple[float, float]
     """The count's interval, scaled the same way."""
-    average_clustering: float
-    """NetworkX's average clustering (zeros included), from the vertex sample."""
-    average_clustering_interval: tuple[float, float]
+    average_clustering: float | None
+    """NetworkX's average clustering (zeros included), from the vertex sample (``None``: not
+    asked for)."""
+    average_clustering_interval: tuple[float, float] | None
     """Its interval at :attr:`confidence`."""
     exact: bool
     """Whether the graph was counted instead (the intervals are then the values)."""
@@ -192,8 +198,8 @@ def needed_samples(hits: int, draws: int, approx: Approx) -> float:
     """Wedges for the asked relative error of the triangle count (and so of transitivity) at
     the asked confidence, from a pilot of ``draws`` wedges of which ``hits`` were closed,
     with the pilot's lower bound of ``p`` (so rather too many than too few); infinite when
-    the pilot saw no triangle. The average clustering's interval is what that sample gives
-    (its variance, of a mean of shares up to 3, is too noisy in a pilot to size by)."""
+    the pilot saw no triangle. The average clustering has its own sample of vertices
+    (:func:`clustering_vertices`); its interval is what that sample gives."""
     z, error = approx.z, approx.error
     low, _ = wilson(hits, draws, z)
     if hits == 0 or low == 0.0:
@@ -229,7 +235,7 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
         # drawn when it asks for more
         (closed, *chunks), clustering = draw(
             graph, [pilot_draws] + [chunk] * SPECULATIVE_CHUNKS, seed, 0,
-            clustering_vertices(graph.backend))
+            clustering_vertices(graph.backend) if approx.average_clustering else 0)
         wanted = needed_samples(closed, pilot_draws, approx)
         why = ("the pilot sample saw no triangle" if math.isinf(wanted) else
                f"{math.ceil(wanted)} wedges for ±{approx.error:g} at {approx.confidence:g} "
@@ -237,7 +243,8 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
     if wedges == 0 or (allow_exact and wanted >= EXACT_SHARE * wedges):
         if wedges:
             why += f": at least {EXACT_SHARE:g} of the graph's {wedges} wedges, so counted exactly"
-        return exact_estimate(graph, base, pilot_draws, started, why)
+        return exact_estimate(graph, base, pilot_draws, started, why,
+                              approx.average_clustering)
     if pilot_draws:
         used = math.ceil(wanted / chunk)
         if used > len(chunks):
@@ -246,8 +253,8 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
         closed, samples = sum(chunks[:used]), used * chunk
     else:
         samples = math.ceil(wanted)
-        (closed,), clustering = draw(graph, [samples], seed, 1,
-                                     min(samples, clustering_vertices(graph.backend)))
+        (closed,), clustering = draw(graph, [samples], seed, 1, min(
+            samples, clustering_vertices(graph.backend)) if approx.average_clustering else 0)
     z = approx.z
     low, high = wilson(closed, samples, z)
     t = base["triples"]
@@ -260,24 +267,26 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
         transitivity=3 * triangles / t if t else 0.0,
         transitivity_interval=(3 * low * wedges / t, 3 * high * wedges / t) if t
         else (0.0, 0.0),
-        average_clustering=share * pairs_closed / pairs if pairs else 0.0,
-        average_clustering_interval=(share * pair_low, share * pair_high) if pairs
-        else (0.0, 0.0),
+        average_clustering=(share * pairs_closed / pairs if pairs else 0.0)
+        if approx.average_clustering else None,
+        average_clustering_interval=((share * pair_low, share * pair_high) if pairs
+                                     else (0.0, 0.0)) if approx.average_clustering else None,
         exact=False, method="wedge sampling", reason=why, samples=samples,
         pilot_samples=pilot_draws, closed=closed, vertex_samples=pairs,
         seconds={"estimate": round(time.perf_counter() - started, 6)}, **base)
 
 
 def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started: float,
-                   reason: str) -> Estimate:
+                   reason: str, with_clustering: bool = True) -> Estimate:
     """The exact values, as an :class:`Estimate` labelled exact."""
     triangles = graph.count_triangles()
     transitivity = graph.transitivity()
-    clustering = graph.average_clustering()
+    clustering = graph.average_clustering() if with_clustering else None
     return Estimate(
         triangles=float(triangles), triangles_interval=(float(triangles), float(triangles)),
         transitivity=transitivity, transitivity_interval=(transitivity, transitivity),
-        average_clustering=clustering, average_clustering_interval=(clustering, clustering),
+        average_clustering=clustering,
+        average_clustering_interval=None if clustering is None else (clustering, clustering),
         exact=True, method="exact", reason=reason, samples=0, pilot_samples=pilot_samples,
         closed=triangles, vertex_samples=0,
         seconds={"estimate": round(time.perf_counter() - started, 6)}, **base)

@@ -210,16 +210,18 @@ class PreparedGraph:
         return transitivity(self)
 
     def estimate(self, error: float = 0.01, confidence: float = 0.95, *,
-                 samples: int | None = None, seed: int | None = None) -> Any:
-        """The triangle count, transitivity and average clustering estimated from a uniform
-        sample of the oriented wedges, with intervals at ``confidence``: the sample is sized
-        for a relative ``error``, or ``samples`` wedges; a graph where that sample costs about
-        what counting does is counted exactly, and the result says so
+                 samples: int | None = None, seed: int | None = None,
+                 average_clustering: bool = True) -> Any:
+        """The triangle count and transitivity estimated from a uniform sample of the oriented
+        wedges, and the average clustering from one of vertices (``average_clustering=False``:
+        not estimated), with intervals at ``confidence``: the wedge sample is sized for a
+        relative ``error``, or ``samples`` wedges; a graph where that sample costs about what
+        counting does is counted exactly, and the result says so
         (:class:`dtri.analytics.estimate.Estimate`)."""
         from dtri.analytics.estimate import Approx, estimate
 
         self._check()
-        return estimate(self, Approx(error, confidence, samples, seed))
+        return estimate(self, Approx(error, confidence, samples, seed, average_clustering))
 
     def edge_support(self) -> dd.DataFrame:
         """Each undirected edge once, ``u < v`` by input id, with the triangles on it

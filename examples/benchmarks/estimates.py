@@ -19,7 +19,8 @@ what an estimate costs against the exact count in the same run.
   ``dtri.count(edges)`` against ``dtri.count(edges, approx=True)``, each preparing the
   graph. ``seconds`` is the estimate's median, ``peers["exact"]`` the count's.
   ``--memory-budget`` raises the task budget, so that a graph beyond a quarter of the GPU
-  runs in this process, not on a one-GPU cluster (``detail.placement`` says which).
+  runs in this process, not on a one-GPU cluster (``detail.placement`` says which);
+  ``--no-clustering`` estimates the count and transitivity only.
 
 Every line has the one schema of ``schema.py``: ``benchmark``, ``graph``, ``device``,
 ``backend``, ``commit``, ``command``, ``seconds``, ``stage_seconds``, ``triangles``,
@@ -88,7 +89,7 @@ def coverage(specs: list[str], seeds: int, first_seed: int, samples: int, error:
 
 
 def speed(specs: list[str], repeat: int, error: float, backend: str, budget: str | None,
-          out: str | None) -> None:
+          clustering: bool, out: str | None) -> None:
     import dtri
 
     options = {"backend": backend, **({"memory_budget": budget} if budget else {})}
@@ -96,7 +97,7 @@ def speed(specs: list[str], repeat: int, error: float, backend: str, budget: str
         name, edges = graph_input(spec)
         with dtri.prepare(edges, **options) as graph:
             graph.count_triangles()  # load what the first call loads, in both
-            graph.estimate(error=error, seed=0)
+            graph.estimate(error=error, seed=0, average_clustering=clustering)
             exact_times, estimate_times, last = [], [], None
             for seed in range(repeat):
                 graph.cache.pop("count", None)
@@ -104,13 +105,15 @@ def speed(specs: list[str], repeat: int, error: float, backend: str, budget: str
                 triangles = graph.count_triangles()
                 exact_times.append(time.perf_counter() - started)
                 started = time.perf_counter()
-                last = graph.estimate(error=error, seed=seed + 1)
+                last = graph.estimate(error=error, seed=seed + 1,
+                                      average_clustering=clustering)
                 estimate_times.append(time.perf_counter() - started)
             exact_s, estimate_s = statistics.median(exact_times), statistics.median(estimate_times)
             emit(record(
                 benchmark="estimate-speed", graph=name, backend=graph.backend,
-                command=f"PreparedGraph.estimate(error={error:g}) against count_triangles() "
-                        "on one prepared graph, alternated",
+                command=f"PreparedGraph.estimate(error={error:g}"
+                        f"{'' if clustering else ', average_clustering=False'}) against "
+                        "count_triangles() on one prepared graph, alternated",
                 seconds=round(estimate_s, 6), stage_seconds=last.seconds, triangles=triangles,
                 peers={"exact": {"seconds": round(exact_s, 6), "triangles": triangles,
                                  "times": [round(t, 6) for t in exact_times]}},
@@ -120,9 +123,11 @@ def speed(specs: list[str], repeat: int, error: float, backend: str, budget: str
                         "relative_error": last.relative_error, "samples": last.samples,
                         "exact": last.exact, "wedges": graph.wedges,
                         "placement": graph.runtime.reason, "memory_budget": budget,
+                        "average_clustering": clustering,
                         "prepare_seconds": graph.seconds}), out)
         one_shot = {}
-        for label, approx in (("exact", False), ("approx", {"error": error, "seed": 1})):
+        asked = {"error": error, "seed": 1, "average_clustering": clustering}
+        for label, approx in (("exact", False), ("approx", asked)):
             times = []
             for _ in range(max(1, repeat // 2)):
                 started = time.perf_counter()
@@ -133,8 +138,8 @@ def speed(specs: list[str], repeat: int, error: float, backend: str, budget: str
         approx_s, approx_result = one_shot["approx"]
         emit(record(
             benchmark="estimate-speed-one-shot", graph=name, backend=exact_result.backend,
-            command=f"dtri.count(edges, approx={{'error': {error:g}}}) against dtri.count(edges)"
-                    ", each preparing the graph",
+            command=f"dtri.count(edges, approx={asked}) against dtri.count(edges), each "
+                    "preparing the graph",
             seconds=round(approx_s, 6), stage_seconds=approx_result.seconds,
             triangles=exact_result.triangles,
             peers={"exact": {"seconds": round(exact_s, 6), "triangles": exact_result.triangles,
@@ -161,12 +166,15 @@ def main() -> None:
             p.add_argument("--repeat", type=int, default=5)
             p.add_argument("--memory-budget", help="e.g. 40GiB: a graph within it runs in "
                            "this process (a quarter of the device by default)")
+            p.add_argument("--no-clustering", dest="clustering", action="store_false",
+                           help="estimate the count and transitivity only")
     args = parser.parse_args()
     if args.what == "coverage":
         coverage(args.graphs, args.seeds, args.first_seed, args.samples, args.error,
                  args.backend, args.out)
     else:
-        speed(args.graphs, args.repeat, args.error, args.backend, args.memory_budget, args.out)
+        speed(args.graphs, args.repeat, args.error, args.backend, args.memory_budget,
+              args.clustering, args.out)
 
 
 if __name__ == "__main__":

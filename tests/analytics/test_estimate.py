@@ -183,6 +183,19 @@ def test_estimates_hold_under_every_orientation(skewed, orientation):
     assert min(covered) >= 8, covered
 
 
+def test_the_count_alone_skips_the_clustering_sample(skewed):
+    edges = skewed[0]
+    with dtri.prepare(edges) as graph:
+        both = graph.estimate(samples=20_000, seed=2)
+        alone = graph.estimate(samples=20_000, seed=2, average_clustering=False)
+    assert alone.average_clustering is None and alone.average_clustering_interval is None
+    assert alone.vertex_samples == 0 < both.vertex_samples
+    assert alone.triangles == both.triangles  # the same wedges
+    small = dtri.count(np.loadtxt("examples/karate.txt", dtype=np.int64),
+                       approx={"average_clustering": False})
+    assert small.exact and small.triangles == 45 and small.average_clustering is None
+
+
 def test_a_graph_too_small_to_sample_is_counted_and_labelled_exact():
     edges = np.loadtxt("examples/karate.txt", dtype=np.int64)
     result = dtri.count(edges, approx=True)
@@ -224,7 +237,8 @@ def test_values_outside_their_range_are_refused(asked):
 
 
 @pytest.mark.parametrize("args", [["--approx", "--error", "0"], ["--approx", "--confidence", "1"],
-                                  ["--error", "0.1"], ["--approx", "--explain"]])
+                                  ["--error", "0.1"], ["--approx", "--explain"],
+                                  ["--no-clustering"]])
 def test_the_command_line_refuses_in_one_line(args):
     run = subprocess.run([sys.executable, "-m", "dtri", "count", *args, "examples/karate.txt"],
                          capture_output=True, text=True, timeout=120)
@@ -242,6 +256,10 @@ def test_the_command_line_estimates_with_intervals(tmp_path):
     assert result["method"] == "wedge sampling" and result["seed"] == 4
     low, high = result["triangles_interval"]
     assert low <= result["triangles"] <= high and result["relative_error"] <= 0.1
+    alone = subprocess.run([sys.executable, "-m", "dtri", "count", "--approx", "--error", "0.1",
+                            "--no-clustering", str(path)], capture_output=True, text=True,
+                           timeout=120, check=True)
+    assert "triangles" in alone.stdout and "avg clustering" not in alone.stdout
     explained = subprocess.run([sys.executable, "-m", "dtri", "count", "--explain",
                                 str(path)], capture_output=True, text=True, timeout=120,
                                check=True)
