@@ -178,6 +178,7 @@ PRESETS: dict[str, Preset] = {
             script("estimates.py", "coverage", "--seeds", "100", "--samples", "20000",
                    "{data}/*.txt.gz", "rmat:18"),
             script("estimates.py", "speed", "--repeat", "5", "rmat:18"),
+            script("estimates.py", "speed", "--repeat", "5", "--no-clustering", "rmat:18"),
             script("estimates.py", "coverage", "--seeds", "400", "--first-seed", "100",
                    *shared("ca-HepTh", "ca-CondMat", "ca-GrQc", "email-Eu-core"),
                    "rmat:18"))),
@@ -187,7 +188,9 @@ PRESETS: dict[str, Preset] = {
             script("estimates.py", "speed", "--backend", "gpu", "--repeat", "5", "rmat:18"),
             script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3", "rmat:24"),
             script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3",
-                   "--memory-budget", "48GiB", "rmat:24")),
+                   "--memory-budget", "48GiB", "rmat:24"),
+            script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3",
+                   "--memory-budget", "48GiB", "--no-clustering", "rmat:24")),
         "after python -m compileall (see in_process_gpu.sh)"),
     "graphlets-cpu-2core": Preset(
         "graphlet degrees against FGlT's C++ on one thread", CPU, (
