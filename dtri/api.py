@@ -154,9 +154,7 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
     wanted = None if approx is False or approx is None else Approx.of(approx)  # checked now
     with prepare(edges, **options) as graph:
         if wanted is not None:
-            result = estimate(graph, wanted)
-            result.seconds = {**graph.seconds, **result.seconds}
-            return result
+            return estimate(graph, wanted)
         return graph.count(explain=explain)
 
 

@@ -141,9 +141,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     source = _source(paths, spec, seed)
     with _errors_as_one_line(), _prepared(paths, spec, seed, values) as graph:
         if wanted is not None:
-            estimated = estimate(graph, wanted)
-            estimated.seconds = {**graph.seconds, **estimated.seconds}
-            _print_estimate(estimated, as_json, source)
+            _print_estimate(estimate(graph, wanted), as_json, source)
             return
         result = graph.count(explain=explain)
         quick = estimate(graph, Approx(samples=QUICK_SAMPLES, seed=0), allow_exact=False) \

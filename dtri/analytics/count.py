@@ -106,12 +106,7 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
             joins = binned_joins(plan, graph, timer)
         (triangles,) = timer.compute("wedges_join", reduce_tree(graph.tasks, joins))
         graph.cache["count"] = int(triangles)
-    seconds = {stage: value for stage, value in graph.seconds.items()
-               if stage != "prepare_total"}
-    for stage, value in timer.seconds.items():
-        seconds[stage] = round(seconds.get(stage, 0.0) + value, 6)
-    seconds["total"] = round(graph.seconds.get("prepare_total", 0.0)
-                             + time.perf_counter() - started, 6)
+    seconds = graph.seconds_with(timer.seconds, started)
     memory = graph.memory()
     return CountResult(
         triangles=None if explain else int(triangles), vertices=plan.vertices,

@@ -170,7 +170,8 @@ class Estimate:
     edges: int
     backend: str
     seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time of the estimate (and, from :func:`dtri.count`, of the preparation)."""
+    """As a count reports them: the preparation's stages, the ``estimate`` (its wall time)
+    and the ``total`` of both (:meth:`PreparedGraph.seconds_with`)."""
 
     @property
     def relative_error(self) -> float:
@@ -273,7 +274,8 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
                                      else (0.0, 0.0)) if approx.average_clustering else None,
         exact=False, method="wedge sampling", reason=why, samples=samples,
         pilot_samples=pilot_draws, closed=closed, vertex_samples=pairs,
-        seconds={"estimate": round(time.perf_counter() - started, 6)}, **base)
+        seconds=graph.seconds_with(
+            {"estimate": time.perf_counter() - started}, started), **base)
 
 
 def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started: float,
@@ -289,7 +291,8 @@ def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started
         average_clustering_interval=None if clustering is None else (clustering, clustering),
         exact=True, method="exact", reason=reason, samples=0, pilot_samples=pilot_samples,
         closed=triangles, vertex_samples=0,
-        seconds={"estimate": round(time.perf_counter() - started, 6)}, **base)
+        seconds=graph.seconds_with(
+            {"estimate": time.perf_counter() - started}, started), **base)
 
 
 def draw(graph: Any, counts: list[int], seed: int, first_phase: int,

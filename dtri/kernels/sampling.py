@@ -11,7 +11,7 @@ list closed by the edge ``b → c``; so the closed share of uniformly drawn wedg
 A wedge is drawn by its number: the source whose prefix sum passes it, then the pair
 ``(i, j)``, ``i < j``, of that list by the pair's index ``q = j (j - 1) / 2 + i``. Its
 closing edge ``v → w`` (``v < w``: lists ascend) lives in ``v``'s partition, where a binary
-search of ``w`` in ``v``'s list decides it (:func:`closed_count`).
+search of ``w`` in ``v``'s list decides it (:func:`contains`, :func:`closed_counts`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dtri.kernels.csr import CSR, as_csr
+from dtri.kernels.csr import CSR, as_csr, degrees
 from dtri.kernels.dispatch import array_module
 
 
@@ -64,7 +64,7 @@ def sample_wedges(part: tuple, counts: tuple[int, ...], streams: tuple[int, ...]
     if not sum(counts):
         return by_owner(xp, xp.zeros(0, dtype=xp.int32), xp.zeros(0, dtype=xp.int64),
                         xp.zeros(0, dtype=xp.int64), bounds)
-    degree = csr.offsets[1:] - csr.offsets[:-1]
+    degree = degrees(csr)
     pairs = degree * (degree - 1) // 2
     passed = xp.cumsum(pairs)
     total = int(passed[-1])

@@ -162,6 +162,18 @@ class PreparedGraph:
             self.measured.merge(self.runtime.stage_peaks())
         return self.measured
 
+    def seconds_with(self, stages: dict[str, float], started: float) -> dict[str, float]:
+        """What an analytic's result reports as its seconds: the preparation's stages, the
+        analytic's ``stages`` added to them, and the ``total`` of the preparation and the
+        analytic (begun at ``started``, ``time.perf_counter``)."""
+        seconds = {stage: value for stage, value in self.seconds.items()
+                   if stage != "prepare_total"}
+        for stage, value in stages.items():
+            seconds[stage] = round(seconds.get(stage, 0.0) + value, 6)
+        seconds["total"] = round(self.seconds.get("prepare_total", 0.0)
+                                 + time.perf_counter() - started, 6)
+        return seconds
+
     def timer(self) -> StageTimer:
         """A stage timer for one analytic."""
         self._check()
