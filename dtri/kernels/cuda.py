@@ -447,30 +447,39 @@ __global__ void __launch_bounds__(PIECE_THREADS) hash_warps(
 }
 """
 
-_modules: dict[int, Any] = {}
+_modules: dict[tuple[int, int], Any] = {}
 GROUP_SIZES = (1, 2, 4, 8, 16, 32)
 THREADS_PER_BLOCK = 256
 PIECE_THREADS = 256
 MODES = (COUNT, CREDIT, STATEFUL, PEEL)
-_NAMES = ("edge_rows", "classify_edges", "bucket_by_target", "piece_work", "piece_starts",
-          *(f"search_edges<{mode}>" for mode in MODES), *(f"hash_pieces<{mode}>" for mode in MODES),
-          *(f"hash_warps<{mode}>" for mode in MODES))
+PLAIN_KERNELS = ("edge_rows", "classify_edges", "bucket_by_target", "piece_work",
+                 "piece_starts")
+"""The kernels that are no templates: every mode's module has them."""
+
+
+def mode_kernels(mode: int) -> tuple[str, ...]:
+    """The kernels of the module of ``mode``: the plain ones and the mode's instantiations."""
+    return (*PLAIN_KERNELS, *(f"{template}<{mode}>" for template in
+                              ("search_edges", "hash_pieces", "hash_warps")))
 WARP_TABLES_BYTES = 48 * 1024
 """A block's warp tables fit in the shared memory a block gets without opting in."""
 MIN_TABLE_BITS = 7
 """The smallest hash table: 128 slots (a source needs :attr:`HashTuning.min_members`)."""
 
 
-def kernel(name: str) -> Any:
-    """A compiled kernel on the current device (the module is compiled once per device)."""
-    device = cupy.cuda.runtime.getDevice()
-    if device not in _modules:
+def kernel(name: str, mode: int) -> Any:
+    """A compiled kernel of ``mode``'s module on the current device. Each mode's module is
+    compiled once per device, and only when a run needs it: a count compiles its own
+    instantiations (0.66 s the first time ever on an H100), not the credits' and the
+    peeling's as well (1.66 s for all four modes)."""
+    key = (cupy.cuda.runtime.getDevice(), mode)
+    if key not in _modules:
         with compiling():  # compiled, or loaded from CuPy's disk cache
             module = cupy.RawModule(code=KERNEL_SOURCE, options=("-std=c++17",),
-                                    name_expressions=list(_NAMES))
+                                    name_expressions=list(mode_kernels(mode)))
             module.compile()
-        _modules[device] = module
-    return _modules[device].get_function(name)
+        _modules[key] = module
+    return _modules[key].get_function(name)
 
 
 def max_table_bits(mode: int) -> int:
@@ -517,10 +526,10 @@ def intersect_cuda(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state:
         last = min(part.edges, first + step)
         n = last - first
         row_of = cupy.empty(n, dtype=cupy.int32)
-        kernel("edge_rows")((blocks_for(rows),), (THREADS_PER_BLOCK,), (
+        kernel("edge_rows", mode)((blocks_for(rows),), (THREADS_PER_BLOCK,), (
             part.offsets, cupy.int64(rows), cupy.int64(first), cupy.int64(last), row_of))
         cls = cupy.empty(n, dtype=cupy.uint8)
-        kernel("classify_edges")((blocks_for(n),), (THREADS_PER_BLOCK,), (
+        kernel("classify_edges", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (
             cupy.int64(first), cupy.int64(n), row_of, part.dst, part.offsets, group.offsets,
             cupy.int64(group.low), cupy.int64(group.high), a_state, part_leaving,
             group_leaving, cupy.int32(stateful), cupy.int32(peel),
@@ -533,7 +542,7 @@ def intersect_cuda(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state:
             cupy.bincount(cls, minlength=256)[: HASHED + 1])]).tolist()
         del cls
         by_class += first
-        search = kernel(f"search_edges<{mode}>")
+        search = kernel(f"search_edges<{mode}>", mode)
         for level, lanes in zip(SEARCH_CLASSES, GROUP_SIZES, strict=True):
             slots = by_class[bounds[level]: bounds[level + 1]]
             if slots.shape[0] == 0:
@@ -571,19 +580,19 @@ def run_pieces(mode: int, hashed: Any, first: int, row_of: Any, part: CSR, group
     del targets
     cursor = bucket[:-1].astype(cupy.uint64)
     ordered = cupy.empty(n, dtype=cupy.int64)
-    kernel("bucket_by_target")((blocks_for(n),), (THREADS_PER_BLOCK,), (
+    kernel("bucket_by_target", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (
         hashed, cupy.int64(n), part.dst, cupy.int64(group.low), cursor, ordered))
     del cursor, hashed
     stops = cupy.empty(n, dtype=cupy.int64)
     prefix = cupy.empty(n, dtype=cupy.int64)
     bits = cupy.empty(n, dtype=cupy.uint8)
     head = cupy.empty(n, dtype=cupy.uint8)
-    kernel("piece_work")((blocks_for(n),), (THREADS_PER_BLOCK,), (
+    kernel("piece_work", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (
         ordered, cupy.int64(n), cupy.int64(first), row_of, part.dst, part.offsets,
         group.offsets, cupy.int64(group.low), stops, prefix, bits, head))
     cupy.cumsum(prefix, out=prefix)
     starts = cupy.empty(n, dtype=cupy.uint8)
-    kernel("piece_starts")((blocks_for(n),), (THREADS_PER_BLOCK,), (
+    kernel("piece_starts", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (
         prefix, cupy.int64(n), bits, head, cupy.int64(tuning.piece_probes),
         cupy.int32(tuning.warp_table_bits), starts))
     del prefix, head
@@ -607,12 +616,12 @@ def run_pieces(mode: int, hashed: Any, first: int, row_of: Any, part: CSR, group
                   cupy.int64(group.low), total, *credits)
         warps = PIECE_THREADS // 32
         if size <= warp_bits and warps * per_slot << size <= WARP_TABLES_BYTES:  # per warp
-            run = kernel(f"hash_warps<{mode}>")
+            run = kernel(f"hash_warps<{mode}>", mode)
             shared = warps * per_slot << size
             blocks = (launch.shape[0] + warps - 1) // warps
             args = (pieces, launch, cupy.int64(launch.shape[0]), cupy.int32(size), *arrays)
         else:  # a table per block
-            run = kernel(f"hash_pieces<{mode}>")
+            run = kernel(f"hash_pieces<{mode}>", mode)
             shared = per_slot << size
             blocks = launch.shape[0]
             args = (pieces, launch, *arrays)

@@ -70,12 +70,12 @@ def classes(csr: Any) -> dict[str, Any]:
     n = csr.edges
     rows = csr.offsets.shape[0] - 1
     row_of = cupy.empty(n, dtype=cupy.int32)
-    kernel("edge_rows")((blocks_for(rows),), (THREADS_PER_BLOCK,), (
+    kernel("edge_rows", COUNT)((blocks_for(rows),), (THREADS_PER_BLOCK,), (
         csr.offsets, cupy.int64(rows), cupy.int64(0), cupy.int64(n), row_of))
     cls = cupy.empty(n, dtype=cupy.uint8)
     dummy = cupy.zeros(1, dtype=cupy.uint8)
     hash_max = 1 << (max_table_bits(COUNT) - 1) if tuning.enabled else 0
-    kernel("classify_edges")((blocks_for(n),), (THREADS_PER_BLOCK,), (
+    kernel("classify_edges", COUNT)((blocks_for(n),), (THREADS_PER_BLOCK,), (
         cupy.int64(0), cupy.int64(n), row_of, csr.dst, csr.offsets, csr.offsets,
         cupy.int64(0), cupy.int64(rows), dummy, dummy, dummy, cupy.int32(0), cupy.int32(0),
         cupy.int64(tuning.min_members), cupy.int64(hash_max), cupy.float64(tuning.probe_cost),
@@ -113,8 +113,8 @@ class LaunchTimer:
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
 
     def __enter__(self) -> LaunchTimer:
-        def kernel(name: str) -> Any:
-            function = self.kernel(name)
+        def kernel(name: str, mode: int) -> Any:
+            function = self.kernel(name, mode)
 
             class Timed:
                 def __setattr__(inner, key: str, value: Any) -> None:
