@@ -48,7 +48,7 @@ from dtri.prepared.inputs import (
     split_rows,
     vertex_fan_in,
 )
-from dtri.prepared.local import prepare_inputs
+from dtri.prepared.local import host_prepare_edges, prepare_inputs, prepare_inputs_on_host
 from dtri.prepared.order import choose_order, order_partitions
 from dtri.runtime.meter import MeasuredMemory
 from dtri.runtime.session import Runtime
@@ -350,8 +350,9 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     epsilon = adirection_epsilon() if orientation in ("auto", "adirection") else None
     fan_in = vertex_fan_in(sum(inputs.rows), task_budget)
     if parts == 1:  # the whole graph in one task: no exchange needed
-        whole = tasks.task("prepare", prepare_inputs, orientation, list_limit, epsilon,
-                           *inputs.partitions, key=(0,))
+        small = runtime.backend == "gpu" and sum(inputs.rows) <= host_prepare_edges()
+        whole = tasks.task("prepare", prepare_inputs_on_host if small else prepare_inputs,
+                           orientation, list_limit, epsilon, *inputs.partitions, key=(0,))
         part, n, ids, degree, orientation, reason = timer.submit("prepare", *(
             tasks.task("prepare", getitem, whole, i, key=(name, 0), on_host=True)
             for i, name in enumerate(("csr", "vertices", "ids", "degree", "orientation",

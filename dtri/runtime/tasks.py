@@ -57,6 +57,9 @@ class Tasks:
     """Run each task when it is built and return its value (an in-process run)."""
     meter: StageMeter | None = None
     """Where an eager run's tasks report their start and end (its stage meter, if any)."""
+    allocator: Any = None
+    """The CuPy allocator an eager run's tasks allocate from (``None``: CuPy's current one;
+    :attr:`dtri.runtime.session.Runtime.allocator`)."""
 
     def task(self, stage: str, func: Callable[..., Any], *args: Any, key: tuple,
              on_host: bool = False) -> Any:
@@ -78,7 +81,12 @@ class Tasks:
         if meter is not None:
             meter.started(name)
         try:
-            return func(*args)
+            if self.allocator is None:
+                return func(*args)
+            from cupy.cuda import using_allocator
+
+            with using_allocator(self.allocator):
+                return func(*args)
         except MemoryError as error:
             raise out_of_memory(stage, error) from error
         finally:

@@ -64,6 +64,56 @@ def test_every_analytic_in_process_on_the_gpu_matches_networkx(no_cluster):
     check_analytics(edges, backend="gpu", npartitions=3)  # the exchanges, run eagerly
 
 
+def test_a_small_graph_prepared_on_the_host_is_the_one_prepared_on_the_device(no_cluster):
+    """Below ``dtri.host-prepare-edges`` a GPU run prepares on the host and moves the prepared
+    graph to the device: the same arrays, on the device, and the same analytics."""
+    import cupy
+    import dask
+
+    edges = rmat_edges(9)
+    prepared = []
+    for host_edges in (0, 1 << 30):
+        with dask.config.set({"dtri.host-prepare-edges": host_edges}):
+            check_analytics(edges, backend="gpu")
+            with dtri.prepare(edges, backend="gpu") as graph:
+                (part,) = graph.parts
+                prepared.append((part, graph.ids, graph.degree, graph.orientation))
+    (device, host) = prepared
+    for on_device, from_host in zip(device[:3], host[:3], strict=True):
+        for a, b in zip(on_device if isinstance(on_device, tuple) else (on_device,),
+                        from_host if isinstance(from_host, tuple) else (from_host,),
+                        strict=True):
+            if hasattr(a, "shape"):
+                assert isinstance(b, cupy.ndarray) and a.dtype == b.dtype
+                assert bool((a == b).all())
+            else:
+                assert a == b
+    assert device[3] == host[3]
+
+
+def test_an_in_process_gpu_run_allocates_from_cupys_pool_not_through_rmm(no_cluster):
+    """cuDF points CuPy at RMM (a cudaMalloc and a cudaFree an array without a pool); an
+    in-process run takes its arrays from CuPy's pool instead, and gives its unused blocks
+    back when it closes. ``dtri.meter=rmm`` measures the run, so it allocates through RMM."""
+    import cudf  # noqa: F401 - what points CuPy at RMM
+    import cupy
+    import dask
+
+    edges = rmat_edges(10)
+    expected = dtri.count_triangles(edges, backend="cpu")
+    pool = cupy.get_default_memory_pool()
+    before = pool.used_bytes()
+    with dtri.Session(backend="gpu") as session, session.prepare(edges) as graph:
+        assert graph.runtime.allocator is not None and graph.runtime.meter is None
+        assert pool.used_bytes() > before  # the prepared graph lives in the pool
+        assert graph.count_triangles() == expected
+    assert pool.n_free_blocks() == 0
+    with dask.config.set({"dtri.meter": "rmm"}), dtri.Session(backend="gpu") as session, \
+            session.prepare(edges) as graph:
+        assert graph.runtime.allocator is None and graph.runtime.meter is not None
+        assert graph.count_triangles() == expected
+
+
 def test_a_session_keeps_one_gpu_runtime_for_every_graph(no_cluster):
     edges = rmat_edges(8)
     expected = dtri.count_triangles(edges, backend="cpu")
