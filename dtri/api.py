@@ -149,7 +149,8 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
     written) and ``triangles`` is ``None``.
 
     ``approx``: estimate instead of counting (:meth:`PreparedGraph.estimate`): ``True``, or
-    a :class:`dtri.Approx` / dict of its ``error``, ``confidence``, ``samples``, ``seed``;
+    a :class:`dtri.Approx` / dict of its ``error``, ``confidence``, ``samples``, ``seconds``
+    (a time budget), ``seed``;
     the result is then an :class:`~dtri.analytics.estimate.Estimate` with intervals."""
     wanted = None if approx is False or approx is None else Approx.of(approx)  # checked now
     with prepare(edges, **options) as graph:

@@ -115,6 +115,11 @@ def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, An
 @click.option("--samples", type=int, default=None,
               help="With --approx: draw this many wedges instead of sizing the sample by "
                    "--error.")
+@click.option("--seconds", type=float, default=None,
+              help="With --approx: draw wedges for about this many seconds of the estimate's "
+                   "own wall time (reading and preparing the graph not counted), at least a "
+                   "first round, instead of sizing the sample by --error; --samples and "
+                   "--sample-seed with the printed samples and seed repeat the estimate.")
 @click.option("--sample-seed", type=int, default=None,
               help="With --approx: the sample's seed (default: a new one, printed).")
 @click.option("--clustering/--no-clustering", "with_clustering", default=None,
@@ -122,13 +127,14 @@ def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, An
                    "vertices, which scans every edge once)  [default: clustering]")
 def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, explain: bool,
           approx: bool, error: float | None, confidence: float | None, samples: int | None,
-          sample_seed: int | None, with_clustering: bool | None, **values: Any) -> None:
+          seconds: float | None, sample_seed: int | None, with_clustering: bool | None,
+          **values: Any) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
     from dtri.analytics.estimate import Approx, estimate
 
-    asked = {"error": error, "confidence": confidence, "samples": samples, "seed": sample_seed,
-             "average_clustering": with_clustering}
+    asked = {"error": error, "confidence": confidence, "samples": samples, "seconds": seconds,
+             "seed": sample_seed, "average_clustering": with_clustering}
     asked = {name: value for name, value in asked.items() if value is not None}
     if asked and not approx:
         flag = {"seed": "--sample-seed", "average_clustering": "--[no-]clustering"}.get(
@@ -210,7 +216,9 @@ def _print_estimate(result: Any, as_json: bool, source: dict[str, Any]) -> None:
     if result.average_clustering is not None:
         line("avg clustering", result.average_clustering, result.average_clustering_interval,
              ".6f")
-    click.echo(f"method         {result.method}: {result.reason}; seed {result.seed}")
+    budget = "" if result.seconds_budget is None else \
+        f"; time budget {result.seconds_budget:g} s"
+    click.echo(f"method         {result.method}: {result.reason}{budget}; seed {result.seed}")
     click.echo(f"vertices       {result.vertices}   edges {result.edges}   wedges "
                f"{result.wedges}   backend {result.backend}")
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))

@@ -21,6 +21,15 @@ asked relative error of the count and confidence (with the pilot's lower bound o
 the sample is rather too big than too small), and a fresh sample, independent of the pilot,
 gives the estimate and its interval. When that sample would be a large share of the wedges (a small
 graph, or one with few triangles), the exact analytics run instead and the result says so.
+
+A fixed sample of ``samples`` wedges, and a time budget of ``seconds``, draw one sequence of
+pieces (:func:`sample_pieces`): the first of :data:`PILOT_SAMPLES` wedges, then chunks of
+:func:`chunk_wedges`, the last possibly partial, piece ``i`` from the streams of phase ``i``
+(the sized path's pilot and chunks, all counted as sample). A time budget draws a first round
+(:func:`first_round`), times it, and then as many whole chunks, in rounds, as the time left
+predicts from the cost per wedge of the round before: how many it draws depends on the clock
+only, never on what was drawn, so its intervals are those of a fixed sample of that size, and
+``samples`` with the same ``seed`` repeats it exactly.
 """
 
 from __future__ import annotations
@@ -72,6 +81,21 @@ def clustering_vertices(backend: str) -> int:
     return int(configured) if configured else (1 << 16 if backend == "gpu" else 1 << 14)
 
 
+def round_wedges() -> int:
+    """The most wedges one round of tasks draws (``dtri.estimate-round-wedges``; default
+    16,777,216, about 2 GB of transient arrays over the partitions): a long time budget, or a
+    large fixed sample, is drawn in several rounds, with the same wedges."""
+    import dask
+
+    configured = dask.config.get("dtri.estimate-round-wedges", None)
+    return int(configured) if configured else 1 << 24
+
+
+ROUND_GROWTH = 4
+"""A time budget's round draws at most this many times the wedges of the round before, whose
+cost per wedge predicts its own: larger arrays cost more per wedge (caches), so a prediction
+from a much smaller round would pass the deadline."""
+
 EXACT_SHARE = 0.25
 """A sample of at least this share of the graph's oriented wedges is not worth drawing: the
 exact count checks every wedge once, with no repeats, in about the same time."""
@@ -80,8 +104,10 @@ exact count checks every wedge once, with no repeats, in about the same time."""
 @dataclass(frozen=True)
 class Approx:
     """What an estimate is asked for: a relative ``error`` (the interval's half-width over
-    the estimate) at a ``confidence``, or a fixed number of ``samples`` (wedges); ``seed``
-    makes it reproducible (default: a new one, reported in the result);
+    the estimate) at a ``confidence``, a fixed number of ``samples`` (wedges), or a time
+    budget of ``seconds`` (wall time of the estimate, the preparation not counted: as many
+    wedges as it allows, at least a first round); ``seed`` makes it reproducible (default: a
+    new one, reported in the result, which with the ``samples`` drawn repeats a time budget's);
     ``average_clustering=False`` leaves the average clustering out, and with it the scan of
     every edge that its vertex sample needs."""
 
@@ -90,6 +116,7 @@ class Approx:
     samples: int | None = None
     seed: int | None = None
     average_clustering: bool = True
+    seconds: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("error", "confidence"):
@@ -102,6 +129,16 @@ class Approx:
                 self.samples, int) or self.samples < 1):
             raise ConfigurationError(f"--samples must be a positive integer, got "
                                      f"{self.samples!r}")
+        if self.seconds is not None:
+            if isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float)) \
+                    or not 0.0 < self.seconds < math.inf:
+                raise ConfigurationError(f"--seconds must be a positive number of seconds, got "
+                                         f"{self.seconds!r}")
+            if self.samples is not None:
+                raise ConfigurationError("give --seconds or --samples, not both")
+            if self.error != Approx.error:
+                raise ConfigurationError("give --seconds or --error, not both (the time budget "
+                                         "decides the sample's size)")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(
                 self.seed, int) or self.seed < 0):
             raise ConfigurationError(f"--sample-seed must be a non-negative integer, got "
@@ -148,9 +185,9 @@ class Estimate:
     reason: str
     """One line on why that method and that many samples."""
     samples: int
-    """Wedges drawn for the estimate (the pilot's not included; 0 when exact)."""
+    """Wedges drawn for the estimate (a sized sample's pilot not included; 0 when exact)."""
     pilot_samples: int
-    """Wedges of the pilot that sized the sample (0 for a fixed sample)."""
+    """Wedges of the pilot that sized the sample (0 for a fixed sample or a time budget)."""
     closed: int
     """Of those, the closed ones."""
     vertex_samples: int
@@ -158,7 +195,10 @@ class Estimate:
     confidence: float
     """The intervals' confidence."""
     error: float | None
-    """The relative error asked for (``None``: a fixed sample)."""
+    """The relative error asked for (``None``: a fixed sample or a time budget)."""
+    seconds_budget: float | None
+    """The time budget asked for, in seconds of the estimate's own wall time (``None``: none;
+    :attr:`samples` and :attr:`seed` repeat the estimate without it)."""
     seed: int
     """The seed that repeats this estimate on the same partitions."""
     wedges: int
@@ -218,13 +258,16 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
     seed = approx.seed if approx.seed is not None else int(
         np.random.SeedSequence().generate_state(1)[0])
     wedges = graph.wedges
-    base = {"confidence": approx.confidence,
-            "error": None if approx.samples else approx.error, "seed": seed, "wedges": wedges,
+    fixed = approx.samples is not None or approx.seconds is not None
+    base = {"confidence": approx.confidence, "error": None if fixed else approx.error,
+            "seconds_budget": approx.seconds, "seed": seed, "wedges": wedges,
             "triples": triples(graph), "vertices": present_vertices(graph),
             "edges": graph.edges, "backend": graph.backend}
-    pilot_draws = 0
+    pilot_draws, drawn = 0, None
     if wedges == 0:
         wanted, why = math.inf, "the graph has no wedges, so no triangle"
+    elif approx.seconds is not None:
+        wanted, why, drawn = timed_sample(graph, approx, seed, started, allow_exact)
     elif approx.samples is not None:
         wanted, why = float(approx.samples), f"{approx.samples} wedges asked for"
     else:
@@ -246,16 +289,19 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
             why += f": at least {EXACT_SHARE:g} of the graph's {wedges} wedges, so counted exactly"
         return exact_estimate(graph, base, pilot_draws, started, why,
                               approx.average_clustering)
-    if pilot_draws:
+    if drawn is not None:
+        samples, closed, clustering = drawn
+    elif pilot_draws:
         used = math.ceil(wanted / chunk)
         if used > len(chunks):
             more, _ = draw(graph, [chunk] * (used - len(chunks)), seed, 1 + len(chunks), 0)
             chunks += more
         closed, samples = sum(chunks[:used]), used * chunk
     else:
-        samples = math.ceil(wanted)
-        (closed,), clustering = draw(graph, [samples], seed, 1, min(
-            samples, clustering_vertices(graph.backend)) if approx.average_clustering else 0)
+        samples = approx.samples
+        closed, clustering = draw_pieces(
+            graph, sample_pieces(samples, chunk_wedges(graph.backend)), seed,
+            min(samples, clustering_vertices(graph.backend)) if approx.average_clustering else 0)
     z = approx.z
     low, high = wilson(closed, samples, z)
     t = base["triples"]
@@ -276,6 +322,87 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
         pilot_samples=pilot_draws, closed=closed, vertex_samples=pairs,
         seconds=graph.seconds_with(
             {"estimate": time.perf_counter() - started}, started), **base)
+
+
+def sample_pieces(samples: int, chunk: int) -> list[int]:
+    """The pieces a fixed sample of ``samples`` wedges is drawn as, piece ``i`` from phase
+    ``i``'s streams: :data:`PILOT_SAMPLES`, then chunks of ``chunk``, the last possibly partial
+    (a time budget draws the same pieces, whole, so the two agree)."""
+    first = min(samples, PILOT_SAMPLES)
+    whole, rest = divmod(samples - first, chunk)
+    return [first] + [chunk] * whole + ([rest] if rest else [])
+
+
+def first_round(chunk: int, vertex_count: int) -> int:
+    """The wedges of a time budget's first round: the pilot's and :data:`SPECULATIVE_CHUNKS`
+    chunks (what the sized path's first round draws), or more chunks to reach the clustering's
+    ``vertex_count`` (a fixed sample draws at most as many vertices as wedges)."""
+    chunks = max(SPECULATIVE_CHUNKS, math.ceil((vertex_count - PILOT_SAMPLES) / chunk))
+    return PILOT_SAMPLES + chunks * chunk
+
+
+def timed_sample(graph: Any, approx: Approx, seed: int, started: float, allow_exact: bool
+                 ) -> tuple[float, str, tuple[int, int, tuple[int, int, int]] | None]:
+    """The sample of a time budget (see the module docstring): ``(wedges, why, drawn)``,
+    ``drawn`` the ``(samples, closed, clustering)`` of :func:`draw`, or ``None`` with the wedges
+    the budget would allow when they are at least :data:`EXACT_SHARE` of the graph's (then it
+    is counted). The first round is always drawn; each later one is sized to end by the
+    deadline at the cost per wedge of the round before (the first's includes the clustering's
+    vertices and a round's fixed cost, so it rather predicts too few) and at most
+    :data:`ROUND_GROWTH` times its size, so the budget is passed by about one round's fixed
+    cost at most; a sample stays below :data:`EXACT_SHARE` of the
+    wedges, where a fixed one of its size would be counted."""
+    deadline = started + approx.seconds
+    chunk = chunk_wedges(graph.backend)
+    vertex_count = clustering_vertices(graph.backend) if approx.average_clustering else 0
+    samples = first_round(chunk, vertex_count)
+    budget = f"a time budget of {approx.seconds:g} s"
+    if allow_exact and samples >= EXACT_SHARE * graph.wedges:
+        return float(samples), f"{budget} draws at least {samples:,} wedges", None
+    pieces = sample_pieces(samples, chunk)
+    round_started = time.perf_counter()
+    hits, clustering = draw(graph, pieces, seed, 0, vertex_count)
+    closed = sum(hits)
+    per_wedge = (time.perf_counter() - round_started) / samples
+    allowed = samples + max(0.0, deadline - time.perf_counter()) / per_wedge
+    if allow_exact and allowed >= EXACT_SHARE * graph.wedges:
+        return allowed, f"{budget} would draw about {allowed:,.0f} wedges", None
+    # whole chunks below EXACT_SHARE of the wedges (allowed < it: the first round's cost only
+    # bounds the first rounds, later ones may be cheaper)
+    below_share = math.ceil((EXACT_SHARE * graph.wedges - samples) / chunk) - 1 \
+        if allow_exact else math.inf
+    last = samples
+    while True:
+        more = min(int(max(0.0, deadline - time.perf_counter()) / (per_wedge * chunk)),
+                   max(1, min(round_wedges(), ROUND_GROWTH * last) // chunk), below_share)
+        if more < 1:
+            break
+        round_started = time.perf_counter()
+        hits, _ = draw(graph, [chunk] * more, seed, len(pieces), 0)
+        last = more * chunk
+        per_wedge = (time.perf_counter() - round_started) / last
+        pieces += [chunk] * more
+        closed, samples, below_share = closed + sum(hits), samples + last, below_share - more
+    return float(samples), f"{samples:,} wedges drawn in {time.perf_counter() - started:.2f} s "\
+        "(a time budget)", (samples, closed, clustering)
+
+
+def draw_pieces(graph: Any, pieces: list[int], seed: int, vertex_count: int
+                ) -> tuple[int, tuple[int, int, int]]:
+    """The closed wedges of a sample drawn as ``pieces`` (piece ``i`` from phase ``i``), in
+    rounds of at most :func:`round_wedges` wedges, and the clustering of ``vertex_count``
+    vertices, drawn with the first round (see :func:`draw`)."""
+    closed, clustering, start, limit = 0, (0, 0, 0), 0, round_wedges()
+    while start < len(pieces):
+        stop, size = start + 1, pieces[start]
+        while stop < len(pieces) and size + pieces[stop] <= limit:
+            size += pieces[stop]
+            stop += 1
+        hits, drawn = draw(graph, pieces[start:stop], seed, start, 0 if start else vertex_count)
+        closed += sum(hits)
+        clustering = drawn if start == 0 else clustering
+        start = stop
+    return closed, clustering
 
 
 def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started: float,

@@ -222,18 +222,20 @@ class PreparedGraph:
         return transitivity(self)
 
     def estimate(self, error: float = 0.01, confidence: float = 0.95, *,
-                 samples: int | None = None, seed: int | None = None,
-                 average_clustering: bool = True) -> Any:
+                 samples: int | None = None, seconds: float | None = None,
+                 seed: int | None = None, average_clustering: bool = True) -> Any:
         """The triangle count and transitivity estimated from a uniform sample of the oriented
         wedges, and the average clustering from one of vertices (``average_clustering=False``:
         not estimated), with intervals at ``confidence``: the wedge sample is sized for a
-        relative ``error``, or ``samples`` wedges; a graph where that sample costs about what
-        counting does is counted exactly, and the result says so
+        relative ``error``, or ``samples`` wedges, or as many as ``seconds`` of the estimate's
+        own wall time allow (the result's ``samples`` and ``seed`` repeat it); a graph where
+        that sample costs about what counting does is counted exactly, and the result says so
         (:class:`dtri.analytics.estimate.Estimate`)."""
         from dtri.analytics.estimate import Approx, estimate
 
         self._check()
-        return estimate(self, Approx(error, confidence, samples, seed, average_clustering))
+        return estimate(self, Approx(error, confidence, samples=samples, seconds=seconds,
+                                     seed=seed, average_clustering=average_clustering))
 
     def edge_support(self) -> dd.DataFrame:
         """Each undirected edge once, ``u < v`` by input id, with the triangles on it

@@ -8,14 +8,25 @@ import itertools
 import json
 import subprocess
 import sys
+import time
 
+import dask
 import networkx as nx
 import numpy as np
 import pytest
 
 import dtri
-from dtri.analytics.estimate import Approx, wilson
+from dtri.analytics import estimate as estimate_module
+from dtri.analytics.estimate import (
+    ROUND_GROWTH,
+    Approx,
+    chunk_wedges,
+    clustering_vertices,
+    first_round,
+    wilson,
+)
 from dtri.errors import ConfigurationError
+from dtri.input.generate import rmat_graph
 from dtri.kernels.csr import CSR
 from dtri.kernels.sampling import (
     closed_counts,
@@ -230,15 +241,25 @@ def test_approx_false_or_none_counts_exactly_and_a_bad_value_is_refused():
 
 
 @pytest.mark.parametrize("asked", [{"error": 0}, {"error": 1.5}, {"confidence": 1},
-                                   {"confidence": -0.1}, {"samples": 0}, {"seed": -1}])
+                                   {"confidence": -0.1}, {"samples": 0}, {"seed": -1},
+                                   {"seconds": 0}, {"seconds": -0.5}, {"seconds": True},
+                                   {"seconds": "2"}, {"seconds": float("nan")},
+                                   {"seconds": float("inf")}, {"seconds": 1, "samples": 1000},
+                                   {"seconds": 1, "error": 0.05}])
 def test_values_outside_their_range_are_refused(asked):
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(ConfigurationError) as refused:
         Approx(**asked)
+    assert "\n" not in str(refused.value)
+    with pytest.raises(ConfigurationError):
+        dtri.count(np.array([[0, 1]]), approx=asked)
 
 
 @pytest.mark.parametrize("args", [["--approx", "--error", "0"], ["--approx", "--confidence", "1"],
                                   ["--error", "0.1"], ["--approx", "--explain"],
-                                  ["--no-clustering"]])
+                                  ["--no-clustering"], ["--seconds", "1"],
+                                  ["--approx", "--seconds", "0"],
+                                  ["--approx", "--seconds", "1", "--samples", "100"],
+                                  ["--approx", "--seconds", "1", "--error", "0.05"]])
 def test_the_command_line_refuses_in_one_line(args):
     run = subprocess.run([sys.executable, "-m", "dtri", "count", *args, "examples/karate.txt"],
                          capture_output=True, text=True, timeout=120)
@@ -264,3 +285,111 @@ def test_the_command_line_estimates_with_intervals(tmp_path):
                                 str(path)], capture_output=True, text=True, timeout=120,
                                check=True)
     assert "estimate" in explained.stdout and "triangles (95% interval" in explained.stdout
+
+
+REAL_DRAW = estimate_module.draw
+
+
+class FakeClock:
+    """The estimate module's clock, advanced only by the rounds it draws: a round of ``n``
+    wedges costs ``fixed + n * per_wedge`` seconds (the real draw runs, untimed)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, fixed: float, per_wedge: float):
+        self.now, self.fixed, self.per_wedge, self.rounds = 0.0, fixed, per_wedge, []
+
+        def draw(graph, counts, *args):
+            self.rounds.append(sum(counts))
+            self.now += fixed + sum(counts) * per_wedge
+            return REAL_DRAW(graph, counts, *args)
+
+        monkeypatch.setattr(estimate_module, "draw", draw)
+        monkeypatch.setattr(estimate_module, "time", self)
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_a_time_budget_draws_by_the_clock_alone_and_keeps_to_it(monkeypatch):
+    """With a simulated clock (5 ms a round, 1 µs a wedge), a 0.5 s budget ends within a round's
+    fixed cost of it, having used most of it, in rounds that grow at most ROUND_GROWTH-fold;
+    the seed changes what is drawn but not how much."""
+    with dtri.prepare(rmat_graph(15), backend="cpu") as graph:
+        drawn = {}
+        for seed in (1, 2):
+            clock = FakeClock(monkeypatch, fixed=0.005, per_wedge=1e-6)
+            result = graph.estimate(seconds=0.5, seed=seed)
+            drawn[seed] = (result.samples, result.closed, clock.rounds)
+            assert 0.45 <= clock.now <= 0.5 + clock.fixed
+            assert not result.exact and result.seconds_budget == 0.5
+            assert result.error is None and result.pilot_samples == 0
+            assert result.reason.endswith("wedges drawn in 0.50 s (a time budget)")
+            assert clock.rounds[0] == first_round(chunk_wedges("cpu"), clustering_vertices("cpu"))
+            assert all(later <= ROUND_GROWTH * earlier
+                       for earlier, later in itertools.pairwise(clock.rounds))
+            assert result.samples == sum(clock.rounds) > clock.rounds[0]
+        assert drawn[1][0] == drawn[2][0] and drawn[1][2] == drawn[2][2]
+        assert drawn[1][1] != drawn[2][1]
+        clock = FakeClock(monkeypatch, fixed=0.005, per_wedge=1e-9)  # a quarter of the wedges
+        fast = graph.estimate(seconds=0.5, seed=1, average_clustering=False)
+        assert fast.exact and fast.triangles == graph.count_triangles()
+        assert "time budget of 0.5 s would draw about" in fast.reason and len(clock.rounds) == 1
+
+
+def test_a_time_budget_is_kept_and_its_samples_and_seed_repeat_it():
+    """A real 0.5 s budget on the CPU: well under 3 s, more than the first round, and a fixed
+    sample of the wedges it drew, with its seed, gives the identical estimate."""
+    with dtri.prepare(rmat_graph(15), backend="cpu") as graph:
+        started = time.perf_counter()
+        timed = graph.estimate(seconds=0.5)
+        wall = time.perf_counter() - started
+        repeated = graph.estimate(samples=timed.samples, seed=timed.seed)
+    assert wall < 3.0 and timed.seconds["estimate"] < 3.0
+    assert not timed.exact and timed.samples > first_round(chunk_wedges("cpu"),
+                                                           clustering_vertices("cpu"))
+    for name in ("triangles", "triangles_interval", "transitivity", "closed",
+                 "average_clustering", "average_clustering_interval", "vertex_samples"):
+        assert getattr(repeated, name) == getattr(timed, name), name
+    assert repeated.seconds_budget is None and timed.to_dict()["seconds_budget"] == 0.5
+
+
+def test_a_fixed_sample_is_the_same_whatever_the_rounds_it_is_drawn_in(skewed):
+    edges = skewed[0]
+    with dtri.prepare(edges, npartitions=3) as graph:
+        whole = graph.estimate(samples=70_000, seed=5)
+        with dask.config.set({"dtri.estimate-round-wedges": 1_000}):
+            rounds = graph.estimate(samples=70_000, seed=5)
+    assert (whole.closed, whole.average_clustering) == (rounds.closed, rounds.average_clustering)
+
+
+def test_a_graph_too_small_for_a_time_budget_is_counted_exactly():
+    result = dtri.count(np.loadtxt("examples/karate.txt", dtype=np.int64),
+                        approx={"seconds": 2})
+    assert result.exact and result.triangles == 45 and result.seconds_budget == 2
+    assert "time budget of 2 s" in result.reason and "exactly" in result.reason
+
+
+@pytest.mark.slow
+def test_a_time_budget_on_two_worker_processes():
+    with dtri.Session(backend="cpu", workers=2) as session, \
+            session.prepare(rmat_graph(15), npartitions=4) as graph:
+        timed = graph.estimate(seconds=0.5, seed=9)
+        repeated = graph.estimate(samples=timed.samples, seed=9)
+    assert not timed.exact and timed.seconds["estimate"] < 5.0
+    assert (repeated.closed, repeated.average_clustering) == (timed.closed,
+                                                              timed.average_clustering)
+
+
+@pytest.mark.slow
+def test_the_command_line_keeps_a_time_budget_and_repeats_it():
+    command = [sys.executable, "-m", "dtri", "count", "--approx", "--generate", "rmat:15",
+               "--backend", "cpu", "--json"]
+    timed = json.loads(subprocess.run([*command, "--seconds", "0.3"], capture_output=True,
+                                      text=True, timeout=120, check=True).stdout)
+    assert timed["seconds_budget"] == 0.3 and not timed["exact"]
+    repeated = json.loads(subprocess.run(
+        [*command, "--samples", str(timed["samples"]), "--sample-seed", str(timed["seed"])],
+        capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert (repeated["triangles"], repeated["closed"]) == (timed["triangles"], timed["closed"])
+    text = subprocess.run([*command[:-1], "--seconds", "0.3", "--no-clustering"],
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "(a time budget); time budget 0.3 s; seed" in text

@@ -237,6 +237,6 @@ def test_analytic_commands_share_the_options_of_count():
     for command in ("triangles", "clustering", "transitivity", "support", "truss"):
         text = runner.invoke(main, [command, "--help"]).output
         for option in count_options - {"--explain", "--json", "--approx", "--error",
-                                        "--confidence", "--samples", "--sample-seed",
-                                        "--clustering"}:
+                                        "--confidence", "--samples", "--seconds",
+                                        "--sample-seed", "--clustering"}:
             assert option in text, (command, option)
