@@ -179,9 +179,17 @@ def persisted_partitions(edges: dd.DataFrame) -> list[Any] | None:
     order; ``None`` if it is not persisted. A task given a partition of a persisted frame
     through the frame's own keys also runs one alias task per partition, and persisting it
     again adds another layer (on RMAT 26, 192 alias tasks cost the read stage 0.15-0.3 s).
-    A persisted frame's futures are keyed ``(name, i)`` for its partitions ``i``."""
+    A persisted frame's futures are keyed ``(name, i)`` for its partitions ``i``. A frame
+    made from a persisted one (a filter, a projection) has the same futures but is not its
+    partitions: only the persisted frame itself (Dask's ``FromGraph`` expression) is."""
     from distributed import futures_of
 
+    try:
+        from dask.dataframe.dask_expr.io.io import FromGraph
+    except ImportError:  # another Dask's layout: the general path, which is always right
+        return None
+    if not isinstance(getattr(edges, "expr", None), FromGraph):
+        return None
     futures = futures_of(edges)
     by_index = {future.key[1]: future for future in futures
                 if isinstance(future.key, tuple) and len(future.key) == 2}
@@ -201,11 +209,12 @@ def input_placement(partitions: list[Any], runtime: Runtime,
                                                    [0] * len(partitions))
     if runtime.client is None:
         return unknown
-    from distributed import Future
+    from distributed import Future, wait
 
     futures = [part for part in partitions if isinstance(part, Future)]
     if not futures:
         return unknown
+    wait(futures)  # the scheduler knows a partition's bytes once it is computed
     keys = [part.key if isinstance(part, Future) else None for part in partitions]
     who = runtime.client.who_has(futures)
     sizes = runtime.client.nbytes([future.key for future in futures], summary=False)

@@ -188,6 +188,23 @@ def test_input_placement_names_the_worker_of_each_persisted_partition():
         assert persisted_partitions(frame) is None  # not persisted: no futures
         # an edge frame as it is stays persisted: its partitions need no alias tasks
         assert persisted_partitions(as_edge_frame(persisted, "cpu")) is not None
+        # a frame made from it has its futures but other partitions: read as itself
+        assert persisted_partitions(persisted[persisted.src % 3 != 0]) is None
+
+
+def test_a_frame_made_from_a_persisted_frame_is_counted_as_itself():
+    """Two triangles sharing the edge 0-1; without vertex 3 only one is left."""
+    from distributed import Client, LocalCluster
+
+    import dtri
+
+    edges = pd.DataFrame({"src": [0, 1, 2, 0, 1], "dst": [1, 2, 0, 3, 3]})
+    with (LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                       dashboard_address=":0") as cluster, Client(cluster) as client):
+        persisted = client.persist(dd.from_pandas(edges, npartitions=2))
+        assert dtri.count_triangles(persisted) == 2
+        assert dtri.count_triangles(persisted[persisted.dst != 3]) == 1
+        assert dtri.count_triangles(persisted[["src", "dst"]]) == 2
 
 
 def test_add_counts_keeps_the_widest_dtype_whichever_partition_comes_first():
