@@ -25,6 +25,7 @@ which cost a small graph's count several times its work (13 ms against 2 ms for 
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -81,7 +82,10 @@ class Tasks:
         if meter is not None:
             meter.started(name)
         try:
-            if self.allocator is None:
+            # the pool replaces only the RMM allocator that importing cuDF gives CuPy (without
+            # cuDF, CuPy allocates from its pool already); cuDF's import sets CuPy's global
+            # allocator, which CuPy refuses inside using_allocator, so it must come before
+            if self.allocator is None or "cudf" not in sys.modules:
                 return func(*args)
             from cupy.cuda import using_allocator
 

@@ -114,6 +114,32 @@ def test_an_in_process_gpu_run_allocates_from_cupys_pool_not_through_rmm(no_clus
         assert graph.count_triangles() == expected
 
 
+def test_cudf_imported_inside_an_in_process_run_sets_cupys_allocator_as_it_would():
+    """A GPU count of an array imports no cuDF; the per-vertex result is the first to, inside
+    a task, where CuPy would refuse cuDF's import its allocator under the run's pool."""
+    code = f"""
+import sys
+import cupy
+import numpy as np
+import dtri
+edges = np.loadtxt({str(KARATE)!r}, dtype=np.int64)
+with dtri.Session(backend="gpu") as session:
+    assert dtri.count(edges, session=session).triangles == 45
+    assert "cudf" not in sys.modules
+    with session.prepare(edges) as graph:
+        assert int(graph.triangles().compute().sum()) == 3 * 45
+    from rmm.allocators.cupy import rmm_cupy_allocator
+    assert cupy.cuda.get_allocator() is rmm_cupy_allocator
+    with session.prepare(edges) as graph:
+        assert len(graph.clustering().compute()) == 34
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
 def test_a_session_keeps_one_gpu_runtime_for_every_graph(no_cluster):
     edges = rmat_edges(8)
     expected = dtri.count_triangles(edges, backend="cpu")
