@@ -6,7 +6,10 @@ method, the in-process and the cluster path, and the command line."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import subprocess
+import sys
 
 import dask
 import networkx as nx
@@ -232,6 +235,45 @@ def test_bad_methods_are_refused(asked):
 def test_bad_colour_ranges_are_refused(config, rmat_edges):
     with dask.config.set(config), pytest.raises(ConfigurationError, match="colours"):
         dtri.count(rmat_edges, approx={"method": "colours"})
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dtri", "count", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args", [["--approx", "--method", "colors"],
+                                  ["--method", "colours"],
+                                  ["--approx", "--method", "colours", "--samples", "10"]])
+def test_the_command_line_refuses_bad_methods_in_one_line(args):
+    run = run_cli(*args, "examples/karate.txt")
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("dtri: error:")
+
+
+def test_the_command_line_explains_and_estimates_by_colours(tmp_path, rmat_edges):
+    path = tmp_path / "g.txt"
+    np.savetxt(path, rmat_edges, fmt="%d")
+    plan = run_cli("--approx", "--explain", "--method", "colours", str(path))
+    assert plan.returncode == 0, plan.stderr
+    assert "colourful sampling (--method colours asked for)" in plan.stdout
+    assert "4 - 64" in plan.stdout and "pilot          64 colours" in plan.stdout
+    wedges = run_cli("--approx", "--explain", "--json", str(path))
+    explained = json.loads(wedges.stdout)["estimate_plan"]
+    assert explained["method"] == "wedge sampling" and "below" in explained["reason"]
+    assert explained["wedges"] > 0 and explained["pilot_samples"] == min(65536,
+                                                                         explained["wedges"])
+    assert explained["input_rows"] >= len(rmat_edges) and explained["rows_estimated"]
+    estimate = run_cli("--approx", "--method", "colours", "--error", "0.5", "--sample-seed",
+                       "3", str(path))
+    assert estimate.returncode == 0, estimate.stderr
+    assert "colourful sampling" in estimate.stdout and "transitivity" not in \
+        estimate.stdout.split("method")[0]
+    done = json.loads(run_cli("--approx", "--method", "colours", "--error", "0.5",
+                              "--sample-seed", "3", "--json", str(path)).stdout)
+    assert done["method"] == "colourful sampling" and done["colours"] in (4, 8, 16, 32, 64)
+    assert done["transitivity"] is None and done["seed"] == 3
+    assert f"{done['triangles']:.0f}" in estimate.stdout
 
 
 # ------------------------------------------------------------------------------ coverage

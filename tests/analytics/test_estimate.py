@@ -237,7 +237,7 @@ def test_values_outside_their_range_are_refused(asked):
 
 
 @pytest.mark.parametrize("args", [["--approx", "--error", "0"], ["--approx", "--confidence", "1"],
-                                  ["--error", "0.1"], ["--approx", "--explain"],
+                                  ["--error", "0.1"], ["--explain", "--method", "wedges"],
                                   ["--no-clustering"]])
 def test_the_command_line_refuses_in_one_line(args):
     run = subprocess.run([sys.executable, "-m", "dtri", "count", *args, "examples/karate.txt"],

@@ -238,5 +238,5 @@ def test_analytic_commands_share_the_options_of_count():
         text = runner.invoke(main, [command, "--help"]).output
         for option in count_options - {"--explain", "--json", "--approx", "--error",
                                         "--confidence", "--samples", "--sample-seed",
-                                        "--clustering"}:
+                                        "--clustering", "--method"}:
             assert option in text, (command, option)
