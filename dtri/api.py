@@ -16,10 +16,11 @@ session, shapes the input (:func:`dtri.input.frames.local_input` for an in-proce
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, NamedTuple
 
+from dtri.analytics.colours import EstimatePlan, estimate_input
 from dtri.analytics.count import CountResult
-from dtri.analytics.estimate import Approx, Estimate, estimate
+from dtri.analytics.estimate import Approx, Estimate
 from dtri.errors import ConfigurationError
 from dtri.input.frames import (
     as_edge_frame,
@@ -112,22 +113,8 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     session = session or Session(**options)
     chosen = Options.of(session.options, **(options if not owned else {}))
     try:
-        on_gpu = input_on_gpu(edges)
-        local = local_input(edges, chosen) if session.local else None
-        runtime = session.open(on_gpu, local.rows if local is not None else known_rows(edges),
-                               one_input=owned)
-        if local is not None and local.parts and runtime.client is None:
-            source: Any = local.on(runtime.backend)
-        else:
-            max_rows = max(1, runtime.task_budget(chosen.memory_budget)
-                           // BYTES_PER_EDGE_IN_FLIGHT)
-            plan = read_plan(edges, chosen, max_rows)
-            check_budget(*planned_rows(edges, plan), runtime, chosen.memory_budget)
-            source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
-                                   npartitions=chosen.npartitions, max_rows=max_rows,
-                                   files_on_host=runtime.staging.on_host, plan=plan,
-                                   **(chosen.read_options() if is_path_like(edges) else {}))
-        graph = prepare_graph(source, runtime, chosen)
+        read = read_source(edges, session, chosen, owned)
+        graph = prepare_graph(read.source, read.runtime, chosen)
     except BaseException:
         if owned:
             session.close()
@@ -137,8 +124,41 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     return graph
 
 
+class ReadSource(NamedTuple):
+    """An input as the read stage will produce it, not read yet."""
+
+    source: Any
+    """An in-process run's list of (delayed) :class:`~dtri.input.edges.EdgeArrays`, or a Dask
+    DataFrame of ``src``, ``dst``."""
+    runtime: Runtime
+    rows: int | None
+    """The input's rows from the read plan (``None``: unknown before it is read)."""
+    estimated: bool
+    """Whether :attr:`rows` is a high estimate (text files, from their sizes)."""
+
+
+def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> ReadSource:
+    """Open the session's runtime for ``edges`` and plan their read: what the preparation (or
+    an estimate that samples as it reads) takes as its input."""
+    on_gpu = input_on_gpu(edges)
+    local = local_input(edges, chosen) if session.local else None
+    runtime = session.open(on_gpu, local.rows if local is not None else known_rows(edges),
+                           one_input=owned)
+    if local is not None and local.parts and runtime.client is None:
+        return ReadSource(local.on(runtime.backend), runtime, local.rows, is_path_like(edges))
+    max_rows = max(1, runtime.task_budget(chosen.memory_budget) // BYTES_PER_EDGE_IN_FLIGHT)
+    plan = read_plan(edges, chosen, max_rows)
+    rows, estimated = planned_rows(edges, plan)
+    check_budget(rows, estimated, runtime, chosen.memory_budget)
+    source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
+                           npartitions=chosen.npartitions, max_rows=max_rows,
+                           files_on_host=runtime.staging.on_host, plan=plan,
+                           **(chosen.read_options() if is_path_like(edges) else {}))
+    return ReadSource(source, runtime, rows, estimated)
+
+
 def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = False,
-          **options: Any) -> CountResult | Estimate:
+          **options: Any) -> CountResult | Estimate | EstimatePlan:
     """Count the triangles of an undirected graph exactly, with the run's statistics.
 
     ``edges`` and ``options`` as for :func:`prepare` (:class:`dtri.Options`: ``backend``,
@@ -148,15 +168,27 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
     ``explain=True`` stops after planning (the input is read, oriented and sorted, no wedge is
     written) and ``triangles`` is ``None``.
 
-    ``approx``: estimate instead of counting (:meth:`PreparedGraph.estimate`): ``True``, or
-    a :class:`dtri.Approx` / dict of its ``error``, ``confidence``, ``samples``, ``seconds``
-    (a time budget), ``seed``;
-    the result is then an :class:`~dtri.analytics.estimate.Estimate` with intervals."""
+    ``approx``: estimate instead of counting: ``True``, or a :class:`dtri.Approx` / dict of
+    its ``error``, ``confidence``, ``samples``, ``seconds`` (a time budget), ``seed``,
+    ``average_clustering``, ``method``;
+    the result is then an :class:`~dtri.analytics.estimate.Estimate` with intervals. The
+    method is chosen here, from the input's rows in the read plan
+    (:func:`dtri.analytics.colours.choose_method`): colourful sampling filters the input as
+    it is read and prepares only the sample; wedge sampling prepares the graph
+    (:meth:`PreparedGraph.estimate`). With ``explain=True`` the result is the
+    :class:`~dtri.analytics.colours.EstimatePlan` instead: the method, why, and what it would
+    sample, with nothing sampled or counted."""
     wanted = None if approx is False or approx is None else Approx.of(approx)  # checked now
-    with prepare(edges, **options) as graph:
-        if wanted is not None:
-            return estimate(graph, wanted)
-        return graph.count(explain=explain)
+    if wanted is None:
+        with prepare(edges, **options) as graph:
+            return graph.count(explain=explain)
+    session = Session(**options)
+    try:
+        read = read_source(edges, session, session.options, owned=True)
+        return estimate_input(read.source, read.runtime, session.options, wanted, read.rows,
+                              read.estimated, explain=explain)
+    finally:
+        session.close()
 
 
 def count_triangles(edges: Any, **options: Any) -> int:

@@ -69,10 +69,9 @@ def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.argument("paths", nargs=-1)(command)
 
 
-def _prepared(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str, Any]) -> Any:
-    """The prepared graph of a command's input (its own session, closed on release)."""
-    from dtri.api import prepare
-
+def _input(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str, Any]
+           ) -> tuple[Any, dict[str, Any]]:
+    """A command's input (the paths, or the generated graph) and its options."""
     if bool(paths) == bool(spec):
         _fail("give PATHS or --generate SPEC, not both" if paths
               else "give PATHS, or --generate SPEC")
@@ -81,10 +80,26 @@ def _prepared(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[
     if spec:
         from dtri.input.generate import generated
 
-        edges: Any = generated(spec, seed=seed)
-    else:
-        edges = list(paths)
-    return prepare(edges, **vars(options))
+        return generated(spec, seed=seed), vars(options)
+    return list(paths), vars(options)
+
+
+def _prepared(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str, Any]) -> Any:
+    """The prepared graph of a command's input (its own session, closed on release)."""
+    from dtri.api import prepare
+
+    edges, options = _input(paths, spec, seed, values)
+    return prepare(edges, **options)
+
+
+def _estimated(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str, Any],
+               approx: Any, explain: bool) -> Any:
+    """The estimate of a command's input (``explain``: its plan), by the method the planner
+    chooses (:func:`dtri.api.count`)."""
+    from dtri.api import count
+
+    edges, options = _input(paths, spec, seed, values)
+    return count(edges, approx=approx, explain=explain, **options)
 
 
 def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, Any]:
@@ -95,18 +110,26 @@ def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, An
 @graph_source
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object with the count and the statistics (with --explain: "
-                   "the plan).")
+                   "the plan; with --approx --explain: the estimate's plan).")
 @click.option("--explain", is_flag=True,
               help="Plan the count and print the plan instead of counting: bins, wedge batches, "
                    "join per partition, and per task kind the tasks, estimated peak memory of "
                    "the largest task and estimated bytes moved between workers, and the "
                    "triangles estimated from a quick sample of wedges. The input is still read "
-                   "and sorted; no wedge is written.")
+                   "and sorted; no wedge is written. With --approx: the estimate's plan instead "
+                   "(the method and why, the colours or the wedge pilot), nothing sampled.")
 @click.option("--approx", is_flag=True,
-              help="Estimate the triangles, transitivity and average clustering from a uniform "
-                   "sample of wedges, with intervals, instead of counting. A graph where the "
-                   "sample would cost about what counting does is counted, and labelled "
-                   "exact.")
+              help="Estimate instead of counting, with intervals: the triangles, transitivity "
+                   "and average clustering from a uniform sample of wedges of the prepared "
+                   "graph, or the triangles alone by colourful sampling of the input as it is "
+                   "read (see --method). A graph where the wedge sample would cost about what "
+                   "counting does is counted, and labelled exact.")
+@click.option("--method", default=None, metavar="[auto|wedges|colours]",
+              help="With --approx: wedges (wedge sampling), colours (colourful sampling: "
+                   "edges whose ends share one of N vertex colours kept as the input is read, "
+                   "the count scaled by N²; no transitivity or clustering), or auto: colours "
+                   "from dtri.estimate-colours-min-edges input rows, wedges below and for "
+                   "--samples  [default: auto]")
 @click.option("--error", type=float, default=None,
               help="With --approx: the relative error of the triangle count, the interval's "
                    "half-width over the estimate  [default: 0.01]")
@@ -126,29 +149,33 @@ def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, An
               help="With --approx: also estimate the average clustering (a sample of "
                    "vertices, which scans every edge once)  [default: clustering]")
 def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, explain: bool,
-          approx: bool, error: float | None, confidence: float | None, samples: int | None,
-          seconds: float | None, sample_seed: int | None, with_clustering: bool | None,
+          approx: bool, method: str | None, error: float | None, confidence: float | None,
+          samples: int | None, seconds: float | None, sample_seed: int | None,
+          with_clustering: bool | None,
           **values: Any) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
     from dtri.analytics.estimate import Approx, estimate
 
     asked = {"error": error, "confidence": confidence, "samples": samples, "seconds": seconds,
-             "seed": sample_seed, "average_clustering": with_clustering}
+             "seed": sample_seed, "average_clustering": with_clustering, "method": method}
     asked = {name: value for name, value in asked.items() if value is not None}
     if asked and not approx:
         flag = {"seed": "--sample-seed", "average_clustering": "--[no-]clustering"}.get(
             next(iter(asked)), f"--{next(iter(asked))}")
         _fail(f"{flag} goes with --approx")
-    if approx and explain:
-        _fail("give --approx or --explain, not both")
     with _errors_as_one_line():
         wanted = Approx(**asked) if approx else None  # checked before the input is read
     source = _source(paths, spec, seed)
+    if wanted is not None:
+        with _errors_as_one_line():
+            result = _estimated(paths, spec, seed, values, wanted, explain)
+        if explain:
+            _print_estimate_plan(result, as_json, source)
+        else:
+            _print_estimate(result, as_json, source)
+        return
     with _errors_as_one_line(), _prepared(paths, spec, seed, values) as graph:
-        if wanted is not None:
-            _print_estimate(estimate(graph, wanted), as_json, source)
-            return
         result = graph.count(explain=explain)
         quick = estimate(graph, Approx(samples=QUICK_SAMPLES, seed=0), allow_exact=False) \
             if explain else None
@@ -203,7 +230,10 @@ def _print_estimate(result: Any, as_json: bool, source: dict[str, Any]) -> None:
         return
     level = f"{result.confidence:.0%}"
 
-    def line(name: str, value: float, interval: tuple[float, float], digits: str) -> None:
+    def line(name: str, value: float | None, interval: tuple[float, float] | None,
+             digits: str) -> None:
+        if value is None or interval is None:
+            return  # not estimated (colourful sampling, or not asked for)
         if result.exact:
             click.echo(f"{name:<15}{value:{digits}} (exact)")
         else:
@@ -213,15 +243,45 @@ def _print_estimate(result: Any, as_json: bool, source: dict[str, Any]) -> None:
 
     line("triangles", result.triangles, result.triangles_interval, ".0f")
     line("transitivity", result.transitivity, result.transitivity_interval, ".6f")
-    if result.average_clustering is not None:
-        line("avg clustering", result.average_clustering, result.average_clustering_interval,
-             ".6f")
+    line("avg clustering", result.average_clustering, result.average_clustering_interval,
+         ".6f")
     budget = "" if result.seconds_budget is None else \
         f"; time budget {result.seconds_budget:g} s"
     click.echo(f"method         {result.method}: {result.reason}{budget}; seed {result.seed}")
-    click.echo(f"vertices       {result.vertices}   edges {result.edges}   wedges "
-               f"{result.wedges}   backend {result.backend}")
+    if result.colours is not None:
+        click.echo(f"colours        {result.colours}   sample {result.samples} edges ("
+                   f"{result.closed} triangles)   pilot {result.pilot_samples} edges   "
+                   f"backend {result.backend}")
+    else:
+        click.echo(f"vertices       {result.vertices}   edges {result.edges}   wedges "
+                   f"{result.wedges}   backend {result.backend}")
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
+
+
+def _print_estimate_plan(plan: Any, as_json: bool, source: dict[str, Any]) -> None:
+    """The plan of ``count --approx --explain``: one JSON object, or its lines."""
+    if as_json:
+        click.echo(json.dumps({**source, "estimate_plan": plan.to_dict()}))
+        return
+    click.echo(f"method         {plan.method} ({plan.reason})")
+    about = "about " if plan.rows_estimated else ""
+    rows = "unknown before reading" if plan.input_rows is None else f"{about}{plan.input_rows}"
+    click.echo(f"input rows     {rows}   colours from {plan.colours_min_edges} rows "
+               f"(dtri.estimate-colours-min-edges)")
+    target = f"±{plan.error:g} at {plan.confidence:g} confidence"
+    if plan.colours is not None:
+        low, high = plan.colours
+        kept = "" if plan.kept_rows is None else f", about {plan.kept_rows} rows"
+        pilot = "" if plan.pilot_rows is None else f" (about {plan.pilot_rows} rows)"
+        click.echo(f"colours        {low} - {high}, powers of two; the read keeps the rows "
+                   f"monochromatic under {low}{kept}")
+        click.echo(f"pilot          {high} colours{pilot}, prepared and counted with its edge "
+                   f"supports: the most colours predicted within {target} are taken, or the "
+                   f"whole input is prepared for wedges if even {low} are not")
+    else:
+        click.echo(f"wedges         {plan.wedges} (the prepared graph's)")
+        click.echo(f"pilot          {plan.samples} wedges asked for" if plan.samples else
+                   f"pilot          {plan.pilot_samples} wedges size the sample for {target}")
 
 
 def _print_peaks(peaks: dict[str, int] | None, source: str | None, title: str) -> None:

@@ -96,6 +96,11 @@ ROUND_GROWTH = 4
 cost per wedge predicts its own: larger arrays cost more per wedge (caches), so a prediction
 from a much smaller round would pass the deadline."""
 
+METHODS = ("auto", "wedges", "colours")
+"""What :attr:`Approx.method` may ask for: ``auto`` (the planner's choice,
+:func:`dtri.analytics.colours.choose_method`), wedge sampling, or colourful sampling
+(:mod:`dtri.analytics.colours`)."""
+
 EXACT_SHARE = 0.25
 """A sample of at least this share of the graph's oriented wedges is not worth drawing: the
 exact count checks every wedge once, with no repeats, in about the same time."""
@@ -109,7 +114,10 @@ class Approx:
     wedges as it allows, at least a first round); ``seed`` makes it reproducible (default: a
     new one, reported in the result, which with the ``samples`` drawn repeats a time budget's);
     ``average_clustering=False`` leaves the average clustering out, and with it the scan of
-    every edge that its vertex sample needs."""
+    every edge that its vertex sample needs. ``method``: ``wedges`` (wedge sampling of the
+    prepared graph), ``colours`` (colourful sampling as the input is read, which estimates
+    the count only) or ``auto`` (colours for an input of at least
+    ``dtri.estimate-colours-min-edges`` rows, wedges otherwise and for a fixed ``samples``)."""
 
     error: float = 0.01
     confidence: float = 0.95
@@ -117,6 +125,7 @@ class Approx:
     seed: int | None = None
     average_clustering: bool = True
     seconds: float | None = None
+    method: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("error", "confidence"):
@@ -143,6 +152,15 @@ class Approx:
                 self.seed, int) or self.seed < 0):
             raise ConfigurationError(f"--sample-seed must be a non-negative integer, got "
                                      f"{self.seed!r}")
+        if self.method not in METHODS:
+            raise ConfigurationError(f"--method must be one of {', '.join(METHODS)}, got "
+                                     f"{self.method!r}")
+        if self.method == "colours" and self.samples is not None:
+            raise ConfigurationError("--samples is a number of wedges: it goes with --method "
+                                     "wedges or auto, not colours")
+        if self.method == "colours" and self.seconds is not None:
+            raise ConfigurationError("--seconds is a time budget of wedge sampling: it goes "
+                                     "with --method wedges or auto, not colours")
 
     @classmethod
     def of(cls, value: Approx | dict | bool) -> Approx:
@@ -163,33 +181,42 @@ class Approx:
 
 @dataclass
 class Estimate:
-    """An estimate with its intervals (``exact``: counted, the intervals are the values)."""
+    """An estimate with its intervals (``exact``: counted, the intervals are the values).
+    Colourful sampling estimates the count only: what it leaves unknown is ``None``."""
 
     triangles: float
-    """The estimated triangle count (``W × closed / samples``)."""
+    """The estimated triangle count (wedges: ``W × closed / samples``; colours:
+    ``N² × closed``)."""
     triangles_interval: tuple[float, float]
-    """Its interval at :attr:`confidence` (Wilson's, scaled by the wedges)."""
-    transitivity: float
-    """``3 × triangles / triples``."""
-    transitivity_interval: tuple[float, float]
+    """Its interval at :attr:`confidence` (wedges: Wilson's, scaled by the wedges; colours:
+    ``± z √V̂``, clipped at 0: :mod:`dtri.analytics.colours`)."""
+    transitivity: float | None
+    """``3 × triangles / triples`` (``None``: colourful sampling)."""
+    transitivity_interval: tuple[float, float] | None
     """The count's interval, scaled the same way."""
     average_clustering: float | None
     """NetworkX's average clustering (zeros included), from the vertex sample (``None``: not
-    asked for)."""
+    asked for, or colourful sampling)."""
     average_clustering_interval: tuple[float, float] | None
     """Its interval at :attr:`confidence`."""
     exact: bool
     """Whether the graph was counted instead (the intervals are then the values)."""
     method: str
-    """``wedge sampling`` or ``exact``."""
+    """``wedge sampling``, ``colourful sampling`` or ``exact``."""
     reason: str
-    """One line on why that method and that many samples."""
+    """One line on why that method and that many samples (and, for colours, that many
+    colours)."""
     samples: int
-    """Wedges drawn for the estimate (a sized sample's pilot not included; 0 when exact)."""
+    """Wedge sampling: the wedges drawn for the estimate (a sized sample's pilot not included;
+    0 when exact). Colourful sampling: the edges of the monochromatic graph it counted (those
+    of the input's simple graph whose ends have the same of :attr:`colours` colours)."""
     pilot_samples: int
-    """Wedges of the pilot that sized the sample (0 for a fixed sample or a time budget)."""
+    """Wedge sampling: the wedges of the pilot that sized the sample (0 for a fixed sample or
+    a time budget). Colourful sampling: the edges of the pilot's monochromatic graph (the most
+    colours; it is the estimate itself when :attr:`colours` is that many)."""
     closed: int
-    """Of those, the closed ones."""
+    """Wedge sampling: the closed wedges of the sample. Colourful sampling: the triangles of
+    the monochromatic graph."""
     vertex_samples: int
     """Vertices drawn for the average clustering (0 when exact)."""
     confidence: float
@@ -201,17 +228,23 @@ class Estimate:
     :attr:`samples` and :attr:`seed` repeat the estimate without it)."""
     seed: int
     """The seed that repeats this estimate on the same partitions."""
-    wedges: int
-    """The oriented graph's wedges (what was sampled from)."""
-    triples: int
-    """Connected triples ``Σ C(d, 2)`` (transitivity's denominator)."""
-    vertices: int
-    """The graph's vertices (the average's denominator)."""
-    edges: int
+    wedges: int | None
+    """The oriented graph's wedges (what was sampled from; ``None``: colourful sampling,
+    which prepares no whole graph)."""
+    triples: int | None
+    """Connected triples ``Σ C(d, 2)`` (transitivity's denominator; ``None``: colours)."""
+    vertices: int | None
+    """The graph's vertices (the average's denominator; ``None``: colours)."""
+    edges: int | None
+    """The graph's edges (``None``: colours)."""
     backend: str
     seconds: dict[str, float] = field(default_factory=dict)
     """As a count reports them: the preparation's stages, the ``estimate`` (its wall time)
-    and the ``total`` of both (:meth:`PreparedGraph.seconds_with`)."""
+    and the ``total`` of both (:meth:`PreparedGraph.seconds_with`); for colours, the colour
+    filter's read (``estimate-colours``), the preparations of the monochromatic graphs and
+    their counting (``estimate``)."""
+    colours: int | None = None
+    """Colourful sampling: the colours ``N`` of the estimate (``None``: other methods)."""
 
     @property
     def relative_error(self) -> float:

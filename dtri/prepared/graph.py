@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from operator import getitem
 from typing import TYPE_CHECKING, Any
 
-from dtri.errors import DtriError
+from dtri.errors import ConfigurationError, DtriError
 from dtri.kernels.canonicalize import check_integer_columns
 from dtri.kernels.csr import PartitionSummary, longest_list, stored_summary
 from dtri.kernels.dispatch import is_device_object
@@ -223,19 +223,27 @@ class PreparedGraph:
 
     def estimate(self, error: float = 0.01, confidence: float = 0.95, *,
                  samples: int | None = None, seconds: float | None = None,
-                 seed: int | None = None, average_clustering: bool = True) -> Any:
+                 seed: int | None = None, average_clustering: bool = True,
+                 method: str = "auto") -> Any:
         """The triangle count and transitivity estimated from a uniform sample of the oriented
         wedges, and the average clustering from one of vertices (``average_clustering=False``:
         not estimated), with intervals at ``confidence``: the wedge sample is sized for a
         relative ``error``, or ``samples`` wedges, or as many as ``seconds`` of the estimate's
         own wall time allow (the result's ``samples`` and ``seed`` repeat it); a graph where
         that sample costs about what counting does is counted exactly, and the result says so
-        (:class:`dtri.analytics.estimate.Estimate`)."""
+        (:class:`dtri.analytics.estimate.Estimate`). A prepared graph is always wedge-sampled
+        (``method`` ``auto`` or ``wedges``): colourful sampling colours the input as it is
+        read (``dtri.count(edges, approx=...)``)."""
         from dtri.analytics.estimate import Approx, estimate
 
         self._check()
-        return estimate(self, Approx(error, confidence, samples=samples, seconds=seconds,
-                                     seed=seed, average_clustering=average_clustering))
+        approx = Approx(error, confidence, samples=samples, seconds=seconds, seed=seed,
+                        average_clustering=average_clustering, method=method)
+        if method == "colours":
+            raise ConfigurationError("colourful sampling filters the input as it is read, "
+                                     "before the preparation: ask dtri.count(edges, approx="
+                                     "{'method': 'colours'}), not a prepared graph")
+        return estimate(self, approx)
 
     def edge_support(self) -> dd.DataFrame:
         """Each undirected edge once, ``u < v`` by input id, with the triangles on it

@@ -255,7 +255,7 @@ def test_values_outside_their_range_are_refused(asked):
 
 
 @pytest.mark.parametrize("args", [["--approx", "--error", "0"], ["--approx", "--confidence", "1"],
-                                  ["--error", "0.1"], ["--approx", "--explain"],
+                                  ["--error", "0.1"], ["--explain", "--method", "wedges"],
                                   ["--no-clustering"], ["--seconds", "1"],
                                   ["--approx", "--seconds", "0"],
                                   ["--approx", "--seconds", "1", "--samples", "100"],

@@ -238,5 +238,5 @@ def test_analytic_commands_share_the_options_of_count():
         text = runner.invoke(main, [command, "--help"]).output
         for option in count_options - {"--explain", "--json", "--approx", "--error",
                                         "--confidence", "--samples", "--seconds",
-                                        "--sample-seed", "--clustering"}:
+                                        "--sample-seed", "--clustering", "--method"}:
             assert option in text, (command, option)
