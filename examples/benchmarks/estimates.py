@@ -16,8 +16,10 @@ what an estimate costs against the exact count in the same run.
   spread.
 * ``speed``: on one prepared graph, ``count_triangles`` (its cache cleared each time) and
   ``estimate(error=0.01)`` alternated ``--repeat`` times; then the one-shot
-  ``dtri.count(edges)`` against ``dtri.count(edges, approx=True)``, each preparing the
-  graph. ``seconds`` is the estimate's median, ``peers["exact"]`` the count's.
+  ``dtri.count(edges)`` against ``dtri.count(edges, approx=...)`` with each method forced
+  (wedge sampling prepares the whole graph, colourful sampling only its sample), a line
+  each, ``detail.auto_picks`` the planner's choice. ``seconds`` is the estimate's median,
+  ``peers["exact"]`` the count's.
   ``--memory-budget`` raises the task budget, so that a graph beyond a quarter of the GPU
   runs in this process, not on a one-GPU cluster (``detail.placement`` says which);
   ``--no-clustering`` estimates the count and transitivity only.
@@ -125,28 +127,40 @@ def speed(specs: list[str], repeat: int, error: float, backend: str, budget: str
                         "placement": graph.runtime.reason, "memory_budget": budget,
                         "average_clustering": clustering,
                         "prepare_seconds": graph.seconds}), out)
-        one_shot = {}
         asked = {"error": error, "seed": 1, "average_clustering": clustering}
-        for label, approx in (("exact", False), ("approx", asked)):
+        times = []
+        for _ in range(max(1, repeat // 2)):
+            started = time.perf_counter()
+            exact_result = dtri.count(edges, **options)
+            times.append(time.perf_counter() - started)
+        exact_s = statistics.median(times)
+        for method in ("wedges", "colours"):  # the planner's choice forced, each in turn
+            approx = {**asked, "method": method}
             times = []
             for _ in range(max(1, repeat // 2)):
                 started = time.perf_counter()
                 result = dtri.count(edges, approx=approx, **options)
                 times.append(time.perf_counter() - started)
-            one_shot[label] = (statistics.median(times), result)
-        exact_s, exact_result = one_shot["exact"]
-        approx_s, approx_result = one_shot["approx"]
-        emit(record(
-            benchmark="estimate-speed-one-shot", graph=name, backend=exact_result.backend,
-            command=f"dtri.count(edges, approx={asked}) against dtri.count(edges), each "
-                    "preparing the graph",
-            seconds=round(approx_s, 6), stage_seconds=approx_result.seconds,
-            triangles=exact_result.triangles,
-            peers={"exact": {"seconds": round(exact_s, 6), "triangles": exact_result.triangles,
-                             "stage_seconds": exact_result.seconds}},
-            detail={"ratio": round(approx_s / exact_s, 4), "estimate": approx_result.triangles,
-                    "interval": approx_result.triangles_interval,
-                    "samples": approx_result.samples, "exact": approx_result.exact}), out)
+            approx_s = statistics.median(times)
+            plan = dtri.count(edges, approx={**asked, "method": "auto"}, explain=True,
+                              **options)
+            emit(record(
+                benchmark="estimate-speed-one-shot", graph=name, backend=exact_result.backend,
+                command=f"dtri.count(edges, approx={approx}) against dtri.count(edges), each "
+                        "from the input",
+                seconds=round(approx_s, 6), stage_seconds=result.seconds,
+                triangles=exact_result.triangles,
+                peers={"exact": {"seconds": round(exact_s, 6),
+                                 "triangles": exact_result.triangles,
+                                 "stage_seconds": exact_result.seconds}},
+                detail={"ratio": round(approx_s / exact_s, 4), "method": result.method,
+                        "reason": result.reason, "colours": result.colours,
+                        "estimate": result.triangles, "interval": result.triangles_interval,
+                        "covers": result.triangles_interval[0] <= exact_result.triangles
+                        <= result.triangles_interval[1],
+                        "relative_error": result.relative_error, "samples": result.samples,
+                        "exact": result.exact, "times": [round(t, 6) for t in times],
+                        "auto_picks": plan.method}), out)
 
 
 def main() -> None:

@@ -45,3 +45,26 @@ def test_gpu_estimates_on_a_local_cuda_cluster_of_several_partitions(staging):
         again = graph.estimate(samples=50_000, seed=2)
     assert first.triangles == again.triangles
     assert first.triangles_interval[0] <= exact <= first.triangles_interval[1]
+
+
+@pytest.mark.parametrize("source", ["host array", "device array", "generated"])
+def test_colourful_sampling_on_the_gpu_is_the_cpu_s_for_the_same_seed(source):
+    """The colour hash gives CuPy the bits it gives NumPy: the same monochromatic graph, so
+    the same estimate, exactly, and its interval covers the exact count here."""
+    import cupy
+    import dask
+
+    from dtri.input.generate import generated
+
+    edges = rmat_edges(15)
+    inputs = {"host array": edges, "device array": cupy.asarray(edges),
+              "generated": generated("rmat:15", seed=1)}
+    asked = {"method": "colours", "error": 0.05, "seed": 4}
+    with dask.config.set({"dtri.estimate-colours-min": 2, "dtri.estimate-colours-max": 16}):
+        gpu = dtri.count(inputs[source], backend="gpu", approx=asked)
+        cpu = dtri.count(edges, backend="cpu", approx=asked)
+    assert gpu.method == cpu.method == "colourful sampling" and gpu.backend == "gpu"
+    assert (gpu.triangles, gpu.triangles_interval, gpu.colours, gpu.samples) == (
+        cpu.triangles, cpu.triangles_interval, cpu.colours, cpu.samples)
+    exact = dtri.count_triangles(edges, backend="cpu")
+    assert gpu.triangles_interval[0] <= exact <= gpu.triangles_interval[1]
