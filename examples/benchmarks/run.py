@@ -190,7 +190,9 @@ PRESETS: dict[str, Preset] = {
             script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3",
                    "--memory-budget", "48GiB", "rmat:24"),
             script("estimates.py", "speed", "--backend", "gpu", "--repeat", "3",
-                   "--memory-budget", "48GiB", "--no-clustering", "rmat:24")),
+                   "--memory-budget", "48GiB", "--no-clustering", "rmat:24"),
+            script("estimates.py", "speed", "--backend", "gpu", "--repeat", "2",
+                   "--memory-budget", "48GiB", "--no-clustering", "rmat:22", "rmat:24")),
         "after python -m compileall (see in_process_gpu.sh)"),
     "graphlets-cpu-2core": Preset(
         "graphlet degrees against FGlT's C++ on one thread", CPU, (
@@ -222,6 +224,8 @@ PRESETS: dict[str, Preset] = {
             script("in_process.py", "session", "--repeat", "20", "examples/karate.txt",
                    *shared("ca-CondMat", "wiki-Vote"), timeout=200),
             script("in_process.py", "nx", "--repeat", "5", *shared("ca-CondMat"), timeout=150),
+            script("in_process.py", "nx", "--repeat", "5", *shared("ca-CondMat", "wiki-Vote"),
+                   timeout=150),
             script("in_process.py", "joins", "--repeat", "30", "examples/karate.txt",
                    *shared("ca-CondMat"), timeout=150),
             script("in_process.py", "sizes", "--repeat", "5", "--scales", "6-20", timeout=200)),
