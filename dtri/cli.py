@@ -128,8 +128,8 @@ def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, An
               help="With --approx: wedges (wedge sampling), colours (colourful sampling: "
                    "edges whose ends share one of N vertex colours kept as the input is read, "
                    "the count scaled by N²; no transitivity or clustering), or auto: colours "
-                   "from dtri.estimate-colours-min-edges input rows, wedges below and for "
-                   "--samples  [default: auto]")
+                   "for the count alone (--no-clustering) of at least "
+                   "dtri.estimate-colours-min-edges input rows, else wedges  [default: auto]")
 @click.option("--error", type=float, default=None,
               help="With --approx: the relative error of the triangle count, the interval's "
                    "half-width over the estimate  [default: 0.01]")
@@ -147,7 +147,8 @@ def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, An
               help="With --approx: the sample's seed (default: a new one, printed).")
 @click.option("--clustering/--no-clustering", "with_clustering", default=None,
               help="With --approx: also estimate the average clustering (a sample of "
-                   "vertices, which scans every edge once)  [default: clustering]")
+                   "vertices, which scans every edge once); without it, a large input's "
+                   "count may be colour-sampled (--method)  [default: clustering]")
 def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, explain: bool,
           approx: bool, method: str | None, error: float | None, confidence: float | None,
           samples: int | None, seconds: float | None, sample_seed: int | None,

@@ -89,8 +89,9 @@ class MethodChoice(NamedTuple):
 def choose_method(approx: Approx, rows: int | None, estimated: bool) -> MethodChoice:
     """The method of an estimate of an input of ``rows`` rows (``None``: unknown before it is
     read; ``estimated``: a high estimate from text files' sizes), from the read plan: a
-    method asked for, wedges for a fixed sample of wedges or a time budget, else colours from
-    :func:`colours_min_edges` rows."""
+    method asked for; wedges for a fixed sample of wedges, a time budget or the average
+    clustering, which colours do not estimate; else colours from :func:`colours_min_edges`
+    rows."""
     if approx.method != "auto":
         return MethodChoice(approx.method, f"--method {approx.method} asked for")
     if approx.samples is not None:
@@ -98,6 +99,9 @@ def choose_method(approx: Approx, rows: int | None, estimated: bool) -> MethodCh
     if approx.seconds is not None:
         return MethodChoice("wedges", "auto: a time budget of wedge sampling asked for "
                                       "(--seconds)")
+    if approx.average_clustering:
+        return MethodChoice("wedges", "auto: the average clustering asked for, which colours "
+                                      "do not estimate (--no-clustering: the count alone)")
     if rows is None:
         return MethodChoice("wedges", "auto: the input's rows are unknown before it is read "
                                       "(a Dask collection, or files only the workers see), so "
@@ -272,7 +276,8 @@ def colour_estimate(source: Any, runtime: Runtime, options: Options, approx: App
                "colours (--method wedges estimates them)",
         samples=final.edges, pilot_samples=pilot.edges, closed=final.triangles,
         vertex_samples=0, confidence=approx.confidence, error=approx.error,
-        seconds_budget=None, seed=seed, wedges=None, triples=None, vertices=None, edges=None, backend=runtime.backend,
+        seconds_budget=None, seed=seed, wedges=None, triples=None, vertices=None,
+        edges=None, backend=runtime.backend,
         seconds=seconds, colours=colours)
 
 

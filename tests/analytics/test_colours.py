@@ -189,16 +189,20 @@ def test_auto_samples_colours_from_the_threshold_and_wedges_below(rmat_edges):
     rows = len(rmat_edges)
     with colours_only(2, 8):
         with dask.config.set({"dtri.estimate-colours-min-edges": rows}):
-            above = dtri.count(rmat_edges, approx={"error": 0.3, "seed": 1})
+            count_only = {"error": 0.3, "seed": 1, "average_clustering": False}
+            above = dtri.count(rmat_edges, approx=count_only)
+            clustered = dtri.count(rmat_edges, approx={"error": 0.3, "seed": 1})
             fixed = dtri.count(rmat_edges, approx={"samples": 5_000, "seed": 1})
             timed = dtri.count(rmat_edges, approx={"seconds": 0.05, "seed": 1})
-            plan = dtri.count(rmat_edges, approx=True, explain=True)
+            plan = dtri.count(rmat_edges, approx={"average_clustering": False}, explain=True)
         with dask.config.set({"dtri.estimate-colours-min-edges": rows + 1}):
-            below = dtri.count(rmat_edges, approx={"error": 0.3, "seed": 1})
+            below = dtri.count(rmat_edges, approx=count_only)
             forced = dtri.count(rmat_edges, approx={"error": 0.3, "seed": 1,
                                                     "method": "colours"})
     assert above.method == "colourful sampling" and above.reason.startswith(f"auto: {rows:,}")
     assert below.method == "wedge sampling" and "below" in below.reason
+    assert clustered.method == "wedge sampling" and "average clustering" in clustered.reason
+    assert clustered.average_clustering is not None and clustered.transitivity is not None
     assert fixed.method == "wedge sampling" and "--samples" in fixed.reason
     assert timed.method in ("wedge sampling", "exact") and timed.colours is None
     assert forced.method == "colourful sampling" and "asked for" in forced.reason
@@ -261,7 +265,9 @@ def test_the_command_line_explains_and_estimates_by_colours(tmp_path, rmat_edges
     assert plan.returncode == 0, plan.stderr
     assert "colourful sampling (--method colours asked for)" in plan.stdout
     assert "4 - 64" in plan.stdout and "pilot          64 colours" in plan.stdout
-    wedges = run_cli("--approx", "--explain", "--json", str(path))
+    clustered = run_cli("--approx", "--explain", "--json", str(path))
+    assert "average clustering" in json.loads(clustered.stdout)["estimate_plan"]["reason"]
+    wedges = run_cli("--approx", "--no-clustering", "--explain", "--json", str(path))
     explained = json.loads(wedges.stdout)["estimate_plan"]
     assert explained["method"] == "wedge sampling" and "below" in explained["reason"]
     assert explained["wedges"] > 0 and explained["pilot_samples"] == min(65536,
