@@ -1,10 +1,13 @@
 """Estimates with error bars: the triangle count, transitivity and average clustering from a
-uniform sample of the prepared graph's oriented wedges (Seshadhri, Pinar & Kolda's wedge
-sampling, on dtri's oriented wedges).
+sample of the prepared graph's oriented wedges (Seshadhri, Pinar & Kolda's wedge sampling, on
+dtri's oriented wedges).
 
 Every triangle is exactly one closed oriented wedge (:mod:`dtri.kernels.sampling`), so for
-``k`` wedges drawn uniformly with replacement from the ``W`` of the oriented graph, of which
-``X`` are closed, ``X`` is binomial with ``p = triangles / W``:
+``k`` wedges drawn from the ``W`` of the oriented graph, each as likely as in a uniform draw,
+of which ``X`` are closed, ``X / k`` estimates ``p = triangles / W`` without bias. The draws
+are stratified (one in each of ``k`` equal strata of the wedges' numbering), so the variance
+of ``X`` is at most the binomial ``k p (1 - p)`` that the intervals below assume: they cover
+at least as often as their confidence says.
 
 * triangles ``≈ W X / k``, with the Wilson score interval of ``p`` scaled by ``W``;
 * transitivity ``= 3 triangles / triples``, the triples (``Σ C(d, 2)``) counted exactly from
@@ -457,27 +460,25 @@ def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started
 
 def draw(graph: Any, counts: list[int], seed: int, first_phase: int,
          vertex_count: int) -> tuple[list[int], tuple[int, int, int]]:
-    """One round of tasks: independent samples of ``counts[s]`` wedges each, drawn uniformly
-    (sample ``s`` from the streams of phase ``first_phase + s``), and ``vertex_count``
-    vertices with a pair of neighbours each (:func:`dtri.kernels.sampling.sample_vertices`).
-    Returns the closed wedges of each sample, and the clustering's ``(vertices of degree 2 or
-    more, closed pairs, pairs)``. Each partition draws its share of each wedge sample
-    (multinomial in its wedges); every closing edge, of a wedge or of a pair, goes to the
+    """One round of tasks: independent samples of ``counts[s]`` wedges each, stratified over
+    the graph's wedges (sample ``s`` from the stream of phase ``first_phase + s``:
+    :mod:`dtri.kernels.sampling`), and ``vertex_count`` vertices with a pair of neighbours
+    each (:func:`dtri.kernels.sampling.sample_vertices`). Returns the closed wedges of each
+    sample, and the clustering's ``(vertices of degree 2 or more, closed pairs, pairs)``.
+    Each partition draws the wedges of each sample that land among its own (numbered after
+    the partitions before it); every closing edge, of a wedge or of a pair, goes to the
     partition of its first end, which checks it."""
-    weights = np.array([s.wedges for s in graph.summaries], dtype=np.float64)
-    phases = range(first_phase, first_phase + len(counts))
-    shares = [np.random.default_rng(seeds(seed, phase)).multinomial(count,
-                                                                   weights / weights.sum())
-              for phase, count in zip(phases, counts, strict=True)]
+    own = [s.wedges for s in graph.summaries]
+    offsets = np.concatenate([[0], np.cumsum(own)]).tolist()
+    phases = tuple(range(first_phase, first_phase + len(counts)))
     tasks, bounds, parts = graph.tasks, tuple(graph.bounds), graph.parts
     splits = {}
     for p in range(len(parts)):
-        mine = tuple(int(share[p]) for share in shares)
-        if sum(mine):
+        if own[p] and sum(counts):
             with tasks.placed(p):
-                splits[p] = tasks.task("estimate-sample", sample_wedges, parts[p], mine,
-                                       tuple(seeds(seed, phase, p) for phase in phases),
-                                       bounds, key=(first_phase, p))
+                splits[p] = tasks.task("estimate-sample", sample_wedges, parts[p],
+                                       tuple(counts), phases, seed, offsets[p],
+                                       offsets[-1], bounds, key=(first_phase, p))
     drawn = None
     if vertex_count:
         drawn = tasks.task("estimate-vertices", sample_vertices, graph.degree, graph.present,

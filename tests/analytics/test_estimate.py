@@ -36,6 +36,7 @@ from dtri.kernels.sampling import (
     pair_of_index,
     sample_vertices,
     sample_wedges,
+    stratum_draws,
 )
 from tests.oracles import networkx_graph
 
@@ -75,7 +76,7 @@ def test_every_wedge_is_drawn_and_the_closed_share_is_triangles_over_wedges():
     wedges = [(u, a, b) for u in range(80)
               for a, b in itertools.combinations(csr.dst[csr.offsets[u]:csr.offsets[u + 1]], 2)]
     closed = sum((a, b) in edges for _, a, b in wedges)
-    pieces = sample_wedges(tuple(csr), (150_000, 50_000), (5, 6), (0, 80))
+    pieces = sample_wedges(tuple(csr), (150_000, 50_000), (5, 6), 1, 0, len(wedges), (0, 80))
     sample, v, w = pieces[0]
     assert (np.bincount(sample) == [150_000, 50_000]).all()
     drawn = set(zip(v.tolist(), w.tolist(), strict=True))
@@ -86,10 +87,57 @@ def test_every_wedge_is_drawn_and_the_closed_share_is_triangles_over_wedges():
         assert low <= closed / len(wedges) <= high
 
 
+def test_a_stratified_sample_draws_one_wedge_in_each_stratum():
+    numbers = stratum_draws(np, 100, 3, 0, 1_000, 0, 1_000)
+    assert (numbers // 10 == np.arange(100)).all()  # one in each tenth
+    other = stratum_draws(np, 100, 3, 1, 1_000, 0, 1_000)
+    assert (numbers != other).any()  # another phase, other draws
+
+
+def test_each_stratum_s_draw_lands_in_exactly_one_range_whatever_the_cuts():
+    whole = stratum_draws(np, 777, 5, 2, 10_001, 0, 10_001)
+    assert whole.shape[0] == 777
+    for cuts in ((0, 10_001), (0, 1, 5_000, 5_001, 10_001), (0, 3_333, 6_667, 10_001)):
+        pieces = [stratum_draws(np, 777, 5, 2, 10_001, a, b)
+                  for a, b in itertools.pairwise(cuts)]
+        assert (np.concatenate(pieces) == whole).all()
+    few = stratum_draws(np, 50, 5, 2, 7, 0, 7)  # more draws than wedges: strata within one
+    assert few.shape[0] == 50 and set(few.tolist()) == set(range(7))
+
+
+def test_every_wedge_is_as_likely_as_in_a_uniform_draw():
+    """Strata of 7/3 wedges: over many seeds each wedge is drawn 3/7 of the time."""
+    hits = np.zeros(7)
+    runs = 6_000
+    for seed in range(runs):
+        hits += np.bincount(stratum_draws(np, 3, seed, 0, 7, 0, 7), minlength=7)
+    expected = runs * 3 / 7
+    assert (np.abs(hits - expected) < 5 * np.sqrt(expected)).all()
+
+
+def test_a_sample_split_over_partitions_draws_the_wedges_of_the_whole():
+    _, csr = random_oriented(5)
+    degree = csr.offsets[1:] - csr.offsets[:-1]
+    own = degree * (degree - 1) // 2
+    total = int(own.sum())
+    whole = sample_wedges(tuple(csr), (3_000, 500), (4, 9), 7, 0, total, (0, 80))[0]
+    split = []
+    for lo, hi in ((0, 23), (23, 51), (51, 80)):
+        part = CSR(csr.dst[csr.offsets[lo]:csr.offsets[hi]],
+                   csr.offsets[lo:hi + 1] - csr.offsets[lo], lo)
+        split.append(sample_wedges(tuple(part), (3_000, 500), (4, 9), 7, int(own[:lo].sum()),
+                                   total, (0, 80))[0])
+    as_rows = [sorted(zip(*(column.tolist() for column in pieces), strict=True))
+               for pieces in (whole, tuple(np.concatenate(c) for c in zip(*split, strict=True)))]
+    assert as_rows[0] == as_rows[1]
+
+
 def test_wedges_go_to_the_partition_of_their_closing_edge():
     _, csr = random_oriented(4)
     bounds = (0, 17, 50, 80)
-    pieces = sample_wedges(tuple(csr), (5_000, 0, 7), (1, 2, 3), bounds)
+    degree = csr.offsets[1:] - csr.offsets[:-1]
+    total = int((degree * (degree - 1) // 2).sum())
+    pieces = sample_wedges(tuple(csr), (5_000, 0, 7), (1, 2, 3), 0, 0, total, bounds)
     assert sum(len(p[0]) for p in pieces.values()) == 5_007
     for p, (_, v, _) in pieces.items():
         assert ((bounds[p] <= v) & (v < bounds[p + 1])).all()
