@@ -106,12 +106,7 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     edges and self-loops do not change it. ``options``: any of :class:`dtri.Options` (in a
     ``session``, those that shape the input and the plan). Without a session the graph opens
     its own, which :meth:`PreparedGraph.release` (or the end of a ``with`` block) closes."""
-    owned = session is None
-    if not owned and (runtime_options := sorted(set(options) & RUNTIME_OPTIONS)):
-        raise ConfigurationError(f"{runtime_options[0]} is an option of the session: give it "
-                                 "to dtri.Session(...)")
-    session = session or Session(**options)
-    chosen = Options.of(session.options, **(options if not owned else {}))
+    session, chosen, owned = session_of(session, options)
     try:
         read = read_source(edges, session, chosen, owned)
         graph = prepare_graph(read.source, read.runtime, chosen)
@@ -122,6 +117,20 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     if owned:
         graph.exit_stack = session._stack
     return graph
+
+
+def session_of(session: Session | None, options: dict[str, Any]
+               ) -> tuple[Session, Options, bool]:
+    """The session a call runs in (``session``, or its own, opened from ``options``), the
+    options of the call (in a given session, its options with ``options`` of the input and
+    the plan; those of the session itself are refused) and whether the session is the
+    call's own, to close when it is done."""
+    owned = session is None
+    if not owned and (runtime_options := sorted(set(options) & RUNTIME_OPTIONS)):
+        raise ConfigurationError(f"{runtime_options[0]} is an option of the session: give it "
+                                 "to dtri.Session(...)")
+    session = session or Session(**options)
+    return session, Options.of(session.options, **(options if not owned else {})), owned
 
 
 class ReadSource(NamedTuple):
@@ -182,13 +191,14 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
     if wanted is None:
         with prepare(edges, **options) as graph:
             return graph.count(explain=explain)
-    session = Session(**options)
+    session, chosen, owned = session_of(options.pop("session", None), options)
     try:
-        read = read_source(edges, session, session.options, owned=True)
-        return estimate_input(read.source, read.runtime, session.options, wanted, read.rows,
+        read = read_source(edges, session, chosen, owned)
+        return estimate_input(read.source, read.runtime, chosen, wanted, read.rows,
                               read.estimated, explain=explain)
     finally:
-        session.close()
+        if owned:
+            session.close()
 
 
 def count_triangles(edges: Any, **options: Any) -> int:

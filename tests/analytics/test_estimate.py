@@ -441,3 +441,24 @@ def test_the_command_line_keeps_a_time_budget_and_repeats_it():
     text = subprocess.run([*command[:-1], "--seconds", "0.3", "--no-clustering"],
                           capture_output=True, text=True, timeout=120, check=True).stdout
     assert "(a time budget); time budget 0.3 s; seed" in text
+
+
+def test_estimates_run_in_an_open_session_and_leave_it_open():
+    """``dtri.count(..., session=s, approx=...)`` estimates in ``s`` (both methods), as a count
+    does, and refuses the session's own options as ``prepare`` does."""
+    from dtri.input.generate import generated
+
+    edges = generated("rmat:10", seed=1)
+    with dtri.Session(backend="cpu") as session:
+        exact = dtri.count(edges, session=session).triangles
+        runtime = session.runtime
+        wedges = dtri.count(edges, session=session, approx={"seed": 1, "error": 0.2})
+        with dask.config.set({"dtri.estimate-colours-min": 2, "dtri.estimate-colours-max": 4}):
+            colours = dtri.count(edges, session=session,
+                                 approx={"seed": 1, "error": 0.9, "method": "colours"})
+        assert session.runtime is runtime  # the same session, still open
+        assert wedges.method == "wedge sampling" and colours.method == "colourful sampling"
+        for result in (wedges, colours):
+            assert result.triangles_interval[0] <= exact <= result.triangles_interval[1]
+        with pytest.raises(ConfigurationError, match="option of the session"):
+            dtri.count(edges, session=session, approx=True, workers=2)
