@@ -99,20 +99,22 @@ def choose_method(approx: Approx, rows: int | None, estimated: bool) -> MethodCh
     if approx.seconds is not None:
         return MethodChoice("wedges", "auto: a time budget of wedge sampling asked for "
                                       "(--seconds)")
-    if approx.average_clustering:
-        return MethodChoice("wedges", "auto: the average clustering asked for, which colours "
-                                      "do not estimate (--no-clustering: the count alone)")
     if rows is None:
         return MethodChoice("wedges", "auto: the input's rows are unknown before it is read "
                                       "(a Dask collection, or files only the workers see), so "
                                       "wedges")
     threshold = colours_min_edges()
     about = "about " if estimated else ""
-    if rows >= threshold:
-        return MethodChoice("colours", f"auto: {about}{rows:,} input rows, at least the "
-                                       f"{threshold:,} of {MIN_EDGES_KEY}, so colours")
-    return MethodChoice("wedges", f"auto: {about}{rows:,} input rows, below the {threshold:,} "
-                                  f"of {MIN_EDGES_KEY}, so wedges")
+    if rows < threshold:
+        return MethodChoice("wedges", f"auto: {about}{rows:,} input rows, below the "
+                                      f"{threshold:,} of {MIN_EDGES_KEY}, so wedges")
+    if approx.average_clustering:
+        return MethodChoice("wedges", f"auto: {about}{rows:,} input rows, but the average "
+                                      "clustering asked for, which colours do not estimate "
+                                      "(--no-clustering: the count alone), so wedges")
+    return MethodChoice("colours", f"auto: {about}{rows:,} input rows, at least the "
+                                   f"{threshold:,} of {MIN_EDGES_KEY}, and the count alone "
+                                   "asked for, so colours")
 
 
 # ------------------------------------------------------------------------------ the estimator
