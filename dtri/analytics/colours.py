@@ -33,8 +33,6 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from dtri.analytics.edge import support_totals
 from dtri.analytics.estimate import PILOT_SAMPLES, Approx, Estimate, estimate
 from dtri.errors import ConfigurationError
@@ -218,10 +216,9 @@ def add_seconds(seconds: dict[str, float], more: dict[str, float]) -> None:
 def keep(source: Any, key: int, colours: int, runtime: Runtime, options: Options,
          seconds: dict[str, float]) -> Any:
     """``source`` filtered to its rows monochromatic under ``colours``, kept: persisted on the
-    workers (a frame), or computed in this process (a list). A frame is persisted even where
-    the preparation would persist it: a frame mapped from a persisted one holds that one's
-    futures, which the read stage would take for its own partitions
-    (:func:`dtri.prepared.inputs.persisted_partitions`)."""
+    workers (a frame), or computed in this process (a list), so that the rows kept under the
+    fewest colours are read once for the pilot and the estimate, and the filter's time is
+    the ``estimate-colours`` stage's."""
     timer = runtime.timer(options.progress)
     if isinstance(source, list):
         kept: Any = list(timer.compute(STAGE, *coloured(source, key, colours)))
@@ -232,18 +229,13 @@ def keep(source: Any, key: int, colours: int, runtime: Runtime, options: Options
     return kept
 
 
-def new_seed() -> int:
-    """A fresh seed (reported in the result, to repeat it)."""
-    return int(np.random.SeedSequence().generate_state(1)[0])
-
-
 def colour_estimate(source: Any, runtime: Runtime, options: Options, approx: Approx,
                     why: str) -> Estimate:
     """The colourful-sampling estimate of the input the read stage gives as ``source`` (see the
     module docstring), or, where colours would not reach the asked error, the wedge
     sampling of the whole input prepared; ``why``: the method's choice."""
     started = time.perf_counter()
-    seed = approx.seed if approx.seed is not None else new_seed()
+    seed = approx.seed_or_new()
     low, high = colour_range()
     key = colour_key(seed)
     seconds: dict[str, float] = {}

@@ -119,8 +119,9 @@ class Approx:
     ``average_clustering=False`` leaves the average clustering out, and with it the scan of
     every edge that its vertex sample needs. ``method``: ``wedges`` (wedge sampling of the
     prepared graph), ``colours`` (colourful sampling as the input is read, which estimates
-    the count only) or ``auto`` (colours for an input of at least
-    ``dtri.estimate-colours-min-edges`` rows, wedges otherwise and for a fixed ``samples``)."""
+    the count only) or ``auto`` (colours for the count alone, without the average clustering,
+    of an input of at least ``dtri.estimate-colours-min-edges`` rows; wedges otherwise and
+    for ``samples`` or ``seconds``)."""
 
     error: float = 0.01
     confidence: float = 0.95
@@ -175,6 +176,11 @@ class Approx:
         if isinstance(value, dict):
             return cls(**value)
         raise ConfigurationError(f"approx must be True, a dict or dtri.Approx, got {value!r}")
+
+    def seed_or_new(self) -> int:
+        """The seed asked for, or a new one (reported in the result, to repeat it)."""
+        return self.seed if self.seed is not None else int(
+            np.random.SeedSequence().generate_state(1)[0])
 
     @property
     def z(self) -> float:
@@ -291,8 +297,7 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
     from dtri.analytics.vertex import present_vertices
 
     started = time.perf_counter()
-    seed = approx.seed if approx.seed is not None else int(
-        np.random.SeedSequence().generate_state(1)[0])
+    seed = approx.seed_or_new()
     wedges = graph.wedges
     fixed = approx.samples is not None or approx.seconds is not None
     base = {"confidence": approx.confidence, "error": None if fixed else approx.error,
