@@ -213,6 +213,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     click.echo(f"wedges         {result.wedges}")
     click.echo(f"bins           {result.bins}   batches {result.batches}   "
                f"partitions {result.partitions}")
+    click.echo(f"decomposition  {_decomposition_line(result.plan['decomposition'])}")
     click.echo(f"backend        {result.backend} ({result.workers} workers, memory budget "
                f"{format_bytes(result.memory_budget)}/worker, {result.orientation} orientation, "
                f"{result.order} order)")
@@ -293,6 +294,19 @@ def _print_peaks(peaks: dict[str, int] | None, source: str | None, title: str) -
         f"{stage} {format_bytes(value)}" for stage, value in peaks.items()))
 
 
+def _decomposition_line(spread: dict[str, Any]) -> str:
+    """The count's decomposition, why, and the bytes the busiest worker is predicted to pull
+    under each (:class:`dtri.analytics.cannon.Decomposition`)."""
+    grid = f" on a {spread['side']} x {spread['side']} grid" if spread["kind"] == "2d" else ""
+    line = f"{spread['kind']}{grid} ({spread['reason']})"
+    predicted = [f"{kind} {format_bytes(sum(moved.values()))}"
+                 for kind, moved in (("1d", spread["moved_1d"]), ("2d", spread["moved_2d"]))
+                 if moved]
+    if len(predicted) > 1:
+        line += "; busiest worker pulls " + ", ".join(predicted)
+    return line
+
+
 def _print_plan(plan: dict[str, Any]) -> None:
     """The plan of ``dtri count --explain`` as a short table."""
     partitions = plan["partitions"]
@@ -306,6 +320,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
         click.echo(f"runs in        {plan['placement']}")
     click.echo(f"orientation    {choices['orientation']} ({choices['orientation_reason']})")
     click.echo(f"order          {choices['order']} ({choices['order_reason']})")
+    click.echo(f"decomposition  {_decomposition_line(plan['decomposition'])}")
     if choices.get("longest_list") is not None:
         click.echo(f"lists          longest {choices['longest_list']}   hash tables up to "
                    f"{choices['hash_max_members']} members   wedges/edge "

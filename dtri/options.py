@@ -27,6 +27,7 @@ STAGINGS = ("auto", "host", "device")
 ORIENTATIONS = ("auto", "degree", "id", "adirection")
 ORDERS = ("auto", "rank", "degree", "aorder")
 JOINS = ("auto", "wedges", "intersect")
+DECOMPOSITIONS = ("auto", "1d", "2d")
 FORMATS = ("auto", "snap", "csv", "tsv", "mtx", "parquet")
 SIZE_OPTIONS = ("memory_limit", "device_memory_limit", "rmm_pool_size", "memory_budget",
                 "blocksize")
@@ -130,6 +131,13 @@ class Options:
         "auto", "plan", "--join", "wedges: write closure keys in budget-sized batches, "
         "radix-bin, sorted search; intersect: fused sorted-list intersection, no wedge written "
         "(a CUDA kernel on GPUs); auto: per partition from its wedge count.", JOINS)
+    decomposition: str = _option(
+        "auto", "plan", "--decomposition", "How the count's join is spread over the workers: "
+        "1d (each worker joins its source ranges against every list they reach), 2d (a q x q "
+        "grid of the largest square number of workers, each keeping one block of the "
+        "adjacency and seeing the others in q Cannon rounds: each pulls O(m / q) instead of "
+        "O(m)); auto: 2d where the planner's bytes model predicts fewer bytes for the busiest "
+        "worker (a grid of at least 2 x 2).", DECOMPOSITIONS)
     bins: int | None = _option(
         None, "plan", "--bins", "Number of radix bins, a power of two (default: from the "
         "sizes).", kind="count")

@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from dtri.analytics.cannon import Decomposition, cannon_rounds, decomposition
 from dtri.analytics.plan import REDUCE_FAN_IN, CountPlan, build_plan, chunk_rows, staged_plan
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.bins import radix_split
@@ -62,6 +63,9 @@ class CountResult:
     """The vertex order used (``auto`` resolved)."""
     join: str
     memory_budget: int
+    decomposition: str = "1d"
+    """How the join was spread over the workers: ``1d`` or ``2d`` (a Cannon grid,
+    :mod:`dtri.analytics.cannon`); the plan's ``decomposition`` says why."""
     seconds: dict[str, float] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
     """The counting phase's plan with its estimates
@@ -99,12 +103,16 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
     started = time.perf_counter()
     timer = graph.timer()
     plan = plan_count(graph, timer)
+    spread = decomposition_of(graph, timer)
     if not explain:
-        if graph.staging.on_host:
+        if spread.kind == "2d":
+            joins = cannon_rounds(graph, spread.side, timer)
+        elif graph.staging.on_host:
             joins = staged_joins(plan, graph)
         else:
             joins = binned_joins(plan, graph, timer)
-        (triangles,) = timer.compute("wedges_join", reduce_tree(graph.tasks, joins))
+        stage = "cannon_rounds" if spread.kind == "2d" else "wedges_join"
+        (triangles,) = timer.compute(stage, reduce_tree(graph.tasks, joins))
         graph.cache["count"] = int(triangles)
     seconds = graph.seconds_with(timer.seconds, started)
     memory = graph.memory()
@@ -113,9 +121,9 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         edges=plan.edges, wedges=plan.wedges, bins=plan.nbins, batches=len(plan.batches),
         partitions=plan.partitions, backend=plan.backend, workers=plan.workers,
         orientation=graph.orientation, order=graph.order, join=plan.join,
-        memory_budget=plan.memory_budget, seconds=seconds,
+        memory_budget=plan.memory_budget, decomposition=spread.kind, seconds=seconds,
         plan={**plan.to_dict(), "choices": graph.choices(),
-              "placement": graph.runtime.reason},
+              "placement": graph.runtime.reason, "decomposition": spread.to_dict()},
         caps=graph.runtime.caps.sizes(), peak_device_bytes=memory.peak_device_bytes(),
         task_device_bytes=memory.task_device_bytes(), peak_device_source=memory.source,
         read=dict(graph.read), host_tasks=memory.host_tasks(),
@@ -134,6 +142,13 @@ def plan_count(graph: Any, timer: Any) -> CountPlan:
             "plan", input_id_of_rank, graph.ids, error.rank, key=("name",), on_host=True))
         raise ConfigurationError(f"{error} (vertex {vertex} of the input)") from None
     return plan
+
+
+def decomposition_of(graph: Any, timer: Any) -> Decomposition:
+    """The count's decomposition (:func:`dtri.analytics.cannon.choose_decomposition`), timed
+    as part of ``plan``."""
+    with timer.timed("plan"):
+        return decomposition(graph)
 
 
 def _plan(graph: Any, runtime: Any) -> CountPlan:

@@ -27,6 +27,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from dtri.analytics.cannon import cannon_rounds, decomposition
 from dtri.analytics.count import load_group, member_starts, own_partition
 from dtri.analytics.plan import (
     GROUP_SHARE_OF_BUDGET,
@@ -203,13 +204,19 @@ def range_zeros(like: Any, size: int | tuple[int, ...]) -> Any:
 
 
 def vertex_totals(graph: Any, stage: str) -> list[Any]:
-    """Triangles at each vertex, partition by partition: the credits of ``vertex`` tasks
-    summed per worker, cut by the partitions' rank ranges and summed on each partition's
-    owner. Delayed, one per partition (int64 counts of its ranks)."""
+    """Triangles at each vertex, partition by partition: the credits of ``vertex`` tasks (or
+    of the 2D join's rounds, :mod:`dtri.analytics.cannon`) summed per worker, cut by the
+    partitions' rank ranges and summed on each partition's owner. Delayed, one per partition
+    (int64 counts of its ranks)."""
     tasks, bounds = graph.tasks, graph.bounds
     per_worker: dict[int, list[Any]] = {}
-    for t, result, _ in run_credits(graph, "vertex"):
-        per_worker.setdefault(t.worker, []).append(result)
+    spread = decomposition(graph)
+    if spread.kind == "2d":
+        rounds = cannon_rounds(graph, spread.side, mode="vertex")
+        per_worker = {g: [result] for g, result in enumerate(rounds)}
+    else:
+        for t, result, _ in run_credits(graph, "vertex"):
+            per_worker.setdefault(t.worker, []).append(result)
     if not per_worker:  # no wedge anywhere: no triangle
         return [tasks.task(stage, range_zeros, graph.degree, bounds[p + 1] - bounds[p],
                            key=("zeros", p), on_host=True) for p in range(graph.partitions)]

@@ -1,0 +1,237 @@
+"""The 2D cyclic decomposition with Cannon's schedule (Tom & Karypis): the choice between it
+and the 1D join, its bytes model, and its task graph.
+
+The 1D join (:mod:`dtri.analytics.count`) gives every worker the lists of every target its
+partitions' edges reach: each worker pulls most of the graph, O(m). On a ``q × q`` grid of
+``p = q²`` workers, worker ``(x, y)`` keeps block ``(x, y)`` of the oriented adjacency
+(:mod:`dtri.kernels.cyclic`) and, in ``q`` rounds, sees blocks ``(x, z)`` and ``(y, z)`` for
+``z = (x + y + t) mod q``: each round every block is wanted by one worker only, so the
+transfers spread evenly, and a worker pulls at most ``2q`` blocks of about ``m / p`` edges,
+O(m / √p). The tasks, named after their stage:
+
+* ``dtri-cyclic-blocks``: each sorted partition cut into its ``q²`` pieces where it lives,
+  and block ``(r, s)`` made from its pieces on grid worker ``r·q + s``, its home;
+* ``dtri-cannon-shift-(x, y, t)``: the two blocks of round ``t`` brought to worker ``(x,
+  y)``. It waits for round ``t - 2`` there, so the next round's blocks travel while the
+  current round intersects, and a worker holds its own block and two rounds' pairs;
+* ``dtri-cannon-round-(x, y, t)``: the round's intersection (the count, or the triangles at
+  each rank, summed over the worker's rounds);
+* ``dtri-reduce``: the exact sum of the rounds' counts.
+
+A worker count that is not a square uses the largest square grid: the other workers keep
+their partitions but join no round. ``auto`` takes the 2D join where the bytes model
+(:func:`moved_bytes_model`) predicts that the busiest worker moves fewer bytes than under
+the 1D join, which takes a grid of at least 2 × 2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dtri.analytics.plan import csr_bytes, reaches
+from dtri.errors import ConfigurationError
+from dtri.kernels.csr import as_csr
+from dtri.kernels.cyclic import (
+    block_rows,
+    class_rows,
+    cyclic_block,
+    cyclic_pieces,
+    round_triangles,
+    round_vertex_triangles,
+)
+from dtri.options import DECOMPOSITIONS
+
+BYTES_PER_TARGET = 4
+"""A target in a block or a piece: int32."""
+BYTES_PER_PIECE_ROW = 4
+"""A row's out-degree in a piece: int32."""
+BYTES_PER_OFFSET = 8
+"""A block's offset per row: int64."""
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """How the join is spread over the workers, and why."""
+
+    kind: str
+    """``1d`` (source ranges, every worker pulls the lists its edges reach) or ``2d``."""
+    side: int
+    """The grid's side ``q`` (``2d``: ``q²`` workers join; ``1d``: 1)."""
+    reason: str
+    moved_1d: dict[str, int]
+    """Predicted bytes the busiest worker pulls under the 1D join, per stage."""
+    moved_2d: dict[str, int]
+    """The same under the 2D join on the largest square grid (empty below 2 × 2)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        return asdict(self)
+
+
+def grid_side(workers: int) -> int:
+    """The side of the largest square grid of at most ``workers`` workers."""
+    return max(1, math.isqrt(max(workers, 1)))
+
+
+def block_bytes(edges: int, vertices: int, r: int, q: int) -> int:
+    """A stored block of ``edges`` edges and row class ``r``: its targets and offsets."""
+    return BYTES_PER_TARGET * edges + BYTES_PER_OFFSET * (block_rows(vertices, r, q) + 1)
+
+
+def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, workers: int,
+             q: int) -> dict[str, int]:
+    """Predicted bytes the busiest grid worker pulls under the 2D join, per stage: the blocks'
+    pieces from the partitions' owners (``cyclic-blocks``), then the rounds' blocks
+    (``cannon-shift``). Each partition's edges are taken to spread evenly over its ``q²``
+    pieces, as the cyclic classes of degree-ordered ranks make them."""
+    edges = sum(s.edges for s in summaries)
+    pieces = [0] * (q * q)
+    for p, s in enumerate(summaries):
+        owner = p % max(workers, 1)
+        for g in range(q * q):
+            if g != owner:
+                rows = class_rows(bounds[p], bounds[p + 1], g // q, q)
+                pieces[g] += (BYTES_PER_TARGET * s.edges // (q * q)
+                              + BYTES_PER_PIECE_ROW * (rows[1] - rows[0]))
+    shifts = [0] * (q * q)
+    for x in range(q):
+        for y in range(q):
+            wanted = set()
+            for t in range(q):
+                z = (x + y + t) % q
+                wanted.update({(x, z), (y, z)})
+            wanted.discard((x, y))
+            shifts[x * q + y] = sum(block_bytes(edges // (q * q), vertices, r, q)
+                                    for r, _ in wanted)
+    busiest = max(range(q * q), key=lambda g: pieces[g] + shifts[g])
+    return {"cyclic-blocks": pieces[busiest], "cannon-shift": shifts[busiest]}
+
+
+def moved_1d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int,
+             workers: int) -> dict[str, int]:
+    """Predicted bytes the busiest worker pulls under the 1D join, per stage: the edge bins'
+    slices (``edge-bins``: each bin one partition's range, built where that partition lives
+    from the slices of its range) and the lists its partitions' edges reach, from the
+    partitions that hold them (``intersect``)."""
+    workers = max(workers, 1)
+    if workers == 1:
+        return {"edge-bins": 0, "intersect": 0}
+    ranges = {p: (bounds[p], bounds[p + 1]) for p in range(len(summaries))}
+    pulled = [0] * workers
+    for w in range(workers):
+        reached: set[int] = set()
+        for p, s in enumerate(summaries):
+            if p % workers == w and s.wedges:
+                reached.update(k for k, (low, high) in ranges.items() if reaches(s, low, high))
+        pulled[w] = sum(csr_bytes(summaries[k].edges, ranges[k][1] - ranges[k][0])
+                        for k in reached if k % workers != w)
+    return {"edge-bins": 0, "intersect": max(pulled)}
+
+
+def choose_decomposition(requested: str, summaries: Sequence[Any], bounds: Sequence[int],
+                         vertices: int, workers: int) -> Decomposition:
+    """The decomposition of a count on ``workers`` workers (see the module docstring)."""
+    if requested not in DECOMPOSITIONS:
+        raise ConfigurationError(f"--decomposition must be one of "
+                                 f"{', '.join(DECOMPOSITIONS)}, got {requested!r}")
+    q = grid_side(workers)
+    one = moved_1d(summaries, bounds, vertices, workers)
+    two = moved_2d(summaries, bounds, vertices, workers, q) if q > 1 else {}
+    grid = f"a {q} x {q} grid"
+    idle = workers - q * q
+    if idle:
+        grid += f" of {workers} workers ({idle} kept out: not a square)"
+    if requested == "1d":
+        return Decomposition("1d", 1, "--decomposition 1d", one, two)
+    if requested == "2d":
+        return Decomposition("2d", q, f"--decomposition 2d: {grid}", one, two)
+    if q == 1:
+        return Decomposition("1d", 1, f"auto: {workers} worker{'s' * (workers != 1)}, "
+                             "too few for a 2 x 2 grid", one, two)
+    busiest_1d, busiest_2d = sum(one.values()), sum(two.values())
+    if busiest_2d < busiest_1d:
+        return Decomposition("2d", q, f"auto: {grid}; the busiest worker is predicted to pull "
+                             f"{busiest_2d} B against {busiest_1d} B under 1d", one, two)
+    return Decomposition("1d", 1, f"auto: the busiest worker is predicted to pull "
+                         f"{busiest_1d} B under 1d against {busiest_2d} B on {grid}", one, two)
+
+
+def decomposition(graph: Any) -> Decomposition:
+    """The decomposition of a prepared graph's joins, chosen once and cached on the graph
+    (the count and the triangles at each vertex share it, and the blocks)."""
+    if "decomposition" not in graph.cache:
+        graph.cache["decomposition"] = choose_decomposition(
+            graph.options.decomposition, graph.summaries, graph.bounds, graph.vertices,
+            graph.runtime.workers)
+    return graph.cache["decomposition"]
+
+
+# ------------------------------------------------------------------------- the task graph
+
+def cut_pieces(part: tuple, q: int) -> dict[int, tuple]:
+    """A stored sorted partition cut into its ``q²`` pieces (:func:`cyclic_pieces`)."""
+    return cyclic_pieces(as_csr(part), q)
+
+
+def cyclic_blocks(graph: Any, q: int, timer: Any = None) -> list[Any]:
+    """Persisted, block ``g = r·q + s`` on grid worker ``g``: the graph's ``q²`` blocks
+    (cached on the graph; ``timer`` times their stage, else a timer of their own)."""
+    key = f"cyclic-blocks-{q}"
+    if key not in graph.cache:
+        tasks = graph.tasks
+        splits = {}
+        for p, part in enumerate(graph.parts):
+            with tasks.placed(p):
+                splits[p] = tasks.task("cyclic-blocks", cut_pieces, part, q, key=("cut", p))
+        grid = range(q * q)
+        picks = tasks.pick_pieces("cyclic-blocks", splits, dict.fromkeys(splits, grid))
+        blocks = []
+        for g in grid:
+            with tasks.placed(g):
+                blocks.append(tasks.task("cyclic-blocks", cyclic_block,
+                                         *(picks[p, g] for p in splits), key=("block", g)))
+        own = timer is None
+        timer = graph.timer() if own else timer
+        graph.cache[key] = list(timer.submit("cyclic_blocks", *blocks))
+        if own:
+            timer.settle()
+    return graph.cache[key]
+
+
+def arrived(rows_block: tuple, lists_block: tuple, after: Any = None) -> tuple[tuple, tuple]:
+    """A round's two blocks, once they are on the worker (``after``: the round it waits
+    for, so that only the next round's blocks travel ahead)."""
+    return rows_block, lists_block
+
+
+def cannon_rounds(graph: Any, q: int, timer: Any = None, mode: str = "count") -> list[Any]:
+    """The rounds of every grid worker: ``count``, each round's triangles (delayed ints);
+    ``vertex``, per worker its rounds' triangles at each rank (a delayed vertex-wide
+    array)."""
+    tasks, n = graph.tasks, graph.vertices
+    blocks = cyclic_blocks(graph, q, timer)
+    results = []
+    for x in range(q):
+        for y in range(q):
+            g = x * q + y
+            rounds: list[Any] = []
+            with tasks.placed(g):
+                for t in range(q):
+                    z = (x + y + t) % q
+                    after = rounds[t - 2] if t >= 2 else None
+                    pair = tasks.task("cannon-shift", arrived, blocks[x * q + z],
+                                      blocks[y * q + z], after, key=(mode, x, y, t),
+                                      on_host=True)
+                    if mode == "count":
+                        rounds.append(tasks.task("cannon-round", round_triangles, blocks[g],
+                                                 pair, x, y, z, q, n, key=(mode, x, y, t)))
+                    else:
+                        before = rounds[-1] if rounds else None
+                        rounds.append(tasks.task("cannon-round", round_vertex_triangles,
+                                                 blocks[g], pair, x, y, z, q, n, before,
+                                                 key=(mode, x, y, t)))
+            results.extend(rounds if mode == "count" else rounds[-1:])
+    return results

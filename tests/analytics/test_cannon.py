@@ -1,0 +1,164 @@
+"""The 2D cyclic decomposition with Cannon's rounds against the 1D join and NetworkX: its
+blocks and rounds alone, in this process (a 1 x 1 grid), and on 4 and 5 local workers."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dtri
+from dtri.analytics.cannon import choose_decomposition, grid_side, moved_1d, moved_2d
+from dtri.errors import ConfigurationError
+from dtri.kernels.csr import PartitionSummary, as_csr
+from dtri.kernels.cyclic import (
+    class_rows,
+    cyclic_block,
+    cyclic_pieces,
+    round_triangles,
+    round_vertex_triangles,
+)
+from tests.oracles import host, messy_graphs, networkx_graph, networkx_triangles
+
+
+def rounds_by_hand(graph, q: int) -> tuple[int, np.ndarray]:
+    """The count and the triangles at each rank of a prepared graph by the 2D join on a
+    ``q x q`` grid, every block and round computed here, in Cannon's order."""
+    parts = [as_csr(p) for p in graph.parts]
+    pieces = [cyclic_pieces(p, q) for p in parts]
+    blocks = [cyclic_block(*(piece[g] for piece in pieces)) for g in range(q * q)]
+    n = graph.vertices
+    found, at_rank = 0, np.zeros(n, dtype=np.int64)
+    for x, y in itertools.product(range(q), repeat=2):
+        before = None
+        for t in range(q):
+            z = (x + y + t) % q
+            pair = (blocks[x * q + z], blocks[y * q + z])
+            found += round_triangles(blocks[x * q + y], pair, x, y, z, q, n)
+            before = round_vertex_triangles(blocks[x * q + y], pair, x, y, z, q, n, before)
+        at_rank += before
+    return found, at_rank
+
+
+@given(edges=messy_graphs(), npartitions=st.integers(1, 4), q=st.integers(1, 4))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_rounds_of_every_grid_find_each_triangle_once(edges, npartitions, q):
+    with dtri.prepare(edges, scheduler="synchronous", npartitions=npartitions,
+                      backend="cpu") as graph:
+        found, at_rank = rounds_by_hand(graph, q)
+        assert found == networkx_triangles(edges)
+        ids = np.asarray(host(graph.ids))
+        expected = nx.triangles(networkx_graph(edges))
+        assert {int(ids[r]): int(c) for r, c in enumerate(at_rank)} == expected
+
+
+def test_blocks_hold_every_edge_once_by_its_classes():
+    edges = np.array([(u, v) for u in range(9) for v in range(u + 1, 9) if (u * v) % 4 != 3])
+    with dtri.prepare(edges, scheduler="synchronous", npartitions=3, backend="cpu") as graph:
+        parts = [as_csr(p) for p in graph.parts]
+        oriented = {(int(s), int(d)) for p in parts
+                    for s, d in zip(np.repeat(np.arange(p.low, p.high), np.diff(p.offsets)),
+                                    p.dst, strict=True)}
+        q = 3
+        pieces = [cyclic_pieces(p, q) for p in parts]
+        seen = set()
+        for g in range(q * q):
+            r, s = divmod(g, q)
+            dst, offsets = cyclic_block(*(piece[g] for piece in pieces))
+            assert offsets.shape[0] == class_rows(0, graph.vertices, r, q)[1] + 1
+            for i in range(offsets.shape[0] - 1):
+                row = dst[offsets[i]: offsets[i + 1]].tolist()
+                assert row == sorted(row) and all(c % q == s for c in row)
+                seen.update((r + q * i, c) for c in row)
+        assert seen == oriented
+
+
+@pytest.mark.parametrize("decomposition", ["1d", "2d", "auto"])
+def test_in_this_process_the_grid_is_one_by_one_and_exact(decomposition):
+    edges = np.random.default_rng(5).integers(0, 200, size=(3000, 2))
+    result = dtri.count(edges, backend="cpu", decomposition=decomposition, npartitions=3)
+    assert result.triangles == networkx_triangles(edges)
+    spread = result.plan["decomposition"]
+    assert result.decomposition == ("2d" if decomposition == "2d" else "1d")
+    assert spread["side"] == 1 and spread["kind"] == result.decomposition
+    if decomposition == "auto":
+        assert "too few for a 2 x 2 grid" in spread["reason"]
+
+
+def test_a_bad_decomposition_is_refused():
+    with pytest.raises(ConfigurationError, match="--decomposition must be one of"):
+        dtri.count(np.array([[0, 1]]), decomposition="3d")
+
+
+def test_five_workers_use_the_largest_square_grid():
+    edges = np.random.default_rng(7).integers(0, 400, size=(6000, 2))
+    result = dtri.count(edges, backend="cpu", workers=5, npartitions=7, decomposition="2d")
+    assert result.triangles == networkx_triangles(edges)
+    assert result.plan["decomposition"]["side"] == 2
+    assert "1 kept out: not a square" in result.plan["decomposition"]["reason"]
+
+
+def test_three_workers_are_too_few_for_a_grid():
+    summaries = [PartitionSummary(1000, 5000, 100 * p, 100 * p + 99, 1000)
+                 for p in range(6)]
+    bounds = [100 * p for p in range(7)]
+    chosen = choose_decomposition("auto", summaries, bounds, 600, 3)
+    assert (chosen.kind, chosen.side) == ("1d", 1)
+    assert chosen.moved_2d == {}
+    assert grid_side(3) == 1 and grid_side(4) == 2 and grid_side(15) == 3
+
+
+def test_the_bytes_model_prefers_2d_where_every_worker_would_pull_most_of_the_graph():
+    # 16 workers, each partition's lists reach every later partition (the hubs rank last)
+    parts, per = 32, 1_000_000
+    summaries = [PartitionSummary(per, 10 * per, 1000 * p, 1000 * p + 999, 32_000 - 1)
+                 for p in range(parts)]
+    bounds = [1000 * p for p in range(parts + 1)]
+    one = moved_1d(summaries, bounds, 32_000, 16)
+    two = moved_2d(summaries, bounds, 32_000, 16, 4)
+    assert sum(two.values()) < 0.6 * sum(one.values())
+    chosen = choose_decomposition("auto", summaries, bounds, 32_000, 16)
+    assert (chosen.kind, chosen.side) == ("2d", 4)
+    assert "predicted to pull" in chosen.reason
+    forced = choose_decomposition("1d", summaries, bounds, 32_000, 16)
+    assert (forced.kind, forced.side) == ("1d", 1)
+
+
+@pytest.fixture(scope="module")
+def four_workers():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+@given(edges=messy_graphs(), npartitions=st.integers(1, 6))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])
+def test_on_four_workers_2d_equals_1d_exactly(four_workers, edges, npartitions):
+    with dtri.Session(backend="cpu") as session:
+        one = dtri.prepare(edges, session=session, npartitions=npartitions,
+                           decomposition="1d")
+        two = dtri.prepare(edges, session=session, npartitions=npartitions,
+                           decomposition="2d")
+        counted = two.count()
+        assert counted.decomposition == "2d" and counted.plan["decomposition"]["side"] == 2
+        assert counted.triangles == one.count().triangles == networkx_triangles(edges)
+        assert (host(two.triangles().compute()).sort_index()
+                .equals(host(one.triangles().compute()).sort_index()))
+        one.release()
+        two.release()
+
+
+def test_on_four_workers_every_analytic_of_the_2d_graph_equals_networkx(four_workers):
+    from tests.oracles import check_analytics
+
+    edges = np.random.default_rng(11).integers(0, 60, size=(500, 2))
+    check_analytics(edges, ks=(3, 4, 5), backend="cpu", npartitions=5, decomposition="2d")
