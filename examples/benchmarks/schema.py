@@ -60,6 +60,7 @@ BENCHMARKS = {
     "join-per-call": "`dtri.count` in an open GPU session, median",
     "k-truss": "`dtri.prepare` + `k_truss(k)`, best of `--repeat`",
     "kernel-probe": "the fused join under one tuning, best of `--repeat`",
+    "multi-gpu": "prepare + count of edges persisted on the workers, best of `--repeat`",
     "nx-backend": "`nx.triangles(G, backend='dtri')`, conversion included, best of `--repeat`",
     "nx-backend-per-call": "`nx.<analytic>(G, backend='dtri')`, median",
     "one-liner-per-call": "`dtri.count` with every default, median",
@@ -310,6 +311,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "intersect-balance": _gpu("intersect-balance", graph=lambda own: f"rmat:{own['scale']}"
                               if "scale" in own else None),
     "kernel-probe": _gpu("kernel-probe", {"stage_seconds": "prepare_seconds"}),
+    "multi-gpu": _gpu("multi-gpu"),
     "copy-probe": _gpu("copy-probe"),
     "transfer-probe": _transfer,
 }

@@ -418,11 +418,13 @@ def test_rmm_pool_cap_spills_device_data_and_counts_exactly():
     """R-MAT 18 (4 Mi generated edges, 64 MiB as the input alone) under a 128 MiB RMM pool per
     worker: stored results above the default device memory limit (half the pool) move to host
     memory, the count equals an uncapped one, and RMM saw no more than the pool. The edges
-    are generated in 16 tasks of 4 MiB, so that the generator fits the pool too."""
+    are generated in 16 tasks of 4 MiB, so that the generator fits the pool too. One worker,
+    whatever the GPUs: spread over four, each worker's share fitted under its limit and
+    nothing had to move (a 4-GPU host)."""
     from dtri.input.generate import rmat
 
     pool = 128 << 20
-    with open_runtime(Options(backend="gpu", rmm_pool_size=pool)) as session:
+    with open_runtime(Options(backend="gpu", rmm_pool_size=pool, workers=1)) as session:
         assert session.caps.rmm_pool_size == pool and session.worker_memory == pool
         assert session.caps.device_memory_limit == pool // 2
         with measured_memory(session) as report:

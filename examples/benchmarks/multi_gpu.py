@@ -1,0 +1,146 @@
+"""Strong scaling over GPUs, by protocol and decomposition, with the bytes each worker pulled.
+
+Usage (on a GPU host)::
+
+    python examples/benchmarks/multi_gpu.py rmat:24 rmat:25 --workers 1,2 --protocols tcp,ucx \\
+        --decompositions 1d,2d --repeat 2 [--devices 0,1,0,1] [--out FILE]
+
+For each protocol and worker count, one local cluster of dask-cuda workers (``--devices``:
+the GPUs of the workers in turn, so ``0,1,0,1`` puts four workers on two GPUs: a 2 x 2 grid
+whose bytes are those of four GPUs, though not its speed). On it, each graph is generated on
+the workers and persisted there, then prepared and counted from GPU memory ``--repeat``
+times per decomposition, the best run kept: the in-memory seconds of ``dtri bench``. One
+JSON line per (graph, protocol, workers, decomposition), in the schema of ``schema.py``
+(family ``multi-gpu``): ``seconds`` is that best run's prepare and count, ``stage_seconds``
+dtri's; ``peers`` holds the one-worker run of the same protocol and decomposition made in
+this process on the same edges (its ``efficiency`` is t1 / (workers x t)); ``detail`` the
+workers' measured bytes (``moved_bytes``: per stage, per worker; ``busiest_moved_bytes``),
+the planner's prediction, and the cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # schema.py beside this file
+from schema import command_line, emit, to_schema
+
+
+def cluster(workers: int, protocol: str, devices: str | None) -> Any:
+    """A local dask-cuda cluster of ``workers`` workers over ``protocol``, as dtri starts
+    one (UCX over NVLink where asked)."""
+    from dask_cuda import LocalCUDACluster
+
+    extra: dict[str, Any] = {}
+    if protocol == "ucx":
+        extra = {"enable_tcp_over_ucx": True, "enable_nvlink": True,
+                 "enable_infiniband": False}
+    if devices:
+        extra["CUDA_VISIBLE_DEVICES"] = devices
+    return LocalCUDACluster(n_workers=workers, protocol=protocol, dashboard_address=":0",
+                            silence_logs=logging.CRITICAL, **extra)
+
+
+def busiest(moved: dict[str, dict[str, int]] | None) -> int | None:
+    """The most bytes one worker pulled over every stage."""
+    if not moved:
+        return None if moved is None else 0
+    per_worker: dict[str, int] = {}
+    for by_worker in moved.values():
+        for worker, value in by_worker.items():
+            per_worker[worker] = per_worker.get(worker, 0) + value
+    return max(per_worker.values(), default=0)
+
+
+def timed_counts(graph: str, decompositions: list[str], repeat: int,
+                 seed: int) -> dict[str, dict[str, Any]]:
+    """Per decomposition, the best of ``repeat`` prepares and counts of the graph persisted
+    on the workers of the active client."""
+    import dtri
+    from dtri.bench import _materialize
+    from dtri.input.frames import as_edge_frame
+    from dtri.input.generate import generated
+
+    results: dict[str, dict[str, Any]] = {}
+    with dtri.Session(backend="gpu") as session:
+        runtime = session.open()
+        persisted = _materialize(as_edge_frame(generated(graph, seed=seed), "gpu"), runtime)
+        for decomposition in decompositions:
+            best: dict[str, Any] = {}
+            for _ in range(repeat):
+                started = time.perf_counter()
+                with dtri.prepare(persisted, session=session,
+                                  decomposition=decomposition) as prepared:
+                    result = prepared.count()
+                seconds = time.perf_counter() - started
+                if best and best["result"].triangles != result.triangles:
+                    raise SystemExit(f"{graph}: {best['result'].triangles} then "
+                                     f"{result.triangles} triangles")
+                if not best or seconds < best["seconds"]:
+                    best = {"seconds": seconds, "result": result}
+            results[decomposition] = best
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("graphs", nargs="+")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--protocols", default="tcp,ucx")
+    parser.add_argument("--decompositions", default="1d,2d")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--devices", default=None,
+                        help="CUDA_VISIBLE_DEVICES of the workers in turn, e.g. 0,1,0,1")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+
+    from distributed import Client
+
+    from dtri.runtime.session import ucx_available
+
+    counts = [int(w) for w in args.workers.split(",")]
+    decompositions = args.decompositions.split(",")
+    for protocol in args.protocols.split(","):
+        if protocol == "ucx" and not ucx_available():
+            print("skipped: protocol ucx (distributed-ucxx is not installed)", file=sys.stderr)
+            continue
+        single: dict[tuple[str, str], dict[str, Any]] = {}
+        for workers in counts:
+            devices = ",".join(args.devices.split(",")[:workers]) if args.devices else None
+            with cluster(workers, protocol, devices) as local, Client(local):
+                for graph in args.graphs:
+                    runs = timed_counts(graph, decompositions, args.repeat, args.seed)
+                    for decomposition, best in runs.items():
+                        result, seconds = best["result"], best["seconds"]
+                        if workers == 1:
+                            single[graph, decomposition] = best
+                        one = single.get((graph, decomposition))
+                        peers = {} if one is None or workers == 1 else {"one-worker": {
+                            "seconds": round(one["seconds"], 6),
+                            "triangles": one["result"].triangles,
+                            "agrees": one["result"].triangles == result.triangles,
+                            "efficiency": round(one["seconds"] / (workers * seconds), 3)}}
+                        moved = getattr(result, "moved_bytes", None)
+                        spread = result.plan["decomposition"]
+                        own = {"graph": graph, "seconds": round(seconds, 6),
+                               "stage_seconds": result.seconds, "triangles": result.triangles,
+                               "peers": peers, "workers": workers, "protocol": protocol,
+                               "devices": devices, "decomposition": result.decomposition,
+                               "grid_side": spread["side"], "reason": spread["reason"],
+                               "predicted_moved_bytes": {"1d": spread["moved_1d"],
+                                                         "2d": spread["moved_2d"]},
+                               "moved_bytes": moved, "busiest_moved_bytes": busiest(moved),
+                               "link_bandwidth": getattr(result, "link_bandwidth", None),
+                               "edges": result.edges, "vertices": result.vertices,
+                               "repeat": args.repeat}
+                        emit(to_schema("multi-gpu", own, command=command_line()), args.out)
+
+
+if __name__ == "__main__":
+    main()
