@@ -157,6 +157,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
     from dtri.analytics.estimate import Approx, estimate
+    from dtri.runtime.link import link_bandwidth
 
     asked = {"error": error, "confidence": confidence, "samples": samples, "seconds": seconds,
              "seed": sample_seed, "average_clustering": with_clustering, "method": method}
@@ -180,6 +181,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
         result = graph.count(explain=explain)
         quick = estimate(graph, Approx(samples=QUICK_SAMPLES, seed=0), allow_exact=False) \
             if explain else None
+        probed = link_bandwidth(graph.runtime) if explain else None
     if explain:
         forecast = None if quick is None else {
             "triangles": quick.triangles, "interval": quick.triangles_interval,
@@ -188,9 +190,15 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
             click.echo(json.dumps({**source, "plan": result.plan, "seconds": result.seconds,
                                    "read": result.read, "estimate": forecast,
                                    "peak_device_bytes": result.peak_device_bytes,
-                                   "peak_device_source": result.peak_device_source}))
+                                   "peak_device_source": result.peak_device_source,
+                                   "moved_bytes": result.moved_bytes,
+                                   "protocol": result.protocol,
+                                   "protocol_note": result.protocol_note,
+                                   "probed_link_bandwidth": probed}))
         else:
             _print_plan(result.plan)
+            _print_comms(result.protocol, probed)
+            _print_note(result.protocol_note)
             if quick is not None:
                 low, high = quick.triangles_interval
                 click.echo(f"estimate       {quick.triangles:.4g} triangles ("
@@ -203,6 +211,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
                        f"{read['largest_rows']} rows ({read['rows']} rows)")
             _print_peaks(result.peak_device_bytes, result.peak_device_source,
                          "measured (the stages run so far)")
+            _print_moves(result.moved_bytes, None)
         return
     if as_json:
         click.echo(json.dumps({**source, **result.to_dict()}))
@@ -217,8 +226,10 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     click.echo(f"backend        {result.backend} ({result.workers} workers, memory budget "
                f"{format_bytes(result.memory_budget)}/worker, {result.orientation} orientation, "
                f"{result.order} order)")
+    _print_note(result.protocol_note)
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
     _print_peaks(result.peak_device_bytes, result.peak_device_source, "device peak")
+    _print_moves(result.moved_bytes, result.link_bandwidth)
 
 
 QUICK_SAMPLES = 1 << 14
@@ -307,6 +318,45 @@ def _decomposition_line(spread: dict[str, Any]) -> str:
     return line
 
 
+MOVED_STAGES_SHOWN = 3
+"""Stages named in the text line of the bytes moved between workers (the most first)."""
+
+
+def _print_moves(moved_bytes: dict[str, dict[str, int]] | None,
+                 bandwidth: float | None) -> None:
+    """One line on the bytes moved between workers, when something moved: the total, the
+    stages that moved most, the most one worker received, and the transfers' bandwidth."""
+    from dtri.runtime.transfers import most_to_one_worker, total_moved
+
+    if not moved_bytes or not (moved := total_moved(moved_bytes)):
+        return
+    stages = sorted(((sum(workers.values()), stage) for stage, workers in moved_bytes.items()),
+                    reverse=True)
+    named = ", ".join(f"{stage} {format_bytes(value)}"
+                      for value, stage in stages[:MOVED_STAGES_SHOWN])
+    more = f", {len(stages) - MOVED_STAGES_SHOWN} more" if len(stages) > MOVED_STAGES_SHOWN \
+        else ""
+    rate = "" if bandwidth is None else f"; {format_bytes(int(bandwidth))}/s a transfer"
+    click.echo(f"moved          {format_bytes(moved)} between workers ({named}{more}); most to "
+               f"one worker {format_bytes(most_to_one_worker(moved_bytes))}{rate}")
+
+
+def _print_comms(protocol: str | None, probed: float | None) -> None:
+    """The workers' protocol and the probed bandwidth of their link (``--explain``), where
+    there is a cluster."""
+    if protocol is None:
+        return
+    link = "" if probed is None else \
+        f", {format_bytes(int(probed))}/s between two workers (probed once per cluster)"
+    click.echo(f"comms          {protocol}{link}")
+
+
+def _print_note(note: str | None) -> None:
+    """The line on faster comms (:attr:`dtri.runtime.session.Runtime.protocol_note`)."""
+    if note is not None:
+        click.echo(f"note           {note}")
+
+
 def _print_plan(plan: dict[str, Any]) -> None:
     """The plan of ``dtri count --explain`` as a short table."""
     partitions = plan["partitions"]
@@ -362,7 +412,8 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
         click.echo(json.dumps({**source, **summary}))
         return
     for name, value in summary.items():
-        if name in ("top", "seconds", "peak_device_bytes", "task_device_bytes") \
+        if name in ("top", "seconds", "peak_device_bytes", "task_device_bytes",
+                    "protocol_note") \
                 or value is None or value == {}:
             continue
         if name == "memory_budget":
@@ -377,6 +428,7 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
     click.echo("seconds                " + "  ".join(f"{k} {v:.3f}"
                                                      for k, v in summary["seconds"].items()))
     _print_peaks(summary.get("peak_device_bytes"), "measured", "device peak")
+    _print_note(summary.get("protocol_note"))
 
 
 def _shown(value: Any) -> str:
@@ -405,6 +457,7 @@ def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str 
                 summary["peak_device_bytes"] = peaks
                 summary["task_device_bytes"] = memory.task_device_bytes()
             summary["host_tasks"] = memory.host_tasks()
+            summary["protocol_note"] = graph.runtime.protocol_note
             summary.update(partitions=graph.partitions, memory_budget=graph.task_budget,
                            staging=graph.staging.where)
     _report(summary, as_json, _source(paths, spec, seed))

@@ -84,8 +84,9 @@ class Options:
         "one per GPU, or per core, when a local cluster is started).", kind="count")
     protocol: str = _option(
         "auto", "cluster", "--protocol", "Comms of the local cluster started for the run: auto "
-        "is UCX (NVLink) between several GPU workers when distributed-ucxx is installed, else "
-        "TCP.", PROTOCOLS)
+        "is UCX (NVLink) between several GPU workers when distributed-ucxx is installed (the "
+        "cuda12/cuda13 extras install it), else TCP, which the run's output then notes with "
+        "the command that installs it.", PROTOCOLS)
 
     # ---- memory
     memory_limit: int | None = _option(

@@ -90,6 +90,19 @@ class CountResult:
     placement: str = ""
     """Where the run went (this process, a local cluster, a running one) and on which
     backend, and why (:func:`dtri.runtime.session.placement`)."""
+    protocol: str | None = None
+    """The comms between the workers (``tcp``, ``ucx``); ``None`` in this process."""
+    protocol_note: str | None = None
+    """Where dtri started several GPU workers on TCP because distributed-ucxx is not
+    installed: one line saying so, with the command that installs it; else ``None``."""
+    moved_bytes: dict[str, dict[str, int]] | None = None
+    """Measured on the workers: per stage (the ``dtri-<stage>`` of the keys of the data
+    moved) the bytes each worker, by address, received from the others, for the preparation
+    and the count; ``{}`` where nothing moved, ``None`` in this process
+    (:mod:`dtri.runtime.transfers`)."""
+    link_bandwidth: float | None = None
+    """Bytes per second of those transfers: their bytes over their durations added up;
+    ``None`` where nothing moved."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -116,6 +129,7 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         graph.cache["count"] = int(triangles)
     seconds = graph.seconds_with(timer.seconds, started)
     memory = graph.memory()
+    moved = graph.moves()
     return CountResult(
         triangles=None if explain else int(triangles), vertices=plan.vertices,
         edges=plan.edges, wedges=plan.wedges, bins=plan.nbins, batches=len(plan.batches),
@@ -127,7 +141,9 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         caps=graph.runtime.caps.sizes(), peak_device_bytes=memory.peak_device_bytes(),
         task_device_bytes=memory.task_device_bytes(), peak_device_source=memory.source,
         read=dict(graph.read), host_tasks=memory.host_tasks(),
-        placement=graph.runtime.reason)
+        placement=graph.runtime.reason, protocol=graph.runtime.protocol,
+        protocol_note=graph.runtime.protocol_note, moved_bytes=moved.moved_bytes(),
+        link_bandwidth=moved.link_bandwidth())
 
 
 def plan_count(graph: Any, timer: Any) -> CountPlan:

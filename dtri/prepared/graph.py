@@ -55,6 +55,7 @@ from dtri.runtime.session import Runtime
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
+from dtri.runtime.transfers import MovedBytes
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -104,6 +105,8 @@ class PreparedGraph:
     measured: MeasuredMemory = field(default_factory=lambda: MeasuredMemory(None))
     """The peak memory of each stage that ran for this graph, as the workers measured it
     (:meth:`memory`)."""
+    moved: MovedBytes = field(default_factory=lambda: MovedBytes(False))
+    """The bytes each stage run for this graph moved between workers (:meth:`moves`)."""
     cache: dict[str, Any] = field(default_factory=dict)
     """Results computed on this graph, by analytic (:mod:`dtri.analytics`)."""
     exit_stack: ExitStack | None = None
@@ -161,6 +164,14 @@ class PreparedGraph:
         if not self.released:
             self.measured.merge(self.runtime.stage_peaks())
         return self.measured
+
+    def moves(self) -> MovedBytes:
+        """The bytes moved between workers by each stage run for this graph so far (its
+        preparation and the analytics since), per receiving worker
+        (:mod:`dtri.runtime.transfers`)."""
+        if not self.released:
+            self.moved.merge(self.runtime.moves())
+        return self.moved
 
     def seconds_with(self, stages: dict[str, float], started: float) -> dict[str, float]:
         """What an analytic's result reports as its seconds: the preparation's stages, the
@@ -327,6 +338,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     partitioning unless a partition is too big for one task."""
     started = time.perf_counter()
     runtime.stage_peaks()  # what ran before this graph is not its own
+    runtime.moves()
     timer = runtime.timer(options.progress)
     staging = runtime.staging
     tasks = runtime.tasks()
@@ -422,7 +434,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                          summaries=summaries, vertices=int(vertices), ids=ids, degree=degree,
                          orientation=orientation, orientation_reason=reason, order=order,
                          order_reason=order_reason, seconds=seconds, read=read,
-                         measured=runtime.stage_peaks())
+                         measured=runtime.stage_peaks(), moved=runtime.moves())
 
 
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:

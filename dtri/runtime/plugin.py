@@ -1,5 +1,6 @@
-"""The worker plugins of a session: each worker's staging state and its stage meter (imported
-where a cluster's workers need them, not with dtri: it imports ``distributed``)."""
+"""The worker plugins of a session: each worker's staging state, its stage meter and its
+transfer ledger (imported where a cluster's workers need them, not with dtri: it imports
+``distributed``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from dtri.runtime.meter import METER_NAME, StageMeter, make_probe, probe_source
 from dtri.runtime.staging import PLUGIN_NAME, StagingState, pinned_arena
+from dtri.runtime.transfers import TRANSFERS_NAME, TransferLedger
 
 
 class StagingPlugin(WorkerPlugin):
@@ -58,3 +60,24 @@ class MeterPlugin(WorkerPlugin):
             self.meter.started(key)
         elif start == "executing":
             self.meter.finished(key)
+
+
+class TransferPlugin(WorkerPlugin):
+    """Gives each worker a :class:`~dtri.runtime.transfers.TransferLedger` (registered as
+    :data:`~dtri.runtime.transfers.TRANSFERS_NAME`) and has it file the worker's received
+    transfers each time a key reaches its memory, before Dask's bounded log drops them."""
+
+    name = TRANSFERS_NAME
+
+    def __init__(self) -> None:
+        self.ledger: TransferLedger | None = None
+
+    def setup(self, worker: Any) -> None:
+        self.ledger = TransferLedger(worker)
+
+    def teardown(self, worker: Any) -> None:
+        self.ledger = None
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish == "memory" and self.ledger is not None:
+            self.ledger.catch_up()

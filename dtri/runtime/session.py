@@ -48,6 +48,7 @@ from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
+from dtri.runtime.transfers import MovedBytes, read_moved_bytes
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
 GPU_MIN_EDGES = "dtri.gpu-min-edges"
@@ -225,6 +226,14 @@ class Runtime:
     pool: :func:`_device_pool`), or ``None`` for CuPy's current one."""
     reason: str = ""
     """One line on why the run goes where it goes (``--explain``)."""
+    protocol: str | None = None
+    """The comms between the workers (``tcp``, ``ucx``, ...: the scheme of the scheduler's
+    address); ``None`` without a cluster."""
+    protocol_note: str | None = None
+    """One line on how the comms could be faster, where dtri started a cluster that could
+    not use the best it knows (:func:`resolve_protocol`); ``None`` otherwise."""
+    ledgers: bool = False
+    """Whether the workers keep transfer ledgers (:mod:`dtri.runtime.transfers`)."""
 
     def tasks(self) -> Tasks:
         """The task builder of a stage of this run."""
@@ -242,6 +251,13 @@ class Runtime:
         if self.meter is None and not (self.metered and self.client is not None):
             return MeasuredMemory(None)
         return read_stage_peaks(self.client, self.meter)
+
+    def moves(self) -> MovedBytes:
+        """The bytes moved between workers since the last call, per stage and receiving
+        worker (:mod:`dtri.runtime.transfers`); not measured without a cluster."""
+        if not self.ledgers or self.client is None:
+            return MovedBytes(False)
+        return read_moved_bytes(self.client)
 
     def task_budget(self, memory_budget: int | None) -> int:
         """Bytes one task may plan for: the per-worker budget shared by its threads (by
@@ -327,21 +343,56 @@ def _visible_gpus() -> int:
     return int(cupy.cuda.runtime.getDeviceCount())
 
 
-def resolve_protocol(requested: str, backend: str, workers: int | None) -> str:
+def cuda_major() -> int | None:
+    """The CUDA major version of the installed CuPy's runtime (12, 13), ``None`` without
+    CuPy."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.runtimeGetVersion()) // 1000
+    except Exception:  # no CuPy, or no CUDA runtime it can load
+        return None
+
+
+def ucx_package() -> str:
+    """The distributed-ucxx package for the installed CUDA (``distributed-ucxx-cu13`` where
+    that is not known)."""
+    return f"distributed-ucxx-cu{cuda_major() or 13}"
+
+
+@dataclass(frozen=True)
+class ProtocolChoice:
+    """The comms of a cluster that dtri starts, and why it is not the best one, if not."""
+
+    name: str
+    """``tcp`` or ``ucx``."""
+    note: str | None = None
+    """One line for the user, with the command that would give the better comms."""
+
+
+def resolve_protocol(requested: str, backend: str, workers: int | None) -> ProtocolChoice:
     """``tcp`` or ``ucx`` for an embedded cluster. ``auto`` picks UCX for several GPU workers
     when it is installed: Dask's TCP comm moves GPU data at about 1 GB/s through host memory,
-    UCX over NVLink at about 100 GB/s (measured on 4 H200, examples/benchmarks/README.md)."""
+    UCX over NVLink at about 100 GB/s (measured on 4 H200, examples/benchmarks/README.md).
+    Where it is not installed, ``auto`` takes TCP, and the choice's note says so with the
+    command that installs it."""
     if requested not in PROTOCOLS:
         raise ConfigurationError(
             f"protocol must be one of {', '.join(PROTOCOLS)}, got {requested!r}")
     if requested == "ucx" and not ucx_available():
         raise ConfigurationError(
-            "the UCX protocol needs distributed-ucxx (pip install distributed-ucxx-cu13); "
+            f"the UCX protocol needs distributed-ucxx (pip install {ucx_package()}); "
             "use --protocol tcp")
     if requested != "auto":
-        return requested
+        return ProtocolChoice(requested)
     several = (workers or (_visible_gpus() if backend == "gpu" else 1)) > 1
-    return "ucx" if backend == "gpu" and several and ucx_available() else "tcp"
+    if backend != "gpu" or not several:
+        return ProtocolChoice("tcp")
+    if ucx_available():
+        return ProtocolChoice("ucx")
+    return ProtocolChoice("tcp", (
+        "the GPU workers talk TCP, through host memory: distributed-ucxx is not installed "
+        f"(pip install {ucx_package()} for UCX over NVLink)"))
 
 
 def unguarded_script_line() -> int | None:
@@ -429,7 +480,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
             f"{script} again: put the code that calls dtri under "
             'if __name__ == "__main__":, or give scheduler="synchronous" to run in this '
             "process")
-    protocol = resolve_protocol(protocol, backend, workers)
+    protocol = resolve_protocol(protocol, backend, workers).name
     caps = caps or MemoryCaps()
     memory: dict[str, Any] = {}
     if caps.memory_limit is not None:
@@ -527,6 +578,7 @@ def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
         threads_per_worker=max(w["nthreads"] for w in info.values()),
         worker_memory=int(memory), dashboard=getattr(client, "dashboard_link", None),
         addresses=tuple(sorted(info)), caps=caps,
+        protocol=str(getattr(client.scheduler, "address", "")).partition("://")[0] or None,
     )
 
 
@@ -694,7 +746,8 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
                 "host staging (the default with a capped RMM pool) counts with the fused "
                 "join: give --join intersect or auto, or --staging device")
         with _staging_state(runtime, options.memory_budget), \
-                _stage_meter(runtime) as runtime, _device_pool(runtime) as runtime:
+                _stage_meter(runtime) as runtime, _transfer_ledgers(runtime) as runtime, \
+                _device_pool(runtime) as runtime:
             yield runtime
 
 
@@ -727,16 +780,27 @@ def _stage_meter(runtime: Runtime) -> Iterator[Runtime]:
     if choice == "off" or (choice == "auto" and runtime.backend != "gpu"):
         yield runtime  # nothing to measure
         return
-    if runtime.client.run_on_scheduler(_has_worker_plugin, METER_NAME):
-        yield replace(runtime, metered=True)  # an enclosing runtime set the meters up
-        return
     from dtri.runtime.plugin import MeterPlugin
 
-    runtime.client.register_plugin(MeterPlugin(runtime.backend, choice), name=METER_NAME)
-    try:
+    with _worker_plugin(runtime.client, METER_NAME,
+                        lambda: MeterPlugin(runtime.backend, choice)):
         yield replace(runtime, metered=True)
-    finally:
-        runtime.client.unregister_worker_plugin(METER_NAME)
+
+
+@contextmanager
+def _transfer_ledgers(runtime: Runtime) -> Iterator[Runtime]:
+    """Each worker's transfer ledger (:class:`dtri.runtime.plugin.TransferPlugin`) for as
+    long as the block lasts; yields the runtime that reads them. Without a cluster nothing
+    moves between workers."""
+    from dtri.runtime.transfers import TRANSFERS_NAME
+
+    if runtime.client is None:
+        yield runtime
+        return
+    from dtri.runtime.plugin import TransferPlugin
+
+    with _worker_plugin(runtime.client, TRANSFERS_NAME, TransferPlugin):
+        yield replace(runtime, ledgers=True)
 
 
 @contextmanager
@@ -784,16 +848,25 @@ def _staging_state(runtime: Runtime, memory_budget: int | None) -> Iterator[None
         finally:
             end_local_staging()
         return
-    if runtime.client.run_on_scheduler(_has_worker_plugin, PLUGIN_NAME):
-        yield  # an enclosing runtime on the same cluster set it up, and takes it down
-        return
     from dtri.runtime.plugin import StagingPlugin
 
-    runtime.client.register_plugin(StagingPlugin(limit, pinned=True), name=PLUGIN_NAME)
+    with _worker_plugin(runtime.client, PLUGIN_NAME, lambda: StagingPlugin(limit, pinned=True)):
+        yield
+
+
+@contextmanager
+def _worker_plugin(client: Any, name: str, make: Callable[[], Any]) -> Iterator[None]:
+    """The worker plugin ``make()`` on every worker of ``client`` (and on those that join)
+    for as long as the block lasts, registered as ``name``; where an enclosing runtime on
+    the same cluster registered it already, that one is used, and it takes it down."""
+    if client.run_on_scheduler(_has_worker_plugin, name):
+        yield
+        return
+    client.register_plugin(make(), name=name)
     try:
         yield
     finally:
-        runtime.client.unregister_worker_plugin(PLUGIN_NAME)
+        client.unregister_worker_plugin(name)
 
 
 def _has_worker_plugin(name: str, dask_scheduler: Any = None) -> bool:
@@ -828,6 +901,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             return
         from distributed import Client
 
+        chosen: ProtocolChoice | None = None  # a cluster started here: its comms' choice
         if address or scheduler_file:
             try:
                 client = Client(address, scheduler_file=scheduler_file, timeout="30s")
@@ -837,11 +911,12 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
                 ) from None
             stack.callback(client.close)
         elif (client := active_client()) is None:
+            chosen = resolve_protocol(protocol, backend, workers)
             _prepare_spill_directory(caps.spill_directory)
             if caps.memory_limit is not None:
                 stack.enter_context(dask.config.set(WORKER_MEMORY_CONFIG))
             restore_environ = stack.enter_context(_environ_kept())
-            cluster = _start_local_cluster(backend, workers, protocol, caps)
+            cluster = _start_local_cluster(backend, workers, chosen.name, caps)
             restore_environ()
             stack.callback(cluster.close)
             client = Client(cluster)
@@ -850,4 +925,5 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             _refuse_caps_for(caps, "the active distributed.Client's cluster")
         # as_current, not dask.config: a nanny copies the config into the workers it restarts
         stack.enter_context(client.as_current())
-        yield _describe_client(client, backend, workers)
+        runtime = _describe_client(client, backend, workers)
+        yield replace(runtime, protocol_note=chosen.note) if chosen is not None else runtime

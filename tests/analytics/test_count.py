@@ -100,6 +100,32 @@ def test_distributed_cluster_counts_exactly(dask_client, backend):
                                    "wedges_join", "total"}
 
 
+def test_a_count_on_workers_reports_the_bytes_each_stage_moved(dask_client, backend):
+    """Per stage (a ``dtri-<stage>`` task prefix of the run, or ``read``) the bytes each worker
+    received; the count's own add to its preparation's; nothing moves in this process."""
+    edges = np.random.default_rng(11).integers(0, 400, size=(6_000, 2))
+    options = {"backend": backend, "npartitions": 4, "memory_budget": "64KiB"}
+    with dtri.prepare(edges, **options) as graph:
+        prepared = graph.moves().moved_bytes()
+        result = graph.count()
+    assert result.triangles == networkx_triangles(edges)
+    moved = result.moved_bytes
+    addresses = set(dask_client.scheduler_info(n_workers=-1)["workers"])
+    prefixes = set(dask_client.run_on_scheduler(
+        lambda dask_scheduler: list(dask_scheduler.task_prefixes)))
+    assert sum(moved["canonicalize"].values()) > 0  # an exchange: half the pieces move
+    for stage, received in moved.items():
+        assert stage == "read" or f"dtri-{stage}" in prefixes, stage
+        assert set(received) <= addresses and all(value > 0 for value in received.values())
+    for stage, received in prepared.items():
+        assert all(moved[stage][address] >= value for address, value in received.items())
+    assert moved != prepared  # the count moved its own bins
+    assert result.link_bandwidth > 0
+    assert result.protocol == "tcp" and result.protocol_note is None
+    alone = dtri.count(edges, scheduler="synchronous", backend="cpu")
+    assert alone.moved_bytes is None and alone.link_bandwidth is None
+
+
 def test_task_names_show_the_stages(dask_client, backend):
     dtri.count(np.array([(0, 1), (1, 2), (0, 2), (2, 3)]), backend=backend, npartitions=2,
                join="wedges")

@@ -6,10 +6,14 @@ import json
 import subprocess
 import sys
 
+import dask
 import pytest
 from click.testing import CliRunner
 
 from dtri.cli import main
+from dtri.runtime import link, session
+from dtri.runtime.session import ProtocolChoice
+from dtri.runtime.transfers import total_moved
 
 TRIANGLE_AND_TAIL = "# a triangle with a tail\n1 2\n2 3\n3 1\n3 4\n"
 
@@ -240,3 +244,34 @@ def test_analytic_commands_share_the_options_of_count():
                                         "--confidence", "--samples", "--seconds",
                                         "--sample-seed", "--clustering", "--method"}:
             assert option in text, (command, option)
+
+
+def test_count_prints_the_note_the_moves_and_with_explain_the_link(monkeypatch):
+    """A cluster whose comms have a note (several GPU workers without distributed-ucxx, made
+    up here) says it in count's and an analytic's output; count adds the bytes moved, and
+    --explain the protocol and the probed link."""
+    note = "the GPU workers talk TCP: pip install distributed-ucxx-cu13"
+    monkeypatch.setattr(session, "resolve_protocol",
+                        lambda *args: ProtocolChoice("tcp", note))
+    args = ["--generate", "rmat:8", "--workers", "2", "--backend", "cpu",
+            "--memory-budget", "256KiB"]
+    with dask.config.set({link.PROBE_BYTES: "1MiB", link.PROBE_REPEATS: 1}):
+        text = CliRunner().invoke(main, ["count", *args])
+        explained = CliRunner().invoke(main, ["count", *args, "--explain", "--json"])
+        plan_text = CliRunner().invoke(main, ["count", *args, "--explain"])
+        analytic = CliRunner().invoke(main, ["triangles", *args])
+    assert text.exit_code == 0, text.output
+    assert f"note           {note}" in text.output.splitlines()
+    assert "between workers" in text.output and "most to one worker" in text.output
+    assert explained.exit_code == 0, explained.output
+    plan = json.loads(explained.output)
+    assert plan["protocol"] == "tcp" and plan["protocol_note"] == note
+    assert plan["probed_link_bandwidth"] > 0
+    assert total_moved(plan["moved_bytes"]) > 0
+    assert plan_text.exit_code == 0, plan_text.output
+    lines = plan_text.output.splitlines()
+    assert any(line.startswith("comms          tcp, ") and "between two workers" in line
+               for line in lines), plan_text.output
+    assert f"note           {note}" in lines
+    assert analytic.exit_code == 0, analytic.output
+    assert f"note           {note}" in analytic.output.splitlines()
