@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dtri.analytics.plan import csr_bytes, reaches
-from dtri.errors import ConfigurationError
+from dtri.analytics.plan import BYTES_PER_KEY, CountPlan, build_plan, csr_bytes
+from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.csr import as_csr
 from dtri.kernels.cyclic import (
     block_rows,
@@ -110,35 +110,47 @@ def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, wor
     return {"cyclic-blocks": pieces[busiest], "cannon-shift": shifts[busiest]}
 
 
-def moved_1d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int,
-             workers: int) -> dict[str, int]:
-    """Predicted bytes the busiest worker pulls under the 1D join, per stage: the edge bins'
-    slices (``edge-bins``: each bin one partition's range, built where that partition lives
-    from the slices of its range) and the lists its partitions' edges reach, from the
-    partitions that hold them (``intersect``)."""
-    workers = max(workers, 1)
-    if workers == 1:
-        return {"edge-bins": 0, "intersect": 0}
-    ranges = {p: (bounds[p], bounds[p + 1]) for p in range(len(summaries))}
-    pulled = [0] * workers
-    for w in range(workers):
-        reached: set[int] = set()
-        for p, s in enumerate(summaries):
-            if p % workers == w and s.wedges:
-                reached.update(k for k, (low, high) in ranges.items() if reaches(s, low, high))
-        pulled[w] = sum(csr_bytes(summaries[k].edges, ranges[k][1] - ranges[k][0])
-                        for k in reached if k % workers != w)
-    return {"edge-bins": 0, "intersect": max(pulled)}
+def moved_1d(plan: CountPlan) -> dict[str, int]:
+    """Predicted bytes the busiest worker pulls under the 1D join, per stage, from the count's
+    plan (device staging): each edge bin is built on the owner of its first partition from
+    the slices of the others (``edge-bins``), and a worker pulls every bin its partitions
+    reach that another built, once (``join``: its packed keys, 8 B an edge; ``intersect``:
+    its CSR). Each partition's edges are taken to spread evenly over its bins."""
+    workers = max(plan.workers, 1)
+    if workers == 1 or not plan.owned:
+        return {"edge-bins": 0, "join": 0, "intersect": 0}
+    builder = {k: owners[0] % workers for k, owners in plan.bin_partitions.items()}
+    slices = [0] * workers
+    for k, owners in plan.bin_partitions.items():
+        for p in owners[1:]:
+            if p % workers != builder[k]:
+                slices[builder[k]] += csr_bytes(plan.bin_edges[k] // len(owners), 0)
+    pulled = {"join": [0] * workers, "intersect": [0] * workers}
+    for stage, wanted in (("join", "wedges"), ("intersect", "intersect")):
+        for w in range(workers):
+            reached = {k for p, s in enumerate(plan.summaries)
+                       if p % workers == w and s.wedges and plan.strategy[p] == wanted
+                       for k in plan.reach[p] if builder[k] != w}
+            low_high = plan.bin_sources
+            pulled[stage][w] = sum(
+                BYTES_PER_KEY * plan.bin_edges[k] if stage == "join" else
+                csr_bytes(plan.bin_edges[k], low_high[k][1] - low_high[k][0]) for k in reached)
+    busiest = max(range(workers), key=lambda w: slices[w] + pulled["join"][w]
+                  + pulled["intersect"][w])
+    return {"edge-bins": slices[busiest], "join": pulled["join"][busiest],
+            "intersect": pulled["intersect"][busiest]}
 
 
-def choose_decomposition(requested: str, summaries: Sequence[Any], bounds: Sequence[int],
-                         vertices: int, workers: int) -> Decomposition:
-    """The decomposition of a count on ``workers`` workers (see the module docstring)."""
+def choose_decomposition(requested: str, plan: CountPlan,
+                         bounds: Sequence[int]) -> Decomposition:
+    """The decomposition of a count by ``plan`` (1D, device staging) on its workers, whose
+    partitions start at the ranks ``bounds`` (see the module docstring)."""
+    summaries, vertices, workers = plan.summaries, plan.vertices, plan.workers
     if requested not in DECOMPOSITIONS:
         raise ConfigurationError(f"--decomposition must be one of "
                                  f"{', '.join(DECOMPOSITIONS)}, got {requested!r}")
     q = grid_side(workers)
-    one = moved_1d(summaries, bounds, vertices, workers)
+    one = moved_1d(plan)
     two = moved_2d(summaries, bounds, vertices, workers, q) if q > 1 else {}
     grid = f"a {q} x {q} grid"
     idle = workers - q * q
@@ -161,11 +173,19 @@ def choose_decomposition(requested: str, summaries: Sequence[Any], bounds: Seque
 
 def decomposition(graph: Any) -> Decomposition:
     """The decomposition of a prepared graph's joins, chosen once and cached on the graph
-    (the count and the triangles at each vertex share it, and the blocks)."""
+    (the count and the triangles at each vertex share it, and the blocks), by the 1D plan of
+    its count under device staging."""
     if "decomposition" not in graph.cache:
-        graph.cache["decomposition"] = choose_decomposition(
-            graph.options.decomposition, graph.summaries, graph.bounds, graph.vertices,
-            graph.runtime.workers)
+        runtime = graph.runtime
+        facts = {"workers": runtime.workers, "threads_per_worker": runtime.threads_per_worker,
+                 "backend": runtime.backend, "task_budget": graph.task_budget,
+                 "bins": graph.options.bins}
+        try:
+            plan = build_plan(graph.summaries, graph.vertices, join=graph.options.join, **facts)
+        except ListTooLongError:  # the count says so; the fused join's bytes do here
+            plan = build_plan(graph.summaries, graph.vertices, join="intersect", **facts)
+        graph.cache["decomposition"] = choose_decomposition(graph.options.decomposition, plan,
+                                                            graph.bounds)
     return graph.cache["decomposition"]
 
 
@@ -183,9 +203,8 @@ def cyclic_blocks(graph: Any, q: int, timer: Any = None) -> list[Any]:
     if key not in graph.cache:
         tasks = graph.tasks
         splits = {}
-        for p, part in enumerate(graph.parts):
-            with tasks.placed(p):
-                splits[p] = tasks.task("cyclic-blocks", cut_pieces, part, q, key=("cut", p))
+        for p, part in enumerate(graph.parts):  # cut where it lives, wherever Dask put it
+            splits[p] = tasks.task("cyclic-blocks", cut_pieces, part, q, key=("cut", p))
         grid = range(q * q)
         picks = tasks.pick_pieces("cyclic-blocks", splits, dict.fromkeys(splits, grid))
         blocks = []

@@ -258,9 +258,13 @@ def binned_joins(plan: CountPlan, graph: Any, timer: Any) -> list[Any]:
             slices[p] = tasks.task("edge-bins", bin_slices, parts[p], tuple(bins_of_p),
                                    plan.src_shift, key=("slices", p))
     picks = tasks.pick_pieces("edge-bins", slices, overlapped)
-    edge_bins = {k: tasks.task("edge-bins", edge_bin, *plan.bin_sources[k],
-                               *(picks[p, k] for p in plan.bin_partitions[k]), key=(k,))
-                 for k in plan.bin_sources if k not in alone}
+    edge_bins = {}
+    for k in plan.bin_sources:
+        if k not in alone:  # built on the owner of its first partition (the bytes model's)
+            with owned.placed(plan.bin_partitions[k][0]):
+                edge_bins[k] = tasks.task("edge-bins", edge_bin, *plan.bin_sources[k],
+                                          *(picks[p, k] for p in plan.bin_partitions[k]),
+                                          key=(k,))
     needed = {("csr", k): b for k, b in edge_bins.items()} if plan.needs_csr else {}
     if plan.needs_edge_keys:
         needed.update({("keys", k): tasks.task("edge-keys", bin_keys, b, bits, key=(k,))
@@ -281,10 +285,10 @@ def binned_joins(plan: CountPlan, graph: Any, timer: Any) -> list[Any]:
                               key=("rows", p, j))
             split = tasks.task("wedges", wedge_bins, rows, batch.first - base,
                                batch.last - base, bits, shift, nbins, key=(p, j))
-        for k in plan.reach[p]:
-            picked = tasks.task("bins", pick_bin, split, k, key=(p, j, k), on_host=True)
-            joins.append(tasks.task("join", join_bin, picked, persisted["keys", k],
-                                    key=(p, j, k)))
+            for k in plan.reach[p]:  # the join too: only the bin's keys travel
+                picked = tasks.task("bins", pick_bin, split, k, key=(p, j, k), on_host=True)
+                joins.append(tasks.task("join", join_bin, picked, persisted["keys", k],
+                                        key=(p, j, k)))
     for p, s in enumerate(plan.summaries):
         if plan.strategy[p] == "intersect" and s.wedges:
             with owned.placed(p):  # on the partition's owner: only the bin travels

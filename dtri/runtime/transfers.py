@@ -7,8 +7,11 @@ default), so a long run would lose its oldest transfers before anyone read them.
 :class:`TransferLedger` on each worker (owned by :class:`dtri.runtime.plugin.TransferPlugin`)
 therefore reads the log as it grows: the plugin calls :meth:`TransferLedger.catch_up` each
 time a key reaches the worker's memory, which a transfer ends with, and a reading catches up
-too. The ledger files each key's bytes under the stage that made it (:func:`stage_of` of
-the key: the ``dtri-<stage>`` of its task), and adds up the transfers' bytes and seconds.
+too. The ledger files each key's bytes under the stage that needed them: the stage
+(:func:`stage_of`, the ``dtri-<stage>`` of a task's key) of a task on this worker that waits
+for the key, else the stage of the task that made it. So a 1D count's bins count under
+``intersect`` and the 2D count's blocks under ``cannon-shift``, as the planner predicts them.
+It adds up the transfers' bytes and seconds too.
 
 The client reads every worker's ledger (:func:`read_moved_bytes`): per stage, the bytes each
 worker received (:class:`MovedBytes`). Data sent from the client, or that a task on the
@@ -83,7 +86,7 @@ class TransferLedger:
     def _file(self, entry: dict[str, Any]) -> None:
         moved = 0
         for key, nbytes in entry["keys"].items():
-            stage = stage_of(key) or OUTPUT_STAGE
+            stage = self._needed_by(key)
             if stage == PROBE_STAGE or not nbytes:
                 continue
             self.moves.stage_bytes[stage] = self.moves.stage_bytes.get(stage, 0) + nbytes
@@ -91,6 +94,14 @@ class TransferLedger:
         if moved:
             self.moves.transfer_bytes += moved
             self.moves.transfer_seconds += max(0.0, entry["stop"] - entry["start"])
+
+    def _needed_by(self, key: Any) -> str:
+        """The stage of a task on this worker that waits for ``key``, else the key's own."""
+        task = self.worker.state.tasks.get(key)
+        for dependent in task.dependents if task is not None else ():
+            if (stage := stage_of(dependent.key)) not in (None, OUTPUT_STAGE):
+                return stage
+        return stage_of(key) or OUTPUT_STAGE
 
     def take(self, reader: str = "run") -> Moves:
         """What ``reader`` has not read yet (since its last :meth:`take`, or since the ledger

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import dtri
 from dtri.analytics.cannon import choose_decomposition, grid_side, moved_1d, moved_2d
+from dtri.analytics.plan import build_plan
 from dtri.errors import ConfigurationError
 from dtri.kernels.csr import PartitionSummary, as_csr
 from dtri.kernels.cyclic import (
@@ -104,13 +105,18 @@ def test_five_workers_use_the_largest_square_grid():
     assert "1 kept out: not a square" in result.plan["decomposition"]["reason"]
 
 
+def plan_of(summaries: list[PartitionSummary], vertices: int, workers: int):
+    """The count's 1D plan of these partitions on ``workers`` GPU workers."""
+    return build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
+                      backend="gpu", task_budget=1 << 40, join="intersect")
+
+
 def test_three_workers_are_too_few_for_a_grid():
-    summaries = [PartitionSummary(1000, 5000, 100 * p, 100 * p + 99, 1000)
-                 for p in range(6)]
+    summaries = [PartitionSummary(1000, 5000, 100 * p, 100 * p + 99, 599) for p in range(6)]
     bounds = [100 * p for p in range(7)]
-    chosen = choose_decomposition("auto", summaries, bounds, 600, 3)
+    chosen = choose_decomposition("auto", plan_of(summaries, 600, 3), bounds)
     assert (chosen.kind, chosen.side) == ("1d", 1)
-    assert chosen.moved_2d == {}
+    assert chosen.moved_2d == {} and chosen.moved_1d["intersect"] > 0
     assert grid_side(3) == 1 and grid_side(4) == 2 and grid_side(15) == 3
 
 
@@ -120,13 +126,14 @@ def test_the_bytes_model_prefers_2d_where_every_worker_would_pull_most_of_the_gr
     summaries = [PartitionSummary(per, 10 * per, 1000 * p, 1000 * p + 999, 32_000 - 1)
                  for p in range(parts)]
     bounds = [1000 * p for p in range(parts + 1)]
-    one = moved_1d(summaries, bounds, 32_000, 16)
+    plan = plan_of(summaries, 32_000, 16)
+    one = moved_1d(plan)
     two = moved_2d(summaries, bounds, 32_000, 16, 4)
     assert sum(two.values()) < 0.6 * sum(one.values())
-    chosen = choose_decomposition("auto", summaries, bounds, 32_000, 16)
+    chosen = choose_decomposition("auto", plan, bounds)
     assert (chosen.kind, chosen.side) == ("2d", 4)
     assert "predicted to pull" in chosen.reason
-    forced = choose_decomposition("1d", summaries, bounds, 32_000, 16)
+    forced = choose_decomposition("1d", plan, bounds)
     assert (forced.kind, forced.side) == ("1d", 1)
 
 
@@ -163,3 +170,34 @@ def test_on_four_workers_every_analytic_of_the_2d_graph_equals_networkx(four_wor
 
     edges = np.random.default_rng(11).integers(0, 60, size=(500, 2))
     check_analytics(edges, ks=(3, 4, 5), backend="cpu", npartitions=5, decomposition="2d")
+
+
+def busiest(moved: dict[str, dict[str, int]], stages: tuple[str, ...]) -> int:
+    """The most bytes one worker pulled in ``stages``."""
+    per_worker: dict[str, int] = {}
+    for stage in stages:
+        for worker, value in moved.get(stage, {}).items():
+            per_worker[worker] = per_worker.get(worker, 0) + value
+    return max(per_worker.values(), default=0)
+
+
+def test_on_four_workers_the_bytes_model_is_within_a_quarter_of_the_measure(four_workers):
+    from dtri.input.generate import rmat
+
+    edges = rmat(13, seed=1, npartitions=8).persist()
+    moved = {}
+    with dtri.Session(backend="cpu") as session:
+        for decomposition in ("1d", "2d"):
+            with dtri.prepare(edges, session=session, npartitions=8,
+                              decomposition=decomposition) as graph:
+                result = graph.count()
+                moved[decomposition] = result.moved_bytes
+                spread = result.plan["decomposition"]
+    count_1d = ("edge-bins", "join", "intersect")
+    count_2d = ("cyclic-blocks", "cannon-shift")
+    measured_1d, measured_2d = busiest(moved["1d"], count_1d), busiest(moved["2d"], count_2d)
+    predicted_1d, predicted_2d = sum(spread["moved_1d"].values()), sum(spread["moved_2d"].values())
+    assert abs(predicted_2d - measured_2d) <= 0.25 * measured_2d, (predicted_2d, moved["2d"])
+    assert abs(predicted_1d - measured_1d) <= 0.25 * measured_1d, (predicted_1d, moved["1d"])
+    assert measured_2d < measured_1d
+    assert set(moved["2d"]).isdisjoint(count_1d) and set(moved["1d"]).isdisjoint(count_2d)

@@ -69,7 +69,10 @@ def entry(keys: dict[str, int], start: float, stop: float) -> dict:
 
 def test_the_ledger_files_each_keys_bytes_under_its_stage_for_each_reader():
     log: deque = deque([entry({f"dtri-sort-{TOKEN}-0": 999}, 0, 1)], maxlen=2)
-    ledger = TransferLedger(SimpleNamespace(transfer_incoming_log=log))  # the old one: not ours
+    waiting = {f"dtri-sort-{TOKEN}-2": SimpleNamespace(dependents=[  # a task here needs it
+        SimpleNamespace(key=f"dtri-canonicalize-{TOKEN}-combine-1")])}
+    worker = SimpleNamespace(transfer_incoming_log=log, state=SimpleNamespace(tasks=waiting))
+    ledger = TransferLedger(worker)  # the old one: not ours
     log.append(entry({f"dtri-canonicalize-{TOKEN}-1": 100, f"dtri-sort-{TOKEN}-2": 50}, 1, 2))
     ledger.catch_up()
     log.append(entry({f"dtri-link-probe-{TOKEN}": 1 << 20}, 2, 3))  # the probe's: not a stage
@@ -77,11 +80,11 @@ def test_the_ledger_files_each_keys_bytes_under_its_stage_for_each_reader():
     log.append(entry({("read-edges-" + TOKEN, 0): 30}, 3, 3.5))
     log.append(entry({f"dtri-sort-{TOKEN}-3": 20}, 4, 4.5))  # two since the last catch-up
     run = ledger.take("run")
-    assert run.stage_bytes == {"canonicalize": 100, "sort": 70, "read": 30}
+    assert run.stage_bytes == {"canonicalize": 150, "sort": 20, "read": 30}
     assert (run.transfer_bytes, run.transfer_seconds) == (200, 2.0)
     log.append(entry({f"dtri-sort-{TOKEN}-4": 5}, 5, 6))
     assert ledger.take("run").stage_bytes == {"sort": 5}
-    assert ledger.take("bench").stage_bytes == {"canonicalize": 100, "sort": 75, "read": 30}
+    assert ledger.take("bench").stage_bytes == {"canonicalize": 150, "sort": 25, "read": 30}
     assert ledger.take("run").stage_bytes == {}  # read already
 
 
