@@ -79,9 +79,12 @@ class Options:
     scheduler_file: str | None = _option(
         None, "cluster", "--scheduler-file", "Scheduler file written by 'dask scheduler "
         "--scheduler-file'.", kind="path")
-    workers: int | None = _option(
-        None, "cluster", "--workers", "Start a local cluster of this many workers (default: "
-        "one per GPU, or per core, when a local cluster is started).", kind="count")
+    workers: int | str = _option(
+        "auto", "cluster", "--workers", "Start a local cluster of this many workers. auto (the "
+        "default, where a local cluster is started): one per core on the CPU; on the GPU the "
+        "number of GPUs that the time model predicts fastest for the input, from the link's "
+        "bandwidth measured when the cluster starts (--explain shows the predictions).",
+        kind="workers")
     protocol: str = _option(
         "auto", "cluster", "--protocol", "Comms of the local cluster started for the run: auto "
         "is UCX (NVLink) between several GPU workers when distributed-ucxx is installed (the "
@@ -164,8 +167,12 @@ class Options:
             if choices and value not in choices:
                 raise ConfigurationError(f"{_flag(spec.name)} must be one of "
                                          f"{', '.join(choices)}, got {value!r}")
+        if self.workers is None:  # the API's word for the default
+            object.__setattr__(self, "workers", "auto")
         for name in ("workers", "npartitions", "bins", *SIZE_OPTIONS):
             value = getattr(self, name)
+            if name == "workers" and value == "auto":
+                continue
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ConfigurationError(f"{_flag(name)} must be a positive integer, got "
                                          f"{value!r}")
@@ -186,6 +193,11 @@ class Options:
                             f"{', '.join(sorted(known))}")
         base = options or cls()
         return replace(base, **changes) if changes else base
+
+    @property
+    def worker_count(self) -> int | None:
+        """``--workers`` as a number, ``None`` for ``auto``."""
+        return None if self.workers == "auto" else int(self.workers)
 
     def read_options(self) -> dict[str, Any]:
         """What :func:`dtri.input.read.read_edges` takes."""
@@ -235,6 +247,20 @@ def cli_options(*groups: str, exclude: tuple[str, ...] = ()) -> Callable[[Any], 
 
         return ByteSize()
 
+    def workers_type() -> click.ParamType:
+        class Workers(click.ParamType):
+            name = "auto|N"
+
+            def convert(self, value: Any, param: Any, ctx: Any) -> int | str:
+                if value == "auto" or (isinstance(value, int) and value >= 1):
+                    return value
+                if str(value).isdigit() and int(value) >= 1:
+                    return int(value)
+                self.fail(f"{value!r} is neither auto nor a positive number of workers", param,
+                          ctx)
+
+        return Workers()
+
     def decorate(command: Any) -> Any:
         for spec in reversed(fields(Options)):
             meta = spec.metadata
@@ -247,6 +273,8 @@ def cli_options(*groups: str, exclude: tuple[str, ...] = ()) -> Callable[[Any], 
                 extra.update(type=size_type())
             elif kind == "count":
                 extra.update(type=click.IntRange(min=1))
+            elif kind == "workers":
+                extra.update(type=workers_type(), show_default=True)
             elif kind == "directory":
                 extra.update(type=click.Path(file_okay=False))
             elif kind == "path":

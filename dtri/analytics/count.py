@@ -137,7 +137,9 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         orientation=graph.orientation, order=graph.order, join=plan.join,
         memory_budget=plan.memory_budget, decomposition=spread.kind, seconds=seconds,
         plan={**plan.to_dict(), "choices": graph.choices(),
-              "placement": graph.runtime.reason, "decomposition": spread.to_dict()},
+              "placement": graph.runtime.reason, "decomposition": spread.to_dict(),
+              "workers_choice": (graph.runtime.workers_choice.to_dict()
+                                 if graph.runtime.workers_choice else None)},
         caps=graph.runtime.caps.sizes(), peak_device_bytes=memory.peak_device_bytes(),
         task_device_bytes=memory.task_device_bytes(), peak_device_source=memory.source,
         read=dict(graph.read), host_tasks=memory.host_tasks(),

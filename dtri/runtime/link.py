@@ -12,13 +12,15 @@ measuring again.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
 
 from dtri.errors import ConfigurationError
-from dtri.runtime.session import Runtime
 from dtri.runtime.transfers import PROBE_STAGE
+
+if TYPE_CHECKING:
+    from dtri.runtime.session import Runtime
 
 PROBE_BYTES = "dtri.link-probe-bytes"
 """``dask.config`` key: the bytes the link probe sends per repeat."""

@@ -32,6 +32,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -45,6 +46,7 @@ from dtri.errors import ConfigurationError
 from dtri.options import BACKENDS, PROTOCOLS, RMM_ALIGNMENT, Options
 from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
+from dtri.runtime.scaling import WorkerChoice
 from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
@@ -226,6 +228,9 @@ class Runtime:
     pool: :func:`_device_pool`), or ``None`` for CuPy's current one."""
     reason: str = ""
     """One line on why the run goes where it goes (``--explain``)."""
+    workers_choice: WorkerChoice | None = None
+    """How many GPUs ``--workers auto`` kept of a local cluster started here, and why
+    (:mod:`dtri.runtime.scaling`); ``None`` where nothing was chosen."""
     protocol: str | None = None
     """The comms between the workers (``tcp``, ``ucx``, ...: the scheme of the scheduler's
     address); ``None`` without a cluster."""
@@ -516,6 +521,33 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         )
 
 
+def _fewer_gpus(cluster: Any, runtime: Runtime, input_rows: int) -> Runtime:
+    """The local cluster scaled down to the GPUs that the time model predicts fastest for
+    ``input_rows`` over its measured link (:mod:`dtri.runtime.scaling`), and described
+    again; the choice kept on the runtime."""
+    from dtri.runtime.link import link_bandwidth
+    from dtri.runtime.scaling import choose_workers
+
+    choice = choose_workers(input_rows, runtime.workers, link_bandwidth(runtime))
+    if choice.workers < runtime.workers:
+        cluster.scale(choice.workers)
+        client = runtime.client
+        deadline = time.monotonic() + WORKERS_GONE_SECONDS
+        while len(client.scheduler_info(n_workers=-1)["workers"]) > choice.workers:
+            if time.monotonic() > deadline:
+                raise ConfigurationError(
+                    f"the local cluster did not scale down to {choice.workers} workers in "
+                    f"{WORKERS_GONE_SECONDS} s; give --workers {runtime.workers}")
+            time.sleep(0.05)
+        runtime = replace(_describe_client(client, runtime.backend, None),
+                          protocol_note=runtime.protocol_note)
+    return replace(runtime, workers_choice=choice)
+
+
+WORKERS_GONE_SECONDS = 60
+"""How long :func:`_fewer_gpus` waits for the workers it let go to leave."""
+
+
 def _synchronize_device() -> None:
     import cupy
 
@@ -684,8 +716,8 @@ def named_placement(options: Options, caps: MemoryCaps) -> tuple[str | None, str
         return scheduler, f"in this process, on Dask's {scheduler} scheduler (--scheduler)"
     if scheduler or options.scheduler_file:
         return scheduler, f"the Dask cluster at {scheduler or options.scheduler_file}"
-    if options.workers is not None:
-        return None, f"a local cluster of {options.workers} workers (--workers)"
+    if options.worker_count is not None:
+        return None, f"a local cluster of {options.worker_count} workers (--workers)"
     if caps.given():
         return None, f"a local cluster, for {', '.join(caps.given())} to shape its workers"
     if active_client() is not None:
@@ -736,11 +768,13 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
                                              input_rows if one_input else None)
     caps = options_caps(options)
     scheduler, reason = placement(options, backend, caps, input_rows, row_bytes)
-    with _opened(backend, scheduler, options.scheduler_file, options.workers,
-                 options.protocol, caps, options.memory_budget) as runtime:
+    with _opened(backend, scheduler, options.scheduler_file, options.worker_count,
+                 options.protocol, caps, options.memory_budget,
+                 input_rows if one_input else None) as runtime:
+        chosen = f"; {runtime.workers_choice.reason}" if runtime.workers_choice else ""
         runtime = replace(runtime, staging=resolve_staging(options.staging, backend,
                                                            runtime.capped),
-                          reason=f"{reason}; {backend} backend ({backend_reason})")
+                          reason=f"{reason}; {backend} backend ({backend_reason}){chosen}")
         if runtime.staging.on_host and options.join == "wedges":
             raise ConfigurationError(
                 "host staging (the default with a capped RMM pool) counts with the fused "
@@ -877,8 +911,10 @@ def _has_worker_plugin(name: str, dask_scheduler: Any = None) -> bool:
 @contextmanager
 def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             workers: int | None, protocol: str, caps: MemoryCaps,
-            memory_budget: int | None) -> Iterator[Runtime]:
-    """:func:`open_runtime` before the staging is resolved."""
+            memory_budget: int | None, input_rows: int | None = None) -> Iterator[Runtime]:
+    """:func:`open_runtime` before the staging is resolved. A local GPU cluster started here
+    without a worker count keeps the GPUs that :func:`dtri.runtime.scaling.choose_workers`
+    predicts fastest for ``input_rows``."""
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     caps = resolve_caps(caps, backend, memory_budget)
     if address in LOCAL_SCHEDULERS:
@@ -926,4 +962,8 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         # as_current, not dask.config: a nanny copies the config into the workers it restarts
         stack.enter_context(client.as_current())
         runtime = _describe_client(client, backend, workers)
-        yield replace(runtime, protocol_note=chosen.note) if chosen is not None else runtime
+        if chosen is not None:
+            runtime = replace(runtime, protocol_note=chosen.note)
+            if backend == "gpu" and workers is None and runtime.workers > 1 and input_rows:
+                runtime = _fewer_gpus(cluster, runtime, input_rows)
+        yield runtime

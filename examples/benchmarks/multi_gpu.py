@@ -2,12 +2,14 @@
 
 Usage (on a GPU host)::
 
-    python examples/benchmarks/multi_gpu.py rmat:24 rmat:25 --workers 1,2 --protocols tcp,ucx \\
-        --decompositions 1d,2d --repeat 2 [--devices 0,1,0,1] [--out FILE]
+    python examples/benchmarks/multi_gpu.py rmat:24 rmat:25 --workers 1,2,auto \\
+        --protocols tcp,ucx --decompositions 1d,2d --repeat 2 [--devices 0,1,0,1] [--out FILE]
 
 For each protocol and worker count, one local cluster of dask-cuda workers (``--devices``:
 the GPUs of the workers in turn, so ``0,1,0,1`` puts four workers on two GPUs: a 2 x 2 grid
-whose bytes are those of four GPUs, though not its speed). On it, each graph is generated on
+whose bytes are those of four GPUs, though not its speed); ``auto``: no cluster of its own,
+dtri starts one for each graph (``--workers auto``: the GPUs its time model predicts fastest)
+or runs it in this process where it fits one task. On it, each graph is generated on
 the workers and persisted there, then prepared and counted from GPU memory ``--repeat``
 times per decomposition, the best run kept: the in-memory seconds of ``dtri bench``. One
 JSON line per (graph, protocol, workers, decomposition), in the schema of ``schema.py``
@@ -24,6 +26,7 @@ import argparse
 import logging
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +36,22 @@ from schema import command_line, emit, to_schema
 
 def cluster(workers: int, protocol: str, devices: str | None) -> Any:
     """A local dask-cuda cluster of ``workers`` workers over ``protocol``, as dtri starts
-    one (UCX over NVLink where asked)."""
+    one (UCX over NVLink where asked); with ``devices``, plain Dask workers, one a device of
+    the list in turn (dask-cuda gives a GPU one worker only)."""
+    if devices:
+        from distributed import Nanny, Scheduler, SpecCluster
+
+        specs = {i: {"cls": Nanny, "options": {"nthreads": 1, "protocol": protocol,
+                                               "env": {"CUDA_VISIBLE_DEVICES": device}}}
+                 for i, device in enumerate(devices.split(","))}
+        return SpecCluster(workers=specs, silence_logs=logging.CRITICAL, scheduler={
+            "cls": Scheduler, "options": {"dashboard_address": ":0", "protocol": protocol}})
     from dask_cuda import LocalCUDACluster
 
     extra: dict[str, Any] = {}
     if protocol == "ucx":
         extra = {"enable_tcp_over_ucx": True, "enable_nvlink": True,
                  "enable_infiniband": False}
-    if devices:
-        extra["CUDA_VISIBLE_DEVICES"] = devices
     return LocalCUDACluster(n_workers=workers, protocol=protocol, dashboard_address=":0",
                             silence_logs=logging.CRITICAL, **extra)
 
@@ -57,18 +67,29 @@ def busiest(moved: dict[str, dict[str, int]] | None) -> int | None:
     return max(per_worker.values(), default=0)
 
 
-def timed_counts(graph: str, decompositions: list[str], repeat: int,
-                 seed: int) -> dict[str, dict[str, Any]]:
+def generated_rows(graph: str) -> int:
+    """The rows a generator spec makes."""
+    from dtri.input.generate import parse_spec
+
+    kind, values = parse_spec(graph)
+    return values[1] << values[0] if kind == "rmat" and len(values) > 1 else (
+        16 << values[0] if kind == "rmat" else values[1])
+
+
+def timed_counts(graph: str, decompositions: list[str], repeat: int, seed: int,
+                 protocol: str | None = None) -> dict[str, dict[str, Any]]:
     """Per decomposition, the best of ``repeat`` prepares and counts of the graph persisted
-    on the workers of the active client."""
+    on the workers of the active client; with ``protocol``, on the cluster that dtri starts
+    itself for the graph (``--workers auto``), or in this process where dtri runs it."""
     import dtri
     from dtri.bench import _materialize
     from dtri.input.frames import as_edge_frame
     from dtri.input.generate import generated
 
     results: dict[str, dict[str, Any]] = {}
-    with dtri.Session(backend="gpu") as session:
-        runtime = session.open()
+    options = {"protocol": protocol} if protocol else {}
+    with dtri.Session(backend="gpu", **options) as session:
+        runtime = session.open(input_rows=generated_rows(graph) if protocol else 0)
         persisted = _materialize(as_edge_frame(generated(graph, seed=seed), "gpu"), runtime)
         for decomposition in decompositions:
             best: dict[str, Any] = {}
@@ -104,7 +125,7 @@ def main() -> None:
 
     from dtri.runtime.session import ucx_available
 
-    counts = [int(w) for w in args.workers.split(",")]
+    counts = [w if w == "auto" else int(w) for w in args.workers.split(",")]
     decompositions = args.decompositions.split(",")
     for protocol in args.protocols.split(","):
         if protocol == "ucx" and not ucx_available():
@@ -112,10 +133,13 @@ def main() -> None:
             continue
         single: dict[tuple[str, str], dict[str, Any]] = {}
         for workers in counts:
-            devices = ",".join(args.devices.split(",")[:workers]) if args.devices else None
-            with cluster(workers, protocol, devices) as local, Client(local):
+            devices = ",".join(args.devices.split(",")[:workers]) if args.devices and \
+                workers != "auto" else None
+            with (cluster(workers, protocol, devices) if workers != "auto" else nullcontext()
+                  ) as local, (Client(local) if local is not None else nullcontext()):
                 for graph in args.graphs:
-                    runs = timed_counts(graph, decompositions, args.repeat, args.seed)
+                    runs = timed_counts(graph, decompositions, args.repeat, args.seed,
+                                        protocol if workers == "auto" else None)
                     for decomposition, best in runs.items():
                         result, seconds = best["result"], best["seconds"]
                         if workers == 1:
@@ -125,12 +149,17 @@ def main() -> None:
                             "seconds": round(one["seconds"], 6),
                             "triangles": one["result"].triangles,
                             "agrees": one["result"].triangles == result.triangles,
-                            "efficiency": round(one["seconds"] / (workers * seconds), 3)}}
+                            "efficiency": round(one["seconds"] / (result.workers * seconds),
+                                                3),
+                            "ratio": round(seconds / one["seconds"], 3)}}
                         moved = getattr(result, "moved_bytes", None)
                         spread = result.plan["decomposition"]
                         own = {"graph": graph, "seconds": round(seconds, 6),
                                "stage_seconds": result.seconds, "triangles": result.triangles,
-                               "peers": peers, "workers": workers, "protocol": protocol,
+                               "peers": peers, "workers": result.workers,
+                               "asked_workers": workers, "protocol": protocol,
+                               "placement": result.placement,
+                               "workers_choice": result.plan.get("workers_choice"),
                                "devices": devices, "decomposition": result.decomposition,
                                "grid_side": spread["side"], "reason": spread["reason"],
                                "predicted_moved_bytes": {"1d": spread["moved_1d"],

@@ -35,17 +35,19 @@ def test_the_rounds_on_device_arrays_equal_the_cpu(rmat12, q):
 
 
 def test_a_two_by_two_grid_of_gpu_workers_equals_1d_and_networkx(rmat12):
-    """Four dask-cuda workers on the visible GPUs (two a GPU on a two-GPU host), over TCP."""
+    """Four Dask workers on the visible GPUs in turn (two a GPU on a two-GPU host: dask-cuda
+    gives a GPU one worker only), over TCP."""
     import cupy
-    from dask_cuda import LocalCUDACluster
-    from distributed import Client
+    from distributed import Client, Nanny, Scheduler, SpecCluster
 
     gpus = cupy.cuda.runtime.getDeviceCount()
-    devices = ",".join(str(i % gpus) for i in range(4))
+    specs = {i: {"cls": Nanny, "options": {"nthreads": 1,
+                                           "env": {"CUDA_VISIBLE_DEVICES": str(i % gpus)}}}
+             for i in range(4)}
     expected = nx.triangles(networkx_graph(rmat12))
-    with LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, n_workers=4, protocol="tcp",
-                          silence_logs=logging.CRITICAL) as cluster, Client(cluster), \
-            dtri.Session(backend="gpu") as session:
+    with SpecCluster(workers=specs, silence_logs=logging.CRITICAL, scheduler={
+            "cls": Scheduler, "options": {"dashboard_address": ":0"}}) as cluster, \
+            Client(cluster), dtri.Session(backend="gpu") as session:
         for decomposition in ("1d", "2d"):
             with dtri.prepare(rmat12, session=session, npartitions=6,
                               decomposition=decomposition) as graph:
