@@ -769,8 +769,7 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
     caps = options_caps(options)
     scheduler, reason = placement(options, backend, caps, input_rows, row_bytes)
     with _opened(backend, scheduler, options.scheduler_file, options.worker_count,
-                 options.protocol, caps, options.memory_budget,
-                 input_rows if one_input else None) as runtime:
+                 options.protocol, caps, options.memory_budget, input_rows) as runtime:
         chosen = f"; {runtime.workers_choice.reason}" if runtime.workers_choice else ""
         runtime = replace(runtime, staging=resolve_staging(options.staging, backend,
                                                            runtime.capped),
@@ -914,7 +913,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             memory_budget: int | None, input_rows: int | None = None) -> Iterator[Runtime]:
     """:func:`open_runtime` before the staging is resolved. A local GPU cluster started here
     without a worker count keeps the GPUs that :func:`dtri.runtime.scaling.choose_workers`
-    predicts fastest for ``input_rows``."""
+    predicts fastest for ``input_rows`` (a session's first input)."""
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     caps = resolve_caps(caps, backend, memory_budget)
     if address in LOCAL_SCHEDULERS:
