@@ -312,6 +312,34 @@ PRESETS: dict[str, Preset] = {
                           "--peer", "none")
               for budget in ("70GiB", "48GiB", "130GiB", "100GiB")),
             orientation("rmat:26", *ONE_GRAPH, "--repeat", "2"))),
+    "multi-gpu-h200x2": Preset(
+        "strong scaling by protocol and worker count, with each worker's moved bytes",
+        "one host with 2 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:22", "rmat:24", "--workers", "4", "--devices",
+                   "0,1,0,1", "--protocols", "tcp", "--decompositions", "1d,2d", "--repeat", "1",
+                   "--out", "{out}"),
+            script("multi_gpu.py", "rmat:20", "rmat:22", "rmat:24", "rmat:25", "rmat:26",
+                   "--workers", "1,2,auto", "--protocols", "tcp", "--decompositions", "1d",
+                   "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:22", "rmat:24", "rmat:25", "rmat:26", "--workers",
+                   "1,2", "--protocols", "ucx", "--decompositions", "1d", "--repeat", "2",
+                   "--out", "{out}")),
+        "at de951cb (issue 39), distributed-ucxx installed; the first command puts four plain "
+        "Dask workers on the two GPUs for the bytes of a 2 x 2 grid (its times are not four "
+        "GPUs'); its auto lines ran before b7ad396, which sizes a dtri.Session's cluster by "
+        "its first input: R-MAT 25 and 26 kept both GPUs"),
+    "multi-gpu-h200x4": Preset(
+        "strong scaling on 4 GPUs by decomposition, and --workers auto", "one host with 4 "
+        "NVIDIA H200", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,4", "--protocols",
+                   "ucx", "--decompositions", "1d,2d", "--repeat", "1", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:24", "--workers", "4", "--protocols", "tcp",
+                   "--decompositions", "1d,2d", "--repeat", "1", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "auto", "--protocols",
+                   "tcp,ucx", "--decompositions", "1d", "--repeat", "1", "--out", "{out}")),
+        "at b7ad396 (issue 39), distributed-ucxx installed; one run each (the device time "
+        "left): the one-worker R-MAT 25 1d line (14.6 s) is that cluster's first count, its "
+        "kernels compiled, and the auto lines are each a fresh cluster's first count"),
     "scaling-gpu-h200x2": Preset(
         "strong scaling on 1 and 2 GPUs (UCX over NVLink)", "one host with 2 NVIDIA H200",
         bench_gpu_workers([(1, "rmat:25"), (2, "rmat:25"), (1, "rmat:26"), (2, "rmat:26")]),
