@@ -24,11 +24,12 @@ from __future__ import annotations
 from typing import Any
 
 from dtri.kernels.csr import CSR, sources
-from dtri.kernels.dispatch import array_module, sort_keys
+from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
 
 ROW_SHIFT = 32
-"""Where a row index sits in the packed keys that merge two blocks' rows."""
+"""Where a row index sits in the packed keys that merge two blocks' rows (ranks and rows
+are below 2**31)."""
 
 
 def class_rows(low: int, high: int, r: int, q: int) -> tuple[int, int]:
@@ -93,18 +94,21 @@ def spread(block: tuple[Any, Any], r: int, q: int, vertices: int) -> CSR:
 
 
 def merged(first: tuple[Any, Any], second: tuple[Any, Any]) -> tuple[Any, Any]:
-    """Two blocks of the same row class as one: each row the union of its two lists, sorted
-    (the lists are disjoint: their targets lie in different column classes)."""
+    """Two blocks of the same row class as one: each row the union of its two lists, sorted.
+    The lists are disjoint (their targets lie in different column classes), and each block's
+    packed keys ``(row << 32) | target`` ascend already, so each key's place in the union is
+    its own index plus the other block's keys below it: two searches, no sort."""
     xp = array_module(first[1])
-    rows = [sources(CSR(dst, offsets, 0)) for dst, offsets in (first, second)]
-    keys = xp.concatenate([(rows[0] << ROW_SHIFT) | first[0].astype(xp.int64),
-                           (rows[1] << ROW_SHIFT) | second[0].astype(xp.int64)])
-    del rows
-    keys = sort_keys(keys)
+    keys = [(sources(CSR(dst, offsets, 0)) << ROW_SHIFT) | dst.astype(xp.int64)
+            for dst, offsets in (first, second)]
+    dst = xp.empty(keys[0].shape[0] + keys[1].shape[0], dtype=xp.int32)
+    for mine, other, block in ((keys[0], keys[1], first), (keys[1], keys[0], second)):
+        place = xp.arange(mine.shape[0], dtype=xp.int64) + xp.searchsorted(other, mine)
+        dst[place] = block[0]
     degree = (first[1][1:] - first[1][:-1]) + (second[1][1:] - second[1][:-1])
     offsets = xp.zeros(degree.shape[0] + 1, dtype=xp.int64)
     xp.cumsum(degree, out=offsets[1:])
-    return (keys & ((1 << ROW_SHIFT) - 1)).astype(xp.int32), offsets
+    return dst, offsets
 
 
 def round_inputs(own: tuple[Any, Any], rows_block: tuple[Any, Any],
