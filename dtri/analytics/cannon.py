@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from dask.utils import format_bytes
+
 from dtri.analytics.plan import BYTES_PER_KEY, CountPlan, build_plan, csr_bytes
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.csr import as_csr
@@ -164,11 +166,12 @@ def choose_decomposition(requested: str, plan: CountPlan,
         return Decomposition("1d", 1, f"auto: {workers} worker{'s' * (workers != 1)}, "
                              "too few for a 2 x 2 grid", one, two)
     busiest_1d, busiest_2d = sum(one.values()), sum(two.values())
+    pulls_1d, pulls_2d = format_bytes(busiest_1d), format_bytes(busiest_2d)
     if busiest_2d < busiest_1d:
         return Decomposition("2d", q, f"auto: {grid}; the busiest worker is predicted to pull "
-                             f"{busiest_2d} B against {busiest_1d} B under 1d", one, two)
-    return Decomposition("1d", 1, f"auto: the busiest worker is predicted to pull "
-                         f"{busiest_1d} B under 1d against {busiest_2d} B on {grid}", one, two)
+                             f"{pulls_2d} against {pulls_1d} under 1d", one, two)
+    return Decomposition("1d", 1, f"auto: the busiest worker is predicted to pull {pulls_1d} "
+                         f"under 1d against {pulls_2d} on {grid}", one, two)
 
 
 def decomposition(graph: Any) -> Decomposition:
