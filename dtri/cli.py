@@ -59,8 +59,9 @@ def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
     """``PATHS...`` or ``--generate SPEC --seed N``, the input options, the cluster, memory and
     plan options, ``--progress``."""
     command = click.option("--progress/--no-progress", default=None,
-                           help="Dask progress bars on stderr (default: when stderr is a "
-                                "terminal).")(command)
+                           help="Progress on stderr: a line per stage as it ends (stage, "
+                                "seconds, rows where known), after Dask's progress bar on a "
+                                "cluster (default: when stderr is a terminal).")(command)
     command = cli_options(*RUN_GROUPS)(command)
     command = click.option("--seed", type=int, default=0, show_default=True,
                            help="Seed of the --generate graph.")(command)
