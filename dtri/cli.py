@@ -2,9 +2,9 @@
 
 Every command takes its options from :class:`dtri.options.Options` (:func:`cli_options`), so
 an option means the same everywhere and is checked once. Errors are one ``dtri: error:`` line
-on stderr and exit status 2; results go to stdout (a short summary, or one JSON object with
-``--json``) and, for per-vertex and per-edge results, to Parquet with ``-o``, renamed into
-place when complete.
+on stderr and exit status 2, an interrupt one ``dtri: interrupted`` line and status 130;
+results go to stdout (a short summary, or one JSON object with ``--json``) and, for per-vertex
+and per-edge results, to Parquet with ``-o``, renamed into place when complete.
 """
 
 from __future__ import annotations
@@ -28,9 +28,23 @@ columns after the first two (weights, timestamps) are ignored.
 """
 
 RUN_GROUPS = ("input", "cluster", "memory", "plan")
+INTERRUPTED = 130
+"""The exit status of a command ended by an interrupt (Ctrl-C, SIGINT): 128 + SIGINT's 2."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """dtri's commands: an interrupted one ends with one ``dtri: interrupted`` line and status
+    130 (the shell's convention), not click's ``Aborted!`` and status 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (KeyboardInterrupt, click.Abort):
+            click.echo("dtri: interrupted", err=True)
+            ctx.exit(INTERRUPTED)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dtri")
 def main() -> None:
     """dtri: exact triangle counting, and the analytics built on triangles, for graphs too big
