@@ -2,8 +2,9 @@
 
 Every command takes its options from :class:`dtri.options.Options` (:func:`cli_options`), so
 an option means the same everywhere and is checked once. Errors are one ``dtri: error:`` line
-on stderr and exit status 2; results go to stdout (a short summary, or one JSON object with
-``--json``) and, for per-vertex and per-edge results, to Parquet with ``-o``.
+on stderr and exit status 2, an interrupt one ``dtri: interrupted`` line and status 130;
+results go to stdout (a short summary, or one JSON object with ``--json``) and, for per-vertex
+and per-edge results, to Parquet with ``-o``, renamed into place when complete.
 """
 
 from __future__ import annotations
@@ -27,9 +28,23 @@ columns after the first two (weights, timestamps) are ignored.
 """
 
 RUN_GROUPS = ("input", "cluster", "memory", "plan")
+INTERRUPTED = 130
+"""The exit status of a command ended by an interrupt (Ctrl-C, SIGINT): 128 + SIGINT's 2."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """dtri's commands: an interrupted one ends with one ``dtri: interrupted`` line and status
+    130 (the shell's convention), not click's ``Aborted!`` and status 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (KeyboardInterrupt, click.Abort):
+            click.echo("dtri: interrupted", err=True)
+            ctx.exit(INTERRUPTED)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dtri")
 def main() -> None:
     """dtri: exact triangle counting, and the analytics built on triangles, for graphs too big
@@ -58,8 +73,9 @@ def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
     """``PATHS...`` or ``--generate SPEC --seed N``, the input options, the cluster, memory and
     plan options, ``--progress``."""
     command = click.option("--progress/--no-progress", default=None,
-                           help="Dask progress bars on stderr (default: when stderr is a "
-                                "terminal).")(command)
+                           help="Progress on stderr: a line per stage as it ends (stage, "
+                                "seconds, rows where known), after Dask's progress bar on a "
+                                "cluster (default: when stderr is a terminal).")(command)
     command = cli_options(*RUN_GROUPS)(command)
     command = click.option("--seed", type=int, default=0, show_default=True,
                            help="Seed of the --generate graph.")(command)
@@ -402,7 +418,8 @@ def analytic_output(command: Callable[..., Any]) -> Callable[..., Any]:
                            help="Rows of the summary's top list.")(command)
     return click.option("-o", "--output", "out", metavar="PATH",
                         help="Write the per-vertex or per-edge result to Parquet at PATH (a "
-                             "directory or fsspec URL; it must not exist or be empty)."
+                             "directory or fsspec URL whose parent exists; it must not exist or "
+                             "be empty), into a folder beside it renamed to PATH when complete."
                         )(command)
 
 
@@ -437,29 +454,29 @@ def _shown(value: Any) -> str:
 
 def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None,
                   as_json: bool, values: dict[str, Any],
-                  analyse: Callable[[Any, str | None], dict[str, Any]]) -> None:
-    """Prepare the graph, run ``analyse(graph, out)`` and print its summary."""
+                  analyse: Callable[[Any, Any], dict[str, Any]]) -> None:
+    """Check ``out``, prepare the graph, run ``analyse(graph, folder)`` (the
+    :class:`dtri.output.OutputFolder` of ``out``, or ``None``) and print its summary."""
     import time
 
-    from dtri.report import check_new_output
+    from dtri.output import reserved_output
 
-    with _errors_as_one_line():
-        if out is not None:
-            check_new_output(out)
-        with _prepared(paths, spec, seed, values) as graph:
-            started = time.perf_counter()
-            summary = analyse(graph, out)
-            seconds = {k: v for k, v in graph.seconds.items() if k != "prepare_total"}
-            seconds["analytic"] = round(time.perf_counter() - started, 6)
-            summary["seconds"] = seconds
-            memory = graph.memory()
-            if (peaks := memory.peak_device_bytes()) is not None:
-                summary["peak_device_bytes"] = peaks
-                summary["task_device_bytes"] = memory.task_device_bytes()
-            summary["host_tasks"] = memory.host_tasks()
-            summary["protocol_note"] = graph.runtime.protocol_note
-            summary.update(partitions=graph.partitions, memory_budget=graph.task_budget,
-                           staging=graph.staging.where)
+    # the output is checked, and its folder made, before the input is read
+    with _errors_as_one_line(), reserved_output(out) as folder, \
+            _prepared(paths, spec, seed, values) as graph:
+        started = time.perf_counter()
+        summary = analyse(graph, folder)
+        seconds = {k: v for k, v in graph.seconds.items() if k != "prepare_total"}
+        seconds["analytic"] = round(time.perf_counter() - started, 6)
+        summary["seconds"] = seconds
+        memory = graph.memory()
+        if (peaks := memory.peak_device_bytes()) is not None:
+            summary["peak_device_bytes"] = peaks
+            summary["task_device_bytes"] = memory.task_device_bytes()
+        summary["host_tasks"] = memory.host_tasks()
+        summary["protocol_note"] = graph.runtime.protocol_note
+        summary.update(partitions=graph.partitions, memory_budget=graph.task_budget,
+                       staging=graph.staging.where)
     _report(summary, as_json, _source(paths, spec, seed))
 
 
@@ -596,7 +613,8 @@ GENERATE_FORMATS = ("parquet", "snap", "csv")
 @main.command()
 @click.argument("spec")
 @click.option("-o", "--output", "out", required=True,
-              help="Directory (or fsspec URL) to write; it must not exist or be empty.")
+              help="Directory (or fsspec URL) to write, whose parent exists; it must not "
+                   "exist or be empty. Written beside it and renamed to it when complete.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator.")
 @click.option("--partitions", type=click.IntRange(min=1),
               help="Number of partitions, i.e. of files written (default: at most 16Mi edges "
@@ -621,24 +639,24 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
     """
     from dtri.input.generate import from_spec
     from dtri.options import Options
-    from dtri.report import check_new_output
+    from dtri.output import reserve_output
     from dtri.runtime.session import open_runtime, resolve_backend
 
-    with _errors_as_one_line():
+    with _errors_as_one_line(), reserve_output(out) as folder:
         chosen = resolve_backend(backend, False)
         frame = from_spec(spec, seed=seed, npartitions=partitions, backend=chosen)
-        check_new_output(out, make=True)
         options = Options(backend=chosen, scheduler=scheduler, scheduler_file=scheduler_file)
         with open_runtime(options):
             if fmt == "parquet":
-                frame.to_parquet(out, write_index=False)
+                folder.write_parquet(frame)
             else:
                 # Text is written from pandas: cuDF partitions are copied to the host first.
                 text = frame.to_backend("pandas") if chosen == "gpu" else frame
                 suffix = "txt" if fmt == "snap" else "csv"
-                text.to_csv(f"{out.rstrip('/')}/part-*.{suffix}",
+                text.to_csv(f"{folder.temporary}/part-*.{suffix}",
                             name_function=lambda i: f"{i:05d}", index=False,
                             sep=" " if fmt == "snap" else ",", header=fmt == "csv")
+                folder.commit()
     click.echo(f"wrote {spec} (seed {seed}) to {out}: {frame.npartitions} {fmt} file"
                f"{'s' if frame.npartitions != 1 else ''}")
 

@@ -148,7 +148,8 @@ class Options:
 
     # ---- output
     progress: bool = field(default=False, metadata={"group": "output"})
-    """Dask progress bars on stderr."""
+    """Progress on stderr: a ``dtri: STAGE SECONDS s`` line as each stage ends (with its rows
+    where known), after Dask's progress bar of the stage on a cluster."""
 
     def __post_init__(self) -> None:
         for name in SIZE_OPTIONS:

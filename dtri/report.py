@@ -1,35 +1,21 @@
 """What the analytic commands print and write: a short summary of each result (totals and a
 top list, computed as Dask reductions on the workers) and, with ``-o``, the whole result as
 Parquet through Dask (``to_parquet``: one file per partition, written where each partition
-lives)."""
+lives) into a temporary folder renamed into place when complete (:mod:`dtri.output`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fsspec.core import url_to_fs
-
 from dtri.analytics.vertex import present_vertices
-from dtri.errors import DtriError
 from dtri.kernels.dispatch import host_frame
+from dtri.output import OutputFolder
 
 
-def check_new_output(out: str, make: bool = False) -> None:
-    """Refuse to write into an existing file or a directory that is not empty (its files would
-    mix with ours); with ``make``, create the directory."""
-    fs, path = url_to_fs(out)
-    if fs.exists(path) and (not fs.isdir(path) or fs.ls(path)):
-        raise DtriError(f"{out} already exists; give a new or empty directory")
-    if make:
-        fs.makedirs(path, exist_ok=True)
-
-
-def write_parquet(frame: Any, out: str | None) -> str | None:
-    """``frame`` (a Dask DataFrame) to Parquet at ``out``, if given."""
-    if out is None:
-        return None
-    frame.to_parquet(out, write_index=False)
-    return out
+def write_parquet(frame: Any, out: OutputFolder | None) -> str | None:
+    """``frame`` (a Dask DataFrame) to Parquet at ``out``, if given, renamed into place when
+    complete; returns the output's name."""
+    return None if out is None else out.write_parquet(frame)
 
 
 def first_rows(frame: Any, order: list[str], top: int) -> Any:
@@ -55,7 +41,7 @@ def top_rows(frame: Any, column: str, top: int, ties: tuple[str, ...]) -> list[d
     return plain_records(first_rows(picked, order, top))
 
 
-def triangles_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
+def triangles_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str, Any]:
     """``dtri triangles``: the total (a third of the per-vertex counts' sum, each triangle
     being at three vertices), the vertices with most triangles, the output."""
     frame = graph.triangles().reset_index()
@@ -67,7 +53,7 @@ def triangles_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
     return summary
 
 
-def clustering_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
+def clustering_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str, Any]:
     """``dtri clustering``: average clustering, transitivity, the highest, the output."""
     frame = graph.clustering().reset_index()
     summary = {"vertices": present_vertices(graph), "edges": graph.edges,
@@ -84,7 +70,7 @@ def transitivity_summary(graph: Any) -> dict[str, Any]:
             "triangles": graph.count_triangles(), "transitivity": graph.transitivity()}
 
 
-def support_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
+def support_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str, Any]:
     """``dtri support``: the edges on most triangles, the output."""
     frame = graph.edge_support()
     summary = {"vertices": present_vertices(graph), "edges": graph.edges,
@@ -94,7 +80,7 @@ def support_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
     return summary
 
 
-def ktruss_summary(graph: Any, k: int, out: str | None) -> dict[str, Any]:
+def ktruss_summary(graph: Any, k: int, out: OutputFolder | None) -> dict[str, Any]:
     """``dtri ktruss K``: the size of the K-truss, its edges as output."""
     truss = graph.k_truss(k)
     summary = {"k": k, "vertices": present_vertices(truss), "edges": truss.edges,
@@ -105,7 +91,7 @@ def ktruss_summary(graph: Any, k: int, out: str | None) -> dict[str, Any]:
     return summary
 
 
-def truss_summary(graph: Any, out: str | None, top: int) -> dict[str, Any]:
+def truss_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str, Any]:
     """``dtri truss``: the largest truss number, edges per truss number, the output."""
     frame = graph.truss_numbers()
     levels = frame["truss"].value_counts().compute()
@@ -130,7 +116,7 @@ def frame_top(frame: Any, columns: list[str], order: list[str], top: int) -> Any
     return host_frame(first_rows(frame.reset_index()[columns], order, top))
 
 
-def graphlets_summary(graph: Any, out: str | None, top: int, orbits: str,
+def graphlets_summary(graph: Any, out: OutputFolder | None, top: int, orbits: str,
                       kind: str) -> dict[str, Any]:
     """``dtri graphlets``: the graph's copies of each graphlet (from the orbit sums), the
     vertices in most 4-cliques (triangles for σ0-σ4), the output. The sums and the top rows

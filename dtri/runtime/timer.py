@@ -22,6 +22,17 @@ log = logging.getLogger("dtri.stages")
 """One INFO line per stage as it ends (``stage seconds``), for logs of long runs."""
 
 
+def stage_rows(values: tuple[Any, ...]) -> int | None:
+    """The rows of a stage's values where each is an array, a table or an edge list (their
+    lengths summed); ``None`` where any is something else (a count, a tuple of parts, a Dask
+    collection, whose length would compute it)."""
+    if not values or any(isinstance(value, (tuple, list, dict, str, bytes))
+                         or not hasattr(value, "__len__") or dask.is_dask_collection(value)
+                         for value in values):
+        return None
+    return sum(len(value) for value in values)
+
+
 def out_of_memory(stage: str, error: MemoryError) -> OutOfMemoryError:
     """A task's ``MemoryError`` (an RMM pool's, CuPy's, the host's) as one line a user can act
     on."""
@@ -32,7 +43,9 @@ def out_of_memory(stage: str, error: MemoryError) -> OutOfMemoryError:
 
 
 class StageTimer:
-    """Runs the stages' collections on the cluster and times each stage, with optional progress.
+    """Runs the stages' collections on the cluster and times each stage, with optional progress:
+    one ``dtri: STAGE SECONDS s`` line on stderr as each stage (or step of one) ends, with its
+    rows where the stage's values are known here, and on a cluster Dask's bar before it.
 
     With a cluster, :meth:`submit` hands a stage to the scheduler and returns at once: the
     next stage is built on its futures and queued behind it, so no round trip to the client
@@ -112,22 +125,24 @@ class StageTimer:
                     if isinstance(error, MemoryError):
                         raise out_of_memory(stage, error) from error
                     raise error
-            seconds = self._add(stage)
-            if self.progress:
-                print(f" {seconds:.1f} s", file=sys.stderr, flush=True)
+            self._add(stage)
         self._since = None
 
-    def _add(self, stage: str) -> float:
+    def _add(self, stage: str, rows: int | None = None) -> float:
         """Add a stage's wall time (added up when a stage runs in several steps); return it."""
         now = time.perf_counter()
         assert self._since is not None
         seconds, self._since = now - self._since - self._compile_time(), now
-        return self._record(stage, seconds)
+        return self._record(stage, seconds, rows)
 
-    def _record(self, stage: str, seconds: float) -> float:
-        """Add ``seconds`` to ``stage`` (a stage may run in several steps); return them."""
+    def _record(self, stage: str, seconds: float, rows: int | None = None) -> float:
+        """Add ``seconds`` to ``stage`` (a stage may run in several steps), log them and, with
+        progress, print them with the ``rows`` made where known; return them."""
         self.seconds[stage] = round(self.seconds.get(stage, 0.0) + seconds, 6)
         log.info("%s %.3f s", stage, seconds)
+        if self.progress:
+            made = "" if rows is None else f", {rows} rows"
+            print(f"dtri: {stage} {seconds:.2f} s{made}", file=sys.stderr, flush=True)
         return seconds
 
     def _compile_time(self) -> float:
@@ -167,7 +182,7 @@ class StageTimer:
                     results = action(*collections)
         except MemoryError as error:
             raise out_of_memory(stage, error) from error
-        self._add(stage)
+        self._add(stage, stage_rows(tuple(results)))
         self._since = None
         return tuple(results)
 
@@ -181,5 +196,5 @@ class StageTimer:
                 raise out_of_memory(stage, error) from error
         if self.synchronize is not None:
             self.synchronize()
-        self._add(stage)  # an eager timer's clock runs from its start: never unset
+        self._add(stage, stage_rows(values))  # an eager timer's clock: never unset
         return values
