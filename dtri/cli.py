@@ -531,30 +531,37 @@ def _no_unknown_options(ctx: click.Context, *words: str) -> None:
                                      ctx=ctx)
 
 
-def _truss_k(text: str) -> int:
-    """K of ``dtri ktruss`` as the API checks it (:func:`dtri.analytics.truss.checked_k`): a
-    number is passed on as one, anything else as the text given."""
-    from dtri.analytics.truss import checked_k
+class TrussK(click.ParamType):
+    """K of ``dtri ktruss``: a number is read as an ``int``, anything else kept as the text
+    given, for the command to check as the API does
+    (:func:`dtri.analytics.truss.checked_k`), in one line."""
 
-    with _errors_as_one_line():
-        return checked_k(int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else text)
+    name = "integer >= 0"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+            return int(value)
+        return value
 
 
 @main.command(epilog=INPUT_MEANING, context_settings={"ignore_unknown_options": True})
-@click.argument("k")
+@click.argument("k", type=TrussK())
 @graph_source
 @analytic_output
 @click.pass_context
-def ktruss(ctx: click.Context, k: str, paths: tuple[str, ...], spec: str | None, seed: int,
+def ktruss(ctx: click.Context, k: int | str, paths: tuple[str, ...], spec: str | None, seed: int,
            out: str | None, top: int, as_json: bool, **values: Any) -> None:
     """The K-truss (networkx.k_truss): the largest subgraph in which every edge lies on at
     least K - 2 of its triangles (an integer K of at least 0; up to 2 every edge stays),
     without isolated vertices. Prints its size; with -o writes its edges (columns u, v;
     u < v)."""
+    from dtri.analytics.truss import checked_k
     from dtri.report import ktruss_summary
 
-    _no_unknown_options(ctx, k, *paths)
-    k = _truss_k(k)
+    _no_unknown_options(ctx, *(word for word in (k, *paths) if isinstance(word, str)))
+    with _errors_as_one_line():
+        k = checked_k(k)
     _run_analytic(paths, spec, seed, out, as_json, values,
                   lambda graph, path: ktruss_summary(graph, k, path))
 
