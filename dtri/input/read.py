@@ -672,6 +672,9 @@ class ParquetPlan:
     label: str
     groups: tuple[tuple[str, str, int, int], ...] = ()
     piece_rows: int = 1
+    mixed_types: bool = False
+    """Whether the files hold the id columns as integers of different types (read file by
+    file, each as int64)."""
 
     @property
     def rows(self) -> int:
@@ -696,13 +699,14 @@ def _parquet_errors(name: str) -> Iterator[None]:
 
 
 def _footer_facts(fs: AbstractFileSystem, path: str, name: str, columns: list[str]
-                  ) -> tuple[list[int], str | None]:
-    """From one Parquet file's footer: the rows of each row group, and a negative id its
-    statistics record (if any)."""
+                  ) -> tuple[Any, list[int], str | None]:
+    """From one Parquet file's footer: its Arrow schema, the rows of each row group, and a
+    negative id its statistics record (if any)."""
     import pyarrow.parquet as pq
 
     with fs.open(path, "rb") as f, _parquet_errors(name):
         meta = pq.ParquetFile(f).metadata
+        schema = meta.schema.to_arrow_schema()
     rows, negative = [], None
     for group in range(meta.num_row_groups):
         row_group = meta.row_group(group)
@@ -713,7 +717,7 @@ def _footer_facts(fs: AbstractFileSystem, path: str, name: str, columns: list[st
             if (chunk.path_in_schema in columns and stats is not None and stats.has_min_max
                     and isinstance(stats.min, int) and stats.min < 0 and negative is None):
                 negative = f"negative vertex id {stats.min} in column {chunk.path_in_schema!r}"
-    return rows, negative
+    return schema, rows, negative
 
 
 def parquet_pieces(groups: list[tuple[str, str, int, int]], piece_rows: int
@@ -758,6 +762,27 @@ def parquet_pieces(groups: list[tuple[str, str, int, int]], piece_rows: int
     return pieces
 
 
+def _check_id_types(schema: Any, picked: list[str], name: str) -> None:
+    """Refuse id columns of a Parquet file that are not integers (any width: each file is
+    read as int64)."""
+    import pyarrow as pa
+
+    for column in picked:
+        kind = schema.field(column).type
+        if not pa.types.is_integer(kind):
+            shown = np.dtype(kind.to_pandas_dtype()) if pa.types.is_floating(kind) else kind
+            raise InputError(f"column {column!r} has type {shown}, not integer ids", name)
+
+
+def _check_same_columns(schema: Any, picked: list[str], name: str, first: str) -> None:
+    """Refuse a Parquet file of a read that lacks the id columns of its first file
+    (``first``), or holds them as other than integers."""
+    names = [str(n) for n in schema.names]
+    if not set(picked) <= set(names):
+        raise InputError(f"has columns {names}, expected {picked} as in {first}", name)
+    _check_id_types(schema, picked, name)
+
+
 def _plan_parquet(
     files: list[tuple[AbstractFileSystem, str, str]],
     columns: tuple[str | int, str | int] | None,
@@ -765,7 +790,6 @@ def _plan_parquet(
 ) -> ParquetPlan:
     """Check the schema (integer id columns) and the footers (no negative ids) of the files,
     and list their row groups, to be cut into pieces of at most ``piece_rows`` rows."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     label = files[0][2] if len(files) == 1 else f"{files[0][2]} (one of {len(files)} files)"
@@ -779,20 +803,21 @@ def _plan_parquet(
     if max(positions) >= len(names):
         raise InputError(f"no column {max(positions)}; the columns are {names}", label)
     picked = [names[k] for k in positions]
-    for column in picked:
-        kind = schema.field(column).type
-        if not pa.types.is_integer(kind):
-            shown = np.dtype(kind.to_pandas_dtype()) if pa.types.is_floating(kind) else kind
-            raise InputError(f"column {column!r} has type {shown}, not integer ids", label)
+    _check_id_types(schema, picked, label)
     groups: list[tuple[str, str, int, int]] = []
+    types = set()
     for fs, path, name in files:
-        rows, negative = _footer_facts(fs, path, name, picked)
+        schema, rows, negative = _footer_facts(fs, path, name, picked)
+        if name != first:
+            _check_same_columns(schema, picked, name, first)
+        types.add(tuple(str(schema.field(column).type) for column in picked))
         if negative is not None:
             raise InputError(negative, name)
         url = fs.unstrip_protocol(path)
         groups.extend((url, name, g, n) for g, n in enumerate(rows))
     urls = tuple(fs.unstrip_protocol(path) for fs, path, _ in files)
-    return ParquetPlan(urls, (picked[0], picked[1]), label, tuple(groups), max(1, piece_rows))
+    return ParquetPlan(urls, (picked[0], picked[1]), label, tuple(groups), max(1, piece_rows),
+                       len(types) > 1)
 
 
 def _open_parquet(url: str, storage_options: dict | None) -> tuple[Any, Any]:
@@ -809,10 +834,10 @@ def _open_parquet(url: str, storage_options: dict | None) -> tuple[Any, Any]:
 
 
 def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
-                  storage_options: dict | None) -> list[Any]:
-    """One piece's id columns as Arrow tables, read on the host: the whole row groups of each
-    file in one call (decoded on several threads), a slice of a row group batch by batch
-    (only the batches that overlap it are kept)."""
+                  storage_options: dict | None) -> list[tuple[str, Any]]:
+    """One piece's id columns as Arrow tables, read on the host, with the names of their
+    files: the whole row groups of each file in one call (decoded on several threads), a
+    slice of a row group batch by batch (only the batches that overlap it are kept)."""
     import pyarrow as pa
 
     tables = []
@@ -820,9 +845,10 @@ def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
         reader, handle = _open_parquet(url, storage_options)
         try:
             slices = list(slices)
+            name = slices[0].name
             if all(s.whole for s in slices):
-                tables.append(reader.read_row_groups([s.group for s in slices],
-                                                     columns=columns, use_threads=True))
+                tables.append((name, reader.read_row_groups([s.group for s in slices],
+                                                            columns=columns, use_threads=True)))
                 continue
             for s in slices:
                 kept, row = [], 0
@@ -835,7 +861,7 @@ def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
                     if row >= s.stop:
                         break
                 schema = pa.schema([reader.schema_arrow.field(c) for c in columns])
-                tables.append(pa.Table.from_batches(kept, schema=schema))
+                tables.append((name, pa.Table.from_batches(kept, schema=schema)))
         finally:
             if handle is not None:
                 handle.close()
@@ -855,22 +881,22 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
         files: dict[str, list[int]] = {}
         for s in piece:
             files.setdefault(s.url, []).append(s.group)
-        frame = cudf.read_parquet(list(files), columns=list(plan.columns),
-                                  row_groups=list(files.values()),
-                                  storage_options=storage_options)
-        frame = frame.rename(columns={source: "src", target: "dst"})
-        return _checked_ids(frame, plan.label, plan.columns)
+        reads = [list(files)] if not plan.mixed_types else [[url] for url in files]
+        frames = [_checked_ids(cudf.read_parquet(urls, columns=list(plan.columns),
+                                                 row_groups=[files[url] for url in urls],
+                                                 storage_options=storage_options)
+                               .rename(columns={source: "src", target: "dst"}),
+                               plan.label, plan.columns)
+                  for urls in reads]
+        return frames[0] if len(frames) == 1 else cudf.concat(frames, ignore_index=True)
     import pandas as pd
-    import pyarrow as pa
 
-    table = pa.concat_tables(_piece_tables(piece, list(plan.columns), storage_options))
-    columns = {}
-    for name, original in (("src", source), ("dst", target)):
-        ids = table.column(original)
-        if ids.null_count:
-            raise InputError(f"missing (null) vertex id in column {original!r}", piece[0].name)
-        columns[name] = ids.to_numpy()
-    frame = _checked_ids(pd.DataFrame(columns, copy=False), piece[0].name, plan.columns)
+    frames = []  # file by file: each file's ids checked, as int64, before they are joined
+    for name, table in _piece_tables(piece, list(plan.columns), storage_options):
+        ids = pd.DataFrame({"src": table.column(source).to_numpy(),
+                            "dst": table.column(target).to_numpy()}, copy=False)
+        frames.append(_checked_ids(ids, name, plan.columns, table))
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     if backend == "cudf":
         import cudf
 
@@ -878,11 +904,13 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
     return frame
 
 
-def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
-    """Check a parquet partition for nulls, negatives and overflow; int64 ids."""
+def _checked_ids(frame: Any, label: str, names: tuple[str, str], table: Any = None) -> Any:
+    """Check a parquet partition for nulls, negatives and overflow; int64 ids. ``table``:
+    the Arrow table the frame was made of, whose nulls are counted there (pandas reads a
+    column with nulls as floats)."""
     for column, original in zip(("src", "dst"), names, strict=True):
         ids = frame[column]
-        if ids.isna().any():
+        if table.column(original).null_count if table is not None else ids.isna().any():
             raise InputError(f"missing (null) vertex id in column {original!r}", label)
         if len(ids) and ids.min() < 0:
             raise InputError(f"negative vertex id {ids.min()} in column {original!r}", label)

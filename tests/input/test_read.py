@@ -19,6 +19,7 @@ from fsspec.utils import read_block
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dtri
 from dtri.cli import main
 from dtri.errors import ConfigurationError, InputError
 from dtri.input.read import (
@@ -200,6 +201,62 @@ def test_parquet_directory_and_smaller_integer_types(tmp_path):
     write(folder / "_SUCCESS", "")
     assert detect_format(folder) == "parquet"
     check(read_edges(folder), [(0, 1), (10, 2), (1, 1), (11, 2), (2, 1), (12, 2)])
+
+
+def parquet_folder(folder: Path, tables: list[dict[str, np.ndarray]]) -> list[Path]:
+    """Parquet files ``part-k.parquet`` in ``folder``, one per table, as written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    paths = [folder / f"part-{k}.parquet" for k in range(len(tables))]
+    for path, table in zip(paths, tables, strict=True):
+        pq.write_table(pa.table(table), path)
+    return paths
+
+
+@pytest.mark.parametrize("piece_rows", [None, 2])
+def test_parquet_files_with_different_integer_widths_read_as_int64(tmp_path, piece_rows):
+    """int32 and int64 (and unsigned) ids of the same columns in one folder are read, in one
+    piece of several files or a piece per file."""
+    parquet_folder(tmp_path / "edges", [
+        {"src": np.array([0, 1], np.int32), "dst": np.array([1, 2], np.int32)},
+        {"src": np.array([2, 2**40], np.int64), "dst": np.array([0, 5], np.int64)},
+        {"src": np.array([7], np.uint16), "dst": np.array([2**63 - 1], np.uint64)}])
+    edges = [(0, 1), (1, 2), (2, 0), (2**40, 5), (7, 2**63 - 1)]
+    check(read_edges(tmp_path / "edges", max_rows=piece_rows), edges)
+    assert dtri.count_triangles(tmp_path / "edges", scheduler="synchronous") == 1
+
+
+def test_parquet_file_with_other_columns_is_named_in_one_line(tmp_path):
+    first, _, other = parquet_folder(tmp_path / "edges", [
+        {"src": np.array([0]), "dst": np.array([1])},
+        {"src": np.array([1]), "dst": np.array([2])},
+        {"u": np.array([2]), "v": np.array([0])}])
+    message = f"{other}: has columns ['u', 'v'], expected ['src', 'dst'] as in {first}"
+    with pytest.raises(InputError) as info:
+        read_edges(tmp_path / "edges")
+    assert str(info.value) == message
+    result = CliRunner().invoke(main, ["count", str(tmp_path / "edges"),
+                                       "--scheduler", "synchronous"])
+    assert (result.exit_code, result.output) == (2, f"dtri: error: {message}\n")
+
+
+def test_parquet_later_file_with_float_or_null_ids_is_named(tmp_path):
+    _, floats = parquet_folder(tmp_path / "floats", [
+        {"src": np.array([0]), "dst": np.array([1])},
+        {"src": np.array([1.0]), "dst": np.array([2])}])
+    with pytest.raises(InputError, match="column 'src' has type float64") as info:
+        read_edges(tmp_path / "floats")
+    assert info.value.path == str(floats)
+    import pyarrow as pa
+
+    _, nulls = parquet_folder(tmp_path / "nulls", [
+        {"src": np.array([0]), "dst": np.array([1])},
+        {"src": np.array([1, 2]), "dst": pa.array([2, None], pa.int64())}])
+    with pytest.raises(InputError, match="missing \\(null\\) vertex id in column 'dst'") as info:
+        read_edges(tmp_path / "nulls").compute(scheduler="synchronous")
+    assert info.value.path == str(nulls)
 
 
 def test_parquet_rejects_non_integer_and_negative_ids(tmp_path):
