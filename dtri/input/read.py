@@ -239,6 +239,51 @@ def _decode(line: bytes) -> str:
     return line.decode("utf-8", "backslashreplace").rstrip("\r\n")
 
 
+EXCERPT_CHARS = 40
+"""The most characters of a line, or of a field, that an error shows."""
+
+_MAGIC = {b"PAR1": "a Parquet file: give --format parquet (format='parquet' in Python)",
+          b"\x1f\x8b": "gzip data: name the file *.gz",
+          b"BZh": "bz2 data: name the file *.bz2",
+          b"\xfd7zXZ\x00": "xz data: name the file *.xz",
+          b"PK\x03\x04": "a zip file: name it *.zip"}
+"""What a file is by its first bytes, and how to read it."""
+
+
+def _shown_char(char: str) -> str:
+    """One character of an excerpt: itself if printable, else escaped (an undecodable byte
+    as ``\\xNN``)."""
+    if "\udc80" <= char <= "\udcff":  # a byte that is not UTF-8 (surrogateescape)
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+
+
+def _excerpt(text: bytes | str, quote: str = "'") -> str:
+    """A line or field as an error shows it: at most :data:`EXCERPT_CHARS` characters, what is
+    not printable text escaped, quoted, and ``...`` after a longer one."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogateescape")
+    text = text.strip(" \t\r\n")
+    shown = "".join(map(_shown_char, text[:EXCERPT_CHARS]))
+    return f"{quote}{shown}{quote}{'...' if len(text) > EXCERPT_CHARS else ''}"
+
+
+def _binary_hint(line: bytes, first: bool) -> str | None:
+    """What to do about a line that is not text (the first line of a file: by its magic
+    bytes), or ``None`` for a line of text."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and all(c.isprintable() or c in "\t\r\n\f\v" for c in text):
+        return None
+    for magic, what in _MAGIC.items():
+        if first and line.startswith(magic):
+            return f"binary data, not text: this looks like {what}"
+    return ("binary data, not text: is this a Parquet or compressed file? give --format "
+            "parquet, or name a compressed file by its extension (.gz, .bz2, .xz, .zip)")
+
+
 def _first_data_line(
     f: IO[bytes], sep: str, comments: bytes, lineno: int = 0, pos: int = 0
 ) -> tuple[bytes | None, int, int]:
@@ -274,7 +319,7 @@ def _read_mtx_preamble(f: IO[bytes], name: str) -> tuple[int, MatrixShape | None
         raise InputError("expected a '%%MatrixMarket matrix coordinate ...' first line", name, 1)
     if words[2] != "coordinate":
         raise InputError(
-            f"Matrix Market format {words[2]!r} is not supported, only 'coordinate' "
+            f"Matrix Market format {_excerpt(words[2])} is not supported, only 'coordinate' "
             "(a dense 'array' matrix is not an edge list)",
             name,
             1,
@@ -285,7 +330,7 @@ def _read_mtx_preamble(f: IO[bytes], name: str) -> tuple[int, MatrixShape | None
     size = _split_fields(_strip_comment(line, b"#%"), WHITESPACE)
     if len(size) != 3 or not all(_INTEGER.fullmatch(s) and int(s) >= 0 for s in size):
         raise InputError(
-            f"expected a size line 'rows cols nnz' (non-negative integers), got {_decode(line)!r}",
+            f"expected a size line 'rows cols nnz' (non-negative integers), got {_excerpt(line)}",
             name,
             lineno,
         )
@@ -540,7 +585,7 @@ def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
 
 
 def _not_ids(line: str) -> _LineError:
-    return _LineError(f"expected two non-negative integer vertex ids, got {line!r}")
+    return _LineError(f"expected two non-negative integer vertex ids, got {line}")
 
 
 def _vertex_id(token: str, line: str) -> int:
@@ -548,9 +593,10 @@ def _vertex_id(token: str, line: str) -> int:
         raise _not_ids(line)
     value = int(token)
     if value < 0:
-        raise _LineError(f"negative vertex id {token} (vertex ids must be >= 0), in {line!r}")
+        raise _LineError(f"negative vertex id {_excerpt(token, '')} (vertex ids must be >= 0), "
+                         f"in {line}")
     if value > INT64_MAX:
-        raise _LineError(f"vertex id {token} is larger than 2**63-1, in {line!r}")
+        raise _LineError(f"vertex id {_excerpt(token, '')} is larger than 2**63-1, in {line}")
     return value
 
 
@@ -580,10 +626,10 @@ def _edge(line: bytes, layout: Layout) -> tuple[int, int] | None:
     if not fields:
         return None
     i, j = layout.usecols
-    text = _decode(line).strip()
+    text = _excerpt(line)
     if len(fields) <= max(i, j):
         wanted = "two" if (i, j) == (0, 1) else str(max(i, j) + 1)
-        raise _LineError(f"expected at least {wanted} columns (source and target), got {text!r}")
+        raise _LineError(f"expected at least {wanted} columns (source and target), got {text}")
     if layout.shape is not None:  # fields has two or more: max(i, j) >= 1
         _check_entry(fields, text, layout.shape)
     return _vertex_id(fields[i], text), _vertex_id(fields[j], text)
@@ -599,7 +645,9 @@ def _parse_exact(data: bytes, block: TextBlock) -> tuple[Any, Any]:
         except _LineError as error:
             if block.seek_points is not None:
                 _check_stream_end(block)  # a cut-short stream, not the line, is the trouble
-            raise InputError(str(error), block.name, _first_line_number(block) + index) from None
+            hint = _binary_hint(line, block.offset == 0 and index == 0)
+            message = str(error) if hint is None else f"{error}; {hint}"
+            raise InputError(message, block.name, _first_line_number(block) + index) from None
         if edge is not None:
             edges.append(edge)
     ids = np.array(edges, dtype=np.int64).reshape(-1, 2)

@@ -501,6 +501,51 @@ def test_bad_line_reports_path_and_line(tmp_path, text, line, message):
     assert str(info.value).startswith(f"{path}:{line}: ")
 
 
+def test_binary_garbage_shows_a_short_escaped_excerpt_and_a_hint(tmp_path):
+    garbage = random.Random(5).randbytes(2000).replace(b"\n", b"")
+    path = write(tmp_path / "g.txt", garbage)
+    with pytest.raises(InputError) as info:
+        read_edges(path).compute(scheduler="synchronous")
+    assert (info.value.path, info.value.line) == (str(path), 1)
+    excerpt = re.search(r"got '(.*)'\.\.\.; ", info.value.message).group(1)
+    assert len(re.sub(r"\\x[0-9a-f]{2}|\\.", "?", excerpt)) == 40  # 40 characters, escaped
+    assert info.value.message.endswith("binary data, not text: is this a Parquet or compressed "
+                                       "file? give --format parquet, or name a compressed file "
+                                       "by its extension (.gz, .bz2, .xz, .zip)")
+    assert len(info.value.message) < 400 and all(c.isprintable() for c in str(info.value))
+
+
+@pytest.mark.parametrize(("data", "what"), [
+    (None, "a Parquet file: give --format parquet (format='parquet' in Python)"),
+    (bz2.compress(b"1 2\n" * 100), "bz2 data: name the file *.bz2"),
+    (gzip.compress(b"1 2\n" * 100), "gzip data: name the file *.gz")])
+def test_a_binary_file_read_as_text_is_named_by_its_magic(tmp_path, data, what):
+    path = tmp_path / "edges.bin"
+    if data is None:
+        pd.DataFrame({"src": range(100), "dst": range(1, 101)}).to_parquet(path)
+    else:
+        write(path, data)
+    result = CliRunner().invoke(main, ["count", str(path), "--format", "snap",
+                                       "--scheduler", "synchronous"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.startswith(f"dtri: error: {path}:1: ")
+    assert result.output.endswith(f"; binary data, not text: this looks like {what}\n")
+    assert len(result.output) - len(str(path)) < 350
+
+
+def test_a_long_bad_text_line_is_cut_without_a_hint(tmp_path):
+    path = write(tmp_path / "g.txt", "1 2\n" + "3 " + "x" * 500 + "\n")
+    with pytest.raises(InputError) as info:
+        read_edges(path).compute(scheduler="synchronous")
+    assert info.value.line == 2
+    assert info.value.message == ("expected two non-negative integer vertex ids, got "
+                                  f"'3 {'x' * 38}'...")
+    long = write(tmp_path / "n.txt", "1 " + "9" * 300 + "\n")
+    with pytest.raises(InputError, match=rf": vertex id {'9' * 40}\.\.\. is larger than 2\*\*63-1, "
+                                         rf"in '1 {'9' * 38}'\.\.\.$"):
+        read_edges(long).compute(scheduler="synchronous")
+
+
 def test_bad_csv_line(tmp_path):
     path = write(tmp_path / "g.csv", "src,dst\n1,2\n,4\n")
     with pytest.raises(InputError, match="got ',4'") as info:
