@@ -563,10 +563,39 @@ def _columns_pandas(data: bytes, layout: Layout, usecols: list[int]) -> list[Any
     return [table[k].to_numpy() for k in usecols]
 
 
+_PLAIN_BYTES = bytes(b for b in range(256) if b < 0x80 and b not in b"\v\f\x1c\x1d\x1e\x1f")
+_BEYOND_ASCII = bytes(range(0x80, 0x100))
+_UNICODE_SPACE = re.compile(
+    rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
+"""The UTF-8 of the characters besides ASCII that Python (and NumPy's parser) take for
+whitespace."""
+
+
+def _blanks_are_plain(data: bytes) -> bool:
+    """Whether a block's only blanks are those the exact parser knows (space, tab, a CR
+    before LF): NumPy's parser also splits fields at any other whitespace (``\\v``, ``\\f``,
+    ``\\x1c``-``\\x1f``, Unicode spaces) and pandas' at a CR inside a line, lines the exact
+    parser refuses. Costs a pass or two over the block in C; a regular expression only over
+    a block that holds bytes beyond ASCII."""
+    returns = data.count(b"\r")
+    if returns and returns != data.count(b"\r\n"):
+        return False
+    other = data.translate(None, _PLAIN_BYTES)
+    if not other:
+        return True
+    if other.translate(None, _BEYOND_ASCII):  # \v, \f, \x1c-\x1f
+        return False
+    return not _UNICODE_SPACE.search(data)
+
+
 def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
     """``src, dst`` int64 arrays by a fast parser (NumPy's for small blocks, pandas'
     otherwise: :data:`NUMPY_PARSER_MAX_BYTES`); None when the result is anything but clean
-    non-negative ids (and, for Matrix Market, entries inside the declared shape)."""
+    non-negative ids (and, for Matrix Market, entries inside the declared shape), or the
+    block has blanks the fast parsers read otherwise than the exact one
+    (:func:`_blanks_are_plain`)."""
+    if not _blanks_are_plain(data):
+        return None
     shape = layout.shape
     usecols = sorted({*layout.usecols, *((0, 1) if shape is not None else ())})
     small = len(data) <= dask.config.get("dtri.read.numpy-parser-max-bytes",

@@ -501,6 +501,25 @@ def test_bad_line_reports_path_and_line(tmp_path, text, line, message):
     assert str(info.value).startswith(f"{path}:{line}: ")
 
 
+@pytest.mark.parametrize("blank", ["\v", "\f", "\x1c", "\x1f", "\u00a0", "\u3000", "\u2003",
+                                   "\u0085", " \r", "\r"])
+@pytest.mark.parametrize("at", ["between", "before"])
+def test_blanks_other_than_space_and_tab_are_refused_by_every_parser(tmp_path, blank, at):
+    """NumPy's parser split fields at any whitespace (``1\\v2`` was the edge 1-2) and pandas'
+    at a CR inside a line, where the exact parser (and a block read by it) refuses them: a
+    file meant one thing or another by the size of its blocks."""
+    line = f"1{blank}2" if at == "between" else f"{blank}1 2"
+    path = write(tmp_path / "g.txt", f"3 4\n{line}\n5 6\n")
+    with pytest.raises(InputError, match="expected") as info:
+        read_edges(path).compute(scheduler="synchronous")
+    assert info.value.line == 2
+
+
+def test_crlf_ends_and_a_cut_crlf_end_still_read(tmp_path):
+    path = write(tmp_path / "g.txt", "1 2\r\n3\t4 # c\r\n\r\n5  6\r")
+    check(read_edges(path), [(1, 2), (3, 4), (5, 6)])
+
+
 def test_binary_garbage_shows_a_short_escaped_excerpt_and_a_hint(tmp_path):
     garbage = random.Random(5).randbytes(2000).replace(b"\n", b"")
     path = write(tmp_path / "g.txt", garbage)
