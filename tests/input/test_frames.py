@@ -54,3 +54,16 @@ def test_an_unsigned_id_above_int64_is_named_not_read_as_negative(value, wrap):
 def test_unsigned_ids_up_to_int64_max_are_counted():
     ids = np.array([(0, 1), (1, 2**63 - 1), (2**63 - 1, 0)], dtype=np.uint64)
     assert dtri.count_triangles(ids, scheduler="synchronous") == 1
+
+
+
+def test_colour_sampling_drops_no_row_with_a_missing_id():
+    """Colourful sampling keeps a row by its ends' colours: a missing id is refused before
+    its row could be dropped, the estimate silently made without it."""
+    from dtri.input.colours import monochromatic
+
+    edges = pd.DataFrame({"src": pd.array(range(64), dtype="Int64"),
+                          "dst": pd.array([*range(1, 64), pd.NA], dtype="Int64")})
+    for key in range(8):
+        with pytest.raises(InputError, match=r"^row 63 has no target id"):
+            monochromatic(edges, key, 1 << 20)
