@@ -9,7 +9,9 @@ and per-edge results, to Parquet with ``-o``, renamed into place when complete.
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -531,17 +533,52 @@ def support(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None
                   lambda graph, path: support_summary(graph, path, top))
 
 
-@main.command(epilog=INPUT_MEANING)
-@click.argument("k", type=click.IntRange(min=0))
+NEGATIVE_INTEGER = re.compile(r"-[0-9]+")
+
+
+def _no_unknown_options(ctx: click.Context, *words: str) -> None:
+    """Refuse, as click would, the words that look like options: a command that takes a
+    negative number as an argument lets unknown options through to its arguments
+    (``ignore_unknown_options``, or click reads ``-1`` as an option)."""
+    for word in words:
+        if word.startswith("-") and word != "-" and not NEGATIVE_INTEGER.fullmatch(word):
+            known = [name for param in ctx.command.params for name in param.opts
+                     if name.startswith("-")]
+            raise click.NoSuchOption(word, possibilities=difflib.get_close_matches(word, known),
+                                     ctx=ctx)
+
+
+class TrussK(click.ParamType):
+    """K of ``dtri ktruss``: a number is read as an ``int``, anything else kept as the text
+    given, for the command to check as the API does
+    (:func:`dtri.analytics.truss.checked_k`), in one line."""
+
+    name = "integer >= 0"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+            return int(value)
+        return value
+
+
+@main.command(epilog=INPUT_MEANING, context_settings={"ignore_unknown_options": True})
+@click.argument("k", type=TrussK())
 @graph_source
 @analytic_output
-def ktruss(k: int, paths: tuple[str, ...], spec: str | None, seed: int, out: str | None,
-           top: int, as_json: bool, **values: Any) -> None:
+@click.pass_context
+def ktruss(ctx: click.Context, k: int | str, paths: tuple[str, ...], spec: str | None, seed: int,
+           out: str | None, top: int, as_json: bool, **values: Any) -> None:
     """The K-truss (networkx.k_truss): the largest subgraph in which every edge lies on at
-    least K - 2 of its triangles, without isolated vertices. Prints its size; with -o writes
-    its edges (columns u, v; u < v)."""
+    least K - 2 of its triangles (an integer K of at least 0; up to 2 every edge stays),
+    without isolated vertices. Prints its size; with -o writes its edges (columns u, v;
+    u < v)."""
+    from dtri.analytics.truss import checked_k
     from dtri.report import ktruss_summary
 
+    _no_unknown_options(ctx, *(word for word in (k, *paths) if isinstance(word, str)))
+    with _errors_as_one_line():
+        k = checked_k(k)
     _run_analytic(paths, spec, seed, out, as_json, values,
                   lambda graph, path: ktruss_summary(graph, k, path))
 

@@ -25,6 +25,7 @@ is skipped (the next level is the smallest remaining support plus 3).
 
 from __future__ import annotations
 
+import numbers
 import time
 from operator import getitem
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -202,10 +203,18 @@ class Peeling:
         return stats
 
 
+def checked_k(k: Any) -> int:
+    """The ``k`` of a k-truss as an ``int``: an integer (NumPy's too; not a bool) of at least
+    0. As in ``networkx.k_truss``, every ``k`` up to 2 keeps every edge."""
+    integer = isinstance(k, numbers.Integral) and not isinstance(k, bool)
+    if not integer or k < 0:
+        raise ValueError(f"k must be an integer of at least 0, got {int(k) if integer else k!r}")
+    return int(k)
+
+
 def k_truss(graph: Any, k: int) -> Any:
     """The k-truss of a prepared graph, as a prepared graph on the same workers."""
-    if k < 0:
-        raise ValueError(f"k must be at least 0, got {k}")
+    k = checked_k(k)
     started = time.perf_counter()
     peeling = Peeling(graph, numbers=False)
     peeling.peel_level(max(k, 2))

@@ -24,7 +24,8 @@ import numpy as np
 
 from dtri.input.edges import EdgeArrays
 from dtri.input.generate import CPU_CHUNK, GPU_CHUNK, splitmix64, stream_key
-from dtri.kernels.dispatch import array_module, column_to_array
+from dtri.kernels.canonicalize import checked_id_column
+from dtri.kernels.dispatch import array_module
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -69,7 +70,7 @@ def same_colour(src: Any, dst: Any, key: int, colours: int) -> Any:
 def monochromatic(part: Any, key: int, colours: int) -> Any:
     """The rows of ``part`` (:class:`EdgeArrays`, or a frame of ``src``, ``dst``) whose two ends
     have the same colour, of the same type."""
-    src, dst = (column_to_array(part["src"]), column_to_array(part["dst"]))
+    src, dst = checked_id_column(part, "src"), checked_id_column(part, "dst")  # none dropped
     kept = same_colour(src, dst, key, colours)
     if isinstance(part, EdgeArrays):
         return EdgeArrays(src[kept], dst[kept])

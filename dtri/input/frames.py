@@ -21,6 +21,7 @@ import numpy as np
 
 from dtri.errors import InputError, InputNotFoundError
 from dtri.input.edges import EdgeArrays
+from dtri.kernels.canonicalize import checked_id_column
 from dtri.kernels.dispatch import is_device_object
 
 if TYPE_CHECKING:
@@ -77,7 +78,10 @@ def _array_parts(edges: np.ndarray) -> list[EdgeArrays]:
     _check_edge_array(edges)
     if edges.dtype.kind not in "iu":
         raise InputError(f"an edge array has dtype {edges.dtype}; vertex ids must be integers")
-    return [EdgeArrays(edges[:, 0], edges[:, 1])]
+    part = EdgeArrays(edges[:, 0], edges[:, 1])
+    for column in ("src", "dst"):  # here, while a row's position is the array's row
+        checked_id_column(part, column)
+    return [part]
 
 
 def _device_array(edges: Any) -> bool:

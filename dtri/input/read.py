@@ -239,6 +239,51 @@ def _decode(line: bytes) -> str:
     return line.decode("utf-8", "backslashreplace").rstrip("\r\n")
 
 
+EXCERPT_CHARS = 40
+"""The most characters of a line, or of a field, that an error shows."""
+
+_MAGIC = {b"PAR1": "a Parquet file: give --format parquet (format='parquet' in Python)",
+          b"\x1f\x8b": "gzip data: name the file *.gz",
+          b"BZh": "bz2 data: name the file *.bz2",
+          b"\xfd7zXZ\x00": "xz data: name the file *.xz",
+          b"PK\x03\x04": "a zip file: name it *.zip"}
+"""What a file is by its first bytes, and how to read it."""
+
+
+def _shown_char(char: str) -> str:
+    """One character of an excerpt: itself if printable, else escaped (an undecodable byte
+    as ``\\xNN``)."""
+    if "\udc80" <= char <= "\udcff":  # a byte that is not UTF-8 (surrogateescape)
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+
+
+def _excerpt(text: bytes | str, quote: str = "'") -> str:
+    """A line or field as an error shows it: at most :data:`EXCERPT_CHARS` characters, what is
+    not printable text escaped, quoted, and ``...`` after a longer one."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogateescape")
+    text = text.strip(" \t\r\n")
+    shown = "".join(map(_shown_char, text[:EXCERPT_CHARS]))
+    return f"{quote}{shown}{quote}{'...' if len(text) > EXCERPT_CHARS else ''}"
+
+
+def _binary_hint(line: bytes, first: bool) -> str | None:
+    """What to do about a line that is not text (the first line of a file: by its magic
+    bytes), or ``None`` for a line of text."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and all(c.isprintable() or c in "\t\r\n\f\v" for c in text):
+        return None
+    for magic, what in _MAGIC.items():
+        if first and line.startswith(magic):
+            return f"binary data, not text: this looks like {what}"
+    return ("binary data, not text: is this a Parquet or compressed file? give --format "
+            "parquet, or name a compressed file by its extension (.gz, .bz2, .xz, .zip)")
+
+
 def _first_data_line(
     f: IO[bytes], sep: str, comments: bytes, lineno: int = 0, pos: int = 0
 ) -> tuple[bytes | None, int, int]:
@@ -274,7 +319,7 @@ def _read_mtx_preamble(f: IO[bytes], name: str) -> tuple[int, MatrixShape | None
         raise InputError("expected a '%%MatrixMarket matrix coordinate ...' first line", name, 1)
     if words[2] != "coordinate":
         raise InputError(
-            f"Matrix Market format {words[2]!r} is not supported, only 'coordinate' "
+            f"Matrix Market format {_excerpt(words[2])} is not supported, only 'coordinate' "
             "(a dense 'array' matrix is not an edge list)",
             name,
             1,
@@ -285,7 +330,7 @@ def _read_mtx_preamble(f: IO[bytes], name: str) -> tuple[int, MatrixShape | None
     size = _split_fields(_strip_comment(line, b"#%"), WHITESPACE)
     if len(size) != 3 or not all(_INTEGER.fullmatch(s) and int(s) >= 0 for s in size):
         raise InputError(
-            f"expected a size line 'rows cols nnz' (non-negative integers), got {_decode(line)!r}",
+            f"expected a size line 'rows cols nnz' (non-negative integers), got {_excerpt(line)}",
             name,
             lineno,
         )
@@ -518,10 +563,39 @@ def _columns_pandas(data: bytes, layout: Layout, usecols: list[int]) -> list[Any
     return [table[k].to_numpy() for k in usecols]
 
 
+_PLAIN_BYTES = bytes(b for b in range(256) if b < 0x80 and b not in b"\v\f\x1c\x1d\x1e\x1f")
+_BEYOND_ASCII = bytes(range(0x80, 0x100))
+_UNICODE_SPACE = re.compile(
+    rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80")
+"""The UTF-8 of the characters besides ASCII that Python (and NumPy's parser) take for
+whitespace."""
+
+
+def _blanks_are_plain(data: bytes) -> bool:
+    """Whether a block's only blanks are those the exact parser knows (space, tab, a CR
+    before LF): NumPy's parser also splits fields at any other whitespace (``\\v``, ``\\f``,
+    ``\\x1c``-``\\x1f``, Unicode spaces) and pandas' at a CR inside a line, lines the exact
+    parser refuses. Costs a pass or two over the block in C; a regular expression only over
+    a block that holds bytes beyond ASCII."""
+    returns = data.count(b"\r")
+    if returns and returns != data.count(b"\r\n"):
+        return False
+    other = data.translate(None, _PLAIN_BYTES)
+    if not other:
+        return True
+    if other.translate(None, _BEYOND_ASCII):  # \v, \f, \x1c-\x1f
+        return False
+    return not _UNICODE_SPACE.search(data)
+
+
 def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
     """``src, dst`` int64 arrays by a fast parser (NumPy's for small blocks, pandas'
     otherwise: :data:`NUMPY_PARSER_MAX_BYTES`); None when the result is anything but clean
-    non-negative ids (and, for Matrix Market, entries inside the declared shape)."""
+    non-negative ids (and, for Matrix Market, entries inside the declared shape), or the
+    block has blanks the fast parsers read otherwise than the exact one
+    (:func:`_blanks_are_plain`)."""
+    if not _blanks_are_plain(data):
+        return None
     shape = layout.shape
     usecols = sorted({*layout.usecols, *((0, 1) if shape is not None else ())})
     small = len(data) <= dask.config.get("dtri.read.numpy-parser-max-bytes",
@@ -540,7 +614,7 @@ def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
 
 
 def _not_ids(line: str) -> _LineError:
-    return _LineError(f"expected two non-negative integer vertex ids, got {line!r}")
+    return _LineError(f"expected two non-negative integer vertex ids, got {line}")
 
 
 def _vertex_id(token: str, line: str) -> int:
@@ -548,9 +622,10 @@ def _vertex_id(token: str, line: str) -> int:
         raise _not_ids(line)
     value = int(token)
     if value < 0:
-        raise _LineError(f"negative vertex id {token} (vertex ids must be >= 0), in {line!r}")
+        raise _LineError(f"negative vertex id {_excerpt(token, '')} (vertex ids must be >= 0), "
+                         f"in {line}")
     if value > INT64_MAX:
-        raise _LineError(f"vertex id {token} is larger than 2**63-1, in {line!r}")
+        raise _LineError(f"vertex id {_excerpt(token, '')} is larger than 2**63-1, in {line}")
     return value
 
 
@@ -580,10 +655,10 @@ def _edge(line: bytes, layout: Layout) -> tuple[int, int] | None:
     if not fields:
         return None
     i, j = layout.usecols
-    text = _decode(line).strip()
+    text = _excerpt(line)
     if len(fields) <= max(i, j):
         wanted = "two" if (i, j) == (0, 1) else str(max(i, j) + 1)
-        raise _LineError(f"expected at least {wanted} columns (source and target), got {text!r}")
+        raise _LineError(f"expected at least {wanted} columns (source and target), got {text}")
     if layout.shape is not None:  # fields has two or more: max(i, j) >= 1
         _check_entry(fields, text, layout.shape)
     return _vertex_id(fields[i], text), _vertex_id(fields[j], text)
@@ -599,7 +674,9 @@ def _parse_exact(data: bytes, block: TextBlock) -> tuple[Any, Any]:
         except _LineError as error:
             if block.seek_points is not None:
                 _check_stream_end(block)  # a cut-short stream, not the line, is the trouble
-            raise InputError(str(error), block.name, _first_line_number(block) + index) from None
+            hint = _binary_hint(line, block.offset == 0 and index == 0)
+            message = str(error) if hint is None else f"{error}; {hint}"
+            raise InputError(message, block.name, _first_line_number(block) + index) from None
         if edge is not None:
             edges.append(edge)
     ids = np.array(edges, dtype=np.int64).reshape(-1, 2)
@@ -672,6 +749,9 @@ class ParquetPlan:
     label: str
     groups: tuple[tuple[str, str, int, int], ...] = ()
     piece_rows: int = 1
+    mixed_types: bool = False
+    """Whether the files hold the id columns as integers of different types (read file by
+    file, each as int64)."""
 
     @property
     def rows(self) -> int:
@@ -696,13 +776,14 @@ def _parquet_errors(name: str) -> Iterator[None]:
 
 
 def _footer_facts(fs: AbstractFileSystem, path: str, name: str, columns: list[str]
-                  ) -> tuple[list[int], str | None]:
-    """From one Parquet file's footer: the rows of each row group, and a negative id its
-    statistics record (if any)."""
+                  ) -> tuple[Any, list[int], str | None]:
+    """From one Parquet file's footer: its Arrow schema, the rows of each row group, and a
+    negative id its statistics record (if any)."""
     import pyarrow.parquet as pq
 
     with fs.open(path, "rb") as f, _parquet_errors(name):
         meta = pq.ParquetFile(f).metadata
+        schema = meta.schema.to_arrow_schema()
     rows, negative = [], None
     for group in range(meta.num_row_groups):
         row_group = meta.row_group(group)
@@ -713,7 +794,7 @@ def _footer_facts(fs: AbstractFileSystem, path: str, name: str, columns: list[st
             if (chunk.path_in_schema in columns and stats is not None and stats.has_min_max
                     and isinstance(stats.min, int) and stats.min < 0 and negative is None):
                 negative = f"negative vertex id {stats.min} in column {chunk.path_in_schema!r}"
-    return rows, negative
+    return schema, rows, negative
 
 
 def parquet_pieces(groups: list[tuple[str, str, int, int]], piece_rows: int
@@ -758,6 +839,27 @@ def parquet_pieces(groups: list[tuple[str, str, int, int]], piece_rows: int
     return pieces
 
 
+def _check_id_types(schema: Any, picked: list[str], name: str) -> None:
+    """Refuse id columns of a Parquet file that are not integers (any width: each file is
+    read as int64)."""
+    import pyarrow as pa
+
+    for column in picked:
+        kind = schema.field(column).type
+        if not pa.types.is_integer(kind):
+            shown = np.dtype(kind.to_pandas_dtype()) if pa.types.is_floating(kind) else kind
+            raise InputError(f"column {column!r} has type {shown}, not integer ids", name)
+
+
+def _check_same_columns(schema: Any, picked: list[str], name: str, first: str) -> None:
+    """Refuse a Parquet file of a read that lacks the id columns of its first file
+    (``first``), or holds them as other than integers."""
+    names = [str(n) for n in schema.names]
+    if not set(picked) <= set(names):
+        raise InputError(f"has columns {names}, expected {picked} as in {first}", name)
+    _check_id_types(schema, picked, name)
+
+
 def _plan_parquet(
     files: list[tuple[AbstractFileSystem, str, str]],
     columns: tuple[str | int, str | int] | None,
@@ -765,7 +867,6 @@ def _plan_parquet(
 ) -> ParquetPlan:
     """Check the schema (integer id columns) and the footers (no negative ids) of the files,
     and list their row groups, to be cut into pieces of at most ``piece_rows`` rows."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     label = files[0][2] if len(files) == 1 else f"{files[0][2]} (one of {len(files)} files)"
@@ -779,20 +880,21 @@ def _plan_parquet(
     if max(positions) >= len(names):
         raise InputError(f"no column {max(positions)}; the columns are {names}", label)
     picked = [names[k] for k in positions]
-    for column in picked:
-        kind = schema.field(column).type
-        if not pa.types.is_integer(kind):
-            shown = np.dtype(kind.to_pandas_dtype()) if pa.types.is_floating(kind) else kind
-            raise InputError(f"column {column!r} has type {shown}, not integer ids", label)
+    _check_id_types(schema, picked, label)
     groups: list[tuple[str, str, int, int]] = []
+    types = set()
     for fs, path, name in files:
-        rows, negative = _footer_facts(fs, path, name, picked)
+        schema, rows, negative = _footer_facts(fs, path, name, picked)
+        if name != first:
+            _check_same_columns(schema, picked, name, first)
+        types.add(tuple(str(schema.field(column).type) for column in picked))
         if negative is not None:
             raise InputError(negative, name)
         url = fs.unstrip_protocol(path)
         groups.extend((url, name, g, n) for g, n in enumerate(rows))
     urls = tuple(fs.unstrip_protocol(path) for fs, path, _ in files)
-    return ParquetPlan(urls, (picked[0], picked[1]), label, tuple(groups), max(1, piece_rows))
+    return ParquetPlan(urls, (picked[0], picked[1]), label, tuple(groups), max(1, piece_rows),
+                       len(types) > 1)
 
 
 def _open_parquet(url: str, storage_options: dict | None) -> tuple[Any, Any]:
@@ -809,10 +911,10 @@ def _open_parquet(url: str, storage_options: dict | None) -> tuple[Any, Any]:
 
 
 def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
-                  storage_options: dict | None) -> list[Any]:
-    """One piece's id columns as Arrow tables, read on the host: the whole row groups of each
-    file in one call (decoded on several threads), a slice of a row group batch by batch
-    (only the batches that overlap it are kept)."""
+                  storage_options: dict | None) -> list[tuple[str, Any]]:
+    """One piece's id columns as Arrow tables, read on the host, with the names of their
+    files: the whole row groups of each file in one call (decoded on several threads), a
+    slice of a row group batch by batch (only the batches that overlap it are kept)."""
     import pyarrow as pa
 
     tables = []
@@ -820,9 +922,10 @@ def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
         reader, handle = _open_parquet(url, storage_options)
         try:
             slices = list(slices)
+            name = slices[0].name
             if all(s.whole for s in slices):
-                tables.append(reader.read_row_groups([s.group for s in slices],
-                                                     columns=columns, use_threads=True))
+                tables.append((name, reader.read_row_groups([s.group for s in slices],
+                                                            columns=columns, use_threads=True)))
                 continue
             for s in slices:
                 kept, row = [], 0
@@ -835,7 +938,7 @@ def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
                     if row >= s.stop:
                         break
                 schema = pa.schema([reader.schema_arrow.field(c) for c in columns])
-                tables.append(pa.Table.from_batches(kept, schema=schema))
+                tables.append((name, pa.Table.from_batches(kept, schema=schema)))
         finally:
             if handle is not None:
                 handle.close()
@@ -855,22 +958,22 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
         files: dict[str, list[int]] = {}
         for s in piece:
             files.setdefault(s.url, []).append(s.group)
-        frame = cudf.read_parquet(list(files), columns=list(plan.columns),
-                                  row_groups=list(files.values()),
-                                  storage_options=storage_options)
-        frame = frame.rename(columns={source: "src", target: "dst"})
-        return _checked_ids(frame, plan.label, plan.columns)
+        reads = [list(files)] if not plan.mixed_types else [[url] for url in files]
+        frames = [_checked_ids(cudf.read_parquet(urls, columns=list(plan.columns),
+                                                 row_groups=[files[url] for url in urls],
+                                                 storage_options=storage_options)
+                               .rename(columns={source: "src", target: "dst"}),
+                               plan.label, plan.columns)
+                  for urls in reads]
+        return frames[0] if len(frames) == 1 else cudf.concat(frames, ignore_index=True)
     import pandas as pd
-    import pyarrow as pa
 
-    table = pa.concat_tables(_piece_tables(piece, list(plan.columns), storage_options))
-    columns = {}
-    for name, original in (("src", source), ("dst", target)):
-        ids = table.column(original)
-        if ids.null_count:
-            raise InputError(f"missing (null) vertex id in column {original!r}", piece[0].name)
-        columns[name] = ids.to_numpy()
-    frame = _checked_ids(pd.DataFrame(columns, copy=False), piece[0].name, plan.columns)
+    frames = []  # file by file: each file's ids checked, as int64, before they are joined
+    for name, table in _piece_tables(piece, list(plan.columns), storage_options):
+        ids = pd.DataFrame({"src": table.column(source).to_numpy(),
+                            "dst": table.column(target).to_numpy()}, copy=False)
+        frames.append(_checked_ids(ids, name, plan.columns, table))
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     if backend == "cudf":
         import cudf
 
@@ -878,11 +981,13 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
     return frame
 
 
-def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
-    """Check a parquet partition for nulls, negatives and overflow; int64 ids."""
+def _checked_ids(frame: Any, label: str, names: tuple[str, str], table: Any = None) -> Any:
+    """Check a parquet partition for nulls, negatives and overflow; int64 ids. ``table``:
+    the Arrow table the frame was made of, whose nulls are counted there (pandas reads a
+    column with nulls as floats)."""
     for column, original in zip(("src", "dst"), names, strict=True):
         ids = frame[column]
-        if ids.isna().any():
+        if table.column(original).null_count if table is not None else ids.isna().any():
             raise InputError(f"missing (null) vertex id in column {original!r}", label)
         if len(ids) and ids.min() < 0:
             raise InputError(f"negative vertex id {ids.min()} in column {original!r}", label)

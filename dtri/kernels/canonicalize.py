@@ -22,9 +22,42 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
 
 
+INT64_MAX = 2**63 - 1
+ENDS = {"src": "source", "dst": "target"}
+
+
+def _row_name(values: Any, position: int) -> str:
+    """The row at ``position`` of a column as the caller knows it: by its frame's index label
+    (a pandas or cuDF column), or by its position (an array)."""
+    index = getattr(values, "index", None)
+    if index is None:
+        return f"row {position}"
+    label = index[position]
+    return f"row {label.item() if hasattr(label, 'item') else label}"
+
+
+def checked_id_column(part: Any, column: str) -> Any:
+    """Column ``src`` or ``dst`` of a partition (pandas, cuDF or :class:`EdgeArrays`) as an
+    array of its own integer type, refusing a missing id (null, NA) and an unsigned id above
+    2**63-1, which int64 would turn into a negative one. Only columns that can hold nulls or
+    such ids are scanned."""
+    values = part[column]
+    if getattr(values, "hasnans", False):
+        first = int(values.isna().to_numpy().argmax())
+        raise InputError(f"{_row_name(values, first)} has no {ENDS[column]} id (null)")
+    ids = column_to_array(values)
+    if ids.dtype.kind == "u" and ids.dtype.itemsize == 8 and ids.shape[0] \
+            and int(ids.max()) > INT64_MAX:
+        first = int((ids > INT64_MAX).argmax())
+        raise InputError(f"{ENDS[column]} id {int(ids[first])} in {_row_name(values, first)} "
+                         "is larger than 2**63-1")
+    return ids
+
+
 def id_columns(frame: Any) -> tuple[Any, Any]:
-    """One partition's ``src``, ``dst`` (pandas or cuDF, integer) as int64 arrays."""
-    src, dst = column_to_array(frame["src"]), column_to_array(frame["dst"])
+    """One partition's ``src``, ``dst`` (pandas or cuDF, integer) as int64 arrays
+    (:func:`checked_id_column`)."""
+    src, dst = checked_id_column(frame, "src"), checked_id_column(frame, "dst")
     xp = array_module(src)
     return src.astype(xp.int64, copy=False), dst.astype(xp.int64, copy=False)
 

@@ -14,6 +14,7 @@ and the degrees are cached on the converted graph, which NetworkX caches on the 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -284,8 +285,9 @@ def k_truss(G: DtriGraph, k: int) -> nx.Graph:
             "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
     kept = np.zeros((0, 2), dtype=np.int64)
     if G.edges.shape[0]:
-        # NetworkX takes any k: below 3 every edge stays (dtri's k-truss starts at 0)
-        with _prepared(G) as prepared, prepared.k_truss(max(k, 0)) as truss:
+        # NetworkX takes any real k (an edge stays while its support is at least k - 2): below
+        # 3 every edge stays, and a fractional k keeps what the next integer does
+        with _prepared(G) as prepared, prepared.k_truss(max(math.ceil(k), 0)) as truss:
             support = host_frame(truss.edge_support().compute())
         kept = np.stack([support["u"].to_numpy(), support["v"].to_numpy()], axis=1)
     present = np.unique(kept)  # the nodes left, in the original's order

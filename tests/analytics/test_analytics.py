@@ -4,6 +4,8 @@ budgets, bins, orientations, stagings and workers (the GPU runs them in tests/gp
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -92,8 +94,12 @@ def test_k_truss_is_a_prepared_graph_that_counts_and_truss_again():
         three = graph.k_truss(3)
         assert three.edges == 18 and three.transitivity() == networkx_transitivity(
             clique + tail[:3])
-        with pytest.raises(ValueError, match="at least 0"):
-            graph.k_truss(-1)
+        assert graph.k_truss(np.int64(5)).edges == 15 and graph.k_truss(0).edges == 19
+        for k, shown in ((-1, "-1"), (np.int64(-2), "-2"), (1.5, "1.5"), ("4", "'4'"),
+                         (True, "True"), (None, "None")):
+            with pytest.raises(ValueError, match=rf"^k must be an integer of at least 0, "
+                                                 rf"got {re.escape(shown)}$"):
+                graph.k_truss(k)
 
 
 def networkx_transitivity(edges: list) -> float:

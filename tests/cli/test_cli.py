@@ -233,6 +233,23 @@ def test_analytic_errors_are_one_line(tmp_path):
     assert neither.exit_code == 2 and "give PATHS" in neither.output
 
 
+@pytest.mark.parametrize(("k", "shown"), [("-1", "-1"), ("1.5", "'1.5'"), ("x", "'x'")])
+def test_ktruss_refuses_a_bad_k_as_the_api_does_in_one_line(k, shown):
+    bad = CliRunner().invoke(main, ["ktruss", k, KARATE, *LOCAL])
+    assert bad.exit_code == 2
+    assert bad.output == f"dtri: error: k must be an integer of at least 0, got {shown}\n"
+
+
+def test_ktruss_still_refuses_unknown_options_and_takes_k_zero():
+    runner = CliRunner()
+    for args in (["4", KARATE, "--jsn"], ["--jsn", "4", KARATE], ["4", "-x", KARATE]):
+        bad = runner.invoke(main, ["ktruss", *args, *LOCAL])
+        assert bad.exit_code == 2 and "No such option" in bad.output, args
+    assert "Did you mean" in bad.output or "-x" in bad.output
+    zero = json.loads(runner.invoke(main, ["ktruss", "0", KARATE, *LOCAL, "--json"]).output)
+    assert (zero["k"], zero["edges"], zero["vertices"]) == (0, 78, 34)
+
+
 def test_analytic_commands_share_the_options_of_count():
     runner = CliRunner()
     count_options = {line.split()[0] for line in

@@ -19,6 +19,7 @@ from fsspec.utils import read_block
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dtri
 from dtri.cli import main
 from dtri.errors import ConfigurationError, InputError
 from dtri.input.read import (
@@ -200,6 +201,62 @@ def test_parquet_directory_and_smaller_integer_types(tmp_path):
     write(folder / "_SUCCESS", "")
     assert detect_format(folder) == "parquet"
     check(read_edges(folder), [(0, 1), (10, 2), (1, 1), (11, 2), (2, 1), (12, 2)])
+
+
+def parquet_folder(folder: Path, tables: list[dict[str, np.ndarray]]) -> list[Path]:
+    """Parquet files ``part-k.parquet`` in ``folder``, one per table, as written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    paths = [folder / f"part-{k}.parquet" for k in range(len(tables))]
+    for path, table in zip(paths, tables, strict=True):
+        pq.write_table(pa.table(table), path)
+    return paths
+
+
+@pytest.mark.parametrize("piece_rows", [None, 2])
+def test_parquet_files_with_different_integer_widths_read_as_int64(tmp_path, piece_rows):
+    """int32 and int64 (and unsigned) ids of the same columns in one folder are read, in one
+    piece of several files or a piece per file."""
+    parquet_folder(tmp_path / "edges", [
+        {"src": np.array([0, 1], np.int32), "dst": np.array([1, 2], np.int32)},
+        {"src": np.array([2, 2**40], np.int64), "dst": np.array([0, 5], np.int64)},
+        {"src": np.array([7], np.uint16), "dst": np.array([2**63 - 1], np.uint64)}])
+    edges = [(0, 1), (1, 2), (2, 0), (2**40, 5), (7, 2**63 - 1)]
+    check(read_edges(tmp_path / "edges", max_rows=piece_rows), edges)
+    assert dtri.count_triangles(tmp_path / "edges", scheduler="synchronous") == 1
+
+
+def test_parquet_file_with_other_columns_is_named_in_one_line(tmp_path):
+    first, _, other = parquet_folder(tmp_path / "edges", [
+        {"src": np.array([0]), "dst": np.array([1])},
+        {"src": np.array([1]), "dst": np.array([2])},
+        {"u": np.array([2]), "v": np.array([0])}])
+    message = f"{other}: has columns ['u', 'v'], expected ['src', 'dst'] as in {first}"
+    with pytest.raises(InputError) as info:
+        read_edges(tmp_path / "edges")
+    assert str(info.value) == message
+    result = CliRunner().invoke(main, ["count", str(tmp_path / "edges"),
+                                       "--scheduler", "synchronous"])
+    assert (result.exit_code, result.output) == (2, f"dtri: error: {message}\n")
+
+
+def test_parquet_later_file_with_float_or_null_ids_is_named(tmp_path):
+    _, floats = parquet_folder(tmp_path / "floats", [
+        {"src": np.array([0]), "dst": np.array([1])},
+        {"src": np.array([1.0]), "dst": np.array([2])}])
+    with pytest.raises(InputError, match="column 'src' has type float64") as info:
+        read_edges(tmp_path / "floats")
+    assert info.value.path == str(floats)
+    import pyarrow as pa
+
+    _, nulls = parquet_folder(tmp_path / "nulls", [
+        {"src": np.array([0]), "dst": np.array([1])},
+        {"src": np.array([1, 2]), "dst": pa.array([2, None], pa.int64())}])
+    with pytest.raises(InputError, match="missing \\(null\\) vertex id in column 'dst'") as info:
+        read_edges(tmp_path / "nulls").compute(scheduler="synchronous")
+    assert info.value.path == str(nulls)
 
 
 def test_parquet_rejects_non_integer_and_negative_ids(tmp_path):
@@ -442,6 +499,70 @@ def test_bad_line_reports_path_and_line(tmp_path, text, line, message):
     assert (info.value.path, info.value.line) == (str(path), line)
     assert message in info.value.message
     assert str(info.value).startswith(f"{path}:{line}: ")
+
+
+@pytest.mark.parametrize("blank", ["\v", "\f", "\x1c", "\x1f", "\u00a0", "\u3000", "\u2003",
+                                   "\u0085", " \r", "\r"])
+@pytest.mark.parametrize("at", ["between", "before"])
+def test_blanks_other_than_space_and_tab_are_refused_by_every_parser(tmp_path, blank, at):
+    """NumPy's parser split fields at any whitespace (``1\\v2`` was the edge 1-2) and pandas'
+    at a CR inside a line, where the exact parser (and a block read by it) refuses them: a
+    file meant one thing or another by the size of its blocks."""
+    line = f"1{blank}2" if at == "between" else f"{blank}1 2"
+    path = write(tmp_path / "g.txt", f"3 4\n{line}\n5 6\n")
+    with pytest.raises(InputError, match="expected") as info:
+        read_edges(path).compute(scheduler="synchronous")
+    assert info.value.line == 2
+
+
+def test_crlf_ends_and_a_cut_crlf_end_still_read(tmp_path):
+    path = write(tmp_path / "g.txt", "1 2\r\n3\t4 # c\r\n\r\n5  6\r")
+    check(read_edges(path), [(1, 2), (3, 4), (5, 6)])
+
+
+def test_binary_garbage_shows_a_short_escaped_excerpt_and_a_hint(tmp_path):
+    garbage = random.Random(5).randbytes(2000).replace(b"\n", b"")
+    path = write(tmp_path / "g.txt", garbage)
+    with pytest.raises(InputError) as info:
+        read_edges(path).compute(scheduler="synchronous")
+    assert (info.value.path, info.value.line) == (str(path), 1)
+    excerpt = re.search(r"got '(.*)'\.\.\.; ", info.value.message).group(1)
+    assert len(re.sub(r"\\x[0-9a-f]{2}|\\.", "?", excerpt)) == 40  # 40 characters, escaped
+    assert info.value.message.endswith("binary data, not text: is this a Parquet or compressed "
+                                       "file? give --format parquet, or name a compressed file "
+                                       "by its extension (.gz, .bz2, .xz, .zip)")
+    assert len(info.value.message) < 400 and all(c.isprintable() for c in str(info.value))
+
+
+@pytest.mark.parametrize(("data", "what"), [
+    (None, "a Parquet file: give --format parquet (format='parquet' in Python)"),
+    (bz2.compress(b"1 2\n" * 100), "bz2 data: name the file *.bz2"),
+    (gzip.compress(b"1 2\n" * 100), "gzip data: name the file *.gz")])
+def test_a_binary_file_read_as_text_is_named_by_its_magic(tmp_path, data, what):
+    path = tmp_path / "edges.bin"
+    if data is None:
+        pd.DataFrame({"src": range(100), "dst": range(1, 101)}).to_parquet(path)
+    else:
+        write(path, data)
+    result = CliRunner().invoke(main, ["count", str(path), "--format", "snap",
+                                       "--scheduler", "synchronous"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.startswith(f"dtri: error: {path}:1: ")
+    assert result.output.endswith(f"; binary data, not text: this looks like {what}\n")
+    assert len(result.output) - len(str(path)) < 350
+
+
+def test_a_long_bad_text_line_is_cut_without_a_hint(tmp_path):
+    path = write(tmp_path / "g.txt", "1 2\n" + "3 " + "x" * 500 + "\n")
+    with pytest.raises(InputError) as info:
+        read_edges(path).compute(scheduler="synchronous")
+    assert info.value.line == 2
+    assert info.value.message == ("expected two non-negative integer vertex ids, got "
+                                  f"'3 {'x' * 38}'...")
+    long = write(tmp_path / "n.txt", "1 " + "9" * 300 + "\n")
+    with pytest.raises(InputError, match=rf": vertex id {'9' * 40}\.\.\. is larger than 2\*\*63-1, "
+                                         rf"in '1 {'9' * 38}'\.\.\.$"):
+        read_edges(long).compute(scheduler="synchronous")
 
 
 def test_bad_csv_line(tmp_path):

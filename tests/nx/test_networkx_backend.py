@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -77,6 +78,13 @@ def test_any_hashable_labels_give_networkx_answers(graph, count_zeros):
         ours, theirs = nx.k_truss(graph, k, backend="dtri"), nx.k_truss(graph, k)
         assert list(ours.edges(data=True)) == list(theirs.edges(data=True))
         assert list(ours.nodes(data=True)) == list(theirs.nodes(data=True))
+
+
+@pytest.mark.parametrize("k", [-1, 0, 2.5, 3.5, np.int64(4)])
+def test_k_truss_takes_every_k_networkx_takes(k):
+    graph = nx.karate_club_graph()
+    ours, theirs = nx.k_truss(graph, k, backend="dtri"), nx.k_truss(graph, k)
+    assert list(ours.edges) == list(theirs.edges) and list(ours.nodes) == list(theirs.nodes)
 
 
 def test_the_backend_declines_what_it_does_not_do():
