@@ -628,7 +628,8 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
         chosen = resolve_backend(backend, False)
         frame = from_spec(spec, seed=seed, npartitions=partitions, backend=chosen)
         check_new_output(out, make=True)
-        options = Options(backend=chosen, scheduler=scheduler, scheduler_file=scheduler_file)
+        options = Options(backend=chosen, scheduler=None if scheduler_file else scheduler,
+                          scheduler_file=scheduler_file)
         with open_runtime(options):
             if fmt == "parquet":
                 frame.to_parquet(out, write_index=False)

@@ -29,6 +29,12 @@ ORDERS = ("auto", "rank", "degree", "aorder")
 JOINS = ("auto", "wedges", "intersect")
 DECOMPOSITIONS = ("auto", "1d", "2d")
 FORMATS = ("auto", "snap", "csv", "tsv", "mtx", "parquet")
+LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
+"""Dask's schedulers that run tasks in this process (``--scheduler``), without workers."""
+LOCAL_CLUSTER_OPTIONS = ("workers", "protocol", "memory_limit", "spill_directory",
+                         "device_memory_limit", "rmm_pool_size")
+"""The options that shape only a local cluster that dtri starts (their defaults: ``auto``,
+``None``)."""
 SIZE_OPTIONS = ("memory_limit", "device_memory_limit", "rmm_pool_size", "memory_budget",
                 "blocksize")
 GROUPS = ("input", "cluster", "memory", "plan")
@@ -178,10 +184,33 @@ class Options:
                                          f"{value!r}")
         if self.bins is not None and self.bins & (self.bins - 1):
             raise ConfigurationError(f"--bins must be a power of two, got {self.bins}")
+        self._refuse_cluster_options_elsewhere()
         if self.staging == "host" and self.join == "wedges":
             raise ConfigurationError(
                 "host staging (--staging host, the default with --rmm-pool-size) counts with "
                 "the fused join: give --join intersect or auto, or --staging device")
+
+    def _refuse_cluster_options_elsewhere(self) -> None:
+        """Refuse options of a local cluster where the run is sent elsewhere: to a local
+        scheduler (no workers) or to a running cluster (``--scheduler``,
+        ``--scheduler-file``), and both of those together."""
+        if self.scheduler is not None and self.scheduler_file is not None:
+            raise ConfigurationError(
+                f"--scheduler {self.scheduler} and --scheduler-file {self.scheduler_file} "
+                "both name a scheduler: give one")
+        if self.scheduler is None and self.scheduler_file is None:
+            return
+        given = [_flag(name) for name in LOCAL_CLUSTER_OPTIONS
+                 if getattr(self, name) not in (None, "auto")]
+        if not given:
+            return
+        if self.scheduler in LOCAL_SCHEDULERS:
+            where = f"--scheduler {self.scheduler}, which runs in this process without workers"
+        else:
+            where = f"the running cluster at {self.scheduler or self.scheduler_file}"
+        raise ConfigurationError(
+            f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} a local cluster that "
+            f"dtri starts, not {where}: give one or the other")
 
     @classmethod
     def of(cls, options: Options | None = None, **changes: Any) -> Options:

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsspec.core import url_to_fs
-
 from dtri.analytics.vertex import present_vertices
 from dtri.errors import DtriError
+from dtri.input.read import filesystem
 from dtri.kernels.dispatch import host_frame
 
 
 def check_new_output(out: str, make: bool = False) -> None:
     """Refuse to write into an existing file or a directory that is not empty (its files would
     mix with ours); with ``make``, create the directory."""
-    fs, path = url_to_fs(out)
+    fs, path = filesystem(out)
     if fs.exists(path) and (not fs.isdir(path) or fs.ls(path)):
         raise DtriError(f"{out} already exists; give a new or empty directory")
     if make:
