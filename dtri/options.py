@@ -202,15 +202,11 @@ class Options:
             return
         given = [_flag(name) for name in LOCAL_CLUSTER_OPTIONS
                  if getattr(self, name) not in (None, "auto")]
-        if not given:
-            return
         if self.scheduler in LOCAL_SCHEDULERS:
-            where = f"--scheduler {self.scheduler}, which runs in this process without workers"
+            where = f"--scheduler {self.scheduler} (in this process, no workers)"
         else:
-            where = f"the running cluster at {self.scheduler or self.scheduler_file}"
-        raise ConfigurationError(
-            f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} a local cluster that "
-            f"dtri starts, not {where}: give one or the other")
+            where = f"the cluster at {self.scheduler or self.scheduler_file}"
+        refuse_local_cluster_options(given, where)
 
     @classmethod
     def of(cls, options: Options | None = None, **changes: Any) -> Options:
@@ -237,6 +233,22 @@ class Options:
 RUNTIME_OPTIONS = frozenset(spec.name for spec in fields(Options)
                             if spec.metadata.get("group") in ("cluster", "memory"))
 """The options that shape the runtime (cluster, memory): a session's, fixed when it opens."""
+
+
+CAP_FLAGS = ("--memory-limit", "--spill-directory", "--device-memory-limit", "--rmm-pool-size")
+
+
+def refuse_local_cluster_options(given: list[str], where: str) -> None:
+    """Refuse the ``given`` flags of a local cluster for a run that goes to ``where``
+    instead (a local scheduler, a running cluster), in one line."""
+    if not given:
+        return
+    hint = ("give a running cluster's workers their own limits (dask worker --memory-limit, "
+            "dask cuda worker --device-memory-limit --rmm-pool-size)"
+            if set(given) <= set(CAP_FLAGS) else "give one or the other")
+    raise ConfigurationError(
+        f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} only to the local "
+        f"cluster that dtri starts, not to {where}; {hint}")
 
 
 def _flag(name: str) -> str:

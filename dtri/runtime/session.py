@@ -43,7 +43,14 @@ import psutil
 from dask.utils import format_bytes, parse_bytes
 
 from dtri.errors import ConfigurationError
-from dtri.options import BACKENDS, LOCAL_SCHEDULERS, PROTOCOLS, RMM_ALIGNMENT, Options
+from dtri.options import (
+    BACKENDS,
+    LOCAL_SCHEDULERS,
+    PROTOCOLS,
+    RMM_ALIGNMENT,
+    Options,
+    refuse_local_cluster_options,
+)
 from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.scaling import WorkerChoice
@@ -702,13 +709,10 @@ def scheduler_file_address(path: str | None) -> str:
 
 
 def _refuse_caps_for(caps: MemoryCaps, where: str) -> None:
-    """Memory caps only shape a cluster that dtri starts: fail if the run goes elsewhere."""
-    if given := caps.given():
-        raise ConfigurationError(
-            f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} only to the local "
-            f"cluster that dtri starts, not to {where}; give a running cluster's workers their "
-            "own limits (dask worker --memory-limit, dask cuda worker --device-memory-limit "
-            "--rmm-pool-size)")
+    """Memory caps only shape a cluster that dtri starts: fail if the run goes elsewhere (a
+    scheduler from ``DASK_SCHEDULER_ADDRESS``, the active client; :class:`Options` refuses
+    those it names itself)."""
+    refuse_local_cluster_options(caps.given(), where)
 
 
 def _local_scheduler(name: str) -> Any:
@@ -722,20 +726,33 @@ def _local_scheduler(name: str) -> Any:
     return get_sync
 
 
+LOCAL_WORKERS_PER_CORE = "dtri.local-workers-per-core"
+"""``dask.config`` key: the most single-threaded workers a local CPU cluster may run on one
+core (:func:`check_local_workers`)."""
+DEFAULT_LOCAL_WORKERS_PER_CORE = 4
+"""Workers that share cores run (tests lay out 2 x 2 grids of 5 workers on 2 cores), but
+their processes start one after the other: 100 on 2 cores gave up after 237 s with Dask's
+"Timed out trying to connect"."""
+
+
 def check_local_workers(backend: str, workers: int | None) -> None:
-    """Refuse a local cluster of more workers than there are cores (one single-threaded
-    process each on the CPU) or visible GPUs (one each on the GPU): their processes would
-    not start in time, and Dask would say only that it timed out connecting to them."""
+    """Refuse a local cluster of more workers than this machine runs: more than one a
+    visible GPU on the GPU (dask-cuda gives each GPU one worker), more than
+    ``dtri.local-workers-per-core`` a core on the CPU. Their processes would not start in
+    time, and Dask would say only that it timed out connecting to them."""
     if workers is None:
         return
     if backend == "gpu":
-        available, what = _visible_gpus(), "visible GPUs"
+        most, what = _visible_gpus(), f"{_visible_gpus()} visible GPUs (one worker each)"
     else:
-        available, what = usable_cores(), "cores"
-    if workers > available:
+        per_core = int(dask.config.get(LOCAL_WORKERS_PER_CORE, DEFAULT_LOCAL_WORKERS_PER_CORE))
+        most = usable_cores() * per_core
+        what = (f"{usable_cores()} cores run ({per_core} single-threaded workers a core, "
+                f"{LOCAL_WORKERS_PER_CORE})")
+    if workers > most:
         raise ConfigurationError(
-            f"--workers {workers} is more than this machine's {available} {what}, one worker "
-            f"each: give --workers {available} or fewer, or --scheduler for a running cluster")
+            f"--workers {workers} is more than this machine's {what}: give --workers {most} "
+            "or fewer, or --scheduler for a running cluster")
 
 
 def usable_cores() -> int:

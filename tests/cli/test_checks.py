@@ -71,11 +71,15 @@ def test_a_generated_graph_beyond_the_machine_names_the_largest_scale(monkeypatc
         dtri.count(generated("gnm:1000:10000000"))
 
 
-def test_more_local_workers_than_cores_is_one_line():
+def test_more_local_workers_than_the_cores_run_is_one_line():
     cores = usable_cores()
-    line = refused("count", KARATE, "--workers", str(cores + 1), "--backend", "cpu")
-    assert line.endswith(f"more than this machine's {cores} cores, one worker each: give "
-                         f"--workers {cores} or fewer, or --scheduler for a running cluster")
+    line = refused("count", KARATE, "--workers", str(4 * cores + 1), "--backend", "cpu")
+    assert line.endswith(f"more than this machine's {cores} cores run (4 single-threaded "
+                         "workers a core, dtri.local-workers-per-core): give --workers "
+                         f"{4 * cores} or fewer, or --scheduler for a running cluster")
+    with dask.config.set({"dtri.local-workers-per-core": 1}), \
+            pytest.raises(ConfigurationError, match=f"give --workers {cores} or fewer"):
+        dtri.count(KARATE, workers=cores + 1, backend="cpu")
 
 
 def test_a_plan_of_too_many_tasks_names_a_budget_that_works():
@@ -112,15 +116,21 @@ def test_a_small_budget_is_refused_before_a_cluster_starts(tmp_path):
 ])
 def test_a_local_scheduler_or_a_running_cluster_refuse_local_cluster_options(args):
     line = refused("count", KARATE, *args)
-    assert "give one or the other" in line or "both name a scheduler" in line
+    assert "only to the local cluster that dtri starts" in line \
+        or "both name a scheduler" in line
 
 
 def test_conflicting_options_are_refused_from_python_too():
-    with pytest.raises(ConfigurationError, match="--workers shapes a local cluster that dtri "
-                                                 "starts, not --scheduler synchronous"):
+    with pytest.raises(ConfigurationError) as error:
         Options(scheduler="synchronous", workers=2)
-    with pytest.raises(ConfigurationError, match="--memory-limit, --spill-directory shape"):
+    assert str(error.value) == ("--workers applies only to the local cluster that dtri starts, "
+                                "not to --scheduler synchronous (in this process, no workers); "
+                                "give one or the other")
+    with pytest.raises(ConfigurationError) as error:
         dtri.count(KARATE, scheduler_file="s.json", memory_limit="1GiB", spill_directory="x")
+    assert str(error.value).startswith("--memory-limit, --spill-directory apply only to the "
+                                       "local cluster that dtri starts, not to the cluster at "
+                                       "s.json; give a running cluster's workers")
 
 
 def test_a_spill_directory_in_a_missing_parent_is_refused(tmp_path):
