@@ -659,7 +659,7 @@ def _prepare_spill_directory(path: str | None) -> None:
                                      ) from None
         return
     parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(path) and not os.path.isdir(parent):
+    if not os.path.isdir(path) and not os.path.exists(parent):
         raise ConfigurationError(f"--spill-directory {path}: its parent {parent} does not "
                                  "exist (dtri creates the directory, not its parents)")
     try:
@@ -781,16 +781,20 @@ def runs_on_this_machine(options: Options) -> bool:
 
 def machine_room(options: Options) -> tuple[int, str]:
     """The bytes of data this machine can hold for a run, with what they are: its memory
-    and the free disk where a local cluster's workers would spill."""
-    spill = options.spill_directory or dask.config.get("temporary-directory", None) \
-        or tempfile.gettempdir()
+    and the free disk where a local cluster's workers would spill (none where no temporary
+    directory is writable: the cluster's start says so)."""
+    memory = psutil.virtual_memory().total
+    try:
+        spill = options.spill_directory or dask.config.get("temporary-directory", None) \
+            or tempfile.gettempdir()
+    except OSError:  # gettempdir could write to none of its candidates
+        return memory, f"this machine's memory ({format_bytes(memory)})"
     existing = os.path.abspath(spill)
     while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
         existing = os.path.dirname(existing)
     disk = psutil.disk_usage(existing).free
-    return (psutil.virtual_memory().total + disk,
-            f"this machine's memory ({format_bytes(psutil.virtual_memory().total)}) and free "
-            f"disk at {spill} ({format_bytes(disk)})")
+    return memory + disk, (f"this machine's memory ({format_bytes(memory)}) and free disk at "
+                           f"{spill} ({format_bytes(disk)})")
 
 
 def options_caps(options: Options) -> MemoryCaps:
