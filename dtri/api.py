@@ -31,15 +31,18 @@ from dtri.input.frames import (
     planned_rows,
     read_plan,
 )
+from dtri.input.generate import GeneratedGraph
 from dtri.options import RUNTIME_OPTIONS, Options
 from dtri.prepared.graph import PreparedGraph, prepare_graph
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
 from dtri.runtime.session import (
     LOCAL_SCHEDULERS,
     Runtime,
+    machine_room,
     named_placement,
     open_runtime,
     options_caps,
+    runs_on_this_machine,
 )
 
 
@@ -150,13 +153,26 @@ def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> R
     """Open the session's runtime for ``edges`` and plan their read: what the preparation (or
     an estimate that samples as it reads) takes as its input."""
     on_gpu = input_on_gpu(edges)
+    opening = session.runtime is None
+    if isinstance(edges, GeneratedGraph) and (opening or session.runtime.client is None) \
+            and runs_on_this_machine(chosen):
+        edges.check_fits(*machine_room(chosen))
     local = local_input(edges, chosen) if session.local else None
+    early_plan, early_rows = None, _task_rows(chosen.memory_budget)
+    if opening and chosen.memory_budget is not None:  # the budget checked before a cluster
+        if local is None:
+            early_plan = read_plan(edges, chosen, early_rows)
+        # text files' rows are estimated from their sizes; Parquet's (no parts) are known
+        rows, estimated = (local.rows, is_path_like(edges) and bool(local.parts)) \
+            if local is not None else planned_rows(edges, early_plan)
+        check_budget(rows, estimated, None, chosen.memory_budget)
     runtime = session.open(on_gpu, local.rows if local is not None else known_rows(edges),
                            one_input=owned)
     if local is not None and local.parts and runtime.client is None:
         return ReadSource(local.on(runtime.backend), runtime, local.rows, is_path_like(edges))
-    max_rows = max(1, runtime.task_budget(chosen.memory_budget) // BYTES_PER_EDGE_IN_FLIGHT)
-    plan = read_plan(edges, chosen, max_rows)
+    max_rows = _task_rows(runtime.task_budget(chosen.memory_budget))
+    plan = early_plan if early_plan is not None and max_rows == early_rows \
+        else read_plan(edges, chosen, max_rows)
     rows, estimated = planned_rows(edges, plan)
     check_budget(rows, estimated, runtime, chosen.memory_budget)
     source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
@@ -164,6 +180,11 @@ def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> R
                            files_on_host=runtime.staging.on_host, plan=plan,
                            **(chosen.read_options() if is_path_like(edges) else {}))
     return ReadSource(source, runtime, rows, estimated)
+
+
+def _task_rows(task_budget: int | None) -> int | None:
+    """The input rows one task of ``task_budget`` bytes may read (``None``: no budget)."""
+    return None if task_budget is None else max(1, task_budget // BYTES_PER_EDGE_IN_FLIGHT)
 
 
 def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = False,

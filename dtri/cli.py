@@ -682,7 +682,8 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
     with _errors_as_one_line(), reserve_output(out) as folder:
         chosen = resolve_backend(backend, False)
         frame = from_spec(spec, seed=seed, npartitions=partitions, backend=chosen)
-        options = Options(backend=chosen, scheduler=scheduler, scheduler_file=scheduler_file)
+        options = Options(backend=chosen, scheduler=None if scheduler_file else scheduler,
+                          scheduler_file=scheduler_file)
         with open_runtime(options):
             if fmt == "parquet":
                 folder.write_parquet(frame)

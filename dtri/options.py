@@ -29,6 +29,12 @@ ORDERS = ("auto", "rank", "degree", "aorder")
 JOINS = ("auto", "wedges", "intersect")
 DECOMPOSITIONS = ("auto", "1d", "2d")
 FORMATS = ("auto", "snap", "csv", "tsv", "mtx", "parquet")
+LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
+"""Dask's schedulers that run tasks in this process (``--scheduler``), without workers."""
+LOCAL_CLUSTER_OPTIONS = ("workers", "protocol", "memory_limit", "spill_directory",
+                         "device_memory_limit", "rmm_pool_size")
+"""The options that shape only a local cluster that dtri starts (their defaults: ``auto``,
+``None``)."""
 SIZE_OPTIONS = ("memory_limit", "device_memory_limit", "rmm_pool_size", "memory_budget",
                 "blocksize")
 GROUPS = ("input", "cluster", "memory", "plan")
@@ -179,10 +185,29 @@ class Options:
                                          f"{value!r}")
         if self.bins is not None and self.bins & (self.bins - 1):
             raise ConfigurationError(f"--bins must be a power of two, got {self.bins}")
+        self._refuse_cluster_options_elsewhere()
         if self.staging == "host" and self.join == "wedges":
             raise ConfigurationError(
                 "host staging (--staging host, the default with --rmm-pool-size) counts with "
                 "the fused join: give --join intersect or auto, or --staging device")
+
+    def _refuse_cluster_options_elsewhere(self) -> None:
+        """Refuse options of a local cluster where the run is sent elsewhere: to a local
+        scheduler (no workers) or to a running cluster (``--scheduler``,
+        ``--scheduler-file``), and both of those together."""
+        if self.scheduler is not None and self.scheduler_file is not None:
+            raise ConfigurationError(
+                f"--scheduler {self.scheduler} and --scheduler-file {self.scheduler_file} "
+                "both name a scheduler: give one")
+        if self.scheduler is None and self.scheduler_file is None:
+            return
+        given = [_flag(name) for name in LOCAL_CLUSTER_OPTIONS
+                 if getattr(self, name) not in (None, "auto")]
+        if self.scheduler in LOCAL_SCHEDULERS:
+            where = f"--scheduler {self.scheduler} (in this process, no workers)"
+        else:
+            where = f"the cluster at {self.scheduler or self.scheduler_file}"
+        refuse_local_cluster_options(given, where)
 
     @classmethod
     def of(cls, options: Options | None = None, **changes: Any) -> Options:
@@ -209,6 +234,22 @@ class Options:
 RUNTIME_OPTIONS = frozenset(spec.name for spec in fields(Options)
                             if spec.metadata.get("group") in ("cluster", "memory"))
 """The options that shape the runtime (cluster, memory): a session's, fixed when it opens."""
+
+
+CAP_FLAGS = ("--memory-limit", "--spill-directory", "--device-memory-limit", "--rmm-pool-size")
+
+
+def refuse_local_cluster_options(given: list[str], where: str) -> None:
+    """Refuse the ``given`` flags of a local cluster for a run that goes to ``where``
+    instead (a local scheduler, a running cluster), in one line."""
+    if not given:
+        return
+    hint = ("give a running cluster's workers their own limits (dask worker --memory-limit, "
+            "dask cuda worker --device-memory-limit --rmm-pool-size)"
+            if set(given) <= set(CAP_FLAGS) else "give one or the other")
+    raise ConfigurationError(
+        f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} only to the local "
+        f"cluster that dtri starts, not to {where}; {hint}")
 
 
 def _flag(name: str) -> str:

@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
 from dtri.errors import DtriError
+from dtri.input.read import filesystem
 
 TEMPORARY_MARK = ".dtri-tmp-"
 """What the name of a temporary result folder holds, between ``.NAME`` and a uuid."""
@@ -115,7 +115,7 @@ def reserve_output(out: str) -> OutputFolder:
         raise DtriError("Parquet cannot go to standard output; give a folder")
     if not out.strip():
         raise DtriError("the output path is empty; give a folder")
-    fs, path = url_to_fs(out)
+    fs, path = filesystem(out)  # a missing fsspec package: one line naming it
     path = path.rstrip("/") or path
     if fs.exists(path) and (not fs.isdir(path) or fs.ls(path)):
         raise already_exists(out)

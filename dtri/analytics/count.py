@@ -31,7 +31,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dtri.analytics.cannon import Decomposition, cannon_rounds, decomposition
-from dtri.analytics.plan import REDUCE_FAN_IN, CountPlan, build_plan, chunk_rows, staged_plan
+from dtri.analytics.plan import (
+    REDUCE_FAN_IN,
+    CountPlan,
+    build_plan,
+    check_plan_tasks,
+    chunk_rows,
+    staged_plan,
+)
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.bins import radix_split
 from dtri.kernels.csr import CSR, as_csr, edge_window, joined, keys_of, rows_of, stored
@@ -154,7 +161,8 @@ def plan_count(graph: Any, timer: Any) -> CountPlan:
     runtime = graph.runtime
     try:
         with timer.timed("plan"):
-            plan = _plan(graph, runtime)
+            plan = _plan(graph, runtime, graph.task_budget)
+            check_plan_tasks(plan, lambda budget: _plan(graph, runtime, budget))
     except ListTooLongError as error:  # name the vertex by its input id
         (vertex,) = timer.compute("plan", graph.tasks.task(
             "plan", input_id_of_rank, graph.ids, error.rank, key=("name",), on_host=True))
@@ -169,15 +177,16 @@ def decomposition_of(graph: Any, timer: Any) -> Decomposition:
         return decomposition(graph)
 
 
-def _plan(graph: Any, runtime: Any) -> CountPlan:
-    """The plan itself (host staging: groups of partitions; else radix bins)."""
+def _plan(graph: Any, runtime: Any, task_budget: int) -> CountPlan:
+    """The plan itself at ``task_budget`` (host staging: groups of partitions; else radix
+    bins)."""
     if graph.staging.on_host:
         return staged_plan(graph.summaries, graph.vertices, workers=runtime.workers,
                            threads_per_worker=runtime.threads_per_worker,
-                           backend=runtime.backend, task_budget=graph.task_budget)
+                           backend=runtime.backend, task_budget=task_budget)
     return build_plan(graph.summaries, graph.vertices, workers=runtime.workers,
                       threads_per_worker=runtime.threads_per_worker,
-                      backend=runtime.backend, task_budget=graph.task_budget,
+                      backend=runtime.backend, task_budget=task_budget,
                       bins=graph.options.bins, join=graph.options.join)
 
 

@@ -74,6 +74,15 @@ BYTES_PER_KEY = 8
 BYTES_PER_COUNT = 8
 """A partial count passed to ``dtri-reduce``."""
 
+MAX_PLAN_TASKS = "dtri.max-plan-tasks"
+"""``dask.config`` key: the most tasks a count's plan may have (:func:`check_plan_tasks`)."""
+DEFAULT_MAX_PLAN_TASKS = 100_000
+"""Dask's scheduler spends about a millisecond on each task, a 2-core machine more: a plan
+of 100,000 tasks costs minutes of scheduling alone, and a budget too small for the graph
+gives millions (R-MAT 18 under a 1 MiB budget: 4.7 M, silent for minutes)."""
+BUDGET_SEARCH_LIMIT = 1 << 50
+"""The largest task budget :func:`check_plan_tasks` tries before it gives up naming one."""
+
 STAGES = ("edge-bins", "edge-keys", "wedges", "bins", "join", "intersect", "reduce")
 """Task kinds of the counting phase, as their Dask keys name them (``dtri-<stage>-...``)."""
 
@@ -297,6 +306,11 @@ class CountPlan:
     def needs_csr(self) -> bool:
         """Whether any partition uses the fused join (against the edge bins' CSRs)."""
         return "intersect" in self.strategy
+
+    @property
+    def tasks(self) -> int:
+        """The tasks of the plan, of every kind."""
+        return sum(e.tasks for e in self.estimates.values())
 
     @property
     def peak_bytes(self) -> int:
@@ -644,3 +658,36 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
         moved_bytes=remote * BYTES_PER_COUNT * counts,
     )
     return estimates
+
+
+def max_plan_tasks() -> int:
+    """The most tasks a count's plan may have (``dtri.max-plan-tasks``)."""
+    import dask
+
+    return int(dask.config.get(MAX_PLAN_TASKS, DEFAULT_MAX_PLAN_TASKS))
+
+
+def check_plan_tasks(plan: CountPlan, plan_for: Any) -> None:
+    """Refuse a plan of more tasks than :func:`max_plan_tasks` in one line, naming the least
+    ``--memory-budget`` (per worker) whose plan has few enough: ``plan_for(task_budget)``
+    plans the same graph again, at budgets doubling from the plan's."""
+    ceiling = max_plan_tasks()
+    if plan.tasks <= ceiling:
+        return
+    from dtri.errors import ConfigurationError
+
+    budget, tasks = plan.task_budget, plan.tasks
+    while tasks > ceiling and budget < BUDGET_SEARCH_LIMIT:
+        budget *= 2
+        try:
+            tasks = plan_for(budget).tasks
+        except ListTooLongError:
+            continue
+    why = (f"the count's plan has {plan.tasks:,} tasks under a memory budget of "
+           f"{format_bytes(plan.memory_budget)} a worker, more than {MAX_PLAN_TASKS} = "
+           f"{ceiling:,}: scheduling them would take longer than the count")
+    if tasks > ceiling:
+        raise ConfigurationError(f"{why}; raise {MAX_PLAN_TASKS}")
+    raise ConfigurationError(f"{why}; give --memory-budget "
+                             f"{format_bytes(budget * plan.threads_per_worker)} or more "
+                             f"({tasks:,} tasks), or raise {MAX_PLAN_TASKS}")

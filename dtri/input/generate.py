@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dtri.errors import ConfigurationError
+from dtri.kernels.bins import MAX_KEY_BITS
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -39,7 +40,16 @@ GPU_CHUNK = 1 << 22
 """Edges per CuPy pass on the GPU backend: a pass holds about ten 8-byte temporaries per
 edge, so a whole 16 Mi-edge partition at once would need a GiB of GPU memory besides the
 result (more than a task gets under a 2 GiB RMM pool); 4 Mi edges keep it near 300 MiB."""
-MAX_SCALE = 62  # ids stay below 2**62 < 2**63, the largest id dtri reads
+MAX_SCALE = MAX_KEY_BITS
+"""The largest R-MAT scale: its ids, below ``2**scale``, give at most ``2**31`` vertices, as
+many as dtri's packed 64-bit keys hold (a larger scale could not be counted, and its
+``16 * 2**32`` edges take a TiB as int64 pairs)."""
+MAX_VERTICES = 1 << MAX_KEY_BITS
+"""The most vertices a generated graph may have (``gnm:N:M`` has at most ``min(N, 2M)``)."""
+MAX_EDGES = 1 << 40
+"""The most edges a generated graph may have: 16 TiB as int64 pairs, 65,536 partitions."""
+BYTES_PER_GENERATED_EDGE = 16
+"""A generated edge as the workers hold it: ``src``, ``dst`` as int64."""
 
 _MASK64 = (1 << 64) - 1
 _GAMMA = 0x9E3779B97F4A7C15  # splitmix64's increment (the golden ratio in 64 bits)
@@ -254,6 +264,31 @@ class GeneratedGraph:
     edges: int
     seed: int = 0
 
+    @property
+    def stored_bytes(self) -> int:
+        """The edges' bytes as int64 pairs, once generated."""
+        return self.edges * BYTES_PER_GENERATED_EDGE
+
+    def check_fits(self, room: int, where: str) -> None:
+        """Refuse a graph whose edges, as int64 pairs, are more than ``room`` bytes (what
+        ``where`` holds: the memory and disk of the machine that would run it), naming the
+        largest R-MAT scale, or the most G(n, m) edges, that fit."""
+        if self.stored_bytes <= room:
+            return
+        from dask.utils import format_bytes
+
+        fitting = room // BYTES_PER_GENERATED_EDGE
+        if self.kind == "rmat":
+            factor = self.edges >> self.params[0]
+            largest = (fitting // factor).bit_length() - 1
+            most = (f"the largest R-MAT scale that fits is {largest} (rmat:{largest}:{factor})"
+                    if largest >= 1 else "no R-MAT scale fits")
+        else:
+            most = f"the most G(n, m) edges that fit are {fitting:,}"
+        raise ConfigurationError(
+            f"the generated graph's {self.edges:,} edges take {format_bytes(self.stored_bytes)} "
+            f"as int64 pairs, more than {where} hold ({format_bytes(room)}); {most}")
+
     def ranges(self, npartitions: int | None = None) -> list[tuple[int, int]]:
         """The edge-number range of each partition (at least one; none empty but the only
         one of an empty list)."""
@@ -320,14 +355,27 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
 def rmat_graph(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19,
                c: float = 0.19, *, seed: int = 0) -> GeneratedGraph:
     """:func:`rmat`'s graph, checked, not built yet."""
-    scale = _check_int("scale", scale, 1, MAX_SCALE)
+    scale = _check_int("scale", scale, -2**63)
+    if not 1 <= scale <= MAX_SCALE:
+        raise ConfigurationError(
+            f"scale must be between 1 and {MAX_SCALE}, got {scale}: R-MAT's 2**scale vertex "
+            f"ids may give more than the 2**{MAX_KEY_BITS} vertices dtri's packed keys hold")
     edge_factor = _check_int("edge_factor", edge_factor, 1)
     probabilities = [float(p) for p in (a, b, c)]
     if any(not 0 <= p <= 1 for p in probabilities) or sum(probabilities) > 1 + 1e-12:
         raise ConfigurationError(
             f"R-MAT probabilities a, b, c must be in [0, 1] with a + b + c <= 1, got {a}, {b}, {c}"
         )
-    return GeneratedGraph("rmat", (scale, *probabilities), edge_factor << scale, int(seed))
+    return GeneratedGraph("rmat", (scale, *probabilities), _edges(edge_factor << scale),
+                          int(seed))
+
+
+def _edges(edges: int) -> int:
+    """``edges``, refused above :data:`MAX_EDGES`."""
+    if edges > MAX_EDGES:
+        raise ConfigurationError(f"a generated graph of {edges:,} edges is more than the "
+                                 f"{MAX_EDGES:,} (2**40) dtri generates")
+    return edges
 
 
 def gnm(n: int, m: int, *, seed: int = 0, npartitions: int | None = None,
@@ -344,8 +392,12 @@ def gnm(n: int, m: int, *, seed: int = 0, npartitions: int | None = None,
 
 def gnm_graph(n: int, m: int, *, seed: int = 0) -> GeneratedGraph:
     """:func:`gnm`'s graph, checked, not built yet."""
-    return GeneratedGraph("gnm", (_check_int("n", n, 1, 2**63 - 1),), _check_int("m", m, 0),
-                          int(seed))
+    n, m = _check_int("n", n, 1, 2**63 - 1), _edges(_check_int("m", m, 0))
+    if min(n, 2 * m) > MAX_VERTICES:
+        raise ConfigurationError(
+            f"gnm:{n}:{m} may have {min(n, 2 * m):,} vertices, more than the 2**31 dtri's "
+            "packed keys hold: give N or 2 M of at most 2**31")
+    return GeneratedGraph("gnm", (n,), m, int(seed))
 
 
 def is_spec(text: str) -> bool:

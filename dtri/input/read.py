@@ -156,6 +156,23 @@ def _files_at(fs: AbstractFileSystem, path: str) -> list[str]:
     return files
 
 
+def filesystem(url: str, storage_options: dict | None = None
+               ) -> tuple[AbstractFileSystem, str]:
+    """fsspec's file system of ``url`` and the path in it; a protocol whose package is not
+    installed is one line naming the package (fsspec raises an ``ImportError`` deep in a
+    traceback)."""
+    try:
+        return url_to_fs(url, **(storage_options or {}))
+    except ImportError as error:
+        from fsspec.registry import known_implementations
+
+        protocol = url.split("://", 1)[0] if "://" in url else "file"
+        module = known_implementations.get(protocol, {}).get("class", "").split(".")[0]
+        install = f" (pip install {module})" if module and module != "fsspec" else ""
+        raise ConfigurationError(f"{url}: {protocol}:// needs a package that is not "
+                                 f"installed: {error}{install}") from None
+
+
 def expand_paths(
     urlpath: str | os.PathLike | list[str], storage_options: dict | None = None
 ) -> list[tuple[AbstractFileSystem, str, str]]:
@@ -163,7 +180,7 @@ def expand_paths(
     items = list(urlpath) if isinstance(urlpath, list | tuple) else [urlpath]
     found = []
     for item in map(os.fspath, items):
-        fs, path = url_to_fs(item, **(storage_options or {}))
+        fs, path = filesystem(item, storage_options)
         files = _files_at(fs, path)
         if not files:
             raise InputNotFoundError("no such file or no files match", path=item)
@@ -188,7 +205,7 @@ def detect_format(path: str | os.PathLike, storage_options: dict | None = None) 
     by_name = _format_from_name(path)
     if by_name is not None:
         return by_name
-    fs, fspath = url_to_fs(path, **(storage_options or {}))
+    fs, fspath = filesystem(path, storage_options)
     if fs.isdir(fspath) and any(
         _format_from_name(p) == "parquet" for p in _directory_files(fs, fspath)
     ):
@@ -415,6 +432,9 @@ def _plan_text_file(
     """Cut one file's data lines (from offset ``start``) into blocks, as read_edges describes."""
     compression = infer_compression(path)
     size = fs.size(path)
+    if compression is not None and size == 0:  # an empty plain file is an empty graph
+        raise InputError(f"the file is empty (0 bytes), not a {compression} stream: truncated "
+                         "or never written", name)
     first = start - 1 if start > 0 else 0  # the header's newline, so data starts at `start`
 
     def block(k: int, length: int | None, points: bytes | None = None) -> TextBlock:
@@ -902,7 +922,7 @@ def _open_parquet(url: str, storage_options: dict | None) -> tuple[Any, Any]:
     native reader), else through fsspec; the handle to close (or ``None``)."""
     import pyarrow.parquet as pq
 
-    fs, path = url_to_fs(url, **(storage_options or {}))
+    fs, path = filesystem(url, storage_options)
     protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
     if "file" in protocols:
         return pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False), None

@@ -81,21 +81,24 @@ def minimum_task_budget(rows: int) -> int:
     return -(-rows * BYTES_PER_EDGE_IN_FLIGHT // MAX_PARTITIONS)
 
 
-def check_budget(rows: int | None, estimated: bool, runtime: Runtime,
+def check_budget(rows: int | None, estimated: bool, runtime: Runtime | None,
                  memory_budget: int | None) -> None:
     """Refuse, up front and in one line, a budget below the minimum for ``rows`` input edges
     (:func:`minimum_task_budget`), naming the least ``--memory-budget`` or, where the budget
-    follows the workers' memory, the least ``--rmm-pool-size`` / ``--memory-limit``."""
-    if not rows:
+    follows the workers' memory, the least ``--rmm-pool-size`` / ``--memory-limit``. Without
+    a ``runtime`` (before one is opened) only a given ``memory_budget`` is checked: a task
+    gets at most that."""
+    if not rows or (runtime is None and memory_budget is None):
         return
     from dask.utils import format_bytes
 
     from dtri.errors import ConfigurationError
 
     needed = minimum_task_budget(rows)
-    if runtime.task_budget(memory_budget) >= needed:
+    budget = memory_budget if runtime is None else runtime.task_budget(memory_budget)
+    if budget >= needed:
         return
-    per_worker = needed * max(1, runtime.threads_per_worker)
+    per_worker = needed * max(1, runtime.threads_per_worker if runtime else 1)
     about = f"{'about ' if estimated else ''}{rows:,} input edges"
     why = (f"{about} at {BYTES_PER_EDGE_IN_FLIGHT} B each in flight need a task budget of "
            f"at least {format_bytes(needed)}, to fit in {MAX_PARTITIONS} partitions")

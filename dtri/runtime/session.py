@@ -43,7 +43,14 @@ import psutil
 from dask.utils import format_bytes, parse_bytes
 
 from dtri.errors import ConfigurationError
-from dtri.options import BACKENDS, PROTOCOLS, RMM_ALIGNMENT, Options
+from dtri.options import (
+    BACKENDS,
+    LOCAL_SCHEDULERS,
+    PROTOCOLS,
+    RMM_ALIGNMENT,
+    Options,
+    refuse_local_cluster_options,
+)
 from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.scaling import WorkerChoice
@@ -52,7 +59,6 @@ from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes, read_moved_bytes
 
-LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
 GPU_MIN_EDGES = "dtri.gpu-min-edges"
 """``dask.config`` key: :func:`gpu_min_edges`."""
 DEFAULT_GPU_MIN_EDGES = 12_000
@@ -638,7 +644,8 @@ def _environ_kept() -> Iterator[Callable[[], None]]:
 
 
 def _prepare_spill_directory(path: str | None) -> None:
-    """Create the workers' spill directory if need be, and write a byte to a file there: a
+    """Create the workers' spill directory if need be (in a parent that exists: a typo in a
+    path is not a tree of new folders), and write a byte to a file there: a
     directory that cannot take one (not writable, a full disk, a read-only file system) is
     one line naming the option, not a failure in each worker later. ``None``: the default
     location, where Dask's scheduler would otherwise fail to start with a traceback when
@@ -651,6 +658,10 @@ def _prepare_spill_directory(path: str | None) -> None:
                                      f"({error.strerror or error}): give --spill-directory"
                                      ) from None
         return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(path) and not os.path.exists(parent):
+        raise ConfigurationError(f"--spill-directory {path}: its parent {parent} does not "
+                                 "exist (dtri creates the directory, not its parents)")
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as error:
@@ -665,14 +676,43 @@ def _prepare_spill_directory(path: str | None) -> None:
                                  f"{error.strerror or error}") from None
 
 
-def _refuse_caps_for(caps: MemoryCaps, where: str) -> None:
-    """Memory caps only shape a cluster that dtri starts: fail if the run goes elsewhere."""
-    if given := caps.given():
+CONNECT_SECONDS = 30
+"""How long a run waits to reach a running Dask scheduler before it gives up."""
+
+
+def scheduler_file_address(path: str | None) -> str:
+    """The scheduler's address in a scheduler file (``dask scheduler --scheduler-file``),
+    read once: Dask's client would wait for a missing file forever, and fail on a garbled one
+    with a bare ``AssertionError``."""
+    import json
+
+    try:
+        with open(str(path), encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
         raise ConfigurationError(
-            f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} only to the local "
-            f"cluster that dtri starts, not to {where}; give a running cluster's workers their "
-            "own limits (dask worker --memory-limit, dask cuda worker --device-memory-limit "
-            "--rmm-pool-size)")
+            f"--scheduler-file {path} does not exist: start the scheduler with "
+            f"'dask scheduler --scheduler-file {path}' first, or give --scheduler ADDRESS"
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigurationError(f"--scheduler-file {path}: cannot read it: "
+                                 f"{getattr(error, 'strerror', None) or error}") from None
+    try:
+        address = json.loads(text).get("address")
+    except (ValueError, AttributeError):
+        address = None
+    if not isinstance(address, str) or not address:
+        raise ConfigurationError(
+            f"--scheduler-file {path} is not a scheduler file: it holds no JSON object with "
+            "the scheduler's \"address\" (dask scheduler --scheduler-file writes one)")
+    return address
+
+
+def _refuse_caps_for(caps: MemoryCaps, where: str) -> None:
+    """Memory caps only shape a cluster that dtri starts: fail if the run goes elsewhere (a
+    scheduler from ``DASK_SCHEDULER_ADDRESS``, the active client; :class:`Options` refuses
+    those it names itself)."""
+    refuse_local_cluster_options(caps.given(), where)
 
 
 def _local_scheduler(name: str) -> Any:
@@ -684,6 +724,35 @@ def _local_scheduler(name: str) -> Any:
     from dask.local import get_sync
 
     return get_sync
+
+
+LOCAL_WORKERS_PER_CORE = "dtri.local-workers-per-core"
+"""``dask.config`` key: the most single-threaded workers a local CPU cluster may run on one
+core (:func:`check_local_workers`)."""
+DEFAULT_LOCAL_WORKERS_PER_CORE = 4
+"""Workers that share cores run (tests lay out 2 x 2 grids of 5 workers on 2 cores), but
+their processes start one after the other: 100 on 2 cores gave up after 237 s with Dask's
+"Timed out trying to connect"."""
+
+
+def check_local_workers(backend: str, workers: int | None) -> None:
+    """Refuse a local cluster of more workers than this machine runs: more than one a
+    visible GPU on the GPU (dask-cuda gives each GPU one worker), more than
+    ``dtri.local-workers-per-core`` a core on the CPU. Their processes would not start in
+    time, and Dask would say only that it timed out connecting to them."""
+    if workers is None:
+        return
+    if backend == "gpu":
+        most, what = _visible_gpus(), f"{_visible_gpus()} visible GPUs (one worker each)"
+    else:
+        per_core = int(dask.config.get(LOCAL_WORKERS_PER_CORE, DEFAULT_LOCAL_WORKERS_PER_CORE))
+        most = usable_cores() * per_core
+        what = (f"{usable_cores()} cores run ({per_core} single-threaded workers a core, "
+                f"{LOCAL_WORKERS_PER_CORE})")
+    if workers > most:
+        raise ConfigurationError(
+            f"--workers {workers} is more than this machine's {what}: give --workers {most} "
+            "or fewer, or --scheduler for a running cluster")
 
 
 def usable_cores() -> int:
@@ -699,6 +768,33 @@ def in_process_budget(backend: str = "cpu") -> int:
     or of the current GPU's, as for a worker (:meth:`Runtime.task_budget`)."""
     memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
     return int(memory * DEFAULT_BUDGET_FRACTION)
+
+
+def runs_on_this_machine(options: Options) -> bool:
+    """Whether ``options`` run on this machine (in this process or on a local cluster that
+    dtri starts), not on a running cluster (named, or the active client's)."""
+    address = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if address in LOCAL_SCHEDULERS:
+        return True
+    return not (address or options.scheduler_file) and active_client() is None
+
+
+def machine_room(options: Options) -> tuple[int, str]:
+    """The bytes of data this machine can hold for a run, with what they are: its memory
+    and the free disk where a local cluster's workers would spill (none where no temporary
+    directory is writable: the cluster's start says so)."""
+    memory = psutil.virtual_memory().total
+    try:
+        spill = options.spill_directory or dask.config.get("temporary-directory", None) \
+            or tempfile.gettempdir()
+    except OSError:  # gettempdir could write to none of its candidates
+        return memory, f"this machine's memory ({format_bytes(memory)})"
+    existing = os.path.abspath(spill)
+    while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    disk = psutil.disk_usage(existing).free
+    return memory + disk, (f"this machine's memory ({format_bytes(memory)}) and free disk at "
+                           f"{spill} ({format_bytes(disk)})")
 
 
 def options_caps(options: Options) -> MemoryCaps:
@@ -743,8 +839,13 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
         return None, (f"a local cluster: {input_rows} edges need more than one task's budget "
                       f"in this process ({format_bytes(budget)})")
     where = "this process" if backend == "cpu" else f"this process, on {_device_name()}"
+    fits = f"fits one task's budget ({format_bytes(budget)})"
+    if options.memory_budget is not None and options.memory_budget < budget:
+        fits = (f"fits a quarter of the {'GPU' if backend == 'gpu' else 'machine'}'s memory "
+                f"({format_bytes(budget)}); its tasks plan for --memory-budget "
+                f"{format_bytes(options.memory_budget)}")
     return "synchronous", (f"{where}, no cluster: the input ({input_rows} edges or fewer) "
-                           f"fits one task's budget ({format_bytes(budget)})")
+                           f"{fits}")
 
 
 @contextmanager
@@ -939,13 +1040,15 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         chosen: ProtocolChoice | None = None  # a cluster started here: its comms' choice
         if address or scheduler_file:
             try:
-                client = Client(address, scheduler_file=scheduler_file, timeout="30s")
+                client = Client(address or scheduler_file_address(scheduler_file),
+                                timeout=f"{CONNECT_SECONDS}s")
             except OSError as error:
                 raise ConfigurationError(
                     f"cannot reach the Dask scheduler at {address or scheduler_file}: {error}"
                 ) from None
             stack.callback(client.close)
         elif (client := active_client()) is None:
+            check_local_workers(backend, workers)
             chosen = resolve_protocol(protocol, backend, workers)
             _prepare_spill_directory(caps.spill_directory)
             if caps.memory_limit is not None:

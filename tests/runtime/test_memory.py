@@ -94,7 +94,7 @@ def test_cli_count_under_a_memory_limit_is_exact(rmat12, tmp_path):
     """The count is exact, and the spill directory, which dtri created, stays without the
     spilled results (and worker directories) once the run ends."""
     _, expected = rmat12
-    spill = tmp_path / "new" / "spill"
+    spill = tmp_path / "spill"  # in a parent that exists: a missing one is refused
     result = CliRunner().invoke(main, [
         "count", "--generate", f"rmat:{SCALE}", "--backend", "cpu", "--workers", "2",
         "--memory-limit", str(LIMIT), "--memory-budget", "512KiB",
