@@ -42,6 +42,7 @@ from dtri.prepared.distributed import directed_again, prepare_partitions
 from dtri.prepared.inputs import (
     BYTES_PER_EDGE_IN_FLIGHT,
     check_budget,
+    check_exchange_tasks,
     fitted_partitions,
     input_groups,
     read_inputs,
@@ -360,6 +361,8 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     read = {"partitions": len(inputs.rows), "rows": sum(inputs.rows),
             "largest_rows": max(inputs.rows, default=0)}
     parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
+    if options.npartitions is None:
+        check_exchange_tasks(sum(inputs.rows), parts, runtime.threads_per_worker)
     if max(inputs.rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
         pieces = -(-sum(inputs.rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
         inputs = read_inputs(split_rows(inputs.partitions, pieces) if inputs.frame is None

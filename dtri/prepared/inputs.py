@@ -81,6 +81,31 @@ def minimum_task_budget(rows: int) -> int:
     return -(-rows * BYTES_PER_EDGE_IN_FLIGHT // MAX_PARTITIONS)
 
 
+def check_exchange_tasks(rows: int, partitions: int, threads_per_worker: int) -> None:
+    """Refuse, before any exchange, a preparation whose all-to-all exchanges would each have
+    more tasks than ``dtri.max-plan-tasks`` (a piece per sender and receiver: about
+    ``partitions²``), naming the least ``--memory-budget`` (per worker) that makes few enough
+    partitions. The count's own plan is checked again once the graph is sorted
+    (:func:`dtri.analytics.plan.check_plan_tasks`): a smaller budget there is refused as
+    soon as its wedges are known, this one before the input is even split."""
+    from dtri.analytics.plan import MAX_PLAN_TASKS, max_plan_tasks
+
+    ceiling = max_plan_tasks()
+    if partitions * partitions <= ceiling:
+        return
+    from dask.utils import format_bytes
+
+    from dtri.errors import ConfigurationError
+
+    least = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // max(1, math.isqrt(ceiling)))
+    raise ConfigurationError(
+        f"{rows:,} input edges in {partitions} partitions make about "
+        f"{partitions * partitions:,} tasks in each exchange of the preparation, more than "
+        f"{MAX_PLAN_TASKS} = {ceiling:,}: scheduling them would take longer than the count; "
+        f"give --memory-budget {format_bytes(least * max(1, threads_per_worker))} or more, or "
+        f"raise {MAX_PLAN_TASKS}")
+
+
 def check_budget(rows: int | None, estimated: bool, runtime: Runtime | None,
                  memory_budget: int | None) -> None:
     """Refuse, up front and in one line, a budget below the minimum for ``rows`` input edges

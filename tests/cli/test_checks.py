@@ -83,14 +83,21 @@ def test_more_local_workers_than_the_cores_run_is_one_line():
 
 
 def test_a_plan_of_too_many_tasks_names_a_budget_that_works():
+    """Refused before the exchanges (their pieces) or once sorted (the count's plan), each
+    time naming a budget; following them ends in a count within the ceiling."""
+    budget, refusals = "64KiB", []
     with dask.config.set({"dtri.max-plan-tasks": 200}):
-        with pytest.raises(ConfigurationError) as error:
-            dtri.count(generated("rmat:10"), memory_budget="64KiB", backend="cpu")
-        message = str(error.value)
-        assert "more than dtri.max-plan-tasks = 200" in message
-        budget = message.split("give --memory-budget ")[1].split(" or more")[0]
-        assert dtri.count(generated("rmat:10"), memory_budget=budget,
-                          backend="cpu").plan["stages"]
+        for _ in range(3):
+            try:
+                result = dtri.count(generated("rmat:10"), memory_budget=budget, backend="cpu")
+                break
+            except ConfigurationError as error:
+                message = str(error)
+                assert "more than dtri.max-plan-tasks = 200" in message
+                refusals.append(message)
+                budget = message.split("give --memory-budget ")[1].split(" or more")[0]
+        assert refusals and "exchange of the preparation" in refusals[0]
+        assert sum(stage["tasks"] for stage in result.plan["stages"].values()) <= 200
     assert dtri.count(generated("rmat:10"), memory_budget="64KiB", backend="cpu").triangles
 
 
