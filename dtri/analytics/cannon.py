@@ -20,7 +20,7 @@ O(m / √p). The tasks, named after their stage:
 
 A worker count that is not a square uses the largest square grid: the other workers keep
 their partitions but join no round. ``auto`` takes the 2D join where the bytes model
-(:func:`moved_bytes_model`) predicts that the busiest worker moves fewer bytes than under
+(:func:`moved_1d`, :func:`moved_2d`) predicts that the busiest worker moves fewer bytes than under
 the 1D join, which takes a grid of at least 2 × 2.
 """
 
@@ -133,10 +133,10 @@ def moved_1d(plan: CountPlan) -> dict[str, int]:
             reached = {k for p, s in enumerate(plan.summaries)
                        if p % workers == w and s.wedges and plan.strategy[p] == wanted
                        for k in plan.reach[p] if builder[k] != w}
-            low_high = plan.bin_sources
             pulled[stage][w] = sum(
                 BYTES_PER_KEY * plan.bin_edges[k] if stage == "join" else
-                csr_bytes(plan.bin_edges[k], low_high[k][1] - low_high[k][0]) for k in reached)
+                csr_bytes(plan.bin_edges[k], plan.bin_sources[k][1] - plan.bin_sources[k][0])
+                for k in reached)
     busiest = max(range(workers), key=lambda w: slices[w] + pulled["join"][w]
                   + pulled["intersect"][w])
     return {"edge-bins": slices[busiest], "join": pulled["join"][busiest],
@@ -174,22 +174,30 @@ def choose_decomposition(requested: str, plan: CountPlan,
                          f"under 1d against {pulls_2d} on {grid}", one, two)
 
 
-def decomposition(graph: Any) -> Decomposition:
+def decomposition(graph: Any, plan: CountPlan | None = None) -> Decomposition:
     """The decomposition of a prepared graph's joins, chosen once and cached on the graph
     (the count and the triangles at each vertex share it, and the blocks), by the 1D plan of
-    its count under device staging."""
+    its count under device staging: ``plan``, the count's own, where it is that plan; else
+    made here."""
     if "decomposition" not in graph.cache:
-        runtime = graph.runtime
-        facts = {"workers": runtime.workers, "threads_per_worker": runtime.threads_per_worker,
-                 "backend": runtime.backend, "task_budget": graph.task_budget,
-                 "bins": graph.options.bins}
-        try:
-            plan = build_plan(graph.summaries, graph.vertices, join=graph.options.join, **facts)
-        except ListTooLongError:  # the count says so; the fused join's bytes do here
-            plan = build_plan(graph.summaries, graph.vertices, join="intersect", **facts)
+        if plan is None or plan.staging != "device":
+            plan = device_plan(graph)
         graph.cache["decomposition"] = choose_decomposition(graph.options.decomposition, plan,
                                                             graph.bounds)
     return graph.cache["decomposition"]
+
+
+def device_plan(graph: Any) -> CountPlan:
+    """The 1D plan of a graph's count under device staging (the fused join's where the
+    options' join cannot plan: the count says why)."""
+    runtime = graph.runtime
+    facts = {"workers": runtime.workers, "threads_per_worker": runtime.threads_per_worker,
+             "backend": runtime.backend, "task_budget": graph.task_budget,
+             "bins": graph.options.bins}
+    try:
+        return build_plan(graph.summaries, graph.vertices, join=graph.options.join, **facts)
+    except ListTooLongError:
+        return build_plan(graph.summaries, graph.vertices, join="intersect", **facts)
 
 
 # ------------------------------------------------------------------------- the task graph

@@ -123,7 +123,7 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
     started = time.perf_counter()
     timer = graph.timer()
     plan = plan_count(graph, timer)
-    spread = decomposition_of(graph, timer)
+    spread = decomposition_of(graph, timer, plan)
     if not explain:
         if spread.kind == "2d":
             joins = cannon_rounds(graph, spread.side, timer)
@@ -170,11 +170,11 @@ def plan_count(graph: Any, timer: Any) -> CountPlan:
     return plan
 
 
-def decomposition_of(graph: Any, timer: Any) -> Decomposition:
-    """The count's decomposition (:func:`dtri.analytics.cannon.choose_decomposition`), timed
-    as part of ``plan``."""
+def decomposition_of(graph: Any, timer: Any, plan: CountPlan) -> Decomposition:
+    """The count's decomposition (:func:`dtri.analytics.cannon.choose_decomposition`) by its
+    ``plan``, timed as part of ``plan``."""
     with timer.timed("plan"):
-        return decomposition(graph)
+        return decomposition(graph, plan)
 
 
 def _plan(graph: Any, runtime: Any, task_budget: int) -> CountPlan:

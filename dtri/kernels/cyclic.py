@@ -76,11 +76,6 @@ def cyclic_block(*pieces: tuple[Any, Any]) -> tuple[Any, Any]:
     return xp.concatenate([p[1] for p in pieces]), offsets
 
 
-def block_edges(block: tuple[Any, Any]) -> int:
-    """The edges of a stored block."""
-    return int(block[0].shape[0])
-
-
 def spread(block: tuple[Any, Any], r: int, q: int, vertices: int) -> CSR:
     """A compact block of row class ``r`` as a CSR over every rank ``[0, vertices)``: the
     ranks of other classes get empty rows (the kernel indexes rows by rank)."""

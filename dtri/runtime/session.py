@@ -743,7 +743,8 @@ def check_local_workers(backend: str, workers: int | None) -> None:
     if workers is None:
         return
     if backend == "gpu":
-        most, what = _visible_gpus(), f"{_visible_gpus()} visible GPUs (one worker each)"
+        most = _visible_gpus()
+        what = f"{most} visible GPUs (one worker each)"
     else:
         per_core = int(dask.config.get(LOCAL_WORKERS_PER_CORE, DEFAULT_LOCAL_WORKERS_PER_CORE))
         most = usable_cores() * per_core

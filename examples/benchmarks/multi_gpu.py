@@ -56,17 +56,6 @@ def cluster(workers: int, protocol: str, devices: str | None) -> Any:
                             silence_logs=logging.CRITICAL, **extra)
 
 
-def busiest(moved: dict[str, dict[str, int]] | None) -> int | None:
-    """The most bytes one worker pulled over every stage."""
-    if not moved:
-        return None if moved is None else 0
-    per_worker: dict[str, int] = {}
-    for by_worker in moved.values():
-        for worker, value in by_worker.items():
-            per_worker[worker] = per_worker.get(worker, 0) + value
-    return max(per_worker.values(), default=0)
-
-
 def generated_rows(graph: str) -> int:
     """The rows a generator spec makes."""
     from dtri.input.generate import parse_spec
@@ -124,6 +113,7 @@ def main() -> None:
     from distributed import Client
 
     from dtri.runtime.session import ucx_available
+    from dtri.runtime.transfers import most_to_one_worker
 
     counts = [w if w == "auto" else int(w) for w in args.workers.split(",")]
     decompositions = args.decompositions.split(",")
@@ -164,7 +154,9 @@ def main() -> None:
                                "grid_side": spread["side"], "reason": spread["reason"],
                                "predicted_moved_bytes": {"1d": spread["moved_1d"],
                                                          "2d": spread["moved_2d"]},
-                               "moved_bytes": moved, "busiest_moved_bytes": busiest(moved),
+                               "moved_bytes": moved,
+                               "busiest_moved_bytes": None if moved is None
+                               else most_to_one_worker(moved),
                                "link_bandwidth": getattr(result, "link_bandwidth", None),
                                "edges": result.edges, "vertices": result.vertices,
                                "repeat": args.repeat}

@@ -25,6 +25,7 @@ from dtri.kernels.cyclic import (
     round_vertex_triangles,
 )
 from dtri.kernels.dispatch import to_host
+from dtri.runtime.transfers import most_to_one_worker
 from tests.oracles import host, messy_graphs, networkx_graph, networkx_triangles
 
 
@@ -174,11 +175,7 @@ def test_on_four_workers_every_analytic_of_the_2d_graph_equals_networkx(four_wor
 
 def busiest(moved: dict[str, dict[str, int]], stages: tuple[str, ...]) -> int:
     """The most bytes one worker pulled in ``stages``."""
-    per_worker: dict[str, int] = {}
-    for stage in stages:
-        for worker, value in moved.get(stage, {}).items():
-            per_worker[worker] = per_worker.get(worker, 0) + value
-    return max(per_worker.values(), default=0)
+    return most_to_one_worker({stage: moved[stage] for stage in stages if stage in moved})
 
 
 def test_on_four_workers_the_bytes_model_is_within_a_quarter_of_the_measure(four_workers):
