@@ -1,10 +1,12 @@
 """Canonicalize: the input as a simple undirected graph over dense vertex ids.
 
-Each edge becomes ``(min, max)``. The distinct ids of both columns, ascending, are the vertices
+Each edge becomes ``(min, max)``. The distinct ids of both columns are the vertices
 (self-loop-only vertices included: they are part of the input), merged over partitions by a
-tree; ``searchsorted`` into them turns any id (``10**15`` works) into a dense id ``0 .. n-1``.
-Where the ids are few enough to index an array (:func:`dense_range`), a table of marks does
-both instead, in two passes over the ids and no sort or binary search.
+tree. A vertex set is held one of two ways, whichever is smaller: the ids ascending (int64),
+where ``searchsorted`` turns any id (``10**15`` works) into a dense id ``0 .. n-1``; or, where
+the ids are few enough to index an array, a mark per id ``0 .. largest`` (bool), whose running
+count is the dense id: no sort, no binary search, and an eighth of the bytes per id when the
+tree and the renaming send the set between workers.
 Self-loops close no triangle and are dropped; the remaining edges are packed into 64-bit keys
 ``(low << bits) | high`` and sent by a hash of the key to one receiving partition each, which
 makes them unique: duplicates and both directions of an edge meet there and merge.
@@ -97,17 +99,29 @@ def sorted_unique(values: Any) -> Any:
     return ordered[keep]
 
 
+MARKS_BYTES_PER_ID = 8
+"""A vertex set is held as marks (one byte per id up to the largest) where that is at most
+this many bytes per id of the ids it stands for, as an int64 id costs."""
+
+
+def is_marks(vertices: Any) -> bool:
+    """Whether a vertex set is held as marks (bool, one per id) rather than ascending ids."""
+    return vertices.dtype.kind == "b"
+
+
 def partition_vertices(frame: Any) -> Any:
-    """Distinct vertex ids of one partition, ascending (int64); refuses negative ids."""
+    """The distinct vertex ids of one partition: marks where the largest id is at most
+    :data:`MARKS_BYTES_PER_ID` bytes per id read, else ascending int64 ids; refuses negative
+    ids."""
     src, dst = id_columns(frame)
     xp = array_module(src)
     smallest, largest = (xp.stack([xp.minimum(src.min(), dst.min()), xp.maximum(
         src.max(), dst.max())]).tolist() if src.shape[0] else (-1, -1))  # one wait, not two
-    if smallest >= 0 and dense_range(largest, 2 * src.shape[0]):  # mark ids in a table
+    if smallest >= 0 and largest < MARKS_BYTES_PER_ID * 2 * src.shape[0] + DENSE_TABLE_MIN:
         present = xp.zeros(largest + 1, dtype=bool)
         present[src] = True
         present[dst] = True
-        return xp.flatnonzero(present).astype(xp.int64, copy=False)
+        return present
     vertices = sorted_unique(xp.concatenate([src, dst]))
     if vertices.shape[0] and int(vertices[0]) < 0:
         raise InputError(f"negative vertex id {int(vertices[0])}: vertex ids must be >= 0")
@@ -115,13 +129,50 @@ def partition_vertices(frame: Any) -> Any:
 
 
 def merge_vertices(*vertex_sets: Any) -> Any:
-    """Union of ascending vertex id arrays, ascending."""
-    return sorted_unique(array_module(vertex_sets[0]).concatenate(vertex_sets))
+    """Union of vertex sets (:func:`partition_vertices`): marks where any of them is marks
+    and marks up to the largest id are no bigger than the sets merged, else ascending ids."""
+    xp = array_module(vertex_sets[0])
+    marks = [s for s in vertex_sets if is_marks(s)]
+    ids = [s for s in vertex_sets if not is_marks(s) and s.shape[0]]
+    if marks:
+        longest = max(int(m.shape[0]) for m in marks)
+        size = max([longest] + [int(s[-1]) + 1 for s in ids])
+        if size <= longest + MARKS_BYTES_PER_ID * sum(int(s.shape[0]) for s in ids):
+            present = xp.zeros(size, dtype=bool)
+            for m in marks:
+                present[:m.shape[0]] |= m
+            for s in ids:
+                present[s] = True
+            return present
+    return sorted_unique(xp.concatenate([vertex_ids(s) for s in vertex_sets]))
+
+
+def vertex_ids(vertices: Any) -> Any:
+    """A vertex set's ids, ascending (int64)."""
+    if not is_marks(vertices):
+        return vertices
+    return array_module(vertices).flatnonzero(vertices).astype("int64", copy=False)
+
+
+def ids_by_rank(vertices: Any, order: Any | None) -> Any:
+    """The input id of every rank: the vertex set's ids reindexed by ``order``
+    (:func:`dtri.kernels.orient.rank_and_order`; ``None``: dense ids are the ranks)."""
+    ids = vertex_ids(vertices)
+    return ids if order is None else ids[order]
 
 
 def vertex_count(vertices: Any) -> int:
-    """Number of distinct vertices (the length of the merged vertex array)."""
+    """Number of distinct vertices in a vertex set."""
+    if is_marks(vertices):
+        return int(array_module(vertices).count_nonzero(vertices))
     return int(vertices.shape[0])
+
+
+def largest_id(vertices: Any) -> int:
+    """The largest id of a vertex set (-1 when empty)."""
+    if is_marks(vertices):
+        return int(vertices.shape[0]) - 1
+    return int(vertices[-1]) if vertices.shape[0] else -1
 
 
 def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
@@ -132,8 +183,7 @@ def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
     src, dst = id_columns(frame)
     xp = array_module(vertices)
     n = vertex_count(vertices)
-    if xp.__name__ == "cupy" and vertices.shape[0] and dense_range(int(vertices[-1]),
-                                                                   2 * src.shape[0]):
+    if xp.__name__ == "cupy" and dense_range(largest_id(vertices), 2 * src.shape[0]):
         from dtri.kernels.orient import fused_prepare
 
         if fused_prepare():
@@ -148,20 +198,27 @@ def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
 
 
 def dense_ids(vertices: Any, *ids: Any) -> list[Any]:
-    """The dense ids (positions in the ascending ``vertices``) of id arrays whose every id is
-    in ``vertices``: by a table indexed by id where :func:`dense_range` allows, else by
-    binary search."""
+    """The dense ids (positions among the ascending ids of ``vertices``) of id arrays whose
+    every id is in ``vertices``: by a table indexed by id where :func:`dense_range` allows,
+    else by binary search."""
     xp = array_module(vertices)
     count = sum(int(i.shape[0]) for i in ids)
-    if not vertices.shape[0] or not dense_range(int(vertices[-1]), count):
-        return [xp.searchsorted(vertices, i) for i in ids]
+    largest = largest_id(vertices)
+    if largest < 0 or not dense_range(largest, count):
+        ascending = vertex_ids(vertices)
+        return [xp.searchsorted(ascending, i) for i in ids]
     table = dense_table(vertices)
     return [table[i] for i in ids]
 
 
 def dense_table(vertices: Any) -> Any:
-    """The dense id of every id ``0 .. vertices[-1]`` that is in ``vertices`` (ascending)."""
+    """The dense id of every id ``0 .. largest`` that is in the vertex set (int64; other
+    entries are not read): the running count of marks, or the ids' positions."""
     xp = array_module(vertices)
+    if is_marks(vertices):
+        table = xp.cumsum(vertices, dtype=xp.int64)
+        table -= 1
+        return table
     table = xp.zeros(int(vertices[-1]) + 1, dtype=xp.int64)
     table[vertices] = xp.arange(vertices.shape[0], dtype=xp.int64)
     return table

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits
 from dtri.kernels.canonicalize import (
+    ids_by_rank,
     merge_vertices,
     partition_vertices,
     split_edge_keys,
@@ -189,7 +190,7 @@ def ranked_by(orientation: str, keys: list[Any], vertices: Any, n: Any,
     ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
     rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
     order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
-    ids = tasks.task("rank", by_rank, vertices, order, key=("ids",))
+    ids = tasks.task("rank", ids_by_rank, vertices, order, key=("ids",))
     degree = tasks.task("rank", by_rank, degree, order, key=("degree",))
     return (*timer.submit("rank", rank, ids, degree), rounds)
 

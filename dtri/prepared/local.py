@@ -16,6 +16,7 @@ import dask
 from dtri.input.edges import EdgeArrays
 from dtri.kernels.canonicalize import (
     id_columns,
+    ids_by_rank,
     partition_vertices,
     split_edge_keys,
     unique_edge_keys,
@@ -57,7 +58,7 @@ def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
     oriented, order, orientation, reason = orient_whole(keys, degree, n, orientation, limit,
                                                         epsilon)
     csr = from_keys(oriented, n, 0, n)
-    return (tuple(csr), n, by_rank(vertices, order), by_rank(degree, order), orientation,
+    return (tuple(csr), n, ids_by_rank(vertices, order), by_rank(degree, order), orientation,
             reason)
 
 

@@ -152,12 +152,55 @@ def test_vertex_ids_by_table_or_by_search_are_the_same(pairs, offset):
     # ids close together go through a table indexed by id, ids far apart through a sort
     # and binary search: either way the ascending distinct ids and their positions
     from dtri.input.edges import EdgeArrays
-    from dtri.kernels.canonicalize import dense_ids, partition_vertices
+    from dtri.kernels.canonicalize import (
+        dense_ids,
+        partition_vertices,
+        vertex_count,
+        vertex_ids,
+    )
 
     src = np.array([u * (offset or 1) + u for u, _ in pairs], dtype=np.int64)
     dst = np.array([v * (offset or 1) + v for _, v in pairs], dtype=np.int64)
     vertices = partition_vertices(EdgeArrays(src, dst))
-    assert vertices.tolist() == sorted(set(src.tolist()) | set(dst.tolist()))
+    ascending = sorted(set(src.tolist()) | set(dst.tolist()))
+    assert vertex_ids(vertices).tolist() == ascending
+    assert vertex_count(vertices) == len(ascending)
     a, b = dense_ids(vertices, src, dst)
-    assert a.tolist() == np.searchsorted(vertices, src).tolist()
-    assert b.tolist() == np.searchsorted(vertices, dst).tolist()
+    assert a.tolist() == np.searchsorted(ascending, src).tolist()
+    assert b.tolist() == np.searchsorted(ascending, dst).tolist()
+
+
+@given(st.lists(st.lists(st.integers(0, 3000), max_size=40), min_size=1, max_size=6),
+       st.integers(0, 10**12))
+@settings(max_examples=100, deadline=None)
+def test_merged_vertex_sets_are_the_union_as_marks_or_as_ids(parts, far):
+    # partitions' sets held as marks (ids close together) or as ids (one far id), merged in
+    # any mix: the union, ascending, and the dense ids by table or by search agree
+    from dtri.input.edges import EdgeArrays
+    from dtri.kernels.canonicalize import (
+        dense_ids,
+        ids_by_rank,
+        is_marks,
+        merge_vertices,
+        partition_vertices,
+        vertex_count,
+        vertex_ids,
+    )
+
+    frames = []
+    for i, ids in enumerate(parts):
+        ids = ids + ([far] if i == 0 and far > 10**6 else [])
+        ends = np.array(ids or [], dtype=np.int64)
+        frames.append(EdgeArrays(ends, ends[::-1].copy()))
+    sets = [partition_vertices(f) for f in frames]
+    merged = merge_vertices(*sets)
+    union = sorted({int(v) for ids in parts for v in ids}
+                   | ({far} if far > 10**6 and parts else set()))
+    assert vertex_ids(merged).tolist() == union and vertex_count(merged) == len(union)
+    # marks unless one id lies so far that marks up to it would outweigh the ids
+    assert is_marks(merged) == (far <= 10**6 and any(parts))
+    probe = np.array(union, dtype=np.int64)
+    (positions,) = dense_ids(merged, probe)
+    assert positions.tolist() == list(range(len(union)))
+    order = np.arange(len(union))[::-1].copy()
+    assert ids_by_rank(merged, order).tolist() == union[::-1]
