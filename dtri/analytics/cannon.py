@@ -3,17 +3,18 @@ and the 1D join, its bytes model, and its task graph.
 
 The 1D join (:mod:`dtri.analytics.count`) gives every worker the lists of every target its
 partitions' edges reach: each worker pulls most of the graph, O(m). On a ``q × q`` grid of
-``p = q²`` workers, worker ``(x, y)`` keeps block ``(x, y)`` of the oriented adjacency
-(:mod:`dtri.kernels.cyclic`) and, in ``q`` rounds, sees blocks ``(x, z)`` and ``(y, z)`` for
-``z = (x + y + t) mod q``: each round every block is wanted by one worker only, so the
-transfers spread evenly, and a worker pulls at most ``2q`` blocks of about ``m / p`` edges,
-O(m / √p). The tasks, named after their stage:
+``p = q²`` workers, worker ``(x, y)`` keeps block ``(x, y)`` of the oriented adjacency and its
+transpose (:mod:`dtri.kernels.cyclic`) and, in ``q`` rounds, sees block ``(x, z)`` and the
+transpose of block ``(z, y)`` for ``z = (x + y + t) mod q``: each round every block is wanted
+by one worker only, so the transfers spread evenly, and every worker pulls ``2(q − 1)``
+blocks of about ``m / p`` edges, O(m / √p). The tasks, named after their stage:
 
 * ``dtri-cyclic-blocks``: each sorted partition cut into its ``q²`` pieces where it lives,
-  and block ``(r, s)`` made from its pieces on grid worker ``r·q + s``, its home;
+  and block ``(r, s)`` made from its pieces on grid worker ``r·q + s``, its home, and
+  transposed there;
 * ``dtri-cannon-shift-(x, y, t)``: the two blocks of round ``t`` brought to worker ``(x,
   y)``. It waits for round ``t - 2`` there, so the next round's blocks travel while the
-  current round intersects, and a worker holds its own block and two rounds' pairs;
+  current round intersects, and a worker holds its own blocks and two rounds' pairs;
 * ``dtri-cannon-round-(x, y, t)``: the round's intersection (the count, or the triangles at
   each rank, summed over the worker's rounds);
 * ``dtri-reduce``: the exact sum of the rounds' counts.
@@ -41,8 +42,10 @@ from dtri.kernels.cyclic import (
     class_rows,
     cyclic_block,
     cyclic_pieces,
+    round_blocks,
     round_triangles,
     round_vertex_triangles,
+    transposed,
 )
 from dtri.options import DECOMPOSITIONS
 
@@ -101,13 +104,13 @@ def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, wor
     shifts = [0] * (q * q)
     for x in range(q):
         for y in range(q):
-            wanted = set()
             for t in range(q):
-                z = (x + y + t) % q
-                wanted.update({(x, z), (y, z)})
-            wanted.discard((x, y))
-            shifts[x * q + y] = sum(block_bytes(edges // (q * q), vertices, r, q)
-                                    for r, _ in wanted)
+                _, rows, columns = round_blocks(x, y, t, q)
+                # block (x, z) has row class x, the transpose of (z, y) row class y; a
+                # worker holds its own of each
+                shifts[x * q + y] += sum(block_bytes(edges // (q * q), vertices, r, q)
+                                         for r, wanted in ((x, rows), (y, columns))
+                                         if wanted != x * q + y)
     busiest = max(range(q * q), key=lambda g: pieces[g] + shifts[g])
     return {"cyclic-blocks": pieces[busiest], "cannon-shift": shifts[busiest]}
 
@@ -207,34 +210,38 @@ def cut_pieces(part: tuple, q: int) -> dict[int, tuple]:
     return cyclic_pieces(as_csr(part), q)
 
 
-def cyclic_blocks(graph: Any, q: int, timer: Any = None) -> list[Any]:
-    """Persisted, block ``g = r·q + s`` on grid worker ``g``: the graph's ``q²`` blocks
-    (cached on the graph; ``timer`` times their stage, else a timer of their own)."""
+def cyclic_blocks(graph: Any, q: int, timer: Any = None) -> tuple[list[Any], list[Any]]:
+    """Persisted, block ``g = r·q + s`` and its transpose on grid worker ``g``: the graph's
+    ``q²`` blocks and their transposes (cached on the graph; ``timer`` times their stage,
+    else a timer of their own)."""
     key = f"cyclic-blocks-{q}"
     if key not in graph.cache:
-        tasks = graph.tasks
+        tasks, n = graph.tasks, graph.vertices
         splits = {}
         for p, part in enumerate(graph.parts):  # cut where it lives, wherever Dask put it
             splits[p] = tasks.task("cyclic-blocks", cut_pieces, part, q, key=("cut", p))
         grid = range(q * q)
         picks = tasks.pick_pieces("cyclic-blocks", splits, dict.fromkeys(splits, grid))
-        blocks = []
+        blocks, transposes = [], []
         for g in grid:
             with tasks.placed(g):
                 blocks.append(tasks.task("cyclic-blocks", cyclic_block,
                                          *(picks[p, g] for p in splits), key=("block", g)))
+                transposes.append(tasks.task("cyclic-blocks", transposed, blocks[g],
+                                             *divmod(g, q), q, n, key=("transposed", g)))
         own = timer is None
         timer = graph.timer() if own else timer
-        graph.cache[key] = list(timer.submit("cyclic_blocks", *blocks))
+        done = list(timer.submit("cyclic_blocks", *blocks, *transposes))
+        graph.cache[key] = (done[:q * q], done[q * q:])
         if own:
             timer.settle()
     return graph.cache[key]
 
 
-def arrived(rows_block: tuple, lists_block: tuple, after: Any = None) -> tuple[tuple, tuple]:
+def arrived(rows_block: tuple, columns_block: tuple, after: Any = None) -> tuple[tuple, tuple]:
     """A round's two blocks, once they are on the worker (``after``: the round it waits
     for, so that only the next round's blocks travel ahead)."""
-    return rows_block, lists_block
+    return rows_block, columns_block
 
 
 def cannon_rounds(graph: Any, q: int, timer: Any = None, mode: str = "count") -> list[Any]:
@@ -242,7 +249,7 @@ def cannon_rounds(graph: Any, q: int, timer: Any = None, mode: str = "count") ->
     ``vertex``, per worker its rounds' triangles at each rank (a delayed vertex-wide
     array)."""
     tasks, n = graph.tasks, graph.vertices
-    blocks = cyclic_blocks(graph, q, timer)
+    blocks, transposes = cyclic_blocks(graph, q, timer)
     results = []
     for x in range(q):
         for y in range(q):
@@ -250,18 +257,17 @@ def cannon_rounds(graph: Any, q: int, timer: Any = None, mode: str = "count") ->
             rounds: list[Any] = []
             with tasks.placed(g):
                 for t in range(q):
-                    z = (x + y + t) % q
+                    _, rows, columns = round_blocks(x, y, t, q)
                     after = rounds[t - 2] if t >= 2 else None
-                    pair = tasks.task("cannon-shift", arrived, blocks[x * q + z],
-                                      blocks[y * q + z], after, key=(mode, x, y, t),
-                                      on_host=True)
+                    pair = tasks.task("cannon-shift", arrived, blocks[rows], transposes[columns],
+                                      after, key=(mode, x, y, t), on_host=True)
                     if mode == "count":
                         rounds.append(tasks.task("cannon-round", round_triangles, blocks[g],
-                                                 pair, x, y, z, q, n, key=(mode, x, y, t)))
+                                                 pair, x, y, q, n, key=(mode, x, y, t)))
                     else:
                         before = rounds[-1] if rounds else None
                         rounds.append(tasks.task("cannon-round", round_vertex_triangles,
-                                                 blocks[g], pair, x, y, z, q, n, before,
+                                                 blocks[g], pair, x, y, q, n, before,
                                                  key=(mode, x, y, t)))
             results.extend(rounds if mode == "count" else rounds[-1:])
     return results

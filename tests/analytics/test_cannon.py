@@ -21,8 +21,10 @@ from dtri.kernels.cyclic import (
     class_rows,
     cyclic_block,
     cyclic_pieces,
+    round_blocks,
     round_triangles,
     round_vertex_triangles,
+    transposed,
 )
 from dtri.kernels.dispatch import to_host
 from dtri.runtime.transfers import most_to_one_worker
@@ -34,16 +36,17 @@ def rounds_by_hand(graph, q: int) -> tuple[int, np.ndarray]:
     ``q x q`` grid, every block and round computed here, in Cannon's order."""
     parts = [as_csr(p) for p in graph.parts]
     pieces = [cyclic_pieces(p, q) for p in parts]
-    blocks = [cyclic_block(*(piece[g] for piece in pieces)) for g in range(q * q)]
     n = graph.vertices
+    blocks = [cyclic_block(*(piece[g] for piece in pieces)) for g in range(q * q)]
+    transposes = [transposed(blocks[g], *divmod(g, q), q, n) for g in range(q * q)]
     found, at_rank = 0, np.zeros(n, dtype=np.int64)  # on the host, whatever the backend
     for x, y in itertools.product(range(q), repeat=2):
         before = None
         for t in range(q):
-            z = (x + y + t) % q
-            pair = (blocks[x * q + z], blocks[y * q + z])
-            found += round_triangles(blocks[x * q + y], pair, x, y, z, q, n)
-            before = round_vertex_triangles(blocks[x * q + y], pair, x, y, z, q, n, before)
+            _, rows, columns = round_blocks(x, y, t, q)
+            pair = (blocks[rows], transposes[columns])
+            found += round_triangles(blocks[x * q + y], pair, x, y, q, n)
+            before = round_vertex_triangles(blocks[x * q + y], pair, x, y, q, n, before)
         at_rank += to_host(before)
     return found, at_rank
 
@@ -78,6 +81,15 @@ def test_blocks_hold_every_edge_once_by_its_classes():
                 row = dst[offsets[i]: offsets[i + 1]].tolist()
                 assert row == sorted(row) and all(c % q == s for c in row)
                 seen.update((r + q * i, c) for c in row)
+            # its transpose: the same edges by target, rows of class s, sources ascending
+            members, starts = transposed((dst, offsets), r, s, q, graph.vertices)
+            assert starts.shape[0] == class_rows(0, graph.vertices, s, q)[1] + 1
+            by_target = set()
+            for j in range(starts.shape[0] - 1):
+                column = members[starts[j]: starts[j + 1]].tolist()
+                assert column == sorted(column) and all(a % q == r for a in column)
+                by_target.update((a, s + q * j) for a in column)
+            assert by_target == {(a, c) for a, c in seen if a % q == r and c % q == s}
         assert seen == oriented
 
 
