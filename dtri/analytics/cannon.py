@@ -3,19 +3,21 @@ and the 1D join, its bytes model, and its task graph.
 
 The 1D join (:mod:`dtri.analytics.count`) gives every worker the lists of every target its
 partitions' edges reach: each worker pulls most of the graph, O(m). On a ``q × q`` grid of
-``p = q²`` workers, worker ``(x, y)`` keeps block ``(x, y)`` of the oriented adjacency and its
-transpose (:mod:`dtri.kernels.cyclic`) and, in ``q`` rounds, sees block ``(x, z)`` and the
-transpose of block ``(z, y)`` for ``z = (x + y + t) mod q``: each round every block is wanted
-by one worker only, so the transfers spread evenly, and every worker pulls ``2(q − 1)``
-blocks of about ``m / p`` edges, O(m / √p). The tasks, named after their stage:
+``p = q²`` workers, worker ``(x, y)`` keeps block ``(x, y)`` of the oriented adjacency
+(:mod:`dtri.kernels.cyclic`), and the ``q³`` rounds ``(x, y, z)`` (block ``(x, y)``'s edges
+against blocks ``(x, z)`` and ``(y, z)``) are spread ``q`` to a worker. Cannon's order gives
+worker ``(x, y)`` the rounds of its own block, ``z = (x + y + t) mod q``, so that each round
+every block is wanted by one worker only; :func:`~dtri.kernels.cyclic.round_assignment`
+then swaps rounds between workers to even out the blocks each pulls (on 2 x 2, two at most
+where Cannon's order pulls three). A worker pulls O(q) blocks of about ``m / p`` edges,
+O(m / √p). The tasks, named after their stage:
 
 * ``dtri-cyclic-blocks``: each sorted partition cut into its ``q²`` pieces where it lives,
-  and block ``(r, s)`` made from its pieces on grid worker ``r·q + s``, its home, and
-  transposed there;
-* ``dtri-cannon-shift-(x, y, t)``: the two blocks of round ``t`` brought to worker ``(x,
-  y)``. It waits for round ``t - 2`` there, so the next round's blocks travel while the
-  current round intersects, and a worker holds its own blocks and two rounds' pairs;
-* ``dtri-cannon-round-(x, y, t)``: the round's intersection (the count, or the triangles at
+  and block ``(r, s)`` made from its pieces on grid worker ``r·q + s``, its home;
+* ``dtri-cannon-shift-(g, t)``: the blocks of worker ``g``'s round ``t`` brought to it. It
+  waits for round ``t - 2`` there, so the next round's blocks travel while the current
+  round intersects, and a worker holds its own block and two rounds' blocks;
+* ``dtri-cannon-round-(g, t)``: the round's intersection (the count, or the triangles at
   each rank, summed over the worker's rounds);
 * ``dtri-reduce``: the exact sum of the rounds' counts.
 
@@ -42,10 +44,10 @@ from dtri.kernels.cyclic import (
     class_rows,
     cyclic_block,
     cyclic_pieces,
-    round_blocks,
+    pulled_blocks,
+    round_assignment,
     round_triangles,
     round_vertex_triangles,
-    transposed,
 )
 from dtri.options import DECOMPOSITIONS
 
@@ -101,16 +103,9 @@ def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, wor
                 rows = class_rows(bounds[p], bounds[p + 1], g // q, q)
                 pieces[g] += (BYTES_PER_TARGET * s.edges // (q * q)
                               + BYTES_PER_PIECE_ROW * (rows[1] - rows[0]))
-    shifts = [0] * (q * q)
-    for x in range(q):
-        for y in range(q):
-            for t in range(q):
-                _, rows, columns = round_blocks(x, y, t, q)
-                # block (x, z) has row class x, the transpose of (z, y) row class y; a
-                # worker holds its own of each
-                shifts[x * q + y] += sum(block_bytes(edges // (q * q), vertices, r, q)
-                                         for r, wanted in ((x, rows), (y, columns))
-                                         if wanted != x * q + y)
+    shifts = [sum(block_bytes(edges // (q * q), vertices, b // q, q)
+                  for b in pulled_blocks(list(rounds), g, q))
+              for g, rounds in enumerate(round_assignment(q))]
     busiest = max(range(q * q), key=lambda g: pieces[g] + shifts[g])
     return {"cyclic-blocks": pieces[busiest], "cannon-shift": shifts[busiest]}
 
@@ -210,64 +205,56 @@ def cut_pieces(part: tuple, q: int) -> dict[int, tuple]:
     return cyclic_pieces(as_csr(part), q)
 
 
-def cyclic_blocks(graph: Any, q: int, timer: Any = None) -> tuple[list[Any], list[Any]]:
-    """Persisted, block ``g = r·q + s`` and its transpose on grid worker ``g``: the graph's
-    ``q²`` blocks and their transposes (cached on the graph; ``timer`` times their stage,
-    else a timer of their own)."""
+def cyclic_blocks(graph: Any, q: int, timer: Any = None) -> list[Any]:
+    """Persisted, block ``g = r·q + s`` on grid worker ``g``: the graph's ``q²`` blocks
+    (cached on the graph; ``timer`` times their stage, else a timer of their own)."""
     key = f"cyclic-blocks-{q}"
     if key not in graph.cache:
-        tasks, n = graph.tasks, graph.vertices
+        tasks = graph.tasks
         splits = {}
         for p, part in enumerate(graph.parts):  # cut where it lives, wherever Dask put it
             splits[p] = tasks.task("cyclic-blocks", cut_pieces, part, q, key=("cut", p))
         grid = range(q * q)
         picks = tasks.pick_pieces("cyclic-blocks", splits, dict.fromkeys(splits, grid))
-        blocks, transposes = [], []
+        blocks = []
         for g in grid:
             with tasks.placed(g):
                 blocks.append(tasks.task("cyclic-blocks", cyclic_block,
                                          *(picks[p, g] for p in splits), key=("block", g)))
-                transposes.append(tasks.task("cyclic-blocks", transposed, blocks[g],
-                                             *divmod(g, q), q, n, key=("transposed", g)))
         own = timer is None
         timer = graph.timer() if own else timer
-        done = list(timer.submit("cyclic_blocks", *blocks, *transposes))
-        graph.cache[key] = (done[:q * q], done[q * q:])
+        graph.cache[key] = list(timer.submit("cyclic_blocks", *blocks))
         if own:
             timer.settle()
     return graph.cache[key]
 
 
-def arrived(rows_block: tuple, columns_block: tuple, after: Any = None) -> tuple[tuple, tuple]:
-    """A round's two blocks, once they are on the worker (``after``: the round it waits
-    for, so that only the next round's blocks travel ahead)."""
-    return rows_block, columns_block
+def arrived(*blocks: Any) -> tuple:
+    """A round's blocks, once they are on the worker (the last: the round it waits for, so
+    that only the next round's blocks travel ahead)."""
+    return blocks[:-1]
 
 
 def cannon_rounds(graph: Any, q: int, timer: Any = None, mode: str = "count") -> list[Any]:
-    """The rounds of every grid worker: ``count``, each round's triangles (delayed ints);
-    ``vertex``, per worker its rounds' triangles at each rank (a delayed vertex-wide
-    array)."""
+    """The rounds of every grid worker (:func:`~dtri.kernels.cyclic.round_assignment`):
+    ``count``, each round's triangles (delayed ints); ``vertex``, per worker its rounds'
+    triangles at each rank (a delayed vertex-wide array)."""
     tasks, n = graph.tasks, graph.vertices
-    blocks, transposes = cyclic_blocks(graph, q, timer)
+    blocks = cyclic_blocks(graph, q, timer)
     results = []
-    for x in range(q):
-        for y in range(q):
-            g = x * q + y
-            rounds: list[Any] = []
-            with tasks.placed(g):
-                for t in range(q):
-                    _, rows, columns = round_blocks(x, y, t, q)
-                    after = rounds[t - 2] if t >= 2 else None
-                    pair = tasks.task("cannon-shift", arrived, blocks[rows], transposes[columns],
-                                      after, key=(mode, x, y, t), on_host=True)
-                    if mode == "count":
-                        rounds.append(tasks.task("cannon-round", round_triangles, blocks[g],
-                                                 pair, x, y, q, n, key=(mode, x, y, t)))
-                    else:
-                        before = rounds[-1] if rounds else None
-                        rounds.append(tasks.task("cannon-round", round_vertex_triangles,
-                                                 blocks[g], pair, x, y, q, n, before,
-                                                 key=(mode, x, y, t)))
-            results.extend(rounds if mode == "count" else rounds[-1:])
+    for g, assigned in enumerate(round_assignment(q)):
+        rounds: list[Any] = []
+        with tasks.placed(g):
+            for t, (x, y, z) in enumerate(assigned):
+                after = rounds[t - 2] if t >= 2 else None
+                pair = tasks.task("cannon-shift", arrived, blocks[x * q + y], blocks[x * q + z],
+                                  blocks[y * q + z], after, key=(mode, g, t), on_host=True)
+                if mode == "count":
+                    rounds.append(tasks.task("cannon-round", round_triangles, pair, x, y, z, q,
+                                             n, key=(mode, g, t)))
+                else:
+                    before = rounds[-1] if rounds else None
+                    rounds.append(tasks.task("cannon-round", round_vertex_triangles, pair, x,
+                                             y, z, q, n, before, key=(mode, g, t)))
+        results.extend(rounds if mode == "count" else rounds[-1:])
     return results

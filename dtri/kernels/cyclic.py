@@ -6,43 +6,31 @@ On a ``q × q`` grid, block ``(r, s)`` holds the oriented edges ``(a, c)`` with 
 ``c ≡ s`` (mod ``q``). A block is stored *compact*: its rows are the ranks ``r, r + q, r +
 2q, ...`` only, so a row index ``i`` is the rank ``r + q·i``, and the targets keep their
 ranks. Stored as a plain tuple ``(dst, offsets)`` (int32 targets, int64 offsets, one more
-than the rows), as every stored CSR is (:func:`dtri.kernels.csr.stored`). Its *transpose*
-(:func:`transposed`) holds the same edges by target: rows of class ``s``, each listing the
-sources ``a`` of its in-edges, ascending.
+than the rows), as every stored CSR is (:func:`dtri.kernels.csr.stored`).
 
-Worker ``(x, y)`` owns the edges of block ``(x, y)``: each edge ``(a, c)`` there is the
-longest edge of the triangles ``a < b < c`` with ``b`` in ``N+(a) ∩ N−(c)``. In round ``z``
-it sees only the middles ``b ≡ z``: those of row ``a`` in block ``(x, z)`` and of row ``c``
-in the transpose of block ``(z, y)``. So a worker needs row blocks ``x`` and column blocks
-``y``, ``2(q − 1)`` blocks it does not hold, whichever worker it is: Cannon's balance (a
-worker that met ``N+(a) ∩ N+(b)`` would need row blocks ``x`` and ``y``, ``2q − 1`` blocks
-off the diagonal and ``q − 1`` on it).
-
-The fused intersection kernel (:func:`dtri.kernels.intersect.intersect`) intersects, for each
-edge ``(u, v)`` of a partition, ``u``'s members *after* ``v`` with ``v``'s list in a second
-CSR. A round gives it the union (:func:`merged`) of block ``(x, y)`` and block ``(x, z)``
-with the middles' ids raised by the vertex count ``n`` (:func:`raised`), against the
-transpose of block ``(z, y)`` raised alike: every raised middle lies after every edge's
-target, the transpose's lists hold only ``b < c``, and the raised entries, as edges, point
-past the second CSR's rows and close nothing. Every triangle is found once, by the worker of
-its longest edge, in the round of its middle vertex's class.
+Round ``(x, y, z)`` closes the triangles ``a < b < c`` of the edges ``(a, b)`` of block
+``(x, y)`` with ``c ≡ z`` in ``N+(a) ∩ N+(b)``: those members of row ``a`` in block ``(x,
+z)`` and of row ``b`` in block ``(y, z)``. Which worker runs which of the ``q³`` rounds is
+:func:`round_assignment`. The fused intersection kernel
+(:func:`dtri.kernels.intersect.intersect`) takes a partition whose rows hold both the edges
+it closes and their members, so the round gives it the union of blocks ``(x, y)`` and ``(x,
+z)`` (:func:`merged`) against block ``(y, z)``. The union's edges into class ``z ≠ y`` find
+nothing: their target's row in block ``(y, z)`` is empty. Every triangle is found once, in
+the round of its lowest edge's block and its highest vertex's class.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from dtri.kernels.csr import CSR, sources
-from dtri.kernels.dispatch import array_module, sort_keys
+from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
 
 ROW_SHIFT = 32
-"""Where a row index sits in the packed keys that merge two blocks' rows or transpose one
-(ranks and rows are below 2**31)."""
-ROW_MASK = (1 << ROW_SHIFT) - 1
-LARGEST_RAISED = 2**31 - 1
-"""Raised ids (:func:`raised`) are int32: the 2D join takes graphs of fewer than 2**30
-vertices."""
+"""Where a row index sits in the packed keys that merge two blocks' rows (ranks and rows
+are below 2**31)."""
 
 
 def class_rows(low: int, high: int, r: int, q: int) -> tuple[int, int]:
@@ -89,39 +77,6 @@ def cyclic_block(*pieces: tuple[Any, Any]) -> tuple[Any, Any]:
     return xp.concatenate([p[1] for p in pieces]), offsets
 
 
-def transposed(block: tuple[Any, Any], r: int, s: int, q: int,
-               vertices: int) -> tuple[Any, Any]:
-    """Block ``(r, s)`` by target: compact rows of class ``s`` over the ranks ``[0,
-    vertices)``, row ``j`` (rank ``s + q·j``) listing the sources of its in-edges (ranks of
-    class ``r``), ascending."""
-    dst, offsets = block
-    xp = array_module(offsets)
-    rows = sources(CSR(dst, offsets, 0))
-    keys = sort_keys(((dst.astype(xp.int64) // q) << ROW_SHIFT) | rows)
-    members = (r + q * (keys & ROW_MASK)).astype(xp.int32)
-    columns = keys >> ROW_SHIFT
-    degree = (xp.bincount(columns, minlength=block_rows(vertices, s, q)) if columns.shape[0]
-              else xp.zeros(block_rows(vertices, s, q), dtype=xp.int64))
-    out = xp.zeros(degree.shape[0] + 1, dtype=xp.int64)
-    xp.cumsum(degree, out=out[1:])
-    return members, out
-
-
-def raised(block: tuple[Any, Any], vertices: int) -> tuple[Any, Any]:
-    """A block with every target raised by ``vertices``, past every rank."""
-    dst, offsets = block
-    if 2 * vertices > LARGEST_RAISED:
-        raise ValueError(f"the 2D join takes graphs of fewer than 2**30 vertices, not "
-                         f"{vertices}")
-    return dst + array_module(offsets).int32(vertices), offsets
-
-
-def lowered(dst: Any, vertices: int) -> Any:
-    """Targets with the raised ones (:func:`raised`) back at their ranks."""
-    xp = array_module(dst)
-    return xp.where(dst >= vertices, dst - xp.int32(vertices), dst)
-
-
 def spread(block: tuple[Any, Any], r: int, q: int, vertices: int) -> CSR:
     """A compact block of row class ``r`` as a CSR over every rank ``[0, vertices)``: the
     ranks of other classes get empty rows (the kernel indexes rows by rank)."""
@@ -136,10 +91,9 @@ def spread(block: tuple[Any, Any], r: int, q: int, vertices: int) -> CSR:
 
 def merged(first: tuple[Any, Any], second: tuple[Any, Any]) -> tuple[Any, Any]:
     """Two blocks of the same row class as one: each row the union of its two lists, sorted.
-    The lists are disjoint (their targets lie in different column classes, or the second's
-    are raised), and each block's packed keys ``(row << 32) | target`` ascend already, so
-    each key's place in the union is its own index plus the other block's keys below it: two
-    searches, no sort."""
+    The lists are disjoint (their targets lie in different column classes), and each block's
+    packed keys ``(row << 32) | target`` ascend already, so each key's place in the union is
+    its own index plus the other block's keys below it: two searches, no sort."""
     xp = array_module(first[1])
     keys = [(sources(CSR(dst, offsets, 0)) << ROW_SHIFT) | dst.astype(xp.int64)
             for dst, offsets in (first, second)]
@@ -153,39 +107,75 @@ def merged(first: tuple[Any, Any], second: tuple[Any, Any]) -> tuple[Any, Any]:
     return dst, offsets
 
 
-def round_blocks(x: int, y: int, t: int, q: int) -> tuple[int, int, int]:
-    """Round ``t`` of worker ``(x, y)``: the middles' class ``z``, the block of rows ``(x,
-    z)`` and the block ``(z, y)`` whose transpose it needs (as grid indices ``r·q + s``)."""
-    z = (x + y + t) % q
-    return z, x * q + z, z * q + y
+Round = tuple[int, int, int]
+"""``(x, y, z)``: the edges of block ``(x, y)`` closed by the members of class ``z``, from
+blocks ``(x, z)`` and ``(y, z)``."""
 
 
-def round_inputs(own: tuple[Any, Any], rows_block: tuple[Any, Any],
-                 columns_block: tuple[Any, Any], x: int, y: int, q: int,
+def round_blocks(x: int, y: int, z: int, q: int) -> set[int]:
+    """The blocks a round reads, as grid indices ``r·q + s``."""
+    return {x * q + y, x * q + z, y * q + z}
+
+
+def pulled_blocks(rounds: list[Round], worker: int, q: int) -> set[int]:
+    """The blocks a grid worker running ``rounds`` pulls: those they read, less its own."""
+    wanted: set[int] = set()
+    for x, y, z in rounds:
+        wanted |= round_blocks(x, y, z, q)
+    wanted.discard(worker)
+    return wanted
+
+
+@cache
+def round_assignment(q: int) -> tuple[tuple[Round, ...], ...]:
+    """The ``q`` rounds each grid worker runs. Cannon's order gives worker ``(x, y)`` the
+    rounds ``(x, y, z)``, ``z = (x + y + t) mod q``: it reads rows ``x`` and ``y``, so one off
+    the diagonal pulls ``2q − 1`` blocks and one on it ``q − 1``. Swapping rounds between
+    workers while that lowers the sum of squared pulls evens them out (on 2 x 2: 2 blocks
+    each, where Cannon's order pulls 3 off the diagonal); each worker keeps ``q`` rounds, of
+    about equal work on blocks of about equal size."""
+    grid = range(q * q)
+    work = [[(g // q, g % q, (g // q + g % q + t) % q) for t in range(q)] for g in grid]
+    cost = [len(pulled_blocks(work[g], g, q)) for g in grid]
+    improved = True
+    while improved:
+        improved = False
+        for a in sorted(grid, key=lambda g: -cost[g]):
+            for b in grid:
+                for i in range(q):
+                    for j in range(q if b != a else 0):
+                        mine, theirs = list(work[a]), list(work[b])
+                        mine[i], theirs[j] = theirs[j], mine[i]
+                        ca, cb = (len(pulled_blocks(mine, a, q)),
+                                  len(pulled_blocks(theirs, b, q)))
+                        if ca * ca + cb * cb < cost[a] ** 2 + cost[b] ** 2:
+                            work[a], work[b], cost[a], cost[b] = mine, theirs, ca, cb
+                            improved = True
+    return tuple(tuple(sorted(rounds)) for rounds in work)
+
+
+def round_inputs(arrived: tuple[tuple, tuple, tuple], x: int, y: int, z: int, q: int,
                  vertices: int) -> tuple[CSR, CSR]:
-    """The kernel's two CSRs for a round of worker ``(x, y)``: the union of its own block
-    ``(x, y)`` and the raised ``rows_block`` ``(x, z)``, and ``columns_block``, the
-    transpose of block ``(z, y)``, raised."""
-    part = merged(own, raised(rows_block, vertices))
-    return (spread(part, x, q, vertices),
-            spread(raised(columns_block, vertices), y, q, vertices))
+    """The kernel's two CSRs for round ``(x, y, z)`` from its blocks ``(x, y)``, ``(x, z)``
+    and ``(y, z)``: the union of the first two, and the third."""
+    own, rows_block, lists_block = arrived
+    part = own if z == y else merged(own, rows_block)
+    return spread(part, x, q, vertices), spread(lists_block, y, q, vertices)
 
 
-def round_triangles(own: tuple[Any, Any], arrived: tuple[tuple, tuple], x: int, y: int,
-                    q: int, vertices: int) -> int:
-    """Triangles found by worker ``(x, y)`` in a round, from the blocks that arrived for it
-    (block ``(x, z)`` and the transpose of ``(z, y)``)."""
-    part, group = round_inputs(own, *arrived, x, y, q, vertices)
+def round_triangles(arrived: tuple[tuple, tuple, tuple], x: int, y: int, z: int, q: int,
+                    vertices: int) -> int:
+    """Triangles found in round ``(x, y, z)``, from its blocks once they arrived."""
+    part, group = round_inputs(arrived, x, y, z, q, vertices)
     return intersect(part, group).triangles
 
 
-def round_vertex_triangles(own: tuple[Any, Any], arrived: tuple[tuple, tuple], x: int,
-                           y: int, q: int, vertices: int, before: Any = None) -> Any:
-    """The triangles at each rank found by worker ``(x, y)`` in a round (int64, one per
-    rank), added to ``before`` (the worker's earlier rounds) where given."""
-    part, group = round_inputs(own, *arrived, x, y, q, vertices)
+def round_vertex_triangles(arrived: tuple[tuple, tuple, tuple], x: int, y: int, z: int, q: int,
+                           vertices: int, before: Any = None) -> Any:
+    """The triangles at each rank found in round ``(x, y, z)`` (int64, one per rank), added
+    to ``before`` (the worker's earlier rounds) where given."""
+    part, group = round_inputs(arrived, x, y, z, q, vertices)
     found = intersect(part, group, credits=True)
     xp = array_module(part.offsets)
     out = xp.zeros(vertices, dtype=xp.int64) if before is None else before.copy()
-    ranks = CSR(lowered(part.dst, vertices), part.offsets, part.low)
-    return vertex_credits(ranks, found.uv, found.uw, vertices, out=out)
+    return vertex_credits(part, found.uv, found.uw, vertices, out=out)

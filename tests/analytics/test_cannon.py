@@ -21,10 +21,10 @@ from dtri.kernels.cyclic import (
     class_rows,
     cyclic_block,
     cyclic_pieces,
-    round_blocks,
+    pulled_blocks,
+    round_assignment,
     round_triangles,
     round_vertex_triangles,
-    transposed,
 )
 from dtri.kernels.dispatch import to_host
 from dtri.runtime.transfers import most_to_one_worker
@@ -33,20 +33,22 @@ from tests.oracles import host, messy_graphs, networkx_graph, networkx_triangles
 
 def rounds_by_hand(graph, q: int) -> tuple[int, np.ndarray]:
     """The count and the triangles at each rank of a prepared graph by the 2D join on a
-    ``q x q`` grid, every block and round computed here, in Cannon's order."""
+    ``q x q`` grid, every block and round computed here, each worker's rounds in turn."""
     parts = [as_csr(p) for p in graph.parts]
     pieces = [cyclic_pieces(p, q) for p in parts]
-    n = graph.vertices
     blocks = [cyclic_block(*(piece[g] for piece in pieces)) for g in range(q * q)]
-    transposes = [transposed(blocks[g], *divmod(g, q), q, n) for g in range(q * q)]
+    n = graph.vertices
     found, at_rank = 0, np.zeros(n, dtype=np.int64)  # on the host, whatever the backend
-    for x, y in itertools.product(range(q), repeat=2):
+    assignment = round_assignment(q)
+    assert sorted(r for rounds in assignment for r in rounds) == sorted(
+        itertools.product(range(q), repeat=3))  # every round once, q to a worker
+    assert {len(rounds) for rounds in assignment} == {q}
+    for rounds in assignment:
         before = None
-        for t in range(q):
-            _, rows, columns = round_blocks(x, y, t, q)
-            pair = (blocks[rows], transposes[columns])
-            found += round_triangles(blocks[x * q + y], pair, x, y, q, n)
-            before = round_vertex_triangles(blocks[x * q + y], pair, x, y, q, n, before)
+        for x, y, z in rounds:
+            arrived = (blocks[x * q + y], blocks[x * q + z], blocks[y * q + z])
+            found += round_triangles(arrived, x, y, z, q, n)
+            before = round_vertex_triangles(arrived, x, y, z, q, n, before)
         at_rank += to_host(before)
     return found, at_rank
 
@@ -61,6 +63,15 @@ def test_the_rounds_of_every_grid_find_each_triangle_once(edges, npartitions, q)
         ids = np.asarray(host(graph.ids))
         expected = nx.triangles(networkx_graph(edges))
         assert {int(ids[r]): int(c) for r, c in enumerate(at_rank)} == expected
+
+
+@pytest.mark.parametrize("q", [2, 3, 4])
+def test_the_assignment_pulls_fewer_blocks_than_cannons_order(q):
+    # Cannon's order: a worker off the diagonal reads rows x and y, 2q - 1 blocks not its own
+    busiest = max(len(pulled_blocks(list(rounds), g, q))
+                  for g, rounds in enumerate(round_assignment(q)))
+    assert busiest < 2 * q - 1
+    assert busiest == {2: 2, 3: 4, 4: 5}[q]
 
 
 def test_blocks_hold_every_edge_once_by_its_classes():
@@ -81,15 +92,6 @@ def test_blocks_hold_every_edge_once_by_its_classes():
                 row = dst[offsets[i]: offsets[i + 1]].tolist()
                 assert row == sorted(row) and all(c % q == s for c in row)
                 seen.update((r + q * i, c) for c in row)
-            # its transpose: the same edges by target, rows of class s, sources ascending
-            members, starts = transposed((dst, offsets), r, s, q, graph.vertices)
-            assert starts.shape[0] == class_rows(0, graph.vertices, s, q)[1] + 1
-            by_target = set()
-            for j in range(starts.shape[0] - 1):
-                column = members[starts[j]: starts[j + 1]].tolist()
-                assert column == sorted(column) and all(a % q == r for a in column)
-                by_target.update((a, s + q * j) for a in column)
-            assert by_target == {(a, c) for a, c in seen if a % q == r and c % q == s}
         assert seen == oriented
 
 
