@@ -72,6 +72,7 @@ def timed_counts(graph: str, decompositions: list[str], repeat: int, seed: int,
     itself for the graph (``--workers auto``), or in this process where dtri runs it."""
     import dtri
     from dtri.bench import _materialize
+    from dtri.errors import OutOfMemoryError
     from dtri.input.frames import as_edge_frame
     from dtri.input.generate import generated
 
@@ -84,16 +85,21 @@ def timed_counts(graph: str, decompositions: list[str], repeat: int, seed: int,
             best: dict[str, Any] = {}
             for _ in range(repeat):
                 started = time.perf_counter()
-                with dtri.prepare(persisted, session=session,
-                                  decomposition=decomposition) as prepared:
-                    result = prepared.count()
+                try:
+                    with dtri.prepare(persisted, session=session,
+                                      decomposition=decomposition) as prepared:
+                        result = prepared.count()
+                except OutOfMemoryError as error:  # the other lines still run
+                    print(f"skipped: {graph} {decomposition}: {error}", file=sys.stderr)
+                    break
                 seconds = time.perf_counter() - started
                 if best and best["result"].triangles != result.triangles:
                     raise SystemExit(f"{graph}: {best['result'].triangles} then "
                                      f"{result.triangles} triangles")
                 if not best or seconds < best["seconds"]:
                     best = {"seconds": seconds, "result": result}
-            results[decomposition] = best
+            if best:
+                results[decomposition] = best
     return results
 
 
