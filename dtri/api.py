@@ -15,8 +15,10 @@ session, shapes the input (:func:`dtri.input.frames.local_input` for an in-proce
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import asdict
 from typing import Any, NamedTuple
 
 from dtri.analytics.colours import EstimatePlan, estimate_input
@@ -37,6 +39,7 @@ from dtri.options import RUNTIME_OPTIONS, Options
 from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
 from dtri.prepared.graph import PreparedGraph, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
+from dtri.prepared.saved import is_saved_graph
 from dtri.runtime.session import (
     LOCAL_SCHEDULERS,
     Runtime,
@@ -111,6 +114,9 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     edges and self-loops do not change it. ``options``: any of :class:`dtri.Options` (in a
     ``session``, those that shape the input and the plan). Without a session the graph opens
     its own, which :meth:`PreparedGraph.release` (or the end of a ``with`` block) closes."""
+    if is_saved_graph(edges, options.get("storage_options")):
+        return open_prepared(saved_path(edges), session=session, **options)
+
     def prepared(session: Session, chosen: Options, owned: bool) -> PreparedGraph:
         if chosen.checkpoint is not None:
             return prepare_with_checkpoint(edges, session, chosen, owned)
@@ -120,6 +126,11 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
         return graph
 
     return graph_in_session(session, options, prepared)
+
+
+def saved_path(edges: Any) -> str:
+    """The one folder of a saved graph given as ``edges`` (alone or in a list)."""
+    return os.fspath(edges[0] if isinstance(edges, list | tuple) else edges)
 
 
 def graph_in_session(session: Session | None, options: dict[str, Any],
@@ -185,8 +196,13 @@ def open_prepared(path: str, *, session: Session | None = None,
     damaged file and an unknown format version (:mod:`dtri.prepared.saved`)."""
     def opened(session: Session, chosen: Options, owned: bool) -> PreparedGraph:
         metadata = saved_metadata(path, chosen)
+        checkpoint = None if chosen.checkpoint is None else \
+            Checkpoint.open(chosen.checkpoint, input_identity(path, chosen.storage_options),
+                            chosen)  # for the analytics' stages: the graph is prepared
         runtime = session.open(False, metadata["edges"], one_input=owned)
-        return open_saved(path, runtime, chosen, metadata)
+        graph = open_saved(path, runtime, chosen, metadata)
+        graph.checkpoint = checkpoint
+        return graph
 
     return graph_in_session(session, options, opened)
 
@@ -281,6 +297,13 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
     if wanted is None:
         with prepare(edges, **options) as graph:
             return graph.count(explain=explain)
+    if is_saved_graph(edges, options.get("storage_options")):  # prepared: wedges sampled
+        if explain:
+            raise ConfigurationError("an estimate's plan is made from the input as it is "
+                                     "read; a saved graph is estimated directly (leave out "
+                                     "--explain)")
+        with prepare(edges, **options) as graph:
+            return graph.estimate(**asdict(wanted))
     session, chosen, owned = session_of(options.pop("session", None), options)
     try:
         read = read_source(edges, session, chosen, owned)

@@ -30,12 +30,14 @@ import posixpath
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from dtri.errors import ConfigurationError, DtriError
+from dtri.kernels.compiled import compile_seconds
 from dtri.output import TEMPORARY_MARK
 from dtri.prepared.saved import dtri_version, has_metadata, shaping_options
 
@@ -249,11 +251,16 @@ def unit_name(key: tuple) -> str:
 
 
 def record_unit(fs: Any, folder: str, name: str, run: str, started: float,
-                *values: Any) -> int:
+                compiled: float | None, *values: Any) -> int:
     """A unit's result (the exact sum of ``values``), written to its file with the seconds
-    since its stage began (``started``, wall clock) and the ``run`` that made it."""
+    since its stage began (``started``, wall clock) and the ``run`` that made it. In the
+    process that began the stage (``compiled``: its compile seconds then), the seconds spent
+    compiling kernels since are left out, as the stage timer leaves them out."""
     total = sum(int(value) for value in values)
-    record = {"value": total, "seconds": round(time.time() - started, 6), "run": run}
+    seconds = time.time() - started
+    if compiled is not None:
+        seconds -= compile_seconds() - compiled
+    record = {"value": total, "seconds": round(max(seconds, 0.0), 6), "run": run}
     write_atomically(fs, posixpath.join(folder, name), json.dumps(record).encode())
     return total
 
@@ -267,6 +274,7 @@ class UnitResults:
         self.folder = folder
         self.run = uuid.uuid4().hex
         self.started = time.time()
+        self.compiled = compile_seconds()
         fs, path = checkpoint.fs, checkpoint.path(folder)
         fs.makedirs(path, exist_ok=True)
         self.found: dict[str, dict[str, Any]] = {}
@@ -296,7 +304,8 @@ class UnitResults:
         """A task that sums ``values`` (unit ``key``'s delayed results) and writes the sum."""
         return tasks.task("checkpoint", record_unit, self.checkpoint.fs,
                           self.checkpoint.path(self.folder), unit_name(key), self.run,
-                          self.started, *values, key=(self.folder, *key), on_host=True)
+                          self.started, self.compiled if tasks.eager else None, *values,
+                          key=(self.folder, *key), on_host=True)
 
     def resumed(self) -> dict[str, Any] | None:
         """What reusing saved: the units reused of all, and the seconds the runs that made
@@ -388,3 +397,28 @@ class PartitionResults:
         timer.compute("checkpoint", written)
         write_atomically(fs, posixpath.join(folder, DONE_NAME),
                          json.dumps({"seconds": round(seconds, 6)}).encode())
+
+
+def kept_partitions(graph: Any, stage: str, lengths: list[int],
+                    build: Callable[[], list[Any]]) -> list[Any]:
+    """A per-partition stage of ``graph``'s analytics (``build()``: its delayed arrays, one
+    a partition of ``lengths[p]`` values), persisted: read from the graph's checkpoint where
+    a run before finished it (the stage skipped), else run, and written there when the graph
+    has a checkpoint."""
+    timer = graph.timer()
+    checkpoint = graph.checkpoint
+    results = None if checkpoint is None else checkpoint.partitions(stage, len(lengths))
+    if results is not None and results.finished:
+        on_device = graph.backend == "gpu" and not graph.staging.on_host
+        values = list(timer.submit(stage, *results.read(graph.tasks, lengths, on_device)))
+        timer.settle()
+        saved = float(results.done.get("seconds", 0.0))
+        graph.resumed[stage] = {"seconds": saved}
+        resumed_line(stage, saved, graph.options.progress)
+        return values
+    started = time.perf_counter()
+    values = list(timer.submit(stage, *build()))
+    timer.settle()
+    if results is not None:
+        results.write(graph.tasks, timer, values, time.perf_counter() - started)
+    return values

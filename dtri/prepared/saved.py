@@ -130,10 +130,12 @@ def has_metadata(fs: Any, root: str) -> bool:
 
 
 def is_saved_graph(path: Any, storage_options: dict | None = None) -> bool:
-    """Whether ``path`` (a string naming one folder) is a saved graph, by its metadata
-    file."""
+    """Whether ``path`` (a string naming one folder, alone or in a list) is a saved graph,
+    by its metadata file."""
     import os
 
+    if isinstance(path, list | tuple) and len(path) == 1:
+        path = path[0]
     if not isinstance(path, str | os.PathLike):
         return False
     from dtri.input.read import filesystem

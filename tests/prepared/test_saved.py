@@ -160,3 +160,32 @@ def test_saved_on_the_gpu_opens_on_the_cpu_and_back(tmp_path):
     with dtri.open_prepared(str(tmp_path / "cpu"), backend="gpu",
                             rmm_pool_size="1GiB") as opened:  # host staging
         assert results(opened) == expected
+
+
+def test_the_cli_prepares_once_and_every_analytic_reads_the_save(tmp_path):
+    from click.testing import CliRunner
+
+    from dtri.cli import main
+
+    runner = CliRunner()
+    karate = str(Path(__file__).resolve().parents[2] / "examples" / "karate.txt")
+    saved = str(tmp_path / "karate.dtri")
+    done = runner.invoke(main, ["prepare", karate, "-o", saved, "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["edges"] == 78
+    for command, key in ((["count"], "triangles"), (["triangles"], "vertex_sum"),
+                         (["transitivity"], "transitivity"), (["support"], "edges"),
+                         (["clustering"], "average_clustering"), (["ktruss", "4"], "edges"),
+                         (["truss"], "max_truss"), (["graphlets"], "graphlets")):
+        from_raw = json.loads(runner.invoke(main, [*command, karate, "--json"]).output)
+        done = runner.invoke(main, [*command, saved, "--json"])
+        assert done.exit_code == 0, done.output
+        opened = json.loads(done.output)
+        assert opened[key] == from_raw[key], command
+        assert "open" in opened["seconds"] and "prepare" not in opened["seconds"], command
+    metadata_file = Path(saved) / METADATA_NAME
+    metadata = json.loads(metadata_file.read_text())
+    metadata_file.write_text(json.dumps({**metadata, "format_version": 99}))
+    done = runner.invoke(main, ["count", saved])
+    assert done.exit_code == 2 and done.output.count("\n") == 1
+    assert str(metadata_file) in done.output and "format version 99" in done.output
