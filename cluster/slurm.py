@@ -21,12 +21,22 @@ Examples::
 
 The graph must be at the same absolute path on every node (a shared filesystem), or at a URL
 every worker can read (``s3://...``). Needs ``pip install "dtri[cluster]"`` (dask-jobqueue).
+
+The count keeps its finished stages in a checkpoint folder (``dtri count --checkpoint``):
+``dtri-checkpoints/KEY`` under the working directory, ``KEY`` being the SLURM job
+(``job-$SLURM_JOB_ID``) where this script runs inside one, so that a requeued job (``sbatch
+--requeue``; SLURM keeps its id) resumes where the last attempt stopped, else the job name
+with a digest of the input and backend, so that the same command run again resumes. The
+folder must be one every worker can write (a shared filesystem). ``--checkpoint DIR`` names
+another, ``--no-checkpoint`` keeps none; a checkpoint is removed once its count is printed,
+unless ``--keep-checkpoint``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from typing import Any
@@ -114,6 +124,31 @@ def expected_workers(backend: str, nodes: int, gpus_per_node: int, cores: int) -
     return nodes * (gpus_per_node if backend == "gpu" else cores)
 
 
+CHECKPOINTS = "dtri-checkpoints"
+"""The folder of the checkpoints under the working directory."""
+
+
+def checkpoint_folder(args: argparse.Namespace, environ: dict[str, str] | None = None,
+                      cwd: str | None = None) -> str | None:
+    """The count's checkpoint folder: ``--checkpoint``, none with ``--no-checkpoint``, else
+    ``dtri-checkpoints/KEY`` under ``cwd``, keyed by the SLURM job this runs in (a requeued
+    job keeps its id) or by the job name, the input and the backend."""
+    import hashlib
+
+    if args.no_checkpoint:
+        return None
+    if args.checkpoint:
+        return args.checkpoint
+    environ = os.environ if environ is None else environ
+    if environ.get("SLURM_JOB_ID"):
+        key = f"job-{environ['SLURM_JOB_ID']}"
+    else:
+        run = json.dumps([args.paths, args.generate, args.seed, args.backend,
+                          args.memory_budget])
+        key = f"{args.job_name}-{hashlib.sha256(run.encode()).hexdigest()[:12]}"
+    return os.path.join(cwd or os.getcwd(), CHECKPOINTS, key)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Count triangles with dtri on Dask workers submitted to SLURM "
@@ -158,6 +193,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="seconds the count waits once every worker is gone (a job "
                              "cancelled or preempted) before it fails; the scheduler's "
                              "distributed.scheduler.no-workers-timeout, where not set")
+    parser.add_argument("--checkpoint", metavar="DIR",
+                        help="the count's checkpoint folder, on a filesystem every worker "
+                             "writes (default: dtri-checkpoints/job-$SLURM_JOB_ID in the "
+                             "working directory inside a SLURM job, so a requeued job "
+                             "resumes; else dtri-checkpoints/JOB_NAME-DIGEST of the input)")
+    parser.add_argument("--no-checkpoint", action="store_true",
+                        help="keep no checkpoint: a count that dies starts again")
+    parser.add_argument("--keep-checkpoint", action="store_true",
+                        help="keep the checkpoint once the count is printed (default: "
+                             "removed)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the job script and exit without submitting anything")
     args = parser.parse_args(argv)
@@ -187,8 +232,10 @@ def main(argv: list[str] | None = None) -> int:
             python=args.python,
         )
     with cluster:  # on exit, the jobs are cancelled (scancel), on success or failure
+        checkpoint = checkpoint_folder(args)
         if args.dry_run:
             print(cluster.job_script())
+            print(f"# checkpoint: {checkpoint or 'none'}")
             return 0
         from distributed import Client
 
@@ -209,23 +256,28 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 return WORKERS_LATE
             if args.generate:
-                from dtri.input.generate import from_spec
+                from dtri.input.generate import generated
 
-                edges: Any = from_spec(args.generate, seed=args.seed, backend=args.backend)
+                # built on the workers, and named by its spec and seed in the checkpoint
+                edges: Any = generated(args.generate, seed=args.seed)
                 source: dict[str, Any] = {"generate": args.generate, "seed": args.seed}
             else:
                 edges = list(args.paths)
                 source = {"paths": edges}
             try:
                 # dtri.count uses the active Client (this one): it runs on the SLURM workers
+                if checkpoint is not None:
+                    os.makedirs(os.path.dirname(checkpoint) or ".", exist_ok=True)
                 result = dtri.count(edges, backend=args.backend,
-                                    memory_budget=args.memory_budget)
+                                    memory_budget=args.memory_budget, checkpoint=checkpoint)
             except Exception as error:  # a lost job, a bad input: one line, no count
                 print(f"slurm.py: error: the count failed ({type(error).__name__}: "
                       f"{str(error).strip() or 'no message'}); its jobs are cancelled",
                       file=sys.stderr)
                 return 1
         print(json.dumps({**source, **result.to_dict()}))
+    if checkpoint is not None and not args.keep_checkpoint:
+        shutil.rmtree(checkpoint, ignore_errors=True)
     return 0
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dtri.analytics.count import CountResult
     from dtri.analytics.estimate import Approx, Estimate
-    from dtri.api import Session, count, count_triangles, prepare
+    from dtri.api import Session, count, count_triangles, open_prepared, prepare
     from dtri.errors import ConfigurationError, DtriError, InputError
     from dtri.input.read import read_edges
     from dtri.options import Options
@@ -34,6 +34,7 @@ _HOMES = {
     "Session": "dtri.api",
     "count": "dtri.api",
     "count_triangles": "dtri.api",
+    "open_prepared": "dtri.api",
     "prepare": "dtri.api",
     "read_edges": "dtri.input.read",
 }
@@ -51,6 +52,7 @@ __all__ = [
     "Session",
     "count",
     "count_triangles",
+    "open_prepared",
     "prepare",
     "read_edges",
 ]

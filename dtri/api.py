@@ -15,13 +15,16 @@ session, shapes the input (:func:`dtri.input.frames.local_input` for an in-proce
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import asdict
 from typing import Any, NamedTuple
 
 from dtri.analytics.colours import EstimatePlan, estimate_input
 from dtri.analytics.count import CountResult
 from dtri.analytics.estimate import Approx, Estimate
-from dtri.errors import ConfigurationError
+from dtri.errors import ConfigurationError, DtriError
 from dtri.input.frames import (
     as_edge_frame,
     input_on_gpu,
@@ -33,8 +36,10 @@ from dtri.input.frames import (
 )
 from dtri.input.generate import GeneratedGraph
 from dtri.options import RUNTIME_OPTIONS, Options
-from dtri.prepared.graph import PreparedGraph, prepare_graph
+from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
+from dtri.prepared.graph import PreparedGraph, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
+from dtri.prepared.saved import is_saved_graph
 from dtri.runtime.session import (
     LOCAL_SCHEDULERS,
     Runtime,
@@ -109,10 +114,32 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     edges and self-loops do not change it. ``options``: any of :class:`dtri.Options` (in a
     ``session``, those that shape the input and the plan). Without a session the graph opens
     its own, which :meth:`PreparedGraph.release` (or the end of a ``with`` block) closes."""
-    session, chosen, owned = session_of(session, options)
-    try:
+    if is_saved_graph(edges, options.get("storage_options")):
+        return open_prepared(saved_path(edges), session=session, **options)
+
+    def prepared(session: Session, chosen: Options, owned: bool) -> PreparedGraph:
+        if chosen.checkpoint is not None:
+            return prepare_with_checkpoint(edges, session, chosen, owned)
         read = read_source(edges, session, chosen, owned)
         graph = prepare_graph(read.source, read.runtime, chosen)
+        graph.input_identity = identity_if_known(edges, chosen)
+        return graph
+
+    return graph_in_session(session, options, prepared)
+
+
+def saved_path(edges: Any) -> str:
+    """The one folder of a saved graph given as ``edges`` (alone or in a list)."""
+    return os.fspath(edges[0] if isinstance(edges, list | tuple) else edges)
+
+
+def graph_in_session(session: Session | None, options: dict[str, Any],
+                     make: Callable[[Session, Options, bool], PreparedGraph]) -> PreparedGraph:
+    """``make(session, chosen, owned)``'s graph in ``session`` (:func:`session_of`): a
+    session of its own is closed if making fails, and with the graph otherwise."""
+    session, chosen, owned = session_of(session, options)
+    try:
+        graph = make(session, chosen, owned)
     except BaseException:
         if owned:
             session.close()
@@ -120,6 +147,64 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     if owned:
         graph.exit_stack = session._stack
     return graph
+
+
+def identity_if_known(edges: Any, chosen: Options) -> dict[str, Any] | None:
+    """What a saved graph records of its input (:func:`dtri.prepared.checkpoint.
+    input_identity`, values not hashed), or ``None`` where the files are not seen here."""
+    try:
+        return input_identity(edges, chosen.storage_options)
+    except (DtriError, OSError):
+        return None
+
+
+def prepare_with_checkpoint(edges: Any, session: Session, chosen: Options,
+                            owned: bool) -> PreparedGraph:
+    """The prepared graph of a run with a checkpoint (``chosen.checkpoint``,
+    :mod:`dtri.prepared.checkpoint`): opened from it where a run before saved it there (the
+    ``prepare`` stage skipped), else prepared and saved there (the ``checkpoint`` stage).
+    The checkpoint is refused before anything is read where it was made of other input, with
+    other options or by another dtri."""
+    identity = input_identity(edges, chosen.storage_options, hash_values=True)
+    checkpoint = Checkpoint.open(chosen.checkpoint, identity, chosen)
+    if checkpoint.has_prepared():
+        metadata = saved_metadata(checkpoint.prepared_url, chosen)
+        runtime = session.open(input_on_gpu(edges), metadata["edges"], one_input=owned)
+        graph = open_saved(checkpoint.prepared_url, runtime, chosen, metadata)
+        saved = float(metadata["seconds"].get("prepare_total", 0.0))
+        graph.resumed["prepare"] = {"seconds": saved}
+        resumed_line("prepare", saved, chosen.progress)
+    else:
+        read = read_source(edges, session, chosen, owned)
+        graph = prepare_graph(read.source, read.runtime, chosen)
+        graph.input_identity = identity
+        timer = graph.timer()
+        with timer.timed("checkpoint"):
+            graph.save(checkpoint.prepared_url)
+        graph.seconds["checkpoint"] = timer.seconds["checkpoint"]
+    graph.checkpoint = checkpoint
+    return graph
+
+
+def open_prepared(path: str, *, session: Session | None = None,
+                  **options: Any) -> PreparedGraph:
+    """A graph saved by :meth:`PreparedGraph.save` (or ``dtri prepare INPUT -o PATH``), read
+    onto the workers without preparing it again: each partition by a task on the worker that
+    keeps it, on either backend and any number of workers. ``options`` as for
+    :func:`prepare`; those that would shape the graph otherwise than it was saved (another
+    ``orientation`` or ``order``, a way of reading edges) are refused, as are a missing or
+    damaged file and an unknown format version (:mod:`dtri.prepared.saved`)."""
+    def opened(session: Session, chosen: Options, owned: bool) -> PreparedGraph:
+        metadata = saved_metadata(path, chosen)
+        checkpoint = None if chosen.checkpoint is None else \
+            Checkpoint.open(chosen.checkpoint, input_identity(path, chosen.storage_options),
+                            chosen)  # for the analytics' stages: the graph is prepared
+        runtime = session.open(False, metadata["edges"], one_input=owned)
+        graph = open_saved(path, runtime, chosen, metadata)
+        graph.checkpoint = checkpoint
+        return graph
+
+    return graph_in_session(session, options, opened)
 
 
 def session_of(session: Session | None, options: dict[str, Any]
@@ -212,6 +297,13 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
     if wanted is None:
         with prepare(edges, **options) as graph:
             return graph.count(explain=explain)
+    if is_saved_graph(edges, options.get("storage_options")):  # prepared: wedges sampled
+        if explain:
+            raise ConfigurationError("an estimate's plan is made from the input as it is "
+                                     "read; a saved graph is estimated directly (leave out "
+                                     "--explain)")
+        with prepare(edges, **options) as graph:
+            return graph.estimate(**asdict(wanted))
     session, chosen, owned = session_of(options.pop("session", None), options)
     try:
         read = read_source(edges, session, chosen, owned)

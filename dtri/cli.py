@@ -29,7 +29,7 @@ edges count once, self-loops are ignored (their vertex still counts as a vertex)
 columns after the first two (weights, timestamps) are ignored.
 """
 
-RUN_GROUPS = ("input", "cluster", "memory", "plan")
+RUN_GROUPS = ("input", "cluster", "memory", "plan", "output")
 INTERRUPTED = 130
 """The exit status of a command ended by an interrupt (Ctrl-C, SIGINT): 128 + SIGINT's 2."""
 
@@ -118,6 +118,16 @@ def _estimated(paths: tuple[str, ...], spec: str | None, seed: int, values: dict
 
     edges, options = _input(paths, spec, seed, values)
     return count(edges, approx=approx, explain=explain, **options)
+
+
+def _resumed_line(resumed: dict[str, dict[str, Any]] | None) -> None:
+    """The stages a ``--checkpoint`` run skipped and the seconds that saved."""
+    if not resumed:
+        return
+    shown = [f"{stage} ({facts['tasks']} of {facts['of']} tasks)" if "tasks" in facts
+             else stage for stage, facts in resumed.items()]
+    saved = sum(facts["seconds"] for facts in resumed.values())
+    click.echo(f"resumed        {', '.join(shown)} from the checkpoint: saved {saved:.3f} s")
 
 
 def _source(paths: tuple[str, ...], spec: str | None, seed: int) -> dict[str, Any]:
@@ -246,6 +256,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
                f"{result.order} order)")
     _print_note(result.protocol_note)
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
+    _resumed_line(result.resumed)
     _print_peaks(result.peak_device_bytes, result.peak_device_source, "device peak")
     _print_moves(result.moved_bytes, result.link_bandwidth)
 
@@ -410,6 +421,39 @@ def _print_plan(plan: dict[str, Any]) -> None:
                "moved are an upper bound that ignores locality")
 
 
+# ------------------------------------------------------------------------------ prepare
+
+@main.command("prepare", epilog=INPUT_MEANING)
+@graph_source
+@click.option("-o", "--output", "out", required=True, metavar="PATH",
+              help="The folder (or fsspec URL) to save the prepared graph in; its parent "
+                   "exists, and it must not exist or be empty. Written beside it and renamed "
+                   "to it when complete.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def prepare_command(paths: tuple[str, ...], spec: str | None, seed: int, out: str,
+                    as_json: bool, **values: Any) -> None:
+    """Prepare the graph in PATHS (or --generate SPEC) once, canonical, ranked, oriented and
+    sorted, and save it to -o PATH as Parquet partitions with their metadata. Every analytic
+    command then reads PATH as its input without preparing it again ('dtri count PATH'), on
+    either backend and any number of workers."""
+    import time
+
+    from dtri.output import reserved_output
+
+    with _errors_as_one_line(), reserved_output(out) as folder, \
+            _prepared(paths, spec, seed, values) as graph:
+        started = time.perf_counter()
+        graph.write_to(folder.fs, folder.temporary_path)
+        folder.commit()
+        seconds = {k: v for k, v in graph.seconds.items() if k != "prepare_total"}
+        seconds["save"] = round(time.perf_counter() - started, 6)
+        summary = {"output": out, "vertices": graph.vertices, "edges": graph.edges,
+                   "wedges": graph.wedges, "partitions": graph.partitions,
+                   "backend": graph.backend, "orientation": graph.orientation,
+                   "order": graph.order, "seconds": seconds}
+    _report(summary, as_json, _source(paths, spec, seed))
+
+
 # ------------------------------------------------------------------------------ analytics
 
 def analytic_output(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -432,7 +476,7 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
         return
     for name, value in summary.items():
         if name in ("top", "seconds", "peak_device_bytes", "task_device_bytes",
-                    "protocol_note") \
+                    "protocol_note", "resumed") \
                 or value is None or value == {}:
             continue
         if name == "memory_budget":
@@ -446,6 +490,7 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
             click.echo("  " + "  ".join(f"{_shown(row[c]):>14}" for c in columns))
     click.echo("seconds                " + "  ".join(f"{k} {v:.3f}"
                                                      for k, v in summary["seconds"].items()))
+    _resumed_line(summary.get("resumed"))
     _print_peaks(summary.get("peak_device_bytes"), "measured", "device peak")
     _print_note(summary.get("protocol_note"))
 
@@ -478,7 +523,7 @@ def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str 
         summary["host_tasks"] = memory.host_tasks()
         summary["protocol_note"] = graph.runtime.protocol_note
         summary.update(partitions=graph.partitions, memory_budget=graph.task_budget,
-                       staging=graph.staging.where)
+                       staging=graph.staging.where, resumed=dict(graph.resumed))
     _report(summary, as_json, _source(paths, spec, seed))
 
 

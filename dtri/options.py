@@ -37,8 +37,9 @@ LOCAL_CLUSTER_OPTIONS = ("workers", "protocol", "memory_limit", "spill_directory
 ``None``)."""
 SIZE_OPTIONS = ("memory_limit", "device_memory_limit", "rmm_pool_size", "memory_budget",
                 "blocksize")
-GROUPS = ("input", "cluster", "memory", "plan")
-"""What the options are about: reading files, where the run goes, memory, how it counts."""
+GROUPS = ("input", "cluster", "memory", "plan", "output")
+"""What the options are about: reading files, where the run goes, memory, how it counts, what
+it keeps."""
 
 
 def _option(default: Any, group: str, flag: str, help: str, choices: tuple | None = None,
@@ -153,6 +154,12 @@ class Options:
         "sizes).", kind="count")
 
     # ---- output
+    checkpoint: str | None = _option(
+        None, "output", "--checkpoint", "Keep each finished stage in this folder (the "
+        "prepared graph, then the count's and the analytics' task results), written "
+        "atomically: the same command run again after a kill skips what is there and says "
+        "what it skipped and the seconds that saved. A folder made of other input, with "
+        "other options or by another dtri is refused.", kind="directory")
     progress: bool = field(default=False, metadata={"group": "output"})
     """Progress on stderr: a ``dtri: STAGE SECONDS s`` line as each stage ends (with its rows
     where known), after Dask's progress bar of the stage on a cluster."""
@@ -160,8 +167,11 @@ class Options:
     def __post_init__(self) -> None:
         for name in SIZE_OPTIONS:
             object.__setattr__(self, name, _size(name, getattr(self, name)))
-        if self.spill_directory is not None:
-            object.__setattr__(self, "spill_directory", os.fspath(self.spill_directory))
+        for name in ("spill_directory", "checkpoint"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, os.fspath(getattr(self, name)))
+        if self.checkpoint is not None:
+            _check_checkpoint(self.checkpoint)
         if self.columns is not None:
             columns = tuple(self.columns)
             if len(columns) != 2:
@@ -250,6 +260,20 @@ def refuse_local_cluster_options(given: list[str], where: str) -> None:
     raise ConfigurationError(
         f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} only to the local "
         f"cluster that dtri starts, not to {where}; {hint}")
+
+
+def _check_checkpoint(path: str) -> None:
+    """A ``--checkpoint`` folder that can be made or reused: not empty, not a file, and on
+    this machine's disk under a folder that exists (a URL is checked when it is opened)."""
+    if not path.strip():
+        raise ConfigurationError("--checkpoint is empty; give a folder")
+    if "://" in path:
+        return
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ConfigurationError(f"--checkpoint {path} is a file; give a folder")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ConfigurationError(f"--checkpoint {path}: its folder {parent} does not exist")
 
 
 def _flag(name: str) -> str:

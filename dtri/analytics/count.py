@@ -46,6 +46,7 @@ from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect
 from dtri.kernels.join import count_closed
 from dtri.kernels.wedges import closure_keys
+from dtri.prepared.checkpoint import UnitResults, resumed_line
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks
 
@@ -110,6 +111,10 @@ class CountResult:
     link_bandwidth: float | None = None
     """Bytes per second of those transfers: their bytes over their durations added up;
     ``None`` where nothing moved."""
+    resumed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The stages this run skipped, found finished in its ``--checkpoint``: per stage the
+    ``seconds`` they took when they ran (what skipping saved), and for a stage partly done the
+    ``tasks`` reused ``of`` all; empty without a checkpoint or where nothing was skipped."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -125,15 +130,23 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
     plan = plan_count(graph, timer)
     spread = decomposition_of(graph, timer, plan)
     if not explain:
+        # the join's units are kept in the checkpoint, if any, under a digest of the plan
+        resume = None if graph.checkpoint is None or spread.kind == "2d" else \
+            graph.checkpoint.units("count", {"plan": plan.to_dict(), "staging":
+                                             graph.staging.where})
         if spread.kind == "2d":
             joins = cannon_rounds(graph, spread.side, timer)
         elif graph.staging.on_host:
-            joins = staged_joins(plan, graph)
+            joins = staged_joins(plan, graph, resume)
         else:
-            joins = binned_joins(plan, graph, timer)
+            joins = binned_joins(plan, graph, timer, resume)
         stage = "cannon_rounds" if spread.kind == "2d" else "wedges_join"
         (triangles,) = timer.compute(stage, reduce_tree(graph.tasks, joins))
         graph.cache["count"] = int(triangles)
+        if resume is not None and (reused := resume.resumed()) is not None:
+            graph.resumed[stage] = reused
+            resumed_line(stage, reused["seconds"], graph.options.progress,
+                         f"{reused['tasks']} of {reused['of']} tasks")
     seconds = graph.seconds_with(timer.seconds, started)
     memory = graph.memory()
     moved = graph.moves()
@@ -152,7 +165,7 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         read=dict(graph.read), host_tasks=memory.host_tasks(),
         placement=graph.runtime.reason, protocol=graph.runtime.protocol,
         protocol_note=graph.runtime.protocol_note, moved_bytes=moved.moved_bytes(),
-        link_bandwidth=moved.link_bandwidth())
+        link_bandwidth=moved.link_bandwidth(), resumed=dict(graph.resumed))
 
 
 def plan_count(graph: Any, timer: Any) -> CountPlan:
@@ -243,9 +256,12 @@ def intersect_bin(part: tuple, csr: tuple) -> int:
     return intersect(as_csr(part), as_csr(csr)).triangles
 
 
-def binned_joins(plan: CountPlan, graph: Any, timer: Any) -> list[Any]:
+def binned_joins(plan: CountPlan, graph: Any, timer: Any,
+                 resume: UnitResults | None = None) -> list[Any]:
     """The counting tasks of device staging: edge bins, then wedge batches joined against
-    them or the fused join of each partition against the bins it reaches."""
+    them or the fused join of each partition against the bins it reaches. ``resume``: the
+    checkpoint's units (a wedge batch, a fused join): those finished are their counts, the
+    others write theirs as they end."""
     tasks, parts = graph.tasks, graph.parts
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
     # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
@@ -291,20 +307,33 @@ def binned_joins(plan: CountPlan, graph: Any, timer: Any) -> list[Any]:
     joins = []
     for batch in plan.batches:
         p, j, base = batch.partition, batch.batch, batch.wedge_base
+        if resume is not None and (saved := resume.saved(("wedges", p, j))) is not None:
+            joins.append(saved)
+            continue
         with owned.placed(p):  # on the partition's owner: nothing but the bins travels
             rows = tasks.task("wedges", batch_rows, parts[p], batch.row_start, batch.row_stop,
                               key=("rows", p, j))
             split = tasks.task("wedges", wedge_bins, rows, batch.first - base,
                                batch.last - base, bits, shift, nbins, key=(p, j))
+            batch_joins = []
             for k in plan.reach[p]:  # the join too: only the bin's keys travel
                 picked = tasks.task("bins", pick_bin, split, k, key=(p, j, k), on_host=True)
-                joins.append(tasks.task("join", join_bin, picked, persisted["keys", k],
-                                        key=(p, j, k)))
+                batch_joins.append(tasks.task("join", join_bin, picked, persisted["keys", k],
+                                              key=(p, j, k)))
+            joins.extend(batch_joins if resume is None
+                         else [resume.kept(tasks, ("wedges", p, j), *batch_joins)])
     for p, s in enumerate(plan.summaries):
         if plan.strategy[p] == "intersect" and s.wedges:
-            with owned.placed(p):  # on the partition's owner: only the bin travels
-                joins.extend(tasks.task("intersect", intersect_bin, parts[p],
-                                        persisted["csr", k], key=(p, k)) for k in plan.reach[p])
+            for k in plan.reach[p]:
+                if resume is not None and \
+                        (saved := resume.saved(("intersect", p, k))) is not None:
+                    joins.append(saved)
+                    continue
+                with owned.placed(p):  # on the partition's owner: only the bin travels
+                    found = tasks.task("intersect", intersect_bin, parts[p],
+                                       persisted["csr", k], key=(p, k))
+                    joins.append(found if resume is None
+                                 else resume.kept(tasks, ("intersect", p, k), found))
     return joins
 
 
@@ -357,23 +386,29 @@ def count_group(staging: Staging, rows: int, bounds: tuple[int, int], group_size
     return found
 
 
-def staged_joins(plan: CountPlan, graph: Any) -> list[Any]:
+def staged_joins(plan: CountPlan, graph: Any, resume: UnitResults | None = None
+                 ) -> list[Any]:
     """Host staging's join (``dtri-count``): per group of consecutive partitions (the plan's
     bins) and per worker, one task that moves the group to the device as one CSR and counts
     the triangles closed there by the edges of that worker's partitions that reach it
-    (:func:`count_group`)."""
+    (:func:`count_group`). ``resume``: the checkpoint's units, one a task."""
     tasks, parts, bounds = graph.tasks, graph.parts, graph.bounds
     rows = chunk_rows(plan.task_budget)
     joins = []
     for k, w, own in plan.count_tasks:
+        if resume is not None and (saved := resume.saved(("count", k, w))) is not None:
+            joins.append(saved)
+            continue
         members = plan.bin_partitions[k]
         inputs = [*members, *(p for p in own if p not in members)]
         with tasks.placed(w):
-            joins.append(tasks.task(
+            found = tasks.task(
                 "count", count_group, graph.staging, rows,
                 (bounds[members[0]], bounds[members[-1] + 1]), len(members),
                 tuple(inputs.index(p) for p in own), *(parts[p] for p in inputs), key=(k, w),
-                on_host=True))
+                on_host=True)
+            joins.append(found if resume is None
+                         else resume.kept(tasks, ("count", k, w), found))
     return joins
 
 

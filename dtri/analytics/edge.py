@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dtri.kernels.csr import as_csr, sources
 from dtri.kernels.dispatch import array_module, frame_from_arrays
+from dtri.prepared.checkpoint import kept_partitions
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -37,8 +38,9 @@ def support_totals(graph: Any) -> list[Any]:
     if "edge_support_totals" not in graph.cache:
         from dtri.analytics.credits import edge_totals
 
-        graph.cache["edge_support_totals"] = list(graph.timer().submit(
-            "support", *edge_totals(graph, "support")))
+        graph.cache["edge_support_totals"] = kept_partitions(
+            graph, "support", [s.edges for s in graph.summaries],
+            lambda: edge_totals(graph, "support"))
     return graph.cache["edge_support_totals"]
 
 

@@ -20,6 +20,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from dtri.kernels.dispatch import array_module, series_from_arrays
+from dtri.prepared.checkpoint import kept_partitions
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -68,10 +69,10 @@ def triangle_counts(graph: Any) -> list[Any]:
     if "vertex_triangles" not in graph.cache:
         from dtri.analytics.credits import vertex_totals
 
-        timer = graph.timer()
-        graph.cache["vertex_triangles"] = list(timer.submit("triangles",
-                                                            *vertex_totals(graph, "triangles")))
-        timer.settle()
+        bounds = graph.bounds
+        graph.cache["vertex_triangles"] = kept_partitions(
+            graph, "triangles", [bounds[p + 1] - bounds[p] for p in range(graph.partitions)],
+            lambda: vertex_totals(graph, "triangles"))
     return graph.cache["vertex_triangles"]
 
 

@@ -51,6 +51,18 @@ from dtri.prepared.inputs import (
 )
 from dtri.prepared.local import host_prepare_edges, prepare_inputs, prepare_inputs_on_host
 from dtri.prepared.order import choose_order, order_partitions
+from dtri.prepared.saved import (
+    EDGES_FOLDER,
+    VERTICES_FOLDER,
+    SavedGraphError,
+    check_files,
+    graph_metadata,
+    read_metadata,
+    read_partition,
+    read_vertices,
+    write_metadata,
+    write_partition,
+)
 from dtri.runtime.meter import MeasuredMemory
 from dtri.runtime.session import Runtime
 from dtri.runtime.staging import Staging
@@ -112,6 +124,16 @@ class PreparedGraph:
     """Results computed on this graph, by analytic (:mod:`dtri.analytics`)."""
     exit_stack: ExitStack | None = None
     """What :meth:`release` closes besides the data: the session the graph opened itself."""
+    input_identity: dict[str, Any] | None = None
+    """What the graph was prepared from (files by path, size and modification time; a
+    generated graph by its spec and seed; in-memory edges by a hash of their values), where
+    known: a saved graph keeps it (:mod:`dtri.prepared.checkpoint`)."""
+    checkpoint: Any = None
+    """The run's checkpoint (:class:`dtri.prepared.checkpoint.Checkpoint`), whose stages
+    the analytics write and skip; ``None``: no checkpoint."""
+    resumed: dict[str, float] = field(default_factory=dict)
+    """The stages this run skipped, found finished in its checkpoint, with the seconds they
+    took when they ran (what skipping them saved)."""
     released: bool = False
 
     # ----------------------------------------------------------------- facts
@@ -287,6 +309,42 @@ class PreparedGraph:
 
         return graphlets(self, orbits, kind)
 
+    def save(self, path: str) -> str:
+        """Write this graph to ``path`` (a folder, or an fsspec URL, that does not exist or
+        is empty), as :mod:`dtri.prepared.saved` describes: each partition by a task where it
+        lives, into a temporary folder beside ``path`` renamed into place when complete.
+        :func:`dtri.open_prepared` reads it back, on either backend and any number of
+        workers. Returns ``path``."""
+        from dtri.output import reserve_output
+
+        self._check()
+        with reserve_output(path) as folder:
+            self.write_to(folder.fs, folder.temporary_path)
+            folder.commit()
+        return path
+
+    def write_to(self, fs: Any, root: str) -> None:
+        """Write this graph's files under ``root`` on ``fs`` (a folder that exists), the
+        metadata file last (the ``save`` stage)."""
+        for folder in (EDGES_FOLDER, VERTICES_FOLDER):
+            fs.makedirs(f"{root}/{folder}", exist_ok=True)
+        tasks, bounds = self.tasks, self.bounds
+        written = []
+        for p, part in enumerate(self.parts):
+            with tasks.placed(p):
+                written.append(tasks.task("save", write_partition, fs, root, p, part, self.ids,
+                                          self.degree, self.present, bounds[p], bounds[p + 1],
+                                          key=(p,), on_host=True))
+        (edges,) = self.timer().compute("save", written)
+        if sum(edges) != self.edges:
+            raise RuntimeError(f"internal error: {sum(edges)} edges saved of {self.edges}")
+        write_metadata(fs, root, graph_metadata(
+            options=self.options, orientation=self.orientation,
+            orientation_reason=self.orientation_reason, order=self.order,
+            order_reason=self.order_reason, vertices=self.vertices, bounds=self.bounds,
+            summaries=self.summaries, seconds=self.seconds, read=self.read,
+            present=self.present is not None, input_identity=self.input_identity))
+
     def peeled_to(self, parts: list[Any], summaries: list[PartitionSummary], degree: Any,
                   present: Any, seconds: dict[str, float]) -> PreparedGraph:
         """A subgraph of this graph over the same ranks, vertex ids and workers (a k-truss:
@@ -438,6 +496,83 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                          orientation=orientation, orientation_reason=reason, order=order,
                          order_reason=order_reason, seconds=seconds, read=read,
                          measured=runtime.stage_peaks(), moved=runtime.moves())
+
+
+def open_saved(path: str, runtime: Runtime, options: Options,
+               metadata: dict[str, Any] | None = None) -> PreparedGraph:
+    """The saved graph at ``path`` (:mod:`dtri.prepared.saved`) on the workers of
+    ``runtime``: partition ``p`` read by a task on its owner (the ``open`` stage), the vertex
+    arrays by one task; nothing prepared again. ``metadata``: read already
+    (:func:`saved_metadata`). Options that would shape the graph otherwise than it was saved
+    are refused."""
+    from dtri.input.read import filesystem
+
+    started = time.perf_counter()
+    runtime.stage_peaks()
+    runtime.moves()
+    fs, root = filesystem(path, options.storage_options)
+    root = root.rstrip("/") or root
+    metadata = metadata or saved_metadata(path, options)
+    partitions, bounds = metadata["partitions"], metadata["bounds"]
+    summaries = metadata["summaries"]
+    check_files(fs, root, path, partitions)
+    tasks, timer = runtime.tasks(), runtime.timer(options.progress)
+    on_device = runtime.backend == "gpu" and not runtime.staging.on_host
+    shown = path.rstrip("/")
+    parts = []
+    for p in range(partitions):
+        with tasks.placed(p):
+            parts.append(tasks.task("open", read_partition, fs, root, shown, p, bounds[p],
+                                    bounds[p + 1], summaries[p].edges,
+                                    metadata["order"] != "rank", on_device, key=(p,),
+                                    on_host=True))
+    present = bool(metadata.get("present"))
+    vertex = tasks.task("open", read_vertices, fs, root, shown, partitions,
+                        metadata["vertices"], present, on_device, key=("vertices",),
+                        on_host=True)
+    arrays = [tasks.task("open", getitem, vertex, i, key=(name,), on_host=True)
+              for i, name in enumerate(("ids", "degree", "present")[:3 if present else 2])]
+    persisted = timer.submit("open", *parts, *arrays)
+    timer.settle()
+    parts, (ids, degree, *rest) = list(persisted[:partitions]), persisted[partitions:]
+    present_array = rest[0] if present else None
+    del vertex, arrays
+    seconds = dict(timer.seconds)
+    seconds["prepare_total"] = round(time.perf_counter() - started, 6)
+    read = {"partitions": partitions, "rows": metadata["edges"],
+            "largest_rows": max((s.edges for s in summaries), default=0)}
+    return PreparedGraph(runtime=runtime, options=options, parts=parts, bounds=bounds,
+                         summaries=summaries, vertices=int(metadata["vertices"]), ids=ids,
+                         degree=degree, present=present_array,
+                         orientation=metadata["orientation"],
+                         orientation_reason=metadata["orientation_reason"],
+                         order=metadata["order"], order_reason=metadata["order_reason"],
+                         seconds=seconds, read=read, measured=runtime.stage_peaks(),
+                         moved=runtime.moves(), input_identity=metadata.get("input"))
+
+
+def saved_metadata(path: str, options: Options) -> dict[str, Any]:
+    """The checked metadata of the saved graph at ``path``
+    (:func:`dtri.prepared.saved.read_metadata`), and the options of the run checked against
+    it: one that would shape the graph otherwise (another orientation, order, or a way of
+    reading edges) is refused in one line."""
+    from dtri.input.read import filesystem
+
+    fs, root = filesystem(path, options.storage_options)
+    metadata = read_metadata(fs, root.rstrip("/") or root, path)
+    resolved = {"orientation": metadata["orientation"], "order": metadata["order"],
+                "npartitions": metadata["partitions"]}
+    defaults = Options()
+    for name in ("orientation", "order", "npartitions", "format", "columns", "header"):
+        given = getattr(options, name)
+        if given == getattr(defaults, name) or given == resolved.get(name, object()):
+            continue
+        saved = resolved.get(name)
+        what = f"was saved with {name} {saved}" if saved is not None else \
+            "is read as it was saved, not as edges"
+        raise SavedGraphError(f"{path}: a saved graph {what}; {name} {given!r} would prepare "
+                              "the input again: give the input itself, or leave the option out")
+    return metadata
 
 
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:

@@ -340,6 +340,14 @@ PRESETS: dict[str, Preset] = {
         "at b7ad396 (issue 39), distributed-ucxx installed; one run each (the device time "
         "left): the one-worker R-MAT 25 1d line (14.6 s) is that cluster's first count, its "
         "kernels compiled, and the auto lines are each a fresh cluster's first count"),
+    "saved-graph-cpu-2core": Preset(
+        "counting a saved prepared graph against its raw Parquet files, and a --checkpoint "
+        "count killed with SIGKILL mid-join then run again", CPU, (
+            script("saved_graph.py", "count", "rmat:18", "--files", "4", "--repeat", "2",
+                   "--out", "{out}"),
+            script("saved_graph.py", "resume", "rmat:20", "--kill-at", "0.5", "--dtri-args",
+                   "--memory-budget 64MiB", "--out", "{out}")),
+        "issue 41; every dtri command in a new process, in process (no cluster)"),
     "scaling-gpu-h200x2": Preset(
         "strong scaling on 1 and 2 GPUs (UCX over NVLink)", "one host with 2 NVIDIA H200",
         bench_gpu_workers([(1, "rmat:25"), (2, "rmat:25"), (1, "rmat:26"), (2, "rmat:26")]),

@@ -66,6 +66,8 @@ BENCHMARKS = {
     "one-liner-per-call": "`dtri.count` with every default, median",
     "orientation": "prepare + count of the persisted edges, `auto` choices, best of `--repeat`",
     "out-of-core": "a fresh `dtri` process: wall seconds of the whole command",
+    "saved-graph": "`dtri count` of a saved prepared graph, or the rerun of a killed "
+                   "`--checkpoint` count: wall seconds of the command",
     "session-per-call": "a call in an open GPU session, median",
     "stage-profile": "the third warm count's wall seconds",
     "staged-count": "`dtri count --json` under `staged_gpu.sh`: wall seconds of the command",
@@ -312,6 +314,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
                               if "scale" in own else None),
     "kernel-probe": _gpu("kernel-probe", {"stage_seconds": "prepare_seconds"}),
     "multi-gpu": _gpu("multi-gpu"),
+    "saved-graph": lambda own: take(own, benchmark="saved-graph"),
     "copy-probe": _gpu("copy-probe"),
     "transfer-probe": _transfer,
 }

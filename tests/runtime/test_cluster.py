@@ -238,6 +238,21 @@ def test_slurm_script_dry_run_prints_the_job_script():
     assert "#SBATCH --gres=gpu:2" in done.stdout and "dask cuda worker" in done.stdout
 
 
+def test_slurm_script_keys_its_checkpoint_by_the_job(slurm, tmp_path):
+    args = slurm.parse_args(["--dry-run", "examples/karate.txt"])
+    inside = slurm.checkpoint_folder(args, {"SLURM_JOB_ID": "4242"}, str(tmp_path))
+    assert inside == str(tmp_path / "dtri-checkpoints" / "job-4242")  # a requeue keeps it
+    outside = slurm.checkpoint_folder(args, {}, str(tmp_path))
+    assert outside.startswith(str(tmp_path / "dtri-checkpoints" / "dtri-"))
+    assert outside == slurm.checkpoint_folder(args, {}, str(tmp_path))  # a rerun resumes
+    other = slurm.parse_args(["--dry-run", "--generate", "rmat:20"])
+    assert slurm.checkpoint_folder(other, {}, str(tmp_path)) != outside
+    assert slurm.checkpoint_folder(slurm.parse_args(["--dry-run", "--no-checkpoint"]),
+                                   {"SLURM_JOB_ID": "1"}) is None
+    given = slurm.parse_args(["--dry-run", "--checkpoint", str(tmp_path / "mine")])
+    assert slurm.checkpoint_folder(given, {"SLURM_JOB_ID": "1"}) == str(tmp_path / "mine")
+
+
 def test_slurm_script_refuses_to_run_without_sbatch(tmp_path):
     done = subprocess.run(
         [sys.executable, str(CLUSTER / "slurm.py"), "examples/karate.txt"],

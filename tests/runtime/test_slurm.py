@@ -123,6 +123,19 @@ def test_a_job_cancelled_mid_count_gives_a_clear_error_or_the_exact_count(slurm,
     else:
         assert script.returncode == 1, err[-3000:]
         assert "slurm.py: error: the count failed" in err and "Traceback" not in err, err[-3000:]
+        no_jobs_left(slurm)
+        # the same command again (a requeued job) resumes from the checkpoint it left
+        left = list((tmp_path / "dtri-checkpoints").iterdir())
+        assert len(left) == 1, left
+        again = subprocess.run(
+            slurm_script("--local-directory", str(tmp_path), "--generate", "rmat:18"),
+            capture_output=True, text=True, env=slurm, timeout=600, check=False, cwd=tmp_path)
+        skip_if_workers_late(again, again.stderr)
+        assert again.returncode == 0, again.stderr[-3000:]
+        report = json.loads(again.stdout.strip().splitlines()[-1])
+        assert report["triangles"] == dtri.count_triangles(generated("rmat:18"))
+        assert set(report["resumed"]) <= {"prepare", "wedges_join"}
+        assert not left[0].exists()  # removed once the count is printed
     no_jobs_left(slurm)
 
 

@@ -1,0 +1,265 @@
+"""The saved prepared graph: what :func:`dtri.prepare` leaves on the workers, as files.
+
+A saved graph is a folder (local, or an fsspec URL) of:
+
+* ``dtri-graph.json``: the metadata. Its ``format`` and ``format_version`` say what the
+  folder is and which layout it has; ``dtri_version``; the options that shaped the
+  preparation (``options``); the orientation and the vertex order with their reasons; the
+  counts (``vertices``, ``edges``, ``wedges``, ``partitions``); the partitions' rank
+  ``bounds``; their summaries (what the planners read: :class:`~dtri.kernels.csr.
+  PartitionSummary`); the preparation's ``seconds`` and ``read``; and the ``input`` it was
+  prepared from, where known.
+* ``edges/part-PPPPP.parquet``: sorted partition ``P`` as the targets of its CSR, column
+  ``dst`` (int32 ranks, grouped by source, ascending within each source).
+* ``vertices/part-PPPPP.parquet``: the ranks ``[bounds[P], bounds[P + 1])`` (the sources of
+  partition ``P``): ``id`` (the input id), ``degree``, ``out_degree`` (the CSR's list
+  lengths, whose prefix sums are its offsets), and where the graph has them ``schedule`` (the
+  rows in the vertex order, :attr:`~dtri.kernels.csr.CSR.schedule`) and ``present``.
+
+The folder is written through fsspec into a temporary folder beside its name and renamed into
+place when complete (:mod:`dtri.output`), so a save that is killed never leaves a folder that
+looks saved. Each partition's files are written by a task on the worker that holds it, and
+read back by a task on the worker that will keep it: partition ``P`` goes to the owner of
+``P`` in the opening run, whatever the backend or the number of workers that saved it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import posixpath
+from typing import Any
+
+import numpy as np
+
+from dtri.errors import DtriError
+from dtri.kernels.csr import CSR, PartitionSummary, as_csr, stored
+from dtri.kernels.dispatch import to_host
+
+METADATA_NAME = "dtri-graph.json"
+"""The metadata file of a saved graph; its presence makes a folder one."""
+FORMAT = "dtri-prepared-graph"
+FORMAT_VERSION = 1
+"""The layout written here; a folder of any other version is refused."""
+EDGES_FOLDER = "edges"
+VERTICES_FOLDER = "vertices"
+SHAPING_OPTIONS = ("format", "columns", "header", "orientation", "order", "npartitions")
+"""The options whose values shape the prepared graph (what it is, or how it is cut)."""
+
+
+class SavedGraphError(DtriError):
+    """A saved graph (or checkpoint) that cannot be read: names the file and what is wrong."""
+
+
+def part_name(folder: str, p: int) -> str:
+    """The file of partition ``p`` in ``folder`` (``edges`` or ``vertices``)."""
+    return posixpath.join(folder, f"part-{p:05d}.parquet")
+
+
+def dtri_version() -> str:
+    """The version of dtri that writes (and must read) saves and checkpoints."""
+    import dtri
+
+    return dtri.__version__
+
+
+def shaping_options(options: Any) -> dict[str, Any]:
+    """The options of a run that shape its prepared graph, as JSON values."""
+    return {name: (list(value) if isinstance(value, tuple) else value)
+            for name in SHAPING_OPTIONS for value in [getattr(options, name)]}
+
+
+# ------------------------------------------------------------------------ writing
+
+def write_partition(fs: Any, root: str, p: int, part: tuple, ids: Any, degree: Any,
+                    present: Any, low: int, high: int) -> int:
+    """Write partition ``p`` (a stored CSR over the ranks ``[low, high)``) and its vertices
+    under ``root``; return its edges. Runs where the partition lives."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    csr = as_csr(part)
+    offsets = to_host(csr.offsets)
+    edges = pa.table({"dst": pa.array(to_host(csr.dst).astype(np.int32, copy=False))})
+    columns = {"id": to_host(ids[low:high]), "degree": to_host(degree[low:high]),
+               "out_degree": np.diff(offsets).astype(np.int64, copy=False)}
+    if csr.schedule is not None:
+        columns["schedule"] = to_host(csr.schedule).astype(np.int64, copy=False)
+    if present is not None:
+        columns["present"] = to_host(present[low:high]).astype(bool, copy=False)
+    vertices = pa.table({name: pa.array(values) for name, values in columns.items()})
+    for folder, table in ((EDGES_FOLDER, edges), (VERTICES_FOLDER, vertices)):
+        with fs.open(part_name(posixpath.join(root, folder), p), "wb") as handle:
+            pq.write_table(table, handle)
+    return int(csr.edges)
+
+
+def write_metadata(fs: Any, root: str, metadata: dict[str, Any]) -> None:
+    """Write the metadata file (last: the folder is complete once it is there)."""
+    with fs.open(posixpath.join(root, METADATA_NAME), "w") as handle:
+        json.dump(metadata, handle, indent=1)
+
+
+def graph_metadata(*, options: Any, orientation: str, orientation_reason: str, order: str,
+                   order_reason: str, vertices: int, bounds: list[int],
+                   summaries: list[PartitionSummary], seconds: dict[str, float],
+                   read: dict[str, int], present: bool, input_identity: dict | None,
+                   ) -> dict[str, Any]:
+    """The metadata of a saved graph (see the module docstring)."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION,
+            "dtri_version": dtri_version(), "options": shaping_options(options),
+            "orientation": orientation, "orientation_reason": orientation_reason,
+            "order": order, "order_reason": order_reason, "vertices": int(vertices),
+            "edges": sum(s.edges for s in summaries),
+            "wedges": sum(s.wedges for s in summaries), "partitions": len(summaries),
+            "bounds": [int(b) for b in bounds],
+            "summaries": [[*s[:7], list(s.checkpoint_rows), list(s.checkpoint_wedges)]
+                          for s in summaries],
+            "present": present, "seconds": dict(seconds), "read": dict(read),
+            "input": input_identity}
+
+
+# ------------------------------------------------------------------------ reading
+
+def has_metadata(fs: Any, root: str) -> bool:
+    """Whether ``root`` is a folder with a saved graph's metadata file."""
+    try:
+        return fs.isfile(posixpath.join(root, METADATA_NAME))
+    except OSError:
+        return False
+
+
+def is_saved_graph(path: Any, storage_options: dict | None = None) -> bool:
+    """Whether ``path`` (a string naming one folder, alone or in a list) is a saved graph,
+    by its metadata file."""
+    import os
+
+    if isinstance(path, list | tuple) and len(path) == 1:
+        path = path[0]
+    if not isinstance(path, str | os.PathLike):
+        return False
+    from dtri.input.read import filesystem
+
+    try:
+        fs, root = filesystem(os.fspath(path), storage_options)
+    except (DtriError, ValueError, OSError):
+        return False
+    return has_metadata(fs, root.rstrip("/") or root)
+
+
+def read_metadata(fs: Any, root: str, shown: str) -> dict[str, Any]:
+    """The checked metadata of the saved graph at ``root`` (``shown``: its name as given);
+    an unknown format or version, or a damaged file, is one line naming the file."""
+    name = posixpath.join(shown.rstrip("/"), METADATA_NAME)
+    try:
+        with fs.open(posixpath.join(root, METADATA_NAME), "r") as handle:
+            metadata = json.load(handle)
+    except FileNotFoundError:
+        raise SavedGraphError(f"{name}: missing; not a saved dtri graph (write one with "
+                              "dtri prepare INPUT -o FOLDER)") from None
+    except (OSError, ValueError) as error:
+        raise SavedGraphError(f"{name}: damaged, not JSON ({error})") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        raise SavedGraphError(f"{name}: not the metadata of a saved dtri graph")
+    version = metadata.get("format_version")
+    if version != FORMAT_VERSION:
+        raise SavedGraphError(
+            f"{name}: format version {version!r} is not one this dtri "
+            f"({dtri_version()}) reads (it reads version {FORMAT_VERSION}); prepare the "
+            "input again")
+    try:
+        partitions, bounds = int(metadata["partitions"]), list(metadata["bounds"])
+        summaries = [PartitionSummary(*row[:7], tuple(row[7]), tuple(row[8]))
+                     for row in metadata["summaries"]]
+        valid = (len(bounds) == partitions + 1 == len(summaries) + 1 and bounds[0] == 0
+                 and bounds[-1] == int(metadata["vertices"])
+                 and all(a <= b for a, b in itertools.pairwise(bounds)))
+    except (KeyError, TypeError, ValueError, IndexError):
+        valid = False
+    if not valid:
+        raise SavedGraphError(f"{name}: damaged (its partitions, bounds and summaries do "
+                              "not agree)")
+    metadata["summaries"] = summaries
+    return metadata
+
+
+def check_files(fs: Any, root: str, shown: str, partitions: int) -> None:
+    """Every partition's two files are there; a missing one is one line naming it."""
+    for folder in (EDGES_FOLDER, VERTICES_FOLDER):
+        try:
+            found = set(fs.ls(posixpath.join(root, folder), detail=False))
+        except (FileNotFoundError, NotADirectoryError):
+            found = set()
+        names = {posixpath.basename(name.rstrip("/")) for name in found}
+        for p in range(partitions):
+            wanted = part_name(folder, p)
+            if posixpath.basename(wanted) not in names:
+                raise SavedGraphError(f"{posixpath.join(shown.rstrip('/'), wanted)}: missing "
+                                      "from the saved graph; save it again")
+
+
+def _read_table(fs: Any, path: str, shown: str, columns: list[str]) -> Any:
+    """A Parquet file's ``columns``; a damaged file or a missing column is one line naming
+    it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with fs.open(path, "rb") as handle:
+            return pq.read_table(handle, columns=columns)
+    except (OSError, pa.ArrowException, KeyError) as error:
+        raise SavedGraphError(f"{shown}: damaged partition of a saved graph "
+                              f"({str(error).strip() or type(error).__name__})") from None
+
+
+def read_partition(fs: Any, root: str, shown: str, p: int, low: int, high: int, edges: int,
+                   schedule: bool, on_device: bool) -> tuple:
+    """Sorted partition ``p`` (the ranks ``[low, high)``, ``edges`` edges) as a stored CSR,
+    on the device where ``on_device``. Runs on the worker that keeps it."""
+    edges_file, vertices_file = part_name(EDGES_FOLDER, p), part_name(VERTICES_FOLDER, p)
+    dst = _read_table(fs, posixpath.join(root, edges_file),
+                      posixpath.join(shown, edges_file), ["dst"]).column("dst")
+    vertices = _read_table(fs, posixpath.join(root, vertices_file),
+                           posixpath.join(shown, vertices_file),
+                           ["out_degree", *(["schedule"] if schedule else [])])
+    dst = dst.to_numpy().astype(np.int32, copy=False)
+    out_degree = vertices.column("out_degree").to_numpy()
+    if dst.shape[0] != edges or out_degree.shape[0] != high - low \
+            or int(out_degree.sum()) != edges:
+        raise SavedGraphError(f"{posixpath.join(shown, edges_file)}: damaged partition of a "
+                              f"saved graph ({dst.shape[0]} edges and {out_degree.shape[0]} "
+                              f"sources, where the metadata says {edges} and {high - low})")
+    offsets = np.zeros(high - low + 1, dtype=np.int64)
+    np.cumsum(out_degree, out=offsets[1:])
+    rows = vertices.column("schedule").to_numpy().astype(np.int64, copy=False) \
+        if schedule else None
+    csr = CSR(dst, offsets, low, rows)
+    return stored(_on_device(csr) if on_device else csr)
+
+
+def read_vertices(fs: Any, root: str, shown: str, partitions: int, vertices: int,
+                  present: bool, on_device: bool) -> tuple[Any, Any, Any]:
+    """The vertex-wide arrays by rank: input ids, degrees, and presence (``None`` where the
+    graph has every rank)."""
+    names = ["id", "degree", *(["present"] if present else [])]
+    tables = [_read_table(fs, posixpath.join(root, part_name(VERTICES_FOLDER, p)),
+                          posixpath.join(shown, part_name(VERTICES_FOLDER, p)), names)
+              for p in range(partitions)]
+    arrays = [np.concatenate([t.column(name).to_numpy() for t in tables]) if tables
+              else np.zeros(0, dtype=np.int64) for name in names]
+    if arrays[0].shape[0] != vertices:
+        raise SavedGraphError(f"{posixpath.join(shown, VERTICES_FOLDER)}: damaged, "
+                              f"{arrays[0].shape[0]} vertices where the metadata says "
+                              f"{vertices}")
+    if on_device:
+        arrays = [_on_device(a) for a in arrays]
+    return arrays[0], arrays[1], arrays[2] if present else None
+
+
+def _on_device(value: Any) -> Any:
+    """NumPy arrays (alone, or in a CSR) as CuPy arrays."""
+    import cupy
+
+    if isinstance(value, CSR):
+        return CSR(*(cupy.asarray(v) if isinstance(v, np.ndarray) else v for v in value))
+    return cupy.asarray(value)
