@@ -128,6 +128,8 @@ def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
     least = math.ceil((overhead + fixed) / max(1e-9, 1 - share - scale) / MEGABYTE) * MEGABYTE
     while plan(least).stored < plan(least).task_budget:
         least += MEGABYTE
+    while least > MEGABYTE and plan(least - MEGABYTE).stored >= plan(least - MEGABYTE).task_budget:
+        least -= MEGABYTE
     kind = "GPU" if backend == "gpu" else "CPU"
     parts = [f"{format_bytes(overhead)} of a {kind} worker's own ({WORKER_OVERHEAD[backend]})"]
     if chosen.staging:
@@ -137,4 +139,4 @@ def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
     parts.append(f"{format_bytes(chosen.task_budget)} of stored results (a task's inputs)")
     raise ConfigurationError(
         f"--memory-limit {format_bytes(limit)} is below what a worker needs: "
-        f"{' + '.join(parts)}; give --memory-limit {format_bytes(least)} or more")
+        f"{' + '.join(parts)}; give --memory-limit {least // MEGABYTE}MiB or more")
