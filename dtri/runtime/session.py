@@ -194,6 +194,11 @@ def resolve_caps(caps: MemoryCaps, backend: str, memory_budget: int | None) -> M
     return MemoryCaps(caps.memory_limit, device, pool, caps.spill_directory)
 
 
+PROGRESS_READER = "progress"
+"""The name under which the progress lines read the workers' host meters (apart from each
+run's own reading)."""
+
+
 @dataclass(frozen=True)
 class Runtime:
     """The resources of one run, as the planner sees them."""
@@ -251,7 +256,22 @@ class Runtime:
         end of each stage)."""
         return StageTimer(self.client, progress, eager=self.eager,
                           synchronize=_synchronize_device if self.eager and
-                          self.backend == "gpu" else None)
+                          self.backend == "gpu" else None,
+                          host_note=self._host_note if self.host_metered else None)
+
+    def _host_note(self) -> str:
+        """The workers' host memory since the last stage ended, for its progress line:
+        the peak resident memory of the busiest worker and the bytes spilled to disk and
+        read back (a run that spills shows it as it goes)."""
+        host = read_host_peaks(self.client, PROGRESS_READER)
+        if not host.peaks.overall:  # nothing measured (the first reading starts the reader)
+            return ""
+        spilled, read_back = host.spilled_bytes() or {}, host.read_back_bytes() or {}
+        note = f", host peak {format_bytes(host.peaks.overall)}"
+        if spilled.get("total") or read_back.get("total"):
+            note += (f", spilled {format_bytes(spilled.get('total', 0))}, read back "
+                     f"{format_bytes(read_back.get('total', 0))}")
+        return note
 
     def stage_peaks(self) -> MeasuredMemory:
         """The peak memory of each stage since the last call: the device's

@@ -144,8 +144,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--timeout", type=int, default=3600)
     parser.add_argument("--out", default=None)
-    parser.add_argument("extra", nargs="*", help="after --: more dtri count options, both runs")
-    args = parser.parse_args()
+    words = sys.argv[1:]
+    cut = words.index("--") if "--" in words else len(words)
+    args = parser.parse_args(words[:cut])
+    args.extra = words[cut + 1:]  # after --: more dtri count options, for every run
     if args.mode == "overhead":
         own = idle_workers(args.backend, args.workers, args.extra)
         emit(to_schema(FAMILY, own, command=command_line()), args.out)
