@@ -230,3 +230,28 @@ def test_in_process_runs_report_no_host_side():
     result = CliRunner().invoke(main, ["count", "examples/karate.txt", "--json"])
     report = json.loads(result.output)
     assert report["peak_host_bytes"] is None and report["spilled_bytes"] is None
+
+
+@pytest.mark.gpu
+def test_gpu_workers_under_the_least_host_limit_count_exactly_within_it():
+    """On a GPU worker under host staging (an RMM pool), the least --memory-limit that dtri
+    names holds the whole process: R-MAT 18 counts as uncapped, each worker's measured peak
+    resident memory is at or below the limit (the GPU worker's overhead,
+    ``dtri.worker-overhead-gpu``, holds the CUDA context and the libraries), and the plan
+    counts the page-locked pool."""
+    import dtri
+    from dtri.input.generate import rmat
+
+    args = ["count", "--generate", "rmat:18", "--backend", "gpu", "--rmm-pool-size", "256MiB",
+            "--memory-budget", "64MiB"]
+    refused = CliRunner().invoke(main, [*args, "--memory-limit", "64MiB"])
+    assert refused.exit_code == 2, refused.output
+    least = _least(refused.output.strip())
+    result = CliRunner().invoke(main, [*args, "--memory-limit", str(least), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
+                          scheduler="synchronous")
+    assert report["triangles"] == uncapped.triangles
+    assert 0 < max(report["worker_host_bytes"].values()) <= least, report["worker_host_bytes"]
+    assert report["plan"]["host_memory"]["staging"] > 0
