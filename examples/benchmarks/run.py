@@ -139,9 +139,14 @@ PRESETS: dict[str, Preset] = {
             script("host_memory.py", "overhead", "--backend", "cpu", "--workers", "2",
                    "--out", "{out}"),
             script("host_memory.py", "run", "rmat:22", "--backend", "cpu", "--workers", "2",
-                   "--memory-limit", "2GiB", "--repeat", "2", "--out", "{out}")),
+                   "--memory-limit", "2GiB", "--repeat", "2", "--out", "{out}"),
+            script("host_memory.py", "run", "rmat:22", "--backend", "cpu", "--workers", "2",
+                   "--memory-limit", "1GiB", "--repeat", "1", "--out", "{out}")),
         "each count a fresh dtri process, the unlimited run just before the limited one; the "
-        "machine was shared with other work, so compare a line with its own peer only"),
+        "machine was shared with other work, so compare a line with its own peer only. The "
+        "2 GiB runs keep every result in memory (the issue's target); under 1 GiB the "
+        "workers spill. The first 2 GiB line's peer ran at 68cbf42, the limited run at "
+        "2f44fb2: the same code but the progress lines' host note"),
     "bench-cpu-in-process": Preset(
         "dtri bench in process (synchronous scheduler) against every CPU peer", CPU, (
             dtri("bench", "--backend", "cpu", "--repeat", "3", "--output", "{out}",
