@@ -206,7 +206,7 @@ def test_the_host_report_is_sane_in_json(spilled_count):
 
 
 def test_the_host_report_in_the_text_output_and_explain():
-    args = ["count", "--generate", "rmat:10", "--backend", "cpu", "--workers", "2",
+    args = ["count", "--generate", "rmat:12", "--backend", "cpu", "--workers", "2",
             "--memory-limit", str(LIMIT), "--memory-budget", str(BUDGET)]
     text = CliRunner().invoke(main, args)
     assert text.exit_code == 0, text.output
