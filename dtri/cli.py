@@ -219,6 +219,10 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
                                    "read": result.read, "estimate": forecast,
                                    "peak_device_bytes": result.peak_device_bytes,
                                    "peak_device_source": result.peak_device_source,
+                                   "peak_host_bytes": result.peak_host_bytes,
+                                   "spilled_bytes": result.spilled_bytes,
+                                   "read_back_bytes": result.read_back_bytes,
+                                   "worker_host_bytes": result.worker_host_bytes,
                                    "moved_bytes": result.moved_bytes,
                                    "protocol": result.protocol,
                                    "protocol_note": result.protocol_note,
@@ -239,6 +243,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
                        f"{read['largest_rows']} rows ({read['rows']} rows)")
             _print_peaks(result.peak_device_bytes, result.peak_device_source,
                          "measured (the stages run so far)")
+            _print_host(result.peak_host_bytes, result.spilled_bytes, result.read_back_bytes,
+                        "host peak so far (worker RSS)")
             _print_moves(result.moved_bytes, None)
         return
     if as_json:
@@ -258,6 +264,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     click.echo("seconds        " + "  ".join(f"{k} {v:.3f}" for k, v in result.seconds.items()))
     _resumed_line(result.resumed)
     _print_peaks(result.peak_device_bytes, result.peak_device_source, "device peak")
+    _print_host(result.peak_host_bytes, result.spilled_bytes, result.read_back_bytes,
+                "host peak (worker RSS)")
     _print_moves(result.moved_bytes, result.link_bandwidth)
 
 
@@ -334,6 +342,31 @@ def _print_peaks(peaks: dict[str, int] | None, source: str | None, title: str) -
         f"{stage} {format_bytes(value)}" for stage, value in peaks.items()))
 
 
+HOST_FIELDS = ("peak_host_bytes", "spilled_bytes", "read_back_bytes", "worker_host_bytes")
+"""The host side of a run's memory in its summary
+(:meth:`dtri.runtime.host_meter.MeasuredHost.fields`): printed by :func:`_print_host`, not as
+lines of their own."""
+
+
+def _print_host(peaks: dict[str, int] | None, spilled: dict[str, int] | None,
+                read_back: dict[str, int] | None, title: str) -> None:
+    """The measured peak resident host memory of a worker per stage and, where the workers
+    spilled, the bytes written to disk and read back; nothing in this process."""
+    if not peaks:
+        return
+    click.echo(f"{title}: " + "  ".join(
+        f"{stage} {format_bytes(value)}" for stage, value in peaks.items()))
+    if spilled and spilled.get("total"):
+        stages = sorted((stage for stage in spilled if stage != "total"),
+                        key=lambda stage: -spilled[stage])
+        shown = ", ".join(f"{stage} {format_bytes(spilled[stage])}"
+                          for stage in stages[:MOVED_STAGES_SHOWN])
+        more = f", {len(stages) - MOVED_STAGES_SHOWN} more" \
+            if len(stages) > MOVED_STAGES_SHOWN else ""
+        click.echo(f"spilled        {format_bytes(spilled['total'])} to disk ({shown}{more}); "
+                   f"read back {format_bytes((read_back or {}).get('total', 0))}")
+
+
 def _decomposition_line(spread: dict[str, Any]) -> str:
     """The count's decomposition, why, and the bytes the busiest worker is predicted to pull
     under each (:class:`dtri.analytics.cannon.Decomposition`)."""
@@ -407,6 +440,11 @@ def _print_plan(plan: dict[str, Any]) -> None:
     click.echo(f"budget         {format_bytes(plan['memory_budget'])}/worker, "
                f"{format_bytes(plan['task_budget'])}/task ({plan['workers']} workers x "
                f"{plan['threads_per_worker']} threads, {plan['backend']})")
+    if plan.get("host_memory"):
+        from dtri.runtime.host_plan import HostPlan
+
+        shares = {k: v for k, v in plan["host_memory"].items() if k != "stored"}
+        click.echo(f"host memory    {HostPlan(**shares).line()}")
     click.echo()
     click.echo(f"{'stage':<14} {'tasks':>9} {'peak/task':>12} {'moved':>12}")
     for stage, row in plan["stages"].items():
@@ -476,7 +514,7 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
         return
     for name, value in summary.items():
         if name in ("top", "seconds", "peak_device_bytes", "task_device_bytes",
-                    "protocol_note", "resumed") \
+                    "protocol_note", "resumed", *HOST_FIELDS) \
                 or value is None or value == {}:
             continue
         if name == "memory_budget":
@@ -492,6 +530,8 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
                                                      for k, v in summary["seconds"].items()))
     _resumed_line(summary.get("resumed"))
     _print_peaks(summary.get("peak_device_bytes"), "measured", "device peak")
+    _print_host(summary.get("peak_host_bytes"), summary.get("spilled_bytes"),
+                summary.get("read_back_bytes"), "host peak (worker RSS)")
     _print_note(summary.get("protocol_note"))
 
 
@@ -521,6 +561,7 @@ def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str 
             summary["peak_device_bytes"] = peaks
             summary["task_device_bytes"] = memory.task_device_bytes()
         summary["host_tasks"] = memory.host_tasks()
+        summary.update(memory.host.fields())
         summary["protocol_note"] = graph.runtime.protocol_note
         summary.update(partitions=graph.partitions, memory_budget=graph.task_budget,
                        staging=graph.staging.where, resumed=dict(graph.resumed))

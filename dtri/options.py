@@ -101,8 +101,9 @@ class Options:
     # ---- memory
     memory_limit: int | None = _option(
         None, "memory", "--memory-limit", "Host memory per worker of the local cluster, e.g. "
-        "4GiB: Dask spills stored results to disk above 60% of it (their size) or 70% (process "
-        "memory); pause and terminate are off. Default: Dask's (RAM / workers).", kind="size")
+        "4GiB: the whole worker process (its own memory, page-locked staging, the running "
+        "tasks); stored results beyond what is left spill to disk. A limit too small is "
+        "refused, naming the least. Default: Dask's (RAM / workers), unplanned.", kind="size")
     spill_directory: str | None = _option(
         None, "memory", "--spill-directory", "Where the local cluster's workers spill "
         "(default: Dask's temporary-directory, else the system's).", kind="directory")

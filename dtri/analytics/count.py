@@ -90,6 +90,17 @@ class CountResult:
     started: what the memory budget bounds."""
     peak_device_source: str | None = None
     """How they were measured: ``rmm`` (RMM's statistics), ``tracemalloc``, or ``None``."""
+    peak_host_bytes: dict[str, int] | None = None
+    """Measured on the workers: per stage the most resident host memory a worker process
+    held while its tasks ran (sampled, :mod:`dtri.runtime.host_meter`), and ``overall``;
+    ``None`` in this process."""
+    spilled_bytes: dict[str, int] | None = None
+    """Per stage the bytes the workers spilled to disk while its tasks ran, and ``total``;
+    ``None`` in this process."""
+    read_back_bytes: dict[str, int] | None = None
+    """Per stage the bytes the workers read back from disk, and ``total``."""
+    worker_host_bytes: dict[str, int] | None = None
+    """Each worker's peak resident host memory over the run, by address."""
     read: dict[str, int] = field(default_factory=dict)
     """How the read stage cut the input: ``partitions``, ``rows``, ``largest_rows``."""
     host_tasks: dict[str, int] = field(default_factory=dict)
@@ -158,11 +169,13 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         memory_budget=plan.memory_budget, decomposition=spread.kind, seconds=seconds,
         plan={**plan.to_dict(), "choices": graph.choices(),
               "placement": graph.runtime.reason, "decomposition": spread.to_dict(),
+              "host_memory": (graph.runtime.host_plan.to_dict()
+                              if graph.runtime.host_plan else None),
               "workers_choice": (graph.runtime.workers_choice.to_dict()
                                  if graph.runtime.workers_choice else None)},
         caps=graph.runtime.caps.sizes(), peak_device_bytes=memory.peak_device_bytes(),
         task_device_bytes=memory.task_device_bytes(), peak_device_source=memory.source,
-        read=dict(graph.read), host_tasks=memory.host_tasks(),
+        **memory.host.fields(), read=dict(graph.read), host_tasks=memory.host_tasks(),
         placement=graph.runtime.reason, protocol=graph.runtime.protocol,
         protocol_note=graph.runtime.protocol_note, moved_bytes=moved.moved_bytes(),
         link_bandwidth=moved.link_bandwidth(), resumed=dict(graph.resumed))

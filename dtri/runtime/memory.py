@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dtri.runtime.host_meter import Spilled, spilled, worker_host_meter
 from dtri.runtime.meter import worker_meter
 from dtri.runtime.session import Runtime
 
@@ -15,68 +16,6 @@ BENCH_READER = "bench"
 
 _MEMORY_MARKS: dict[str, dict[str, Any]] = {}
 """In each worker process: what :func:`_reset_worker_memory` saw, by worker address."""
-
-
-class SpillCounter:
-    """A ``zict.Buffer`` ``fast_to_slow`` callback adding up the bytes (``sizeof``) it moves.
-
-    dask-cuda's buffers (device to host, host to disk) keep no such count themselves."""
-
-    def __init__(self) -> None:
-        self.bytes = 0
-
-    def __call__(self, key: Any, value: Any) -> None:
-        from distributed.sizeof import safe_sizeof
-
-        self.bytes += safe_sizeof(value)
-
-
-def _spill_counter(buffer: Any) -> SpillCounter | None:
-    """The :class:`SpillCounter` of a ``zict.Buffer`` (installed once), ``None`` for a
-    mapping that never spills."""
-    callbacks = getattr(buffer, "fast_to_slow_callbacks", None)
-    if callbacks is None:
-        return None
-    for callback in callbacks:
-        if isinstance(callback, SpillCounter):
-            return callback
-    callbacks.append(counter := SpillCounter())
-    return counter
-
-
-def _spilled(data: Any) -> dict[str, int | None]:
-    """Bytes a worker has moved out of memory so far: ``disk`` (to its spill directory) and
-    ``host`` (device to host memory, dask-cuda workers only); ``None`` where it cannot."""
-    metrics = getattr(data, "cumulative_metrics", None)  # distributed's SpillBuffer
-    if metrics is not None:  # bytes written by the spill file, as Dask meters them
-        return {"disk": int(metrics.get(("disk-write", "bytes"), 0)), "host": None}
-    if hasattr(data, "device_buffer"):  # dask-cuda's DeviceHostFile
-        to_host, to_disk = _spill_counter(data.device_buffer), _spill_counter(data.host_buffer)
-        return {"disk": to_disk.bytes if to_disk else None,
-                "host": to_host.bytes if to_host else None}
-    return {"disk": None, "host": None}
-
-
-def _high_water_mark() -> int | None:
-    """This process's peak resident memory (Linux ``VmHWM``), or ``None``."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _reset_high_water_mark() -> bool:
-    """Restart the kernel's count of this process's peak memory (Linux 4.0+)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def _sampled_peak(monitor: Any, quantity: str, since: float) -> int | None:
@@ -92,22 +31,22 @@ def _sampled_peak(monitor: Any, quantity: str, since: float) -> int | None:
 
 def _reset_worker_memory(backend: str, *, dask_worker: Any) -> None:
     """Start this worker's peak and spill counts afresh (run on the worker)."""
-    marks: dict[str, Any] = {"time": time.time(), "spilled": _spilled(dask_worker.data),
-                             "exact_host_peak": _reset_high_water_mark()}
-    if (meter := worker_meter(dask_worker)) is not None:
-        meter.take(BENCH_READER)
+    marks: dict[str, Any] = {"time": time.time(), "spilled": spilled(dask_worker.data)}
+    for meter in (worker_meter(dask_worker), worker_host_meter(dask_worker)):
+        if meter is not None:
+            meter.take(BENCH_READER)
     _MEMORY_MARKS[dask_worker.address] = marks
 
 
 def _read_worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
     """This worker's peaks and spilled bytes since :func:`_reset_worker_memory` (run on the
     worker; a worker restarted since then counts from its start)."""
-    marks = _MEMORY_MARKS.get(dask_worker.address) or {
-        "time": 0.0, "spilled": {}, "exact_host_peak": False}
+    marks = _MEMORY_MARKS.get(dask_worker.address) or {"time": 0.0, "spilled": Spilled()}
     monitor = dask_worker.monitor
-    host_peak = (_high_water_mark() if marks["exact_host_peak"]
+    host_meter = worker_host_meter(dask_worker)
+    host_peak = (host_meter.take(BENCH_READER).overall if host_meter is not None
                  else _sampled_peak(monitor, "memory", marks["time"]))
-    spilled, before = _spilled(dask_worker.data), marks["spilled"]
+    now, before = spilled(dask_worker.data), marks["spilled"]
     device_peak, device_source = None, None
     if backend == "gpu":
         meter = worker_meter(dask_worker)
@@ -119,10 +58,8 @@ def _read_worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
         "peak_process_bytes": host_peak,
         "peak_device_bytes": device_peak,
         "peak_device_source": device_source,
-        "spilled_bytes": (None if spilled["disk"] is None
-                          else spilled["disk"] - (before.get("disk") or 0)),
-        "spilled_device_bytes": (None if spilled["host"] is None
-                                 else spilled["host"] - (before.get("host") or 0)),
+        "spilled_bytes": None if now.disk is None else now.disk - (before.disk or 0),
+        "spilled_device_bytes": None if now.host is None else now.host - (before.host or 0),
     }
 
 
@@ -130,8 +67,9 @@ def _read_worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
 def measured_memory(runtime: Runtime) -> Iterator[dict[str, dict[str, Any]]]:
     """Measure each worker's memory over the block; the yielded dict is filled at its end.
 
-    Per worker address: ``peak_process_bytes`` (the worker process's peak resident memory:
-    the kernel's high-water mark, or Dask's system monitor samples where it cannot be reset),
+    Per worker address: ``peak_process_bytes`` (the worker process's peak resident memory,
+    from its host meter: :mod:`dtri.runtime.host_meter`; Dask's system monitor samples where
+    it has none),
     ``peak_device_bytes`` with ``peak_device_source`` (``rmm``: RMM statistics over the tasks
     that ran, exact, when cuDF and CuPy both allocate through RMM, as on the workers dtri
     starts: :mod:`dtri.runtime.meter`; ``nvml-sampled``: the GPU's

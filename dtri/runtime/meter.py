@@ -5,7 +5,8 @@ which Dask tells of every task that starts and ends) or, under a local Dask sche
 process (:class:`LocalMeter`, a Dask callback). It asks a :class:`Probe` for the bytes in use
 when a worker starts to run tasks and for their peak when it stops, and files that peak under
 the stage of every task that ran in between, by the task's key (``dtri-<stage>-...``, see
-:func:`stage_of`). A GPU worker runs one task at a time, so each measurement is one task's.
+:func:`dtri.runtime.stages.stage_of`). A GPU worker runs one task at a time, so each
+measurement is one task's. The host side is :mod:`dtri.runtime.host_meter`'s.
 
 The probe on GPU workers is RMM's statistics (``rmm.statistics``): exact, since cuDF and CuPy
 both allocate through RMM there. ``dtri.meter`` in ``dask.config`` picks it: ``auto`` (RMM on
@@ -22,55 +23,18 @@ added above what was there when they started: what ``--memory-budget`` bounds.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import dask
-from dask.utils import key_split
+
+from dtri.runtime.host_meter import MeasuredHost
+from dtri.runtime.stages import stage_of
 
 METER_NAME = "dtri-meter"
 """The name of the meter plugin on the scheduler and workers."""
 METERS = ("auto", "rmm", "tracemalloc", "off")
-
-READ_KEYS = ("read-edges", "dtri-generate", "input_partition", "readparquet", "read-parquet",
-             "read_parquet", "from-delayed", "from_pandas", "from-pandas", "repartition",
-             "frompandas", "fromdelayed", "operation")
-"""Key prefixes of the read stage's tasks (readers, the generator, the move to host memory)."""
-
-
-COLLECTING_KEYS = ("list", "tuple", "dict", "finalize")
-"""Key prefixes of the tasks with which Dask gathers a stage's results (not stages)."""
-
-
-OUTPUT_STAGE = "output"
-"""The stage of Dask's own tasks beyond the read: those that make a result's collection, sum
-or first rows (``reset_index``, ``sum-tree``, ``first_rows``, ...)."""
-
-TOKEN = re.compile(r"[0-9a-f]{32}")
-"""A Dask token (:func:`dask.base.tokenize`): where a ``dtri-<stage>-...`` key's stage ends."""
-
-
-def stage_of(key: Any) -> str | None:
-    """The stage a task belongs to, from its key: ``dtri-<stage>-<token>-...`` gives
-    ``<stage>`` (every word before the token, so ``edge_bins`` and ``k-truss`` alike); the
-    readers' and the generator's keys give ``read``; Dask's own gathering tasks ``None``;
-    any other task :data:`OUTPUT_STAGE`."""
-    name = key_split(key)
-    if name in COLLECTING_KEYS:
-        return None
-    if name.startswith(READ_KEYS):
-        return "read"
-    first = key[0] if isinstance(key, tuple) and key else key
-    if isinstance(first, str) and first.startswith("dtri-"):
-        words = []
-        for word in first.split("-")[1:]:
-            if TOKEN.fullmatch(word):
-                break
-            words.append(word)
-        return "-".join(words) or OUTPUT_STAGE
-    return OUTPUT_STAGE
 
 
 class Probe(Protocol):
@@ -267,11 +231,15 @@ class MeasuredMemory:
     source: str | None
     """``rmm``, ``tracemalloc`` or ``None``."""
     peaks: StagePeaks = field(default_factory=StagePeaks)
+    host: MeasuredHost = field(default_factory=MeasuredHost)
+    """The host side: each stage's peak resident memory of a worker and the bytes spilled
+    to disk and read back (:mod:`dtri.runtime.host_meter`)."""
 
     def merge(self, other: MeasuredMemory) -> None:
         """Add ``other``'s peaks (a later read of the same meters)."""
         self.source = other.source or self.source
         self.peaks.merge(other.peaks)
+        self.host.merge(other.host)
 
     def peak_device_bytes(self) -> dict[str, int] | None:
         """Per stage the peak bytes in use, and ``overall``; ``None`` where not measured."""

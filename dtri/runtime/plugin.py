@@ -1,6 +1,6 @@
-"""The worker plugins of a session: each worker's staging state, its stage meter and its
-transfer ledger (imported where a cluster's workers need them, not with dtri: it imports
-``distributed``)."""
+"""The worker plugins of a session: each worker's staging state, its stage meters (device
+and host memory) and its transfer ledger (imported where a cluster's workers need them, not
+with dtri: it imports ``distributed``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from dtri.runtime.host_meter import HOST_METER_NAME, HostMeter
 from dtri.runtime.meter import METER_NAME, StageMeter, make_probe, probe_source
 from dtri.runtime.staging import PLUGIN_NAME, StagingState, pinned_arena
 from dtri.runtime.transfers import TRANSFERS_NAME, TransferLedger
@@ -34,7 +35,22 @@ class StagingPlugin(WorkerPlugin):
             self.state = None
 
 
-class MeterPlugin(WorkerPlugin):
+class TaskMeterPlugin(WorkerPlugin):
+    """A worker plugin whose ``meter`` (while it has one) is told of every task that starts
+    and ends on its worker."""
+
+    meter: Any = None
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if self.meter is None:
+            return
+        if finish == "executing":
+            self.meter.started(key)
+        elif start == "executing":
+            self.meter.finished(key)
+
+
+class MeterPlugin(TaskMeterPlugin):
     """Gives each worker a :class:`~dtri.runtime.meter.StageMeter` (registered as
     :data:`~dtri.runtime.meter.METER_NAME`) and tells it of every task that starts and ends
     there, so that each stage's peak memory is measured where it runs."""
@@ -53,13 +69,27 @@ class MeterPlugin(WorkerPlugin):
     def teardown(self, worker: Any) -> None:
         self.meter = None
 
-    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
-        if self.meter is None:
-            return
-        if finish == "executing":
-            self.meter.started(key)
-        elif start == "executing":
-            self.meter.finished(key)
+
+
+class HostMeterPlugin(TaskMeterPlugin):
+    """Gives each worker a :class:`~dtri.runtime.host_meter.HostMeter` (registered as
+    :data:`~dtri.runtime.host_meter.HOST_METER_NAME`), which samples its host memory in a
+    thread, and tells it of every task that starts and ends there."""
+
+    name = HOST_METER_NAME
+
+    def __init__(self) -> None:
+        self.meter: HostMeter | None = None
+
+    def setup(self, worker: Any) -> None:
+        self.meter = HostMeter(lambda: worker.data)
+        self.meter.start()
+
+    def teardown(self, worker: Any) -> None:
+        if self.meter is not None:
+            self.meter.stop()
+            self.meter = None
+
 
 
 class TransferPlugin(WorkerPlugin):

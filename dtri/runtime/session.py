@@ -52,9 +52,16 @@ from dtri.options import (
     refuse_local_cluster_options,
 )
 from dtri.runtime.compat import lift_cached_property_locks
+from dtri.runtime.host_meter import read_host_peaks
+from dtri.runtime.host_plan import HostPlan, host_plan
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.scaling import WorkerChoice
-from dtri.runtime.staging import DEFAULT_BUDGET_FRACTION, Staging, resolve_staging
+from dtri.runtime.staging import (
+    DEFAULT_BUDGET_FRACTION,
+    PINNED_SHARE_OF_HOST_MEMORY,
+    Staging,
+    resolve_staging,
+)
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes, read_moved_bytes
@@ -80,22 +87,6 @@ pool every cuDF allocation is a ``cudaMalloc`` and every free a synchronizing ``
 and UCX opens a new CUDA IPC handle for each received buffer: on 4 H200s a pool took RMAT 25
 from 1.387 s to 0.912 s, and 2.630 s to 2.126 s on one (``examples/benchmarks/``). dask-cuda
 recommends a pool with NVLink for the same reason."""
-WORKER_MEMORY_CONFIG = {
-    "distributed.worker.memory.pause": False,
-    "distributed.worker.memory.terminate": False,
-}
-"""Dask's memory thresholds that dtri turns off when it gives its workers a memory limit.
-
-``target`` (stored results above 60 % of the limit, by their size, go to disk) and ``spill``
-(process memory above 70 %: the least recently used results go to disk) stay on. ``pause``
-(80 %) and ``terminate`` (95 %) act on the process's whole memory, which also holds the
-interpreter, the libraries, the CUDA context and the running task's arrays, none of which
-spilling can free: under a small limit a paused worker would wait forever, and a terminated
-one would lose its stored results, be restarted and redo the same work. The running tasks are
-bounded by ``--memory-budget`` instead. With ``terminate`` off the scheduler also stops
-refusing a task whose inputs add up to more than the limit: they can come back from disk."""
-
-
 @dataclass(frozen=True)
 class MemoryCaps:
     """Memory options of a worker, in bytes per worker (``None``: Dask's or dask-cuda's default).
@@ -203,6 +194,11 @@ def resolve_caps(caps: MemoryCaps, backend: str, memory_budget: int | None) -> M
     return MemoryCaps(caps.memory_limit, device, pool, caps.spill_directory)
 
 
+PROGRESS_READER = "progress"
+"""The name under which the progress lines read the workers' host meters (apart from each
+run's own reading)."""
+
+
 @dataclass(frozen=True)
 class Runtime:
     """The resources of one run, as the planner sees them."""
@@ -225,7 +221,9 @@ class Runtime:
     """The stage meter of this process, where a local Dask scheduler runs the tasks here and
     something is measured (on a cluster each worker has its own: :mod:`dtri.runtime.meter`)."""
     metered: bool = False
-    """Whether the workers measure their stages (have a meter plugin)."""
+    """Whether the workers measure their stages' device memory (have a meter plugin)."""
+    host_metered: bool = False
+    """Whether the workers measure their stages' host memory (have a host meter plugin)."""
     eager: bool = False
     """An in-process run on the synchronous scheduler: its tasks run as they are built, no
     Dask graph (:mod:`dtri.runtime.tasks`)."""
@@ -245,6 +243,9 @@ class Runtime:
     not use the best it knows (:func:`resolve_protocol`); ``None`` otherwise."""
     ledgers: bool = False
     """Whether the workers keep transfer ledgers (:mod:`dtri.runtime.transfers`)."""
+    host_plan: HostPlan | None = None
+    """How each worker's host memory limit is shared out, where dtri started the workers
+    with one (:mod:`dtri.runtime.host_plan`)."""
 
     def tasks(self) -> Tasks:
         """The task builder of a stage of this run."""
@@ -255,13 +256,33 @@ class Runtime:
         end of each stage)."""
         return StageTimer(self.client, progress, eager=self.eager,
                           synchronize=_synchronize_device if self.eager and
-                          self.backend == "gpu" else None)
+                          self.backend == "gpu" else None,
+                          host_note=self._host_note if self.host_metered else None)
+
+    def _host_note(self) -> str:
+        """The workers' host memory since the last stage ended, for its progress line:
+        the peak resident memory of the busiest worker and the bytes spilled to disk and
+        read back (a run that spills shows it as it goes)."""
+        host = read_host_peaks(self.client, PROGRESS_READER)
+        if not host.peaks.overall:  # nothing measured (the first reading starts the reader)
+            return ""
+        spilled, read_back = host.spilled_bytes() or {}, host.read_back_bytes() or {}
+        note = f", host peak {format_bytes(host.peaks.overall)}"
+        if spilled.get("total") or read_back.get("total"):
+            note += (f", spilled {format_bytes(spilled.get('total', 0))}, read back "
+                     f"{format_bytes(read_back.get('total', 0))}")
+        return note
 
     def stage_peaks(self) -> MeasuredMemory:
-        """The peak memory of each stage since the last call (:mod:`dtri.runtime.meter`)."""
+        """The peak memory of each stage since the last call: the device's
+        (:mod:`dtri.runtime.meter`) and the host's (:mod:`dtri.runtime.host_meter`)."""
         if self.meter is None and not (self.metered and self.client is not None):
-            return MeasuredMemory(None)
-        return read_stage_peaks(self.client, self.meter)
+            measured = MeasuredMemory(None)
+        else:
+            measured = read_stage_peaks(self.client, self.meter)
+        if self.host_metered and self.client is not None:
+            measured.host = read_host_peaks(self.client)
+        return measured
 
     def moves(self) -> MovedBytes:
         """The bytes moved between workers since the last call, per stage and receiving
@@ -466,24 +487,42 @@ def _failsafe_spill_buffer() -> type:
 
 
 def failsafe_spill_buffer(worker_local_directory: str,
-                          memory_limit: int) -> MutableMapping[Any, object]:
-    """The store of a CPU worker with this memory limit (a Dask worker's ``data``): the
-    spill buffer Dask would build for it (the same target, directory and ``max-spill``), one
+                          stored_bytes: int) -> MutableMapping[Any, object]:
+    """The store of a CPU worker that keeps ``stored_bytes`` of results in memory (a Dask
+    worker's ``data``; :attr:`dtri.runtime.host_plan.HostPlan.stored`): the spill buffer
+    Dask would build for it (the same directory and ``max-spill``) with that target, one
     that keeps results in memory when its disk is full (:func:`_failsafe_spill_buffer`)."""
-    target = dask.config.get("distributed.worker.memory.target")
-    spill = dask.config.get("distributed.worker.memory.spill")
-    if not (target or spill):
-        return {}  # Dask spills nothing then either
     max_spill = dask.config.get("distributed.worker.memory.max-spill")
     return _failsafe_spill_buffer()(
-        os.path.join(worker_local_directory, "storage"),
-        target=int(memory_limit * target) if target else sys.maxsize,
+        os.path.join(worker_local_directory, "storage"), target=stored_bytes,
         max_spill=False if max_spill is False else parse_bytes(max_spill))
 
 
+def local_host_plan(backend: str, caps: MemoryCaps, memory_budget: int | None,
+                    staging: str = "auto") -> HostPlan | None:
+    """How the host memory limit of the workers of a local cluster is shared out
+    (:func:`dtri.runtime.host_plan.host_plan`, which refuses one too small); ``None``
+    without a limit. ``caps`` must have been through :func:`resolve_caps`; the workers run
+    one thread each."""
+    limit = caps.memory_limit
+    if limit is None:
+        return None
+    staged = resolve_staging(staging, backend, caps.rmm_pool_size is not None)
+    if memory_budget is not None or backend == "cpu":
+        budget = memory_budget or int(limit * staged.budget_fraction)
+    else:
+        budget = int((caps.rmm_pool_size or _device_memory()) * staged.budget_fraction)
+    return host_plan(limit, backend, staged.moves, budget, threads=1,
+                     budget_given=memory_budget is not None,
+                     budget_fraction=staged.budget_fraction,
+                     pinned_share=PINNED_SHARE_OF_HOST_MEMORY)
+
+
 def _start_local_cluster(backend: str, workers: int | None, protocol: str,
-                         caps: MemoryCaps | None = None) -> Any:
-    """A local cluster for one run; ``caps`` must have been through :func:`resolve_caps`."""
+                         caps: MemoryCaps | None = None, plan: HostPlan | None = None) -> Any:
+    """A local cluster for one run; ``caps`` must have been through :func:`resolve_caps`.
+    Workers with a host memory limit keep the stored results their ``plan`` gives them in
+    memory (:func:`local_host_plan` where not given), the rest on disk."""
     if (line := unguarded_script_line()) is not None:
         script = os.path.basename(sys.modules["__main__"].__file__)
         raise ConfigurationError(
@@ -498,10 +537,11 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         memory["memory_limit"] = caps.memory_limit
     if caps.spill_directory is not None:
         memory["local_directory"] = caps.spill_directory
+    if caps.memory_limit is not None and plan is None:
+        plan = local_host_plan(backend, caps, None)
     # Each nanny copies the config when it is made and passes it to the worker it (re)starts;
     # the scheduler (in this process) reads it for as long as the cluster runs: open_session.
-    config = WORKER_MEMORY_CONFIG if caps.memory_limit is not None else {}
-    with dask.config.set(config):
+    with dask.config.set(plan.dask_config() if plan is not None else {}):
         if backend == "gpu":
             from dask_cuda import LocalCUDACluster
 
@@ -509,6 +549,8 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
                    "enable_infiniband": False} if protocol == "ucx" else {}
             if caps.device_memory_limit is not None:
                 memory["device_memory_limit"] = caps.device_memory_limit
+            if plan is not None:
+                memory["data"] = _device_host_file(caps, plan)
             # CuPy's arrays from the pool too; a given pool cannot grow, so the cap is real
             memory.update(rmm_pool_size=caps.rmm_pool_size or DEFAULT_RMM_POOL,
                           rmm_maximum_pool_size=caps.rmm_pool_size,
@@ -520,11 +562,23 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         from distributed import LocalCluster
 
         if caps.memory_limit is not None:
-            memory["data"] = (failsafe_spill_buffer, {"memory_limit": caps.memory_limit})
+            memory["data"] = (failsafe_spill_buffer, {"stored_bytes": plan.stored})
         return LocalCluster(
             n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
             protocol=protocol, dashboard_address=":0", silence_logs=logging.CRITICAL, **memory,
         )
+
+
+def _device_host_file(caps: MemoryCaps, plan: HostPlan) -> tuple[type, dict[str, Any]]:
+    """dask-cuda's store of a GPU worker (what ``LocalCUDACluster`` would make), holding the
+    stored results that ``plan`` gives host memory there instead of the whole memory limit:
+    dask-cuda's own keeps results in host memory up to the limit, beyond the process's
+    other memory (its page-locked pool, its libraries)."""
+    from dask_cuda.device_host_file import DeviceHostFile
+    from dask_cuda.utils import parse_device_memory_limit
+
+    device = parse_device_memory_limit(caps.device_memory_limit or "default", device_index=0)
+    return DeviceHostFile, {"device_memory_limit": device, "memory_limit": plan.stored}
 
 
 def _fewer_gpus(cluster: Any, runtime: Runtime, input_rows: int) -> Runtime:
@@ -871,7 +925,8 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
     caps = options_caps(options)
     scheduler, reason = placement(options, backend, caps, input_rows, row_bytes)
     with _opened(backend, scheduler, options.scheduler_file, options.worker_count,
-                 options.protocol, caps, options.memory_budget, input_rows) as runtime:
+                 options.protocol, caps, options.memory_budget, input_rows,
+                 options.staging) as runtime:
         chosen = f"; {runtime.workers_choice.reason}" if runtime.workers_choice else ""
         runtime = replace(runtime, staging=resolve_staging(options.staging, backend,
                                                            runtime.capped),
@@ -888,9 +943,10 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
 
 @contextmanager
 def _stage_meter(runtime: Runtime) -> Iterator[Runtime]:
-    """Each worker's stage meter (:class:`dtri.runtime.plugin.MeterPlugin`) for as long as
-    the block lasts, or this process's (a Dask callback) under a local scheduler; yields the
-    runtime that reads them."""
+    """Each worker's stage meters (:class:`dtri.runtime.plugin.MeterPlugin` for the device,
+    :class:`dtri.runtime.plugin.HostMeterPlugin` for the host) for as long as the block
+    lasts, or this process's device meter (a Dask callback) under a local scheduler; yields
+    the runtime that reads them."""
     from dtri.runtime.meter import (
         METER_NAME,
         LocalMeter,
@@ -912,14 +968,20 @@ def _stage_meter(runtime: Runtime) -> Iterator[Runtime]:
         with LocalMeter(meter):
             yield replace(runtime, meter=meter)
         return
-    if choice == "off" or (choice == "auto" and runtime.backend != "gpu"):
+    if choice == "off":
         yield runtime  # nothing to measure
         return
-    from dtri.runtime.plugin import MeterPlugin
+    from dtri.runtime.host_meter import HOST_METER_NAME
+    from dtri.runtime.plugin import HostMeterPlugin, MeterPlugin
 
-    with _worker_plugin(runtime.client, METER_NAME,
-                        lambda: MeterPlugin(runtime.backend, choice)):
-        yield replace(runtime, metered=True)
+    with ExitStack() as stack:
+        stack.enter_context(_worker_plugin(runtime.client, HOST_METER_NAME, HostMeterPlugin))
+        runtime = replace(runtime, host_metered=True)
+        if choice != "auto" or runtime.backend == "gpu":
+            stack.enter_context(_worker_plugin(runtime.client, METER_NAME,
+                                               lambda: MeterPlugin(runtime.backend, choice)))
+            runtime = replace(runtime, metered=True)
+        yield runtime
 
 
 @contextmanager
@@ -1012,10 +1074,13 @@ def _has_worker_plugin(name: str, dask_scheduler: Any = None) -> bool:
 @contextmanager
 def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             workers: int | None, protocol: str, caps: MemoryCaps,
-            memory_budget: int | None, input_rows: int | None = None) -> Iterator[Runtime]:
+            memory_budget: int | None, input_rows: int | None = None,
+            staging: str = "auto") -> Iterator[Runtime]:
     """:func:`open_runtime` before the staging is resolved. A local GPU cluster started here
     without a worker count keeps the GPUs that :func:`dtri.runtime.scaling.choose_workers`
-    predicts fastest for ``input_rows`` (a session's first input)."""
+    predicts fastest for ``input_rows`` (a session's first input). A host memory limit is
+    shared out (:func:`local_host_plan`, ``staging`` the one asked for) before the cluster
+    starts, and refused there if too small."""
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
     caps = resolve_caps(caps, backend, memory_budget)
     if address in LOCAL_SCHEDULERS:
@@ -1050,12 +1115,13 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             stack.callback(client.close)
         elif (client := active_client()) is None:
             check_local_workers(backend, workers)
+            plan = local_host_plan(backend, caps, memory_budget, staging)
             chosen = resolve_protocol(protocol, backend, workers)
             _prepare_spill_directory(caps.spill_directory)
-            if caps.memory_limit is not None:
-                stack.enter_context(dask.config.set(WORKER_MEMORY_CONFIG))
+            if plan is not None:
+                stack.enter_context(dask.config.set(plan.dask_config()))
             restore_environ = stack.enter_context(_environ_kept())
-            cluster = _start_local_cluster(backend, workers, chosen.name, caps)
+            cluster = _start_local_cluster(backend, workers, chosen.name, caps, plan)
             restore_environ()
             stack.callback(cluster.close)
             client = Client(cluster)
@@ -1066,7 +1132,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         stack.enter_context(client.as_current())
         runtime = _describe_client(client, backend, workers)
         if chosen is not None:
-            runtime = replace(runtime, protocol_note=chosen.note)
+            runtime = replace(runtime, protocol_note=chosen.note, host_plan=plan)
             if backend == "gpu" and workers is None and runtime.workers > 1 and input_rows:
                 runtime = _fewer_gpus(cluster, runtime, input_rows)
         yield runtime

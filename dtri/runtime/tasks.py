@@ -44,7 +44,7 @@ FAN_IN = 32
 """Inputs per task of a reduction tree."""
 EAGER_TOKEN = "0" * 32
 """The token in an eager task's name: its stage is read from the name as from any task's
-(:func:`dtri.runtime.meter.stage_of`), and nothing is hashed to make it."""
+(:func:`dtri.runtime.stages.stage_of`), and nothing is hashed to make it."""
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ def out_of_memory(stage: str, error: MemoryError) -> OutOfMemoryError:
 class StageTimer:
     """Runs the stages' collections on the cluster and times each stage, with optional progress:
     one ``dtri: STAGE SECONDS s`` line on stderr as each stage (or step of one) ends, with its
-    rows where the stage's values are known here, and on a cluster Dask's bar before it.
+    rows where the stage's values are known here, and on a cluster Dask's bar before it and
+    ``host_note()`` after it (the workers' host memory: :meth:`Runtime.timer`).
 
     With a cluster, :meth:`submit` hands a stage to the scheduler and returns at once: the
     next stage is built on its futures and queued behind it, so no round trip to the client
@@ -64,9 +65,11 @@ class StageTimer:
     """
 
     def __init__(self, client: Any, progress: bool = False, *, eager: bool = False,
-                 synchronize: Callable[[], None] | None = None):
+                 synchronize: Callable[[], None] | None = None,
+                 host_note: Callable[[], str] | None = None):
         self.client = client
         self.progress = progress
+        self.host_note = host_note
         self.eager = eager
         self.synchronize = synchronize
         self.seconds: dict[str, float] = {}
@@ -139,10 +142,12 @@ class StageTimer:
         """Add ``seconds`` to ``stage`` (a stage may run in several steps), log them and, with
         progress, print them with the ``rows`` made where known; return them."""
         self.seconds[stage] = round(self.seconds.get(stage, 0.0) + seconds, 6)
-        log.info("%s %.3f s", stage, seconds)
+        host = "" if self.host_note is None or not (self.progress or log.isEnabledFor(
+            logging.INFO)) else self.host_note()
+        log.info("%s %.3f s%s", stage, seconds, host)
         if self.progress:
             made = "" if rows is None else f", {rows} rows"
-            print(f"dtri: {stage} {seconds:.2f} s{made}", file=sys.stderr, flush=True)
+            print(f"dtri: {stage} {seconds:.2f} s{made}{host}", file=sys.stderr, flush=True)
         return seconds
 
     def _compile_time(self) -> float:

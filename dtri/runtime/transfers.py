@@ -8,9 +8,10 @@ default), so a long run would lose its oldest transfers before anyone read them.
 therefore reads the log as it grows: the plugin calls :meth:`TransferLedger.catch_up` each
 time a key reaches the worker's memory, which a transfer ends with, and a reading catches up
 too. The ledger files each key's bytes under the stage that needed them: the stage
-(:func:`stage_of`, the ``dtri-<stage>`` of a task's key) of a task on this worker that waits
-for the key, else the stage of the task that made it. So a 1D count's bins count under
-``intersect`` and the 2D count's blocks under ``cannon-shift``, as the planner predicts them.
+(:func:`dtri.runtime.stages.stage_of`, the ``dtri-<stage>`` of a task's key) of a task on
+this worker that waits for the key, else the stage of the task that made it. So a 1D
+count's bins count under ``intersect`` and the 2D count's blocks under ``cannon-shift``, as
+the planner predicts them.
 It adds up the transfers' bytes and seconds too.
 
 The client reads every worker's ledger (:func:`read_moved_bytes`): per stage, the bytes each
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dtri.runtime.meter import OUTPUT_STAGE, stage_of
+from dtri.runtime.stages import OUTPUT_STAGE, stage_of
 
 TRANSFERS_NAME = "dtri-transfers"
 """The name of the transfer plugin on the scheduler and workers."""

@@ -130,7 +130,23 @@ PRESETS: dict[str, Preset] = {
         "was bench-cpu-capped.sh: RMAT 18 (3,804,995 edges, 60.9 MB as oriented edges of 16 B) "
         "counted by two single-threaded workers, then with a per-worker memory limit and budget "
         "of a quarter of that, so that they spill (dtri.worker_memory records spilled_bytes); "
-        "the counts must be equal; nothing else busy"),
+        "the counts must be equal; nothing else busy. Since the host memory plan (issue 41) "
+        "--memory-limit is a worker's whole resident memory, and 15MB is refused (the least "
+        "that works is named): host-memory-cpu-2core is its successor"),
+    "host-memory-cpu-2core": Preset(
+        "host memory bounded: R-MAT 22 on two workers under --memory-limit 2GiB against the "
+        "same count without it, with the idle workers' resident memory", CPU, (
+            script("host_memory.py", "overhead", "--backend", "cpu", "--workers", "2",
+                   "--out", "{out}"),
+            script("host_memory.py", "run", "rmat:22", "--backend", "cpu", "--workers", "2",
+                   "--memory-limit", "2GiB", "--repeat", "2", "--out", "{out}"),
+            script("host_memory.py", "run", "rmat:22", "--backend", "cpu", "--workers", "2",
+                   "--memory-limit", "1GiB", "--repeat", "1", "--out", "{out}")),
+        "each count a fresh dtri process, the unlimited run just before the limited one; the "
+        "machine was shared with other work, so compare a line with its own peer only. The "
+        "2 GiB runs keep every result in memory (the issue's target); under 1 GiB the "
+        "workers spill. The first 2 GiB line's peer ran at 68cbf42, the limited run at "
+        "2f44fb2: the same code but the progress lines' host note"),
     "bench-cpu-in-process": Preset(
         "dtri bench in process (synchronous scheduler) against every CPU peer", CPU, (
             dtri("bench", "--backend", "cpu", "--repeat", "3", "--output", "{out}",

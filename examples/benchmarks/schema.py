@@ -56,6 +56,8 @@ BENCHMARKS = {
     "estimate-speed-one-shot": "`dtri.count(approx=...)`, preparing the graph, median",
     "graphlets": "`dtri.prepare` + `graphlets()`, best of `--repeat`",
     "gzip-read": "`read_edges` of one gzip file, partitions counted",
+    "host-memory": "a fresh `dtri count --json` under `--memory-limit`: wall seconds of the "
+                   "whole command (the idle-worker lines: none)",
     "intersect-balance": "no headline (each range's seconds in detail)",
     "join-per-call": "`dtri.count` in an open GPU session, median",
     "k-truss": "`dtri.prepare` + `k_truss(k)`, best of `--repeat`",
@@ -315,6 +317,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "kernel-probe": _gpu("kernel-probe", {"stage_seconds": "prepare_seconds"}),
     "multi-gpu": _gpu("multi-gpu"),
     "saved-graph": lambda own: take(own, benchmark="saved-graph"),
+    "host-memory": lambda own: take(own, benchmark="host-memory"),
     "copy-probe": _gpu("copy-probe"),
     "transfer-probe": _transfer,
 }

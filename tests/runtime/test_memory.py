@@ -24,6 +24,7 @@ import dtri
 from dtri.cli import main
 from dtri.errors import ConfigurationError
 from dtri.options import Options
+from dtri.runtime.host_plan import worker_overhead
 from dtri.runtime.memory import measured_memory
 from dtri.runtime.session import (
     MemoryCaps,
@@ -36,8 +37,12 @@ from tests.oracles import REPO_ROOT, networkx_triangles
 
 SCALE = 12
 """R-MAT 12: 65,536 generated edges, 48,416 simple ones: 775 kB as oriented edges (16 B)."""
-LIMIT = 512 * 1024
-"""Per-worker memory limit (and budget) below that edge list, so workers must spill."""
+BUDGET = 512 * 1024
+"""Per-worker memory budget: the running task's share of the limit, and the least room for
+stored results (a task's inputs)."""
+LIMIT = worker_overhead("cpu") + 2 * BUDGET
+"""Per-worker memory limit: a worker's own memory (``dtri.worker-overhead-cpu``), the running
+task's budget and 512 KiB of stored results, below that edge list, so workers must spill."""
 KARATE = "examples/karate.txt"
 
 
@@ -66,20 +71,21 @@ def leftover_spill_files(spill: Path) -> list[str]:
 
 
 def test_edges_larger_than_the_memory_limit_spill_to_disk_and_count_exactly(rmat12, tmp_path):
-    """Two workers of 512 KiB each count R-MAT 12, whose oriented edges alone take 775 kB:
-    the NetworkX count, and both the spill directory and Dask's spill metric saw data."""
+    """Two workers that keep 512 KiB of stored results each count R-MAT 12, whose oriented
+    edges alone take 775 kB: the NetworkX count, and both the spill directory and Dask's
+    spill metric saw data."""
     edges, expected = rmat12
     spill = tmp_path / "spill"
     with open_runtime(Options(backend="cpu", workers=2, memory_limit=LIMIT,
-                              spill_directory=spill)) as session:
+                              memory_budget=BUDGET, spill_directory=spill)) as session:
         assert session.workers == 2 and session.worker_memory == LIMIT
         assert session.caps.memory_limit == LIMIT
         assert session.caps.spill_directory.startswith(str(spill))
         with measured_memory(session) as report:
-            result = dtri.count(edges, backend="cpu", memory_budget=LIMIT)
+            result = dtri.count(edges, backend="cpu", memory_budget=BUDGET)
         # the default budget follows the cap: a quarter of the memory limit
         assert dtri.count(KARATE, backend="cpu").memory_budget == LIMIT // 4
-    assert result.edges * 16 > LIMIT, "the graph must not fit one worker's memory limit"
+    assert result.edges * 16 > session.host_plan.stored, "the graph must not fit in memory"
     assert result.triangles == expected
     assert result.batches > 1 and result.partitions > 2
     assert sorted(report) == sorted(session.addresses)
@@ -97,24 +103,25 @@ def test_cli_count_under_a_memory_limit_is_exact(rmat12, tmp_path):
     spill = tmp_path / "spill"  # in a parent that exists: a missing one is refused
     result = CliRunner().invoke(main, [
         "count", "--generate", f"rmat:{SCALE}", "--backend", "cpu", "--workers", "2",
-        "--memory-limit", str(LIMIT), "--memory-budget", "512KiB",
+        "--memory-limit", str(LIMIT), "--memory-budget", str(BUDGET),
         "--spill-directory", str(spill), "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    assert report["triangles"] == expected and report["memory_budget"] == LIMIT
+    assert report["triangles"] == expected and report["memory_budget"] == BUDGET
     assert leftover_spill_files(spill) == []
 
 
 def test_bench_records_peaks_and_spilled_bytes_per_worker():
     result = CliRunner().invoke(main, [
         "bench", "rmat:10", "--backend", "cpu", "--workers", "2", "--repeat", "1",
-        "--peers", "networkx", "--memory-limit", "128KiB", "--memory-budget", "1MiB"])
+        "--peers", "networkx", "--memory-limit", str(worker_overhead("cpu") + (128 << 10)),
+        "--memory-budget", "64KiB"])
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout.splitlines()[-1])
     assert record["peers"]["networkx"]["agrees"] is True
-    assert record["caps"] == {"memory_limit": 128 * 1024, "device_memory_limit": None,
-                              "rmm_pool_size": None}
-    assert record["memory_budget"] == 1 << 20
+    assert record["caps"] == {"memory_limit": worker_overhead("cpu") + (128 << 10),
+                              "device_memory_limit": None, "rmm_pool_size": None}
+    assert record["memory_budget"] == 64 << 10
     for runs in ("worker_memory", "in_memory_worker_memory"):
         workers = record["dtri"][runs]
         assert len(workers) == 2 and _spilled(workers) > 0, workers
@@ -238,7 +245,7 @@ def test_no_client_measures_nothing():
 def _count_spilling(spill: Path | None) -> list[str]:
     """``dtri count`` arguments of the R-MAT 12 count that spills (as in the CLI test above)."""
     return ["count", "--generate", f"rmat:{SCALE}", "--backend", "cpu", "--workers", "2",
-            "--memory-limit", str(LIMIT), "--memory-budget", "512KiB", "--json",
+            "--memory-limit", str(LIMIT), "--memory-budget", str(BUDGET), "--json",
             *(["--spill-directory", str(spill)] if spill is not None else [])]
 
 
@@ -319,7 +326,7 @@ def test_reading_a_result_back_onto_a_full_disk_keeps_the_results_in_memory(tmp_
     that cannot be read back still raises."""
     import zict
 
-    buffer = failsafe_spill_buffer(str(tmp_path), memory_limit=1000)  # target: 600 bytes
+    buffer = failsafe_spill_buffer(str(tmp_path), stored_bytes=600)
     first, second = b"1" * 400, b"2" * 400  # 433 bytes each to Dask's sizeof
     buffer["first"], buffer["second"] = first, second
     assert set(buffer.fast) == {"second"} and set(buffer.slow) == {"first"}
@@ -368,12 +375,12 @@ def test_a_worker_killed_with_spilled_results_is_replaced_and_the_count_is_exact
 
     def count() -> None:
         try:  # on the runtime's client, the default one
-            outcome["result"] = dtri.count(edges, backend="cpu", memory_budget=LIMIT)
+            outcome["result"] = dtri.count(edges, backend="cpu", memory_budget=BUDGET)
         except BaseException as error:  # reported below
             outcome["error"] = error
 
     with open_runtime(Options(backend="cpu", workers=2, memory_limit=LIMIT,
-                              spill_directory=spill)) as session:
+                              memory_budget=BUDGET, spill_directory=spill)) as session:
         workers = session.client.run(_pid_and_storage)
         runner = threading.Thread(target=count, name="dtri-count", daemon=True)
         runner.start()

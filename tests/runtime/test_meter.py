@@ -9,7 +9,8 @@ import pytest
 
 import dtri
 from dtri.errors import ConfigurationError
-from dtri.runtime.meter import StageMeter, stage_of
+from dtri.runtime.meter import StageMeter
+from dtri.runtime.stages import stage_of
 from tests.oracles import networkx_triangles
 
 

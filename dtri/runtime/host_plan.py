@@ -1,0 +1,142 @@
+"""How a worker's host memory limit (``--memory-limit``) is shared, and the least that works.
+
+A worker of a local cluster that dtri starts with a memory limit ``L`` holds, in its process:
+
+* ``overhead``: the interpreter, Dask, NumPy/pandas, numba's kernels and dtri; on GPU workers
+  also the CUDA context and the libraries of cuDF, RMM and CuPy. Measured, not spillable:
+  ``dtri.worker-overhead-cpu`` and ``dtri.worker-overhead-gpu`` in ``dask.config``
+  (``examples/benchmarks/host_memory.py`` prints the idle workers' resident memory);
+* ``staging``: under host staging on GPU workers, the pool of page-locked memory results land
+  in (:data:`dtri.runtime.staging.PINNED_SHARE_OF_HOST_MEMORY` of ``L``). Spilling a result
+  gives its pages back to the pool, not to the system, so none of it is spillable either;
+* ``tasks``: what the running tasks hold in host memory: the memory budget of the worker
+  (on the CPU its tasks' whole working set; under host staging their results leaving the
+  device, where the pool is full); nothing under device staging, where they run on the GPU;
+* ``stored``: what is left, for the stage results the worker keeps in memory. Beyond it they
+  go to disk: Dask's ``SpillBuffer`` (CPU) and dask-cuda's ``DeviceHostFile`` (GPU) are made
+  with exactly this many bytes for their memory (:meth:`HostPlan.stored`), by the results'
+  sizes.
+
+Dask's own thresholds act on the whole process's resident memory: ``spill`` (evict stored
+results, least recently used first) and, below it, ``target`` (where the eviction stops). They
+are set from the plan: eviction starts once the process holds half a task budget more than
+the overhead, the staging and the stored results together, and stops at that sum, so it
+frees what the plan gives the stored results and never chases memory that spilling cannot
+free (the page-locked pool, the libraries). Dask's ``pause`` (80 %) and ``terminate`` (95 %)
+are turned off: a paused worker whose memory no spilling can lower would wait forever, and a
+terminated one would lose its stored results, be restarted and redo the same work. With
+``terminate`` off the scheduler also stops refusing a task whose inputs add up to more than
+the limit: they can come back from disk.
+
+A limit whose ``stored`` share cannot hold one task's inputs is refused before the cluster
+starts, in one line naming the least ``--memory-limit`` (:func:`host_plan`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import dask
+from dask.utils import format_bytes, parse_bytes
+
+from dtri.errors import ConfigurationError
+
+WORKER_OVERHEAD = {"cpu": "dtri.worker-overhead-cpu", "gpu": "dtri.worker-overhead-gpu"}
+"""``dask.config`` keys: a worker process's resident memory that no spilling frees, by
+backend (a size: bytes or a string such as ``"400MiB"``)."""
+DEFAULT_WORKER_OVERHEAD = {"cpu": 400 << 20, "gpu": 3 << 30}
+"""CPU: the largest resident memory measured of an idle worker of a local cluster on this
+project's 2-core machine once it had run a count (numba's kernels loaded), rounded up
+(``examples/benchmarks/results/host-memory-cpu.jsonl``, ``idle_worker_bytes``). GPU: an
+estimate (the CUDA context and the mapped libraries of cuDF, RMM and CuPy) until measured on
+a GPU host by the same script."""
+MEGABYTE = 1 << 20
+
+
+def worker_overhead(backend: str) -> int:
+    """``dtri.worker-overhead-<backend>`` from ``dask.config``, in bytes."""
+    value = dask.config.get(WORKER_OVERHEAD[backend], DEFAULT_WORKER_OVERHEAD[backend])
+    return value if isinstance(value, int) else parse_bytes(value)
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """A worker's host memory limit shared out (see the module docstring), in bytes."""
+
+    limit: int
+    overhead: int
+    staging: int
+    tasks: int
+    task_budget: int
+    """One task's share of ``tasks``: the least the stored results must hold (a task's
+    inputs come back from disk together)."""
+
+    @property
+    def stored(self) -> int:
+        """The bytes of stored results a worker keeps in memory; beyond them, disk."""
+        return self.limit - self.overhead - self.staging - self.tasks
+
+    def dask_config(self) -> dict[str, Any]:
+        """Dask's worker memory thresholds for this plan (fractions of the limit)."""
+        held = self.overhead + self.staging + max(self.stored, 0)
+        return {"distributed.worker.memory.pause": False,
+                "distributed.worker.memory.terminate": False,
+                "distributed.worker.memory.target": min(held / self.limit, 0.99),
+                "distributed.worker.memory.spill": min((held + self.tasks // 2) / self.limit,
+                                                       0.99)}
+
+    def to_dict(self) -> dict[str, int]:
+        return {**asdict(self), "stored": self.stored}
+
+    def line(self) -> str:
+        """One line on the plan (``--explain``)."""
+        staging = f" + page-locked pool {format_bytes(self.staging)}" if self.staging else ""
+        return (f"{format_bytes(self.limit)}/worker = overhead {format_bytes(self.overhead)}"
+                f"{staging} + running tasks {format_bytes(self.tasks)} + stored results "
+                f"{format_bytes(self.stored)} (beyond them, disk)")
+
+
+def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
+              threads: int, budget_given: bool, budget_fraction: float,
+              pinned_share: float) -> HostPlan:
+    """The plan of a worker with this host memory ``limit``; refuses, in one line naming
+    the least ``--memory-limit``, a limit whose stored results could not hold one task's
+    inputs. ``task_budget`` is the worker's memory budget (shared by its ``threads``);
+    ``budget_given``: it is ``--memory-budget``, else it follows the limit
+    (``budget_fraction`` of it) on the CPU; on the GPU it follows the GPU's memory.
+    ``pinned_share``: the page-locked pool's share of the limit under host staging."""
+    overhead = worker_overhead(backend)
+    share = pinned_share if host_staged else 0.0
+    on_host = backend == "cpu" or host_staged
+    follows = backend == "cpu" and not budget_given
+    threads = max(1, threads)
+
+    def plan(size: int) -> HostPlan:
+        budget = int(size * budget_fraction) if follows else task_budget
+        tasks = budget if on_host else 0
+        return HostPlan(size, overhead, int(size * share), tasks, budget // threads)
+
+    chosen = plan(limit)
+    if chosen.stored >= chosen.task_budget:
+        return chosen
+    # the least limit: overhead + share x L + tasks + a task's share, tasks fixed or a
+    # fraction of L
+    scale = budget_fraction * (1 + 1 / threads) if follows else 0.0
+    fixed = 0 if follows else (task_budget if on_host else 0) + task_budget // threads
+    least = math.ceil((overhead + fixed) / max(1e-9, 1 - share - scale) / MEGABYTE) * MEGABYTE
+    while plan(least).stored < plan(least).task_budget:
+        least += MEGABYTE
+    while least > MEGABYTE and plan(least - MEGABYTE).stored >= plan(least - MEGABYTE).task_budget:
+        least -= MEGABYTE
+    kind = "GPU" if backend == "gpu" else "CPU"
+    parts = [f"{format_bytes(overhead)} of a {kind} worker's own ({WORKER_OVERHEAD[backend]})"]
+    if chosen.staging:
+        parts.append(f"{format_bytes(chosen.staging)} of page-locked staging")
+    if chosen.tasks:
+        parts.append(f"{format_bytes(chosen.tasks)} for the running tasks")
+    parts.append(f"{format_bytes(chosen.task_budget)} of stored results (a task's inputs)")
+    raise ConfigurationError(
+        f"--memory-limit {format_bytes(limit)} is below what a worker needs: "
+        f"{' + '.join(parts)}; give --memory-limit {least // MEGABYTE}MiB or more")
