@@ -6,6 +6,7 @@ import itertools
 import json
 import tracemalloc
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -330,24 +331,29 @@ def test_the_join_choice(monkeypatch):
         JOINS,
         choose_join,
     )
+    from dtri.kernels.compiled import WedgeTally
 
-    assert JOINS == ("auto", "wedges", "intersect") and INTERSECT_MIN_WEDGES == 1 << 20
+    assert JOINS == ("auto", "wedges", "intersect") and INTERSECT_MIN_WEDGES == 0
     summary = partition_summary(pd.DataFrame({"src": [0, 0, 0], "dst": [1, 2, 3]}))
     monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: True)
-    # a small graph counts at once on the CPU, without the fused join; the GPU's is quicker
-    # at every size
-    assert choose_join("auto", "cpu", summary) == "wedges"
-    assert choose_join("auto", "gpu", summary) == "intersect"
-    many = summary._replace(wedges=INTERSECT_MIN_WEDGES + 1)
+    # once numba's kernels are loaded, the fused join is quicker at every size on both
     for backend in ("cpu", "gpu"):
-        assert choose_join("auto", backend, many) == "intersect"
-        assert choose_join("wedges", backend, many) == "wedges"
-    # until numba's kernels are loaded, the CPU keeps the NumPy join for longer
+        assert choose_join("auto", backend, summary) == "intersect"
+        assert choose_join("wedges", backend, summary) == "wedges"
+    # until they are, the CPU keeps the NumPy join for a small graph's first count
+    tally = WedgeTally()
+    monkeypatch.setattr("dtri.analytics.plan.NUMPY_JOIN", tally)
     monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: False)
+    many = summary._replace(wedges=CPU_INTERSECT_MIN_WEDGES // 2)
     assert choose_join("auto", "cpu", many) == "wedges"
     assert choose_join("auto", "gpu", many) == "intersect"
     more = summary._replace(wedges=CPU_INTERSECT_MIN_WEDGES + 1)
     assert choose_join("auto", "cpu", more) == "intersect"
+    # a process that has joined as many wedges by NumPy as loading the kernels costs loads them
+    tally.add(CPU_INTERSECT_MIN_WEDGES // 2)
+    assert choose_join("auto", "cpu", many) == "wedges"
+    tally.add(1)
+    assert choose_join("auto", "cpu", many) == "intersect"
     with pytest.raises(ValueError, match="join"):
         plan_of(GRAPHS["K12"], join="hash")
 
@@ -468,7 +474,15 @@ def test_explain_prints_a_table(tmp_path):
     lines = result.output.splitlines()
     assert not any(line.startswith("triangles") for line in lines)  # nothing was counted
     assert any(line.startswith("estimate") for line in lines)  # a quick sample's forecast
-    assert "dtri-wedges" in result.output and "peak/task" in result.output
+    assert "dtri-intersect" in result.output and "peak/task" in result.output
+    assert "join intersect (marks kernel: 12 vertices" in result.output
+    with dask.config.set({"dtri.cpu-kernel": "search"}):
+        forced = CliRunner().invoke(main, ["count", str(path), "--explain",
+                                           "--scheduler", "synchronous", "--backend", "cpu"])
+    assert "join intersect (search kernel: dtri.cpu-kernel = search)" in forced.output
+    wedges = CliRunner().invoke(main, ["count", str(path), "--explain", "--join", "wedges",
+                                       "--scheduler", "synchronous", "--backend", "cpu"])
+    assert "dtri-wedges" in wedges.output and "kernel" not in wedges.output
     assert "--explain" in CliRunner().invoke(main, ["count", "--help"]).output
 
 
