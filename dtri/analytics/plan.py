@@ -54,8 +54,9 @@ from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 0
-"""With ``join="auto"``, CPU partitions with more wedges than this use the fused join once
-numba's kernels are loaded: its ``marks`` kernel beats the NumPy wedges join at every size
+"""With ``join="auto"``, CPU partitions with at least this many wedges use the fused join once
+numba's kernels are loaded (every partition, one without wedges too, so that a plan does not
+mix the joins): its ``marks`` kernel beats the NumPy wedges join at every size
 (ca-GrQc's 52 k wedges: 0.3 ms against 2.4 ms; facebook_combined's 1.9 M: 10 ms against
 110 ms, docs/performance.md)."""
 GPU_INTERSECT_MIN_WEDGES = 0
@@ -107,9 +108,11 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")
     if join != "auto":
         return join
-    least = GPU_INTERSECT_MIN_WEDGES if backend == "gpu" else INTERSECT_MIN_WEDGES
-    if backend == "cpu" and not compiled_kernels_loaded():
-        least = CPU_INTERSECT_MIN_WEDGES - NUMPY_JOIN.wedges
+    if backend == "gpu":
+        return "intersect" if summary.wedges > GPU_INTERSECT_MIN_WEDGES else "wedges"
+    if compiled_kernels_loaded():
+        return "intersect" if summary.wedges >= INTERSECT_MIN_WEDGES else "wedges"
+    least = CPU_INTERSECT_MIN_WEDGES - NUMPY_JOIN.wedges
     return "intersect" if summary.wedges > least else "wedges"
 
 

@@ -104,6 +104,8 @@ def sorted_summaries(edges: np.ndarray, partitions: int,
 def plan_of(edges: np.ndarray, partitions: int = 3, task_budget: int = 1 << 30,
             workers: int = 1, orientation: str = "degree", backend: str = "cpu", **options):
     summaries, vertices = sorted_summaries(edges, partitions, orientation)
+    if backend == "cpu":  # the wedge batches (auto's choice follows numba's loading)
+        options.setdefault("join", "wedges")
     return build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
                       backend=backend, task_budget=task_budget, **options)
 

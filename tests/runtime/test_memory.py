@@ -76,7 +76,7 @@ def test_edges_larger_than_the_memory_limit_spill_to_disk_and_count_exactly(rmat
         assert session.caps.memory_limit == LIMIT
         assert session.caps.spill_directory.startswith(str(spill))
         with measured_memory(session) as report:
-            result = dtri.count(edges, backend="cpu", memory_budget=LIMIT)
+            result = dtri.count(edges, backend="cpu", memory_budget=LIMIT, join="wedges")
         # the default budget follows the cap: a quarter of the memory limit
         assert dtri.count(KARATE, backend="cpu").memory_budget == LIMIT // 4
     assert result.edges * 16 > LIMIT, "the graph must not fit one worker's memory limit"
