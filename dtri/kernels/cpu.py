@@ -495,7 +495,8 @@ def _marked_rows(first_block: int, block_step: int, pdst: Any, poff: Any, gdst: 
     the row), then each edge ``(u, v)`` streams ``v``'s list and counts the marked members:
     every triangle ``u < v < w`` once, no search. An edge whose ``v`` list is more than
     ``gallop_ratio`` × the rest of ``u``'s row × log2 of its own length gallops from the
-    row's side instead. ``marks`` is all zeros before and after."""
+    row's side instead. ``marks`` is all zeros before and after; for a count (no credits)
+    they are flags (0 or 1), summed."""
     found = 0
     rows = poff.shape[0] - 1
     for block in range(first_block, (rows + ROW_BLOCK - 1) // ROW_BLOCK, block_step):
@@ -517,6 +518,17 @@ def _marked_rows(first_block: int, block_step: int, pdst: Any, poff: Any, gdst: 
                 if b > gallop_ratio * a * _bit_length(b):
                     mine = _gallop_marked(pdst, e, a1, gdst, b0, b1, credits, group_credits,
                                           uw, vw)
+                elif not (credits or group_credits):  # a count: flags summed, no branch
+                    mine = 0
+                    for j in range(b0, b1):
+                        mine += marks[gdst[j]]
+                elif not group_credits:  # the per-vertex credits: the row's alone
+                    mine = 0
+                    for j in range(b0, b1):  # a miss adds 0 to the row's first edge
+                        at = marks[gdst[j]]
+                        hit = at != 0
+                        mine += hit
+                        uw[a0 + max(at, 1) - 1] += hit
                 else:
                     mine = 0
                     for j in range(b0, b1):
