@@ -196,7 +196,7 @@ def test_any_budget_that_holds_the_longest_list_gives_exact_batches_within_it(
     summaries = [csr_summary(as_csr(part)) for part in parts]
     budget = max(list_bytes(s.max_out_degree) for s in summaries) + spare
     plan = build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
-                      backend="cpu", task_budget=budget)
+                      backend="cpu", task_budget=budget, join="wedges")
     assert all(b.peak_bytes <= budget for b in plan.batches)
     for p, part in enumerate(parts):
         keys = [closure_keys(*batch_rows(part, b.row_start, b.row_stop), b.first - b.wedge_base,
@@ -363,9 +363,10 @@ def test_the_join_choice(monkeypatch):
 @pytest.mark.parametrize("name", GRAPHS)
 def test_the_plan_of_a_run_is_the_one_it_ran(name):
     edges = GRAPHS[name]
-    counted = dtri.count(edges, scheduler="synchronous", npartitions=3, memory_budget="32KiB")
-    explained = dtri.count(edges, scheduler="synchronous", npartitions=3, memory_budget="32KiB",
-                           explain=True)
+    options = {"scheduler": "synchronous", "npartitions": 3, "memory_budget": "32KiB",
+               "join": "wedges"}  # batches to compare (auto follows numba's loading)
+    counted = dtri.count(edges, **options)
+    explained = dtri.count(edges, explain=True, **options)
     assert counted.triangles == networkx_triangles(edges)
     assert explained.triangles is None
     assert explained.plan["wedges"] == counted.wedges == counted.plan["wedges"]
@@ -378,8 +379,9 @@ def test_the_plan_of_a_run_is_the_one_it_ran(name):
 def test_explain_json_prints_the_plan_and_no_count(tmp_path):
     path = tmp_path / "k12.txt"
     path.write_text("".join(f"{u} {v}\n" for u, v in GRAPHS["K12"]))
-    result = CliRunner().invoke(main, ["count", str(path), "--explain", "--json",
-                                       "--scheduler", "synchronous", "--backend", "cpu"])
+    result = CliRunner().invoke(main, ["count", str(path), "--explain", "--json", "--join",
+                                       "wedges", "--scheduler", "synchronous", "--backend",
+                                       "cpu"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert "triangles" not in report
@@ -392,7 +394,7 @@ def test_explain_json_prints_the_plan_and_no_count(tmp_path):
 def test_many_bins_and_batches_under_a_small_budget_count_exactly():
     edges = GRAPHS["rmat10"]
     result = dtri.count(edges, scheduler="synchronous", npartitions=3, memory_budget="64KiB",
-                        bins=16)
+                        bins=16, join="wedges")
     assert result.triangles == networkx_triangles(edges)
     assert result.bins == 16 and result.plan["bins_with_edges"] > 8 and result.batches > 50
     assert result.plan["stages"]["wedges"]["peak_bytes"] <= 64 << 10
@@ -403,7 +405,8 @@ def test_a_hub_whose_wedges_exceed_the_budget_counts_exactly_over_many_batches()
     spokes, budget = 300, 16 << 10
     edges = wheel(spokes)
     assert list_bytes(spokes) <= budget < spokes * (spokes - 1) // 2 * BYTES_PER_WEDGE
-    result = dtri.count(edges, scheduler="synchronous", orientation="id", memory_budget=budget)
+    result = dtri.count(edges, scheduler="synchronous", orientation="id", memory_budget=budget,
+                        join="wedges")
     assert result.triangles == spokes == networkx_triangles(edges)  # a wheel's triangles
     hub = max(result.plan["partitions"], key=lambda p: p["max_out_degree"])
     assert (hub["max_out_degree"], hub["max_out_source"]) == (spokes, 0)
@@ -468,6 +471,8 @@ def test_an_impossible_budget_is_one_cli_line_without_traceback(tmp_path):
 
 
 def test_explain_prints_a_table(tmp_path):
+    import dtri.kernels.cpu  # noqa: F401  (numba's kernels loaded: auto takes the fused join)
+
     path = tmp_path / "k12.txt"
     path.write_text("".join(f"{u} {v}\n" for u, v in GRAPHS["K12"]))
     result = CliRunner().invoke(main, ["count", str(path), "--explain",
