@@ -41,8 +41,9 @@ from dtri.analytics.plan import (
 )
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.bins import radix_split
+from dtri.kernels.compiled import NUMPY_JOIN
 from dtri.kernels.csr import CSR, as_csr, edge_window, joined, keys_of, rows_of, stored
-from dtri.kernels.dispatch import array_module
+from dtri.kernels.dispatch import array_module, compiled_kernels_loaded
 from dtri.kernels.intersect import intersect
 from dtri.kernels.join import count_closed
 from dtri.kernels.wedges import closure_keys
@@ -158,6 +159,8 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
             graph.resumed[stage] = reused
             resumed_line(stage, reused["seconds"], graph.options.progress,
                          f"{reused['tasks']} of {reused['of']} tasks")
+        if plan.backend == "cpu" and not compiled_kernels_loaded():
+            NUMPY_JOIN.add(sum(b.last - b.first for b in plan.batches))
     seconds = graph.seconds_with(timer.seconds, started)
     memory = graph.memory()
     moved = graph.moves()
@@ -264,9 +267,10 @@ def join_bin(closure: Any, edge_keys: Any) -> int:
     return 0 if closure is None else count_closed(closure, edge_keys)
 
 
-def intersect_bin(part: tuple, csr: tuple) -> int:
-    """Triangles closed by one partition's edges that point into one bin."""
-    return intersect(as_csr(part), as_csr(csr)).triangles
+def intersect_bin(part: tuple, csr: tuple, kernel: str) -> int:
+    """Triangles closed by one partition's edges that point into one bin (on the CPU by the
+    plan's ``kernel``)."""
+    return intersect(as_csr(part), as_csr(csr), kernel=kernel or "hash").triangles
 
 
 def binned_joins(plan: CountPlan, graph: Any, timer: Any,
@@ -344,7 +348,7 @@ def binned_joins(plan: CountPlan, graph: Any, timer: Any,
                     continue
                 with owned.placed(p):  # on the partition's owner: only the bin travels
                     found = tasks.task("intersect", intersect_bin, parts[p],
-                                       persisted["csr", k], key=(p, k))
+                                       persisted["csr", k], plan.kernels[p], key=(p, k))
                     joins.append(found if resume is None
                                  else resume.kept(tasks, ("intersect", p, k), found))
     return joins
@@ -381,13 +385,14 @@ def member_starts(parts: list[tuple]) -> list[int]:
     return starts
 
 
-def count_group(staging: Staging, rows: int, bounds: tuple[int, int], group_size: int,
-                own: tuple[int, ...], *parts: tuple) -> int:
+def count_group(staging: Staging, rows: int, kernel: str, bounds: tuple[int, int],
+                group_size: int, own: tuple[int, ...], *parts: tuple) -> int:
     """One task of host staging's join: triangles closed by the edges of the ``own``
     partitions whose targets lie in the group of the first ``group_size`` of ``parts``
     (consecutive partitions over the ranks ``bounds``); ``own`` indexes ``parts``. The group
     goes to the device once, as one CSR; each other own partition follows it alone, so the
-    task holds the group and one partition."""
+    task holds the group and one partition. ``kernel``: the plan's CPU kernel (``""`` on the
+    GPU)."""
     members = list(parts[:group_size])
     group = load_group(staging, bounds, members)
     starts = member_starts(members)
@@ -395,7 +400,7 @@ def count_group(staging: Staging, rows: int, bounds: tuple[int, int], group_size
     for i in own:
         if int(parts[i][0].shape[0]):
             found += intersect(own_partition(staging, group, starts, i, parts[i]), group,
-                               chunk_rows=rows).triangles
+                               chunk_rows=rows, kernel=kernel or "hash").triangles
     return found
 
 
@@ -416,7 +421,7 @@ def staged_joins(plan: CountPlan, graph: Any, resume: UnitResults | None = None
         inputs = [*members, *(p for p in own if p not in members)]
         with tasks.placed(w):
             found = tasks.task(
-                "count", count_group, graph.staging, rows,
+                "count", count_group, graph.staging, rows, plan.kernels[own[0]],
                 (bounds[members[0]], bounds[members[-1] + 1]), len(members),
                 tuple(inputs.index(p) for p in own), *(parts[p] for p in inputs), key=(k, w),
                 on_host=True)

@@ -40,7 +40,7 @@ from dtri.kernels.csr import list_cuts, row_range
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
 from dtri.kernels.orient import add_counts
-from dtri.kernels.strategy import CREDIT_DTYPE
+from dtri.kernels.strategy import CREDIT_DTYPE, cpu_kernel
 from dtri.runtime.staging import Staging
 
 MODES = ("vertex", "edge", "peel")
@@ -115,13 +115,14 @@ def group_plan(graph: Any, summaries: list[Any] | None = None) -> GroupPlan:
     return GroupPlan(tuple(groups), tuple(tasks), chunk_rows(graph.task_budget))
 
 
-def credit_group(staging: Staging, mode: str, rows: int, bounds: tuple[int, int],
-                 vertices: int, group_size: int, pieces: tuple[tuple[int, int, int], ...],
-                 stateful: bool, *inputs: Any) -> Any:
+def credit_group(staging: Staging, mode: str, rows: int, kernel: str,
+                 bounds: tuple[int, int], vertices: int, group_size: int,
+                 pieces: tuple[tuple[int, int, int], ...], stateful: bool, *inputs: Any) -> Any:
     """One ``dtri-credits`` task: the group of the first ``group_size`` partitions of
     ``inputs`` (over the ranks ``bounds``) against ``pieces`` (``(input index, first row,
-    last row)``); with ``stateful``, the second half of ``inputs`` are the partitions'
-    per-edge states. Returns the vertex-wide counts (``vertex``), or per input index the
+    last row)``), by the CPU ``kernel`` (:func:`~dtri.kernels.strategy.cpu_kernel`); with
+    ``stateful``, the second half of ``inputs`` are the partitions' per-edge states. Returns
+    the vertex-wide counts (``vertex``), or per input index the
     pieces ``(offset, credits)`` of its edges (``edge``, ``peel``)."""
     parts = inputs[: len(inputs) // 2] if stateful else inputs
     states = [staging.to_device(s) for s in inputs[len(inputs) // 2:]] if stateful else []
@@ -144,7 +145,7 @@ def credit_group(staging: Staging, mode: str, rows: int, bounds: tuple[int, int]
             found = intersect(piece, group, credits=True, group_credits=per_edge,
                               part_state=states[index][first:last] if stateful else None,
                               group_state=group_state, peel=mode == "peel", chunk_rows=rows,
-                              group_out=vw)
+                              group_out=vw, kernel=kernel)
             if mode == "vertex":
                 vertex_credits(piece, found.uv, found.uw, vertices, out=totals)
                 continue
@@ -171,6 +172,8 @@ def run_credits(graph: Any, mode: str, states: list[Any] | None = None,
     parts = graph.parts if parts is None else parts
     plan = group_plan(graph, summaries)
     tasks, bounds = graph.tasks, graph.bounds
+    kernel = cpu_kernel(graph.vertices, stateful=states is not None) \
+        if graph.backend == "cpu" else "hash"
     results = []
     for t in plan.tasks:
         first, last = plan.groups[t.group]
@@ -180,7 +183,7 @@ def run_credits(graph: Any, mode: str, states: list[Any] | None = None,
         pieces = tuple((inputs.index(p.partition), p.first, p.last) for p in t.pieces)
         with tasks.placed(t.worker):
             result = tasks.task(
-                "credits", credit_group, graph.staging, mode, plan.chunk_rows,
+                "credits", credit_group, graph.staging, mode, plan.chunk_rows, kernel,
                 (bounds[first], bounds[last + 1]), graph.vertices, len(members), pieces,
                 states is not None, *(parts[p] for p in inputs),
                 *((states[p] for p in inputs) if states is not None else ()),

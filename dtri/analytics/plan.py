@@ -45,14 +45,20 @@ from dtri.kernels.bins import (
     checked_key_bits,
     choose_bin_count,
 )
+from dtri.kernels.compiled import NUMPY_JOIN
 from dtri.kernels.csr import PartitionSummary
 from dtri.kernels.dispatch import compiled_kernels_loaded
+from dtri.kernels.strategy import cpu_kernel
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
-INTERSECT_MIN_WEDGES = 1 << 20
-"""With ``join="auto"``, CPU partitions with more wedges than this use the fused join."""
+INTERSECT_MIN_WEDGES = 0
+"""With ``join="auto"``, CPU partitions with at least this many wedges use the fused join once
+numba's kernels are loaded (every partition, one without wedges too, so that a plan does not
+mix the joins): its ``marks`` kernel beats the NumPy wedges join at every size
+(ca-GrQc's 52 k wedges: 0.3 ms against 2.4 ms; facebook_combined's 1.9 M: 10 ms against
+110 ms, docs/performance.md)."""
 GPU_INTERSECT_MIN_WEDGES = 0
 """The same on the GPU: the fused join's kernels, compiled once a machine and loaded once a
 process, beat the materialising join at every size, down to karate's 69 wedges: an in-process
@@ -64,8 +70,10 @@ CPU_INTERSECT_MIN_WEDGES = 1 << 22
 """The same on the CPU while numba's compiled kernels are not loaded in this process: loading
 them (importing numba, reading the cached kernel, starting its threads) takes about 0.5-0.7 s
 on this project's 2-core machine, what the NumPy wedges join takes for about 4 M wedges
-(facebook_combined's 1.9 M wedges: 0.13 s; examples/benchmarks/results/cpu-cold-2core.jsonl). Once
-loaded, the CPU threshold is :data:`INTERSECT_MIN_WEDGES`."""
+(facebook_combined's 1.9 M wedges: 0.13 s; examples/benchmarks/results/cpu-cold-2core.jsonl).
+The wedges this process's NumPy join has joined already count towards it
+(:data:`dtri.kernels.compiled.NUMPY_JOIN`): a process that counts again and again loads the
+kernels once the NumPy join has cost it about what loading them costs."""
 
 BYTES_PER_EDGE = 16
 """An edge of a sorted partition: ``src``, ``dst`` as int64."""
@@ -92,17 +100,29 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
     ``intersect`` (fused list intersection, no wedge written) for one partition.
 
     ``auto``: the fused join once the prefix sums show enough wedges to pay for its start (the
-    CUDA kernels' launches on the GPU, loading numba's compiled kernel on the CPU); the
-    materialising join below that, so that a small graph's count starts at once.
+    CUDA kernels' launches on the GPU, loading numba's compiled kernel on the CPU, with the
+    wedges this process's NumPy join has joined already); the materialising join below that,
+    so that a small graph's first count starts at once.
     """
     if join not in JOINS:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")
     if join != "auto":
         return join
-    least = GPU_INTERSECT_MIN_WEDGES if backend == "gpu" else INTERSECT_MIN_WEDGES
-    if backend == "cpu" and not compiled_kernels_loaded():
-        least = CPU_INTERSECT_MIN_WEDGES
+    if backend == "gpu":
+        return "intersect" if summary.wedges > GPU_INTERSECT_MIN_WEDGES else "wedges"
+    if compiled_kernels_loaded():
+        return "intersect" if summary.wedges >= INTERSECT_MIN_WEDGES else "wedges"
+    least = CPU_INTERSECT_MIN_WEDGES - NUMPY_JOIN.wedges
     return "intersect" if summary.wedges > least else "wedges"
+
+
+def partition_kernel(strategy: str, backend: str, vertices: int) -> str:
+    """The CPU kernel of a partition's fused join (:func:`dtri.kernels.strategy.cpu_kernel`:
+    ``dtri.cpu-kernel``, else ``marks`` while a mark per vertex stays in a core's cache);
+    ``""`` for the ``wedges`` join or on the GPU, whose kernels class each edge."""
+    if strategy != "intersect" or backend != "cpu":
+        return ""
+    return cpu_kernel(vertices)
 
 
 def batch_bytes(rows: int, wedges: int) -> int:
@@ -272,6 +292,9 @@ class CountPlan:
     bin_edges: dict[int, int] = field(repr=False)
     """Estimated edges per bin (even spread of sources, see :func:`estimated_bin_edges`)."""
     estimates: dict[str, StageEstimate] = field(repr=False)
+    kernels: tuple[str, ...] = ()
+    """Per partition, the CPU kernel of its fused join (:func:`partition_kernel`): ``marks``,
+    ``hash`` or ``search``; ``""`` where it has none (the ``wedges`` join, or the GPU)."""
     staging: str = "device"
     """``host``: stage results live in host memory and the join runs per group of consecutive
     partitions (the bins are those groups: :func:`staged_plan`); ``device``: radix bins."""
@@ -286,6 +309,11 @@ class CountPlan:
     def join(self) -> str:
         """The joins used, ``+``-joined (``wedges`` when there is nothing to join)."""
         return "+".join(sorted(set(self.strategy))) or "wedges"
+
+    @property
+    def kernel(self) -> str:
+        """The CPU kernels of the fused join, ``+``-joined (``""``: none)."""
+        return "+".join(sorted(set(self.kernels) - {""}))
 
     @property
     def memory_budget(self) -> int:
@@ -338,13 +366,14 @@ class CountPlan:
             "task_budget": self.task_budget, "memory_budget": self.memory_budget,
             "bits": self.bits, "bins": self.nbins, "bins_with_edges": len(self.bin_sources),
             "shift": self.shift, "src_shift": self.src_shift, "batch_size": self.batch_size,
-            "batches": len(self.batches), "join": self.join,
+            "batches": len(self.batches), "join": self.join, "kernel": self.kernel,
             "batch_rows": max((b.row_stop - b.row_start for b in self.batches), default=0),
             "fallback": list(self.fallback),
             "partitions": [
                 {"edges": s.edges, "wedges": s.wedges, "first_src": s.first_src,
                  "last_src": s.last_src, "max_out_degree": s.max_out_degree,
                  "max_out_source": s.max_out_source, "join": self.strategy[p],
+                 "kernel": self.kernels[p] if self.kernels else "",
                  "batches": batches[p], "bins_reached": len(self.reach[p])}
                 for p, s in enumerate(self.summaries)
             ],
@@ -475,6 +504,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
         summaries=summaries, strategy=tuple(strategy), fallback=fallback, batches=batches,
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
         bin_edges=bin_edges, estimates=estimates,
+        kernels=tuple(partition_kernel(j, backend, vertices) for j in strategy),
     )
 
 
@@ -569,7 +599,8 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
         nbins=len(groups), shift=0, src_shift=0, batch_size=0, summaries=summaries,
         strategy=("intersect",) * len(summaries), fallback=(), batches=(),
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
-        bin_edges=bin_edges, estimates=estimates, staging="host", count_tasks=tasks)
+        bin_edges=bin_edges, estimates=estimates, staging="host", count_tasks=tasks,
+        kernels=tuple(partition_kernel("intersect", backend, vertices) for _ in summaries))
 
 
 def _intersect_peak(summary: PartitionSummary, reached: tuple[int, ...],

@@ -59,6 +59,29 @@ CLOCK = CompileClock()
 """This process's clock (compiled kernels are per process, as its CUDA context is)."""
 
 
+class WedgeTally:
+    """Wedges that the NumPy join has joined in this process on the CPU, while numba's
+    compiled kernels were not loaded: the planner loads them once the NumPy join has cost
+    about what loading them costs (a ski rental: never more than twice the better choice)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wedges = 0
+
+    def add(self, wedges: int) -> None:
+        with self._lock:
+            self._wedges += int(wedges)
+
+    @property
+    def wedges(self) -> int:
+        with self._lock:
+            return self._wedges
+
+
+NUMPY_JOIN = WedgeTally()
+"""This process's tally (the compiled kernels it would load are per process too)."""
+
+
 def compile_seconds() -> float:
     """Seconds this process has spent compiling or loading compiled kernels so far."""
     return CLOCK.seconds

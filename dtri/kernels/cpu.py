@@ -461,6 +461,132 @@ def intersect_edges_parallel(threads: int, pdst: Any, poff: Any, gdst: Any, goff
     return total
 
 
+# ---------------------------------------------------------------- the marks kernel
+# (dtri.kernels.intersect, kernel "marks": SuiteSparse's saxpy under the mask, per row)
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _gallop_marked(pdst: Any, e: int, a1: int, gdst: Any, b0: int, b1: int, credits: bool,
+                   group_credits: bool, uw: Any, vw: Any) -> int:
+    """The members of ``pdst[e + 1:a1]`` found in ``gdst[b0:b1]`` (galloping), credited to
+    ``uw`` (and ``vw``); for an edge whose target's list is far longer than the rest of its
+    row."""
+    found = 0
+    low = b0
+    for i in range(e + 1, a1):
+        w = pdst[i]
+        low = _seek(gdst, low, b1, w)
+        if low >= b1:
+            break
+        if gdst[low] == w:
+            found += 1
+            if credits:
+                uw[i] += 1
+            if group_credits:
+                vw[low] += 1
+    return found
+
+
+@numba.njit(nogil=True, cache=True)
+def _marked_rows(first_block: int, block_step: int, pdst: Any, poff: Any, gdst: Any,
+                 goff: Any, glow: int, ghigh: int, credits: bool, group_credits: bool,
+                 uv: Any, uw: Any, vw: Any, gallop_ratio: float, marks: Any) -> int:
+    """The row blocks ``first_block, first_block + block_step, ...`` of the partition: each
+    row ``u`` marks its members in ``marks`` (indexed by rank: ``1 + `` their position in
+    the row), then each edge ``(u, v)`` streams ``v``'s list and counts the marked members:
+    every triangle ``u < v < w`` once, no search. An edge whose ``v`` list is more than
+    ``gallop_ratio`` × the rest of ``u``'s row × log2 of its own length gallops from the
+    row's side instead. ``marks`` is all zeros before and after; for a count (no credits)
+    they are flags (0 or 1), summed."""
+    found = 0
+    rows = poff.shape[0] - 1
+    for block in range(first_block, (rows + ROW_BLOCK - 1) // ROW_BLOCK, block_step):
+        for r in range(block * ROW_BLOCK, min(rows, (block + 1) * ROW_BLOCK)):
+            a0, a1 = poff[r], poff[r + 1]
+            if a1 - a0 < 2:
+                continue
+            for i in range(a0, a1):
+                marks[pdst[i]] = i - a0 + 1 if credits else 1
+            for e in range(a0, a1 - 1):
+                v = pdst[e]
+                if v < glow or v >= ghigh:
+                    continue
+                b0, b1 = goff[v - glow], goff[v - glow + 1]
+                b = b1 - b0
+                if b == 0:
+                    continue
+                a = a1 - e - 1
+                if b > gallop_ratio * a * _bit_length(b):
+                    mine = _gallop_marked(pdst, e, a1, gdst, b0, b1, credits, group_credits,
+                                          uw, vw)
+                elif not (credits or group_credits):  # a count: flags summed, no branch
+                    mine = 0
+                    for j in range(b0, b1):
+                        mine += marks[gdst[j]]
+                elif not group_credits:  # the per-vertex credits: the row's alone
+                    mine = 0
+                    for j in range(b0, b1):  # a miss adds 0 to the row's first edge
+                        at = marks[gdst[j]]
+                        hit = at != 0
+                        mine += hit
+                        uw[a0 + max(at, 1) - 1] += hit
+                else:
+                    mine = 0
+                    for j in range(b0, b1):
+                        at = marks[gdst[j]]
+                        if at:
+                            mine += 1
+                            if credits:
+                                uw[a0 + at - 1] += 1
+                            if group_credits:
+                                vw[j] += 1
+                found += mine
+                if credits and mine:
+                    uv[e] += mine
+            for i in range(a0, a1):
+                marks[pdst[i]] = 0
+    return found
+
+
+@numba.njit(nogil=True, cache=True)
+def _mark_width(pdst: Any, gdst: Any) -> int:
+    """One more than the largest rank among the targets: the marks' length."""
+    top = -1
+    for i in range(pdst.shape[0]):
+        top = max(top, pdst[i])
+    for i in range(gdst.shape[0]):
+        top = max(top, gdst[i])
+    return top + 1
+
+
+@numba.njit(nogil=True, cache=True)
+def intersect_marked(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, ghigh: int,
+                     credits: bool, group_credits: bool, uv: Any, uw: Any, vw: Any,
+                     gallop_ratio: float, positions: Any) -> int:
+    """:func:`intersect_edges` by marks, on one thread (see :func:`_marked_rows`): no
+    states. ``positions``: any array of the marks' dtype (uint8 for a count, whose marks
+    are flags; int32 with credits, whose marks are positions)."""
+    marks = np.zeros(_mark_width(pdst, gdst), dtype=positions.dtype)
+    return _marked_rows(0, 1, pdst, poff, gdst, goff, glow, ghigh, credits, group_credits,
+                        uv, uw, vw, gallop_ratio, marks)
+
+
+@numba.njit(nogil=True, cache=True, parallel=True)
+def intersect_marked_parallel(threads: int, pdst: Any, poff: Any, gdst: Any, goff: Any,
+                              glow: int, ghigh: int, credits: bool, uv: Any, uw: Any,
+                              gallop_ratio: float, positions: Any) -> int:
+    """:func:`intersect_marked` on ``threads`` threads, each with marks of its own, taking
+    every ``threads``-th row block: every write (``uv``, ``uw``) lands on an edge of the
+    row being walked, so no two threads write the same counter (no group credits)."""
+    width = _mark_width(pdst, gdst)
+    none = np.zeros(0, dtype=uw.dtype)
+    found = np.zeros(threads, dtype=np.int64)
+    for t in numba.prange(threads):
+        marks = np.zeros(width, dtype=positions.dtype)
+        found[t] = _marked_rows(t, threads, pdst, poff, gdst, goff, glow, ghigh, credits,
+                                False, uv, uw, none, gallop_ratio, marks)
+    return found.sum()
+
+
 RADIX_BITS = 11
 """Bits per pass of :func:`radix_sort` (2048 counters: they stay in the L1 cache)."""
 

@@ -39,8 +39,11 @@ sort_keys = Dispatch("sort_keys")
 """Integer keys, ascending (a new array): NumPy's sort, or numba's radix sort for long arrays
 of non-negative keys (:func:`dtri.kernels.cpu.radix_sort`); CuPy's sort on the GPU."""
 
-RADIX_SORT_MIN = 1 << 16
-"""Shorter NumPy arrays are sorted by NumPy."""
+RADIX_SORT_MIN = 1 << 10
+"""Shorter NumPy arrays are sorted by NumPy. From about a thousand keys the radix sort is
+several times quicker on this project's 2-core machine (NumPy 2.4, int64 keys of 26 bits,
+best of 50): 16,000 keys 0.08 ms against 0.43 ms, 65,000 keys 0.33 ms against 2.25 ms;
+1,000 keys 7 µs against 12 µs."""
 RADIX_SORT_MIN_UNLOADED = 1 << 22
 """The same while numba's compiled kernels are not loaded in this process: loading them takes
 longer than NumPy's sort of fewer keys (a small graph's count imports no numba)."""

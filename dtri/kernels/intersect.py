@@ -58,7 +58,9 @@ import numpy as np
 from dtri.kernels.csr import CSR
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.strategy import (
+    CPU_KERNELS,
     CREDIT_DTYPE,
+    MARKS_GALLOP_RATIO,
     PARALLEL_MIN_EDGES,
     hash_max_members,
     hash_tuning,
@@ -113,7 +115,8 @@ class Intersection(NamedTuple):
 
 def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bool = False,
               part_state: Any = None, group_state: Any = None, peel: bool = False,
-              chunk_rows: int | None = None, group_out: Any = None) -> Intersection:
+              chunk_rows: int | None = None, group_out: Any = None,
+              kernel: str = "hash") -> Intersection:
     """Triangles closed by the edges of ``part`` whose target lies in ``group``'s source range.
 
     ``credits``: also return ``uv`` and ``uw`` (per edge of ``part``); ``group_credits``: also
@@ -123,8 +126,12 @@ def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bo
     credited. ``chunk_rows``: on the GPU, partition rows per pass (bounds the working
     arrays). ``group_out``: the group's credits are added to it in place (one group-wide
     array for many calls) instead of to a new ``vw``. ``part`` and ``group`` may be the same
-    CSR.
+    CSR. ``kernel``: on the CPU, one of :data:`~dtri.kernels.strategy.CPU_KERNELS` (the
+    planner's choice, :func:`~dtri.kernels.strategy.cpu_kernel`); ``marks`` takes no states
+    (a peeling runs ``hash``). The GPU's kernels ignore it.
     """
+    if kernel not in CPU_KERNELS:
+        raise ValueError(f"kernel must be one of {CPU_KERNELS}, got {kernel!r}")
     if (part_state is None) != (group_state is None):
         raise ValueError("give both part_state and group_state, or neither")
     if peel and part_state is None:
@@ -144,7 +151,8 @@ def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bo
         found = intersect_cuda(part, group, uv, uw, vw, part_state, group_state, peel,
                                chunk_rows)
     else:
-        found = _intersect_numpy(part, group, uv, uw, vw, part_state, group_state, peel)
+        found = _intersect_numpy(part, group, uv, uw, vw, part_state, group_state, peel,
+                                 kernel)
     return Intersection(found, uv, uw, vw)
 
 
@@ -166,18 +174,40 @@ def vertex_credits(part: CSR, uv: Any, uw: Any, vertices: int, out: Any = None) 
 # ---------------------------------------------------------------- the CPU kernel (numba)
 
 def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state: Any,
-                     group_state: Any, peel: bool) -> int:
-    """:func:`intersect` on NumPy arrays, by the numba kernel (:mod:`dtri.kernels.cpu`), on
+                     group_state: Any, peel: bool, kernel: str) -> int:
+    """:func:`intersect` on NumPy arrays, by a numba kernel (:mod:`dtri.kernels.cpu`), on
     several threads where the run allows it and no credit goes to the group (its counters
-    are shared between rows). Edges are classed by :func:`edge_class` with the tables'
-    limit of the credits wherever anything beyond the count is recorded (as on the GPU)."""
+    are shared between rows). ``marks``: each row marked once, every edge streaming its
+    target's list (:func:`~dtri.kernels.cpu.intersect_marked`); else edges are classed by
+    :func:`edge_class` with the tables' limit of the credits wherever anything beyond the
+    count is recorded (as on the GPU), ``search`` with the tables off."""
     import dask
 
-    from dtri.kernels.cpu import intersect_edges, intersect_edges_parallel
+    from dtri.kernels.cpu import (
+        intersect_edges,
+        intersect_edges_parallel,
+        intersect_marked,
+        intersect_marked_parallel,
+    )
 
     none8 = np.zeros(0, dtype=np.uint8)
     none32 = np.zeros(0, dtype=CREDIT_DTYPE)
     stateful = part_state is not None
+    smallest = dask.config.get("dtri.kernel-parallel-min-edges", PARALLEL_MIN_EDGES)
+    threads = kernel_threads() if part.edges >= smallest and vw is None else 1
+    if kernel == "marks" and not stateful:
+        credited = uv is not None
+        # a count's marks are flags (a byte); with credits, positions in the row
+        flags = np.zeros(1, dtype=np.int32 if credited else np.uint8)
+        row_credits = (uv, uw) if credited else (none32, none32)
+        if threads > 1:
+            return int(intersect_marked_parallel(
+                threads, part.dst, part.offsets, group.dst, group.offsets, group.low,
+                group.high, credited, *row_credits, MARKS_GALLOP_RATIO, flags))
+        return int(intersect_marked(
+            part.dst, part.offsets, group.dst, group.offsets, group.low, group.high,
+            credited, vw is not None, *row_credits, vw if vw is not None else none32,
+            MARKS_GALLOP_RATIO, flags))
     part_leaving = leaving_sources(part, part_state) if peel else none8
     group_leaving = leaving_sources(group, group_state) if peel else none8
     states = (part_state if stateful else none8, group_state if stateful else none8,
@@ -185,10 +215,8 @@ def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_stat
     edge_credits = (uv if uv is not None else none32, uw if uw is not None else none32)
     tuning = hash_tuning()
     recorded = uv is not None or vw is not None or stateful
-    hashing = (bool(tuning.enabled), int(tuning.min_members), float(tuning.probe_cost),
-               int(hash_max_members(recorded)))
-    smallest = dask.config.get("dtri.kernel-parallel-min-edges", PARALLEL_MIN_EDGES)
-    threads = kernel_threads() if part.edges >= smallest and vw is None else 1
+    hashing = (bool(tuning.enabled) and kernel != "search", int(tuning.min_members),
+               float(tuning.probe_cost), int(hash_max_members(recorded)))
     if threads > 1:
         return int(intersect_edges_parallel(
             threads, part.dst, part.offsets, group.dst, group.offsets, group.low, group.high,

@@ -1,8 +1,9 @@
 """The intersection strategy that both fused-join kernels follow (:mod:`dtri.kernels.cpu`,
 numba; :mod:`dtri.kernels.cuda`, CUDA), apart from :mod:`dtri.kernels.intersect`, which picks
 one of them for an array: each edge's class (hashed, searched, or nothing to do: the rule of
-:func:`edge_class`), the hash tables' tuning and size limit, the peeling's edge states and the
-threads a CPU kernel may use. Both kernel modules import this one and neither imports
+:func:`edge_class`), the hash tables' tuning and size limit, the peeling's edge states, the
+threads a CPU kernel may use and which CPU kernel joins a partition (:func:`cpu_kernel`).
+Both kernel modules import this one and neither imports
 :mod:`dtri.kernels.intersect`, so each can be read and tested on its own."""
 
 from __future__ import annotations
@@ -100,3 +101,40 @@ def kernel_threads() -> int:
                       numba.config.NUMBA_NUM_THREADS))
 
 
+
+
+CPU_KERNEL = "dtri.cpu-kernel"
+"""``dask.config`` key: the CPU fused join's kernel, ``auto`` (the default: :func:`cpu_kernel`
+decides per partition) or one of :data:`CPU_KERNELS`."""
+CPU_KERNELS = ("marks", "hash", "search")
+"""The CPU kernels: ``marks`` (each row's members marked in an array indexed by rank, then
+every edge streams its target's list against the marks: SuiteSparse's saxpy under the mask,
+a row at a time); ``hash`` (per edge by :func:`edge_class`: the target's list in a hash
+table, or the shorter list searched in the longer); ``search`` (every edge searched: merge or
+galloping from the shorter list)."""
+MARKS_MAX_VERTICES = 1 << 20
+"""``auto`` marks a partition's rows while the marks (a byte a vertex for a count, four with
+credits, one array per thread) stay within a core's cache: up to this many vertices. Past
+it a probe into the marks misses the cache where a hash table of the target's list does
+not."""
+MARKS_GALLOP_RATIO = 2.0
+"""An edge whose target's list is longer than this × the rest of its row × log2 of that
+list's length gallops from the row's side instead of streaming the list past the marks."""
+
+
+def cpu_kernel(vertices: int, stateful: bool = False) -> str:
+    """The CPU kernel of a fused join over ranks ``[0, vertices)``: ``dtri.cpu-kernel`` where
+    set, else ``marks`` up to :data:`MARKS_MAX_VERTICES`, ``hash`` past it. A peeling
+    (``stateful``) takes ``hash`` (or ``search``, where set): the marks kernel has no
+    states."""
+    import dask
+
+    chosen = str(dask.config.get(CPU_KERNEL, "auto"))
+    if chosen not in ("auto", *CPU_KERNELS):
+        raise ValueError(f"{CPU_KERNEL} must be auto or one of {', '.join(CPU_KERNELS)}, "
+                         f"got {chosen!r}")
+    if stateful:
+        return "search" if chosen == "search" else "hash"
+    if chosen != "auto":
+        return chosen
+    return "marks" if vertices <= MARKS_MAX_VERTICES else "hash"

@@ -189,6 +189,12 @@ PRESETS: dict[str, Preset] = {
         "the CPU kernel with and without hash probes", CPU, (
             script("cpu_hash_bench.py", "rmat:16", "rmat:18",
                    *shared("facebook_combined", "ca-CondMat"), "--repeat", "3"),)),
+    "dense-cpu-2core": Preset(
+        "the count, per-vertex triangles and clustering in process against GraphBLAS, "
+        "graphblas-algorithms and NetworKit on the same arrays; then from the files", CPU, (
+            script("dense_cpu.py", "--data", "{data}", "--repeat", "5", "--out", "{out}"),),
+        "issue 43; the machine shared with other work: each round runs every tool once, so "
+        "the ratios within a line are what count"),
     "estimates-cpu-2core": Preset(
         "coverage of the estimates' intervals, and their speed against the count", CPU, (
             script("estimates.py", "coverage", "--seeds", "100", "--samples", "20000",

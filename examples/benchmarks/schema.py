@@ -50,6 +50,12 @@ BENCHMARKS = {
     "copy-probe": "one copy or page-locking step",
     "count": "`dtri count --json`: dtri's own total (`seconds.total`)",
     "count-by-size": "`dtri.count` in an open session, median",
+    "dense-cpu-clustering": "`dtri.prepare` + `clustering().compute()` in process, best of "
+                            "`--repeat`",
+    "dense-cpu-count": "`dtri.count(edges, backend='cpu')` in process, best of `--repeat`",
+    "dense-cpu-file": "`dtri count FILE` (the CLI's `main`) in process, best of `--repeat`",
+    "dense-cpu-triangles": "`dtri.prepare` + `triangles().compute()` in process, best of "
+                           "`--repeat`",
     "cpu-hash": "`count()` with hash probes (the default), best of `--repeat`",
     "estimate-coverage": "`PreparedGraph.estimate`, median over the seeds",
     "estimate-speed": "`PreparedGraph.estimate` on a prepared graph, median",

@@ -6,6 +6,7 @@ import itertools
 import json
 import tracemalloc
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -103,6 +104,8 @@ def sorted_summaries(edges: np.ndarray, partitions: int,
 def plan_of(edges: np.ndarray, partitions: int = 3, task_budget: int = 1 << 30,
             workers: int = 1, orientation: str = "degree", backend: str = "cpu", **options):
     summaries, vertices = sorted_summaries(edges, partitions, orientation)
+    if backend == "cpu":  # the wedge batches (auto's choice follows numba's loading)
+        options.setdefault("join", "wedges")
     return build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
                       backend=backend, task_budget=task_budget, **options)
 
@@ -193,7 +196,7 @@ def test_any_budget_that_holds_the_longest_list_gives_exact_batches_within_it(
     summaries = [csr_summary(as_csr(part)) for part in parts]
     budget = max(list_bytes(s.max_out_degree) for s in summaries) + spare
     plan = build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
-                      backend="cpu", task_budget=budget)
+                      backend="cpu", task_budget=budget, join="wedges")
     assert all(b.peak_bytes <= budget for b in plan.batches)
     for p, part in enumerate(parts):
         keys = [closure_keys(*batch_rows(part, b.row_start, b.row_stop), b.first - b.wedge_base,
@@ -330,24 +333,29 @@ def test_the_join_choice(monkeypatch):
         JOINS,
         choose_join,
     )
+    from dtri.kernels.compiled import WedgeTally
 
-    assert JOINS == ("auto", "wedges", "intersect") and INTERSECT_MIN_WEDGES == 1 << 20
+    assert JOINS == ("auto", "wedges", "intersect") and INTERSECT_MIN_WEDGES == 0
     summary = partition_summary(pd.DataFrame({"src": [0, 0, 0], "dst": [1, 2, 3]}))
     monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: True)
-    # a small graph counts at once on the CPU, without the fused join; the GPU's is quicker
-    # at every size
-    assert choose_join("auto", "cpu", summary) == "wedges"
-    assert choose_join("auto", "gpu", summary) == "intersect"
-    many = summary._replace(wedges=INTERSECT_MIN_WEDGES + 1)
+    # once numba's kernels are loaded, the fused join is quicker at every size on both
     for backend in ("cpu", "gpu"):
-        assert choose_join("auto", backend, many) == "intersect"
-        assert choose_join("wedges", backend, many) == "wedges"
-    # until numba's kernels are loaded, the CPU keeps the NumPy join for longer
+        assert choose_join("auto", backend, summary) == "intersect"
+        assert choose_join("wedges", backend, summary) == "wedges"
+    # until they are, the CPU keeps the NumPy join for a small graph's first count
+    tally = WedgeTally()
+    monkeypatch.setattr("dtri.analytics.plan.NUMPY_JOIN", tally)
     monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: False)
+    many = summary._replace(wedges=CPU_INTERSECT_MIN_WEDGES // 2)
     assert choose_join("auto", "cpu", many) == "wedges"
     assert choose_join("auto", "gpu", many) == "intersect"
     more = summary._replace(wedges=CPU_INTERSECT_MIN_WEDGES + 1)
     assert choose_join("auto", "cpu", more) == "intersect"
+    # a process that has joined as many wedges by NumPy as loading the kernels costs loads them
+    tally.add(CPU_INTERSECT_MIN_WEDGES // 2)
+    assert choose_join("auto", "cpu", many) == "wedges"
+    tally.add(1)
+    assert choose_join("auto", "cpu", many) == "intersect"
     with pytest.raises(ValueError, match="join"):
         plan_of(GRAPHS["K12"], join="hash")
 
@@ -355,9 +363,10 @@ def test_the_join_choice(monkeypatch):
 @pytest.mark.parametrize("name", GRAPHS)
 def test_the_plan_of_a_run_is_the_one_it_ran(name):
     edges = GRAPHS[name]
-    counted = dtri.count(edges, scheduler="synchronous", npartitions=3, memory_budget="32KiB")
-    explained = dtri.count(edges, scheduler="synchronous", npartitions=3, memory_budget="32KiB",
-                           explain=True)
+    options = {"scheduler": "synchronous", "npartitions": 3, "memory_budget": "32KiB",
+               "join": "wedges"}  # batches to compare (auto follows numba's loading)
+    counted = dtri.count(edges, **options)
+    explained = dtri.count(edges, explain=True, **options)
     assert counted.triangles == networkx_triangles(edges)
     assert explained.triangles is None
     assert explained.plan["wedges"] == counted.wedges == counted.plan["wedges"]
@@ -370,8 +379,9 @@ def test_the_plan_of_a_run_is_the_one_it_ran(name):
 def test_explain_json_prints_the_plan_and_no_count(tmp_path):
     path = tmp_path / "k12.txt"
     path.write_text("".join(f"{u} {v}\n" for u, v in GRAPHS["K12"]))
-    result = CliRunner().invoke(main, ["count", str(path), "--explain", "--json",
-                                       "--scheduler", "synchronous", "--backend", "cpu"])
+    result = CliRunner().invoke(main, ["count", str(path), "--explain", "--json", "--join",
+                                       "wedges", "--scheduler", "synchronous", "--backend",
+                                       "cpu"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert "triangles" not in report
@@ -384,7 +394,7 @@ def test_explain_json_prints_the_plan_and_no_count(tmp_path):
 def test_many_bins_and_batches_under_a_small_budget_count_exactly():
     edges = GRAPHS["rmat10"]
     result = dtri.count(edges, scheduler="synchronous", npartitions=3, memory_budget="64KiB",
-                        bins=16)
+                        bins=16, join="wedges")
     assert result.triangles == networkx_triangles(edges)
     assert result.bins == 16 and result.plan["bins_with_edges"] > 8 and result.batches > 50
     assert result.plan["stages"]["wedges"]["peak_bytes"] <= 64 << 10
@@ -395,7 +405,8 @@ def test_a_hub_whose_wedges_exceed_the_budget_counts_exactly_over_many_batches()
     spokes, budget = 300, 16 << 10
     edges = wheel(spokes)
     assert list_bytes(spokes) <= budget < spokes * (spokes - 1) // 2 * BYTES_PER_WEDGE
-    result = dtri.count(edges, scheduler="synchronous", orientation="id", memory_budget=budget)
+    result = dtri.count(edges, scheduler="synchronous", orientation="id", memory_budget=budget,
+                        join="wedges")
     assert result.triangles == spokes == networkx_triangles(edges)  # a wheel's triangles
     hub = max(result.plan["partitions"], key=lambda p: p["max_out_degree"])
     assert (hub["max_out_degree"], hub["max_out_source"]) == (spokes, 0)
@@ -460,6 +471,8 @@ def test_an_impossible_budget_is_one_cli_line_without_traceback(tmp_path):
 
 
 def test_explain_prints_a_table(tmp_path):
+    import dtri.kernels.cpu  # noqa: F401  (numba's kernels loaded: auto takes the fused join)
+
     path = tmp_path / "k12.txt"
     path.write_text("".join(f"{u} {v}\n" for u, v in GRAPHS["K12"]))
     result = CliRunner().invoke(main, ["count", str(path), "--explain",
@@ -468,7 +481,15 @@ def test_explain_prints_a_table(tmp_path):
     lines = result.output.splitlines()
     assert not any(line.startswith("triangles") for line in lines)  # nothing was counted
     assert any(line.startswith("estimate") for line in lines)  # a quick sample's forecast
-    assert "dtri-wedges" in result.output and "peak/task" in result.output
+    assert "dtri-intersect" in result.output and "peak/task" in result.output
+    assert "join intersect (marks kernel: 12 vertices" in result.output
+    with dask.config.set({"dtri.cpu-kernel": "search"}):
+        forced = CliRunner().invoke(main, ["count", str(path), "--explain",
+                                           "--scheduler", "synchronous", "--backend", "cpu"])
+    assert "join intersect (search kernel: dtri.cpu-kernel = search)" in forced.output
+    wedges = CliRunner().invoke(main, ["count", str(path), "--explain", "--join", "wedges",
+                                       "--scheduler", "synchronous", "--backend", "cpu"])
+    assert "dtri-wedges" in wedges.output and "kernel" not in wedges.output
     assert "--explain" in CliRunner().invoke(main, ["count", "--help"]).output
 
 

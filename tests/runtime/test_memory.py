@@ -82,7 +82,7 @@ def test_edges_larger_than_the_memory_limit_spill_to_disk_and_count_exactly(rmat
         assert session.caps.memory_limit == LIMIT
         assert session.caps.spill_directory.startswith(str(spill))
         with measured_memory(session) as report:
-            result = dtri.count(edges, backend="cpu", memory_budget=BUDGET)
+            result = dtri.count(edges, backend="cpu", memory_budget=BUDGET, join="wedges")
         # the default budget follows the cap: a quarter of the memory limit
         assert dtri.count(KARATE, backend="cpu").memory_budget == LIMIT // 4
     assert result.edges * 16 > session.host_plan.stored, "the graph must not fit in memory"

@@ -108,9 +108,10 @@ def test_a_job_cancelled_mid_count_gives_a_clear_error_or_the_exact_count(slurm,
                 skip_if_workers_late(script, err)
                 raise AssertionError(f"no job ran: {err[-3000:]}")
             time.sleep(0.5)
-        time.sleep(8)  # the workers joined and the count is under way (R-MAT 18 takes longer)
+        time.sleep(5)  # the workers joined and the count is under way (R-MAT 18 takes longer)
         job_ids = [job.split()[0] for job in jobs(slurm)]
-        subprocess.run(["scancel", *job_ids], env=slurm, timeout=30, check=True)
+        if job_ids:  # none left: the count finished first, and must be exact (below)
+            subprocess.run(["scancel", *job_ids], env=slurm, timeout=30, check=True)
         out, err = script.communicate(timeout=300)
     finally:
         if script.poll() is None:

@@ -97,17 +97,18 @@ def test_counting_against_groups_matches_the_fused_join():
     sources = [0, *(int(src[c]) for c in cuts[1:-1]), 300]
     parts = [stored(from_sorted(src[a:b], dst[a:b], sources[i], sources[i + 1]))
              for i, (a, b) in enumerate(pairwise(cuts))]
-    for groups in ([(0, len(parts) - 1)], [(0, 1), (2, len(parts) - 1)],
-                   [(p, p) for p in range(len(parts))]):
-        found = 0
-        for first, last in groups:
-            members = list(range(first, last + 1))
-            outside = [p for p in range(len(parts)) if p not in members]
-            inputs = members + outside
-            found += count_group(Staging("host", "cpu"), 97,
-                                 (sources[first], sources[last + 1]), len(members),
-                                 tuple(range(len(inputs))), *(parts[p] for p in inputs))
-        assert found == expected, groups
+    for kernel in ("marks", "hash"):
+        for groups in ([(0, len(parts) - 1)], [(0, 1), (2, len(parts) - 1)],
+                       [(p, p) for p in range(len(parts))]):
+            found = 0
+            for first, last in groups:
+                members = list(range(first, last + 1))
+                outside = [p for p in range(len(parts)) if p not in members]
+                inputs = members + outside
+                found += count_group(Staging("host", "cpu"), 97, kernel,
+                                     (sources[first], sources[last + 1]), len(members),
+                                     tuple(range(len(inputs))), *(parts[p] for p in inputs))
+            assert found == expected, (kernel, groups)
 
 
 def test_a_group_merges_its_partitions_into_one_csr_across_gaps():
