@@ -25,8 +25,10 @@ from tests.oracles import host, networkx_graph
 EDGES = np.random.default_rng(11).integers(0, 300, size=(6000, 2))
 GRAPH = networkx_graph(EDGES)
 TRIANGLES = sum(nx.triangles(GRAPH).values()) // 3
-# three sorted partitions, many wedge batches and fused joins: many units to kill between
-OPTIONS = {"npartitions": 3, "memory_budget": "256KiB", "scheduler": "synchronous"}
+# three sorted partitions, many wedge batches: many units to kill between (the wedges join
+# named: with numba's kernels loaded, auto takes the fused join, one unit per bin reached)
+OPTIONS = {"npartitions": 3, "memory_budget": "256KiB", "scheduler": "synchronous",
+           "join": "wedges"}
 
 
 def count(checkpoint: Path, **options) -> dtri.CountResult:
@@ -221,3 +223,16 @@ def test_a_run_killed_with_sigkill_resumes_exactly(tmp_path):
     report = json.loads(again.stdout)
     assert report["triangles"] == dtri.count_triangles(generated("rmat:15"))
     assert "prepare" in report["resumed"] and report["resumed"]["prepare"]["seconds"] > 0
+
+
+def test_the_fused_joins_units_are_kept_and_skipped_too(tmp_path):
+    checkpoint = tmp_path / "ck"
+    first = count(checkpoint, join="intersect")
+    units = unit_files(checkpoint)
+    assert first.triangles == TRIANGLES and units
+    assert all(unit.name.startswith("intersect-") for unit in units)
+    units[-1].unlink()  # killed before its last unit was written
+    again = count(checkpoint, join="intersect")
+    assert again.triangles == TRIANGLES
+    assert again.resumed["wedges_join"]["tasks"] == len(units) - 1
+    assert again.resumed["wedges_join"]["of"] == len(units)
