@@ -57,6 +57,18 @@ BYTES_PER_PIECE_ROW = 4
 """A row's out-degree in a piece: int32."""
 BYTES_PER_OFFSET = 8
 """A block's offset per row: int64."""
+ROUND_BYTES_PER_EDGE = 56
+"""Device bytes a round holds per edge of a block, at its peak: its three blocks' targets
+(int32), and, for the union of two blocks, their packed keys and places (int64) and its
+targets, then the kernel's row, order and class of each union edge (int32, int64, uint8)."""
+ROUND_BYTES_PER_VERTEX = 24
+"""And per vertex: the offsets of the two blocks spread over every rank, and the union's."""
+
+
+def round_bytes(edges: int, vertices: int, q: int) -> int:
+    """The device bytes one round of the 2D join on a ``q × q`` grid holds, its blocks taken
+    to be even (:data:`ROUND_BYTES_PER_EDGE`, :data:`ROUND_BYTES_PER_VERTEX`)."""
+    return ROUND_BYTES_PER_EDGE * (edges // (q * q)) + ROUND_BYTES_PER_VERTEX * (vertices + 1)
 
 
 @dataclass(frozen=True)
@@ -163,6 +175,11 @@ def choose_decomposition(requested: str, plan: CountPlan,
     if q == 1:
         return Decomposition("1d", 1, f"auto: {workers} worker{'s' * (workers != 1)}, "
                              "too few for a 2 x 2 grid", one, two)
+    held = round_bytes(sum(s.edges for s in summaries), vertices, q)
+    if held > plan.task_budget:  # a round is one task, whole blocks: it cannot be cut
+        return Decomposition("1d", 1, f"auto: a round on {grid} would hold about "
+                             f"{format_bytes(held)}, more than a task's "
+                             f"{format_bytes(plan.task_budget)}", one, two)
     busiest_1d, busiest_2d = sum(one.values()), sum(two.values())
     pulls_1d, pulls_2d = format_bytes(busiest_1d), format_bytes(busiest_2d)
     if busiest_2d < busiest_1d:

@@ -547,6 +547,10 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
 
             ucx = {"enable_tcp_over_ucx": True, "enable_nvlink": True,
                    "enable_infiniband": False} if protocol == "ucx" else {}
+            if ucx:  # UCX writes its warnings to standard output, where --json goes: the
+                # one it gives every run (a variable that dask-cuda sets and it does not read)
+                # is turned off, in this process and the workers it starts
+                os.environ.setdefault("UCX_WARN_UNUSED_ENV_VARS", "n")
             if caps.device_memory_limit is not None:
                 memory["device_memory_limit"] = caps.device_memory_limit
             if plan is not None:

@@ -362,6 +362,33 @@ PRESETS: dict[str, Preset] = {
         "at b7ad396 (issue 39), distributed-ucxx installed; one run each (the device time "
         "left): the one-worker R-MAT 25 1d line (14.6 s) is that cluster's first count, its "
         "kernels compiled, and the auto lines are each a fresh cluster's first count"),
+    "multi-gpu-h100x4": Preset(
+        "strong scaling on 4 GPUs by decomposition after the balanced 2D rounds, and R-MAT 27 "
+        "on four", "one host with 4 NVIDIA H100 (80 GB)", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,4", "--protocols",
+                   "ucx", "--decompositions", "1d,2d", "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:27", "--workers", "4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}")),
+        "at f68d68f (issue 39), distributed-ucxx installed; R-MAT 27 did not fit one H100, so "
+        "its line has no one-worker peer"),
+    "saved-graph-h100": Preset(
+        "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
+        "counting a saved R-MAT 26 against its raw Parquet files", "one NVIDIA H100 (80 GB)", (
+            script("saved_graph.py", "resume", "rmat:26", "--kill-at", "0.5", "--dtri-args",
+                   "--backend gpu --memory-budget 4GiB", "--out", "{out}"),
+            script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "2",
+                   "--dtri-args", "--backend gpu", "--out", "{out}")),
+        "issue 41, at f68d68f, on GPU 2 of a 4 x H100 host while the GPU tests and the "
+        "host-memory run used the others (CUDA_VISIBLE_DEVICES)"),
+    "host-memory-h100": Preset(
+        "R-MAT 28 under a 16 GiB RMM pool with --memory-limit 32GiB against the same count "
+        "without it", "one NVIDIA H100 (80 GB)", (
+            script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--memory-limit",
+                   "32GiB", "--repeat", "1", "--timeout", "285", "--spill-directory",
+                   "/tmp/spill28", "--out", "{out}", "--", "--rmm-pool-size", "16GiB"),),
+        "issue 41, at f68d68f, on GPU 3 of a 4 x H100 host beside other runs; the limited "
+        "run was stopped at 285 s (the device time left), so it has no count: the line "
+        "records that, and the unlimited run's 138 GB resident"),
     "saved-graph-cpu-2core": Preset(
         "counting a saved prepared graph against its raw Parquet files, and a --checkpoint "
         "count killed with SIGKILL mid-join then run again", CPU, (

@@ -13,7 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dtri
-from dtri.analytics.cannon import choose_decomposition, grid_side, moved_1d, moved_2d
+from dtri.analytics.cannon import (
+    choose_decomposition,
+    grid_side,
+    moved_1d,
+    moved_2d,
+    round_bytes,
+)
 from dtri.analytics.plan import build_plan
 from dtri.errors import ConfigurationError
 from dtri.kernels.csr import PartitionSummary, as_csr
@@ -150,6 +156,23 @@ def test_the_bytes_model_prefers_2d_where_every_worker_would_pull_most_of_the_gr
     assert "predicted to pull" in chosen.reason
     forced = choose_decomposition("1d", plan, bounds)
     assert (forced.kind, forced.side) == ("1d", 1)
+
+
+def test_auto_keeps_1d_where_a_round_would_not_fit_a_task():
+    # R-MAT 28 on four H100s: auto took 2d by its bytes, and a round asked for 8 GiB more
+    # than the pool had; a round holds whole blocks, so it must fit one task's budget
+    parts, per = 32, 1_000_000
+    summaries = [PartitionSummary(per, 10 * per, 1000 * p, 1000 * p + 999, 32_000 - 1)
+                 for p in range(parts)]
+    bounds = [1000 * p for p in range(parts + 1)]
+    plan = build_plan(summaries, 32_000, workers=16, threads_per_worker=1, backend="gpu",
+                      task_budget=100 << 20, join="intersect")
+    held = round_bytes(parts * per, 32_000, 4)
+    assert held > plan.task_budget
+    chosen = choose_decomposition("auto", plan, bounds)
+    assert (chosen.kind, chosen.side) == ("1d", 1)
+    assert "more than a task's" in chosen.reason and chosen.moved_2d  # both predicted
+    assert choose_decomposition("2d", plan, bounds).kind == "2d"  # as asked
 
 
 @pytest.fixture(scope="module")
