@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # schema.py beside thi
 from schema import command_line, emit, to_schema
 
 
-def cluster(workers: int, protocol: str, devices: str | None) -> Any:
+def cluster(workers: int, protocol: str, devices: str | None,
+            device_memory_limit: str | None = None) -> Any:
     """A local dask-cuda cluster of ``workers`` workers over ``protocol``, as dtri starts
     one (UCX over NVLink where asked); with ``devices``, plain Dask workers, one a device of
     the list in turn (dask-cuda gives a GPU one worker only)."""
@@ -49,6 +50,8 @@ def cluster(workers: int, protocol: str, devices: str | None) -> Any:
     from dask_cuda import LocalCUDACluster
 
     extra: dict[str, Any] = {}
+    if device_memory_limit:  # dask-cuda spills device data to the host past it
+        extra["device_memory_limit"] = device_memory_limit
     if protocol == "ucx":
         extra = {"enable_tcp_over_ucx": True, "enable_nvlink": True,
                  "enable_infiniband": False}
@@ -113,6 +116,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--devices", default=None,
                         help="CUDA_VISIBLE_DEVICES of the workers in turn, e.g. 0,1,0,1")
+    parser.add_argument("--device-memory-limit", default=None,
+                        help="each dask-cuda worker's spill threshold (default dask-cuda's)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -131,7 +136,8 @@ def main() -> None:
         for workers in counts:
             devices = ",".join(args.devices.split(",")[:workers]) if args.devices and \
                 workers != "auto" else None
-            with (cluster(workers, protocol, devices) if workers != "auto" else nullcontext()
+            with (cluster(workers, protocol, devices, args.device_memory_limit)
+                  if workers != "auto" else nullcontext()
                   ) as local, (Client(local) if local is not None else nullcontext()):
                 for graph in args.graphs:
                     runs = timed_counts(graph, decompositions, args.repeat, args.seed,
