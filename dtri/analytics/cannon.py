@@ -116,7 +116,7 @@ def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, wor
                 pieces[g] += (BYTES_PER_TARGET * s.edges // (q * q)
                               + BYTES_PER_PIECE_ROW * (rows[1] - rows[0]))
     shifts = [sum(block_bytes(edges // (q * q), vertices, b // q, q)
-                  for b in pulled_blocks(list(rounds), g, q))
+                  for b in pulled_blocks(rounds, g, q))
               for g, rounds in enumerate(round_assignment(q))]
     busiest = max(range(q * q), key=lambda g: pieces[g] + shifts[g])
     return {"cyclic-blocks": pieces[busiest], "cannon-shift": shifts[busiest]}

@@ -80,10 +80,10 @@ through a table indexed by id: it costs no more memory than the ids themselves."
 DENSE_TABLE_MIN = 1 << 16
 
 
-def dense_range(largest: int, ids: int) -> bool:
+def dense_range(largest: int, ids: int, per_id: int = DENSE_TABLE_PER_ID) -> bool:
     """Whether ids in ``[0, largest]`` are few enough, for ``ids`` of them to look up, to index
-    a table by id."""
-    return 0 <= largest < DENSE_TABLE_PER_ID * ids + DENSE_TABLE_MIN
+    a table by id, of at most ``per_id`` entries an id (plus :data:`DENSE_TABLE_MIN`)."""
+    return 0 <= largest < per_id * ids + DENSE_TABLE_MIN
 
 
 def sorted_unique(values: Any) -> Any:
@@ -117,7 +117,7 @@ def partition_vertices(frame: Any) -> Any:
     xp = array_module(src)
     smallest, largest = (xp.stack([xp.minimum(src.min(), dst.min()), xp.maximum(
         src.max(), dst.max())]).tolist() if src.shape[0] else (-1, -1))  # one wait, not two
-    if smallest >= 0 and largest < MARKS_BYTES_PER_ID * 2 * src.shape[0] + DENSE_TABLE_MIN:
+    if smallest >= 0 and dense_range(largest, 2 * src.shape[0], MARKS_BYTES_PER_ID):
         present = xp.zeros(largest + 1, dtype=bool)
         present[src] = True
         present[dst] = True
@@ -136,7 +136,7 @@ def merge_vertices(*vertex_sets: Any) -> Any:
     ids = [s for s in vertex_sets if not is_marks(s) and s.shape[0]]
     if marks:
         longest = max(int(m.shape[0]) for m in marks)
-        size = max([longest] + [int(s[-1]) + 1 for s in ids])
+        size = max([longest] + [largest_id(s) + 1 for s in ids])
         if size <= longest + MARKS_BYTES_PER_ID * sum(int(s.shape[0]) for s in ids):
             present = xp.zeros(size, dtype=bool)
             for m in marks:

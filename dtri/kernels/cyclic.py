@@ -21,6 +21,8 @@ the round of its lowest edge's block and its highest vertex's class.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -117,7 +119,7 @@ def round_blocks(x: int, y: int, z: int, q: int) -> set[int]:
     return {x * q + y, x * q + z, y * q + z}
 
 
-def pulled_blocks(rounds: list[Round], worker: int, q: int) -> set[int]:
+def pulled_blocks(rounds: Sequence[Round], worker: int, q: int) -> set[int]:
     """The blocks a grid worker running ``rounds`` pulls: those they read, less its own."""
     wanted: set[int] = set()
     for x, y, z in rounds:
@@ -141,16 +143,14 @@ def round_assignment(q: int) -> tuple[tuple[Round, ...], ...]:
     while improved:
         improved = False
         for a in sorted(grid, key=lambda g: -cost[g]):
-            for b in grid:
-                for i in range(q):
-                    for j in range(q if b != a else 0):
-                        mine, theirs = list(work[a]), list(work[b])
-                        mine[i], theirs[j] = theirs[j], mine[i]
-                        ca, cb = (len(pulled_blocks(mine, a, q)),
-                                  len(pulled_blocks(theirs, b, q)))
-                        if ca * ca + cb * cb < cost[a] ** 2 + cost[b] ** 2:
-                            work[a], work[b], cost[a], cost[b] = mine, theirs, ca, cb
-                            improved = True
+            for b in (b for b in grid if b != a):
+                for i, j in itertools.product(range(q), repeat=2):
+                    mine, theirs = list(work[a]), list(work[b])
+                    mine[i], theirs[j] = theirs[j], mine[i]
+                    ca, cb = len(pulled_blocks(mine, a, q)), len(pulled_blocks(theirs, b, q))
+                    if ca * ca + cb * cb < cost[a] ** 2 + cost[b] ** 2:
+                        work[a], work[b], cost[a], cost[b] = mine, theirs, ca, cb
+                        improved = True
     return tuple(tuple(sorted(rounds)) for rounds in work)
 
 

@@ -74,7 +74,7 @@ def test_the_rounds_of_every_grid_find_each_triangle_once(edges, npartitions, q)
 @pytest.mark.parametrize("q", [2, 3, 4])
 def test_the_assignment_pulls_fewer_blocks_than_cannons_order(q):
     # Cannon's order: a worker off the diagonal reads rows x and y, 2q - 1 blocks not its own
-    busiest = max(len(pulled_blocks(list(rounds), g, q))
+    busiest = max(len(pulled_blocks(rounds, g, q))
                   for g, rounds in enumerate(round_assignment(q)))
     assert busiest < 2 * q - 1
     assert busiest == {2: 2, 3: 4, 4: 5}[q]

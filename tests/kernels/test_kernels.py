@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dtri.input.edges import EdgeArrays
 from dtri.kernels.bins import (
     bin_shift,
     choose_bin_count,
@@ -17,6 +18,15 @@ from dtri.kernels.bins import (
     radix_split,
     split_by_hash,
     unpack_keys,
+)
+from dtri.kernels.canonicalize import (
+    dense_ids,
+    ids_by_rank,
+    is_marks,
+    merge_vertices,
+    partition_vertices,
+    vertex_count,
+    vertex_ids,
 )
 from dtri.kernels.join import count_closed
 from dtri.kernels.wedges import closure_keys, count_wedges, wedges_per_edge
@@ -151,14 +161,6 @@ def test_sort_keys_of_long_arrays_use_the_radix_sort_and_match_numpy():
 def test_vertex_ids_by_table_or_by_search_are_the_same(pairs, offset):
     # ids close together go through a table indexed by id, ids far apart through a sort
     # and binary search: either way the ascending distinct ids and their positions
-    from dtri.input.edges import EdgeArrays
-    from dtri.kernels.canonicalize import (
-        dense_ids,
-        partition_vertices,
-        vertex_count,
-        vertex_ids,
-    )
-
     src = np.array([u * (offset or 1) + u for u, _ in pairs], dtype=np.int64)
     dst = np.array([v * (offset or 1) + v for _, v in pairs], dtype=np.int64)
     vertices = partition_vertices(EdgeArrays(src, dst))
@@ -176,17 +178,6 @@ def test_vertex_ids_by_table_or_by_search_are_the_same(pairs, offset):
 def test_merged_vertex_sets_are_the_union_as_marks_or_as_ids(parts, far):
     # partitions' sets held as marks (ids close together) or as ids (one far id), merged in
     # any mix: the union, ascending, and the dense ids by table or by search agree
-    from dtri.input.edges import EdgeArrays
-    from dtri.kernels.canonicalize import (
-        dense_ids,
-        ids_by_rank,
-        is_marks,
-        merge_vertices,
-        partition_vertices,
-        vertex_count,
-        vertex_ids,
-    )
-
     frames = []
     for i, ids in enumerate(parts):
         ids = ids + ([far] if i == 0 and far > 10**6 else [])
