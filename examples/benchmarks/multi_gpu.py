@@ -53,8 +53,7 @@ def cluster(workers: int, protocol: str, devices: str | None,
     if device_memory_limit:  # dask-cuda spills device data to the host past it
         extra["device_memory_limit"] = device_memory_limit
     if protocol == "ucx":
-        extra = {"enable_tcp_over_ucx": True, "enable_nvlink": True,
-                 "enable_infiniband": False}
+        extra.update(enable_tcp_over_ucx=True, enable_nvlink=True, enable_infiniband=False)
     return LocalCUDACluster(n_workers=workers, protocol=protocol, dashboard_address=":0",
                             silence_logs=logging.CRITICAL, **extra)
 
