@@ -487,6 +487,18 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                 and list_bytes(s.max_out_degree) > task_budget
                 and _intersect_peak(s, reach[p], bin_sources, bin_edges) <= task_budget):
             strategy[p] = "intersect"
+    if bins is None and all(strategy[p] == "intersect" for p, s in enumerate(summaries)
+                            if s.wedges):
+        # the fused join passes over a partition's edges once per bin it reaches: the fewest
+        # bins whose tasks fit (the keys' rule above sizes bins for the wedges join)
+        fewest = fewest_fused_bins(summaries, vertices, bits, spread, task_budget, nbins)
+        if fewest < nbins:
+            nbins = fewest
+            src_shift, bin_sources, bin_partitions, bin_edges = bin_layout(
+                summaries, vertices, bits, nbins)
+            shift = bin_shift(bits, nbins)
+            reach = tuple(tuple(k for k, (low, high) in bin_sources.items()
+                                if reaches(s, low, high)) for s in summaries)
     check_lists_fit(summaries, strategy, task_budget, threads_per_worker)
     slots = 2 * workers * threads_per_worker
     max_wedges = max(1, -(-sum(s.wedges for p, s in enumerate(summaries)
@@ -601,6 +613,25 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
         bin_edges=bin_edges, estimates=estimates, staging="host", count_tasks=tasks,
         kernels=tuple(partition_kernel("intersect", backend, vertices) for _ in summaries))
+
+
+def fewest_fused_bins(summaries: Sequence[PartitionSummary], vertices: int, bits: int,
+                      spread: int, task_budget: int, most: int) -> int:
+    """The fewest bins (a power of two, at most ``most``; four per worker where the bins
+    spread the work over ``spread`` workers) where every partition's fused-join task and the
+    building of every bin (its slices and its CSR) fit ``task_budget``."""
+    nbins = 4 * spread if spread > 1 else 1
+    while nbins < most:
+        _, bin_sources, _, bin_edges = bin_layout(summaries, vertices, bits, nbins)
+        built = max((2 * csr_bytes(bin_edges[k], high - low)
+                     for k, (low, high) in bin_sources.items()), default=0)
+        joined = max((_intersect_peak(s, tuple(k for k, (low, high) in bin_sources.items()
+                                               if reaches(s, low, high)),
+                                      bin_sources, bin_edges) for s in summaries), default=0)
+        if max(built, joined) <= task_budget:
+            return nbins
+        nbins *= 2
+    return most
 
 
 def _intersect_peak(summary: PartitionSummary, reached: tuple[int, ...],
