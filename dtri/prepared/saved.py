@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import posixpath
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -74,24 +75,64 @@ def shaping_options(options: Any) -> dict[str, Any]:
 def write_partition(fs: Any, root: str, p: int, part: tuple, ids: Any, degree: Any,
                     present: Any, low: int, high: int) -> int:
     """Write partition ``p`` (a stored CSR over the ranks ``[low, high)``) and its vertices
-    under ``root``; return its edges. Runs where the partition lives."""
+    under ``root``; return its edges. Runs where the partition lives: a partition on the
+    device is written by cuDF from the device, one on the host by pyarrow."""
+    csr = as_csr(part)
+    on_device = not isinstance(csr.dst, np.ndarray)
+    xp = _array_module(on_device)
+    offsets = csr.offsets
+    columns = {"id": ids[low:high], "degree": degree[low:high],
+               "out_degree": (offsets[1:] - offsets[:-1]).astype(xp.int64, copy=False)}
+    if csr.schedule is not None:
+        columns["schedule"] = csr.schedule.astype(xp.int64, copy=False)
+    if present is not None:
+        columns["present"] = present[low:high].astype(bool, copy=False)
+    tables = {EDGES_FOLDER: {"dst": csr.dst.astype(xp.int32, copy=False)},
+              VERTICES_FOLDER: columns}
+    for folder, table in tables.items():
+        path = part_name(posixpath.join(root, folder), p)
+        if on_device:
+            _write_on_device(fs, path, table)
+        else:
+            _write_on_host(fs, path, table)
+    return int(csr.edges)
+
+
+def _array_module(on_device: bool) -> Any:
+    if on_device:
+        import cupy
+
+        return cupy
+    return np
+
+
+def local_path(fs: Any, path: str) -> str | None:
+    """``path`` itself where ``fs`` is this machine's file system (cuDF reads and writes it
+    directly, through KvikIO where it can), else ``None``."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return path if {"file", "local"} & set(protocols) else None
+
+
+def _write_on_device(fs: Any, path: str, columns: dict[str, Any]) -> None:
+    """Device arrays as one Parquet file, encoded by cuDF on the device."""
+    import cudf
+
+    frame = cudf.DataFrame({name: values for name, values in columns.items()})
+    if (local := local_path(fs, path)) is not None:
+        frame.to_parquet(local, index=False)
+        return
+    with fs.open(path, "wb") as handle:
+        frame.to_parquet(handle, index=False)
+
+
+def _write_on_host(fs: Any, path: str, columns: dict[str, Any]) -> None:
+    """Host arrays as one Parquet file, by pyarrow."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    csr = as_csr(part)
-    offsets = to_host(csr.offsets)
-    edges = pa.table({"dst": pa.array(to_host(csr.dst).astype(np.int32, copy=False))})
-    columns = {"id": to_host(ids[low:high]), "degree": to_host(degree[low:high]),
-               "out_degree": np.diff(offsets).astype(np.int64, copy=False)}
-    if csr.schedule is not None:
-        columns["schedule"] = to_host(csr.schedule).astype(np.int64, copy=False)
-    if present is not None:
-        columns["present"] = to_host(present[low:high]).astype(bool, copy=False)
-    vertices = pa.table({name: pa.array(values) for name, values in columns.items()})
-    for folder, table in ((EDGES_FOLDER, edges), (VERTICES_FOLDER, vertices)):
-        with fs.open(part_name(posixpath.join(root, folder), p), "wb") as handle:
-            pq.write_table(table, handle)
-    return int(csr.edges)
+    table = pa.table({name: pa.array(to_host(values)) for name, values in columns.items()})
+    with fs.open(path, "wb") as handle:
+        pq.write_table(table, handle)
 
 
 def write_metadata(fs: Any, root: str, metadata: dict[str, Any]) -> None:
@@ -198,16 +239,25 @@ def check_files(fs: Any, root: str, shown: str, partitions: int) -> None:
                                       "from the saved graph; save it again")
 
 
-def _read_table(fs: Any, path: str, shown: str, columns: list[str]) -> Any:
-    """A Parquet file's ``columns``; a damaged file or a missing column is one line naming
+def _read_table(fs: Any, path: str, shown: str, columns: list[str], on_device: bool
+                ) -> dict[str, Any]:
+    """A Parquet file's ``columns`` as arrays: decoded by cuDF on the device where
+    ``on_device``, else by pyarrow. A damaged file or a missing column is one line naming
     it."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
+        if on_device:
+            import cudf
+
+            source = local_path(fs, path)
+            with (fs.open(path, "rb") if source is None else nullcontext(source)) as handle:
+                frame = cudf.read_parquet(handle, columns=columns)
+            return {name: frame[name].values for name in columns}
+        import pyarrow.parquet as pq
+
         with fs.open(path, "rb") as handle:
-            return pq.read_table(handle, columns=columns)
-    except (OSError, pa.ArrowException, KeyError) as error:
+            table = pq.read_table(handle, columns=columns)
+        return {name: table.column(name).to_numpy() for name in columns}
+    except (OSError, RuntimeError, ValueError, KeyError, IndexError) as error:
         raise SavedGraphError(f"{shown}: damaged partition of a saved graph "
                               f"({str(error).strip() or type(error).__name__})") from None
 
@@ -216,50 +266,40 @@ def read_partition(fs: Any, root: str, shown: str, p: int, low: int, high: int, 
                    schedule: bool, on_device: bool) -> tuple:
     """Sorted partition ``p`` (the ranks ``[low, high)``, ``edges`` edges) as a stored CSR,
     on the device where ``on_device``. Runs on the worker that keeps it."""
+    xp = _array_module(on_device)
     edges_file, vertices_file = part_name(EDGES_FOLDER, p), part_name(VERTICES_FOLDER, p)
     dst = _read_table(fs, posixpath.join(root, edges_file),
-                      posixpath.join(shown, edges_file), ["dst"]).column("dst")
+                      posixpath.join(shown, edges_file), ["dst"], on_device)["dst"]
     vertices = _read_table(fs, posixpath.join(root, vertices_file),
                            posixpath.join(shown, vertices_file),
-                           ["out_degree", *(["schedule"] if schedule else [])])
-    dst = dst.to_numpy().astype(np.int32, copy=False)
-    out_degree = vertices.column("out_degree").to_numpy()
+                           ["out_degree", *(["schedule"] if schedule else [])], on_device)
+    dst = dst.astype(xp.int32, copy=False)
+    out_degree = vertices["out_degree"]
     if dst.shape[0] != edges or out_degree.shape[0] != high - low \
             or int(out_degree.sum()) != edges:
         raise SavedGraphError(f"{posixpath.join(shown, edges_file)}: damaged partition of a "
                               f"saved graph ({dst.shape[0]} edges and {out_degree.shape[0]} "
                               f"sources, where the metadata says {edges} and {high - low})")
-    offsets = np.zeros(high - low + 1, dtype=np.int64)
-    np.cumsum(out_degree, out=offsets[1:])
-    rows = vertices.column("schedule").to_numpy().astype(np.int64, copy=False) \
-        if schedule else None
-    csr = CSR(dst, offsets, low, rows)
-    return stored(_on_device(csr) if on_device else csr)
+    offsets = xp.zeros(high - low + 1, dtype=xp.int64)
+    xp.cumsum(out_degree, out=offsets[1:])
+    rows = vertices["schedule"].astype(xp.int64, copy=False) if schedule else None
+    return stored(CSR(dst, offsets, low, rows))
 
 
 def read_vertices(fs: Any, root: str, shown: str, partitions: int, vertices: int,
                   present: bool, on_device: bool) -> tuple[Any, Any, Any]:
     """The vertex-wide arrays by rank: input ids, degrees, and presence (``None`` where the
     graph has every rank)."""
+    xp = _array_module(on_device)
     names = ["id", "degree", *(["present"] if present else [])]
     tables = [_read_table(fs, posixpath.join(root, part_name(VERTICES_FOLDER, p)),
-                          posixpath.join(shown, part_name(VERTICES_FOLDER, p)), names)
+                          posixpath.join(shown, part_name(VERTICES_FOLDER, p)), names,
+                          on_device)
               for p in range(partitions)]
-    arrays = [np.concatenate([t.column(name).to_numpy() for t in tables]) if tables
-              else np.zeros(0, dtype=np.int64) for name in names]
+    arrays = [xp.concatenate([t[name] for t in tables]) if tables
+              else xp.zeros(0, dtype=xp.int64) for name in names]
     if arrays[0].shape[0] != vertices:
         raise SavedGraphError(f"{posixpath.join(shown, VERTICES_FOLDER)}: damaged, "
                               f"{arrays[0].shape[0]} vertices where the metadata says "
                               f"{vertices}")
-    if on_device:
-        arrays = [_on_device(a) for a in arrays]
     return arrays[0], arrays[1], arrays[2] if present else None
-
-
-def _on_device(value: Any) -> Any:
-    """NumPy arrays (alone, or in a CSR) as CuPy arrays."""
-    import cupy
-
-    if isinstance(value, CSR):
-        return CSR(*(cupy.asarray(v) if isinstance(v, np.ndarray) else v for v in value))
-    return cupy.asarray(value)

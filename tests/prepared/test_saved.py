@@ -162,6 +162,19 @@ def test_saved_on_the_gpu_opens_on_the_cpu_and_back(tmp_path):
         assert results(opened) == expected
 
 
+@pytest.mark.gpu
+def test_a_damaged_partition_is_refused_on_the_gpu(tmp_path):
+    edges = np.random.default_rng(3).integers(0, 500, size=(5000, 2))
+    with dtri.prepare(edges, backend="gpu", scheduler="synchronous") as graph:
+        graph.save(str(tmp_path / "g"))
+    part = tmp_path / "g" / "edges" / "part-00000.parquet"
+    part.write_bytes(part.read_bytes()[:40])
+    with pytest.raises(SavedGraphError) as error, \
+            dtri.open_prepared(str(tmp_path / "g"), backend="gpu") as opened:
+        opened.count_triangles()
+    assert str(part) in str(error.value) and "damaged" in str(error.value)
+
+
 def test_the_cli_prepares_once_and_every_analytic_reads_the_save(tmp_path):
     from click.testing import CliRunner
 
