@@ -253,6 +253,8 @@ def attribute_docs(cls: type) -> dict[str, str]:
 
 
 def field_default(spec: dataclasses.Field) -> str:
+    if not spec.init:
+        return "set when made"
     if spec.default is not dataclasses.MISSING:
         return code(repr(spec.default))
     if spec.default_factory is not dataclasses.MISSING:

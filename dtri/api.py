@@ -40,6 +40,7 @@ from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
 from dtri.prepared.graph import PreparedGraph, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
 from dtri.prepared.saved import is_saved_graph
+from dtri.runtime.budget import given_budget
 from dtri.runtime.session import (
     LOCAL_SCHEDULERS,
     Runtime,
@@ -243,23 +244,24 @@ def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> R
             and runs_on_this_machine(chosen):
         edges.check_fits(*machine_room(chosen))
     local = local_input(edges, chosen) if session.local else None
-    early_plan, early_rows = None, _task_rows(chosen.memory_budget)
-    if opening and chosen.memory_budget is not None:  # the budget checked before a cluster
+    given = given_budget(chosen)
+    early_plan, early_rows = None, _task_rows(given.per_task if given else None)
+    if opening and given is not None:  # the budget checked before a cluster
         if local is None:
             early_plan = read_plan(edges, chosen, early_rows)
         # text files' rows are estimated from their sizes; Parquet's (no parts) are known
         rows, estimated = (local.rows, is_path_like(edges) and bool(local.parts)) \
             if local is not None else planned_rows(edges, early_plan)
-        check_budget(rows, estimated, None, chosen.memory_budget)
+        check_budget(rows, estimated, given)
     runtime = session.open(on_gpu, local.rows if local is not None else known_rows(edges),
                            one_input=owned)
     if local is not None and local.parts and runtime.client is None:
         return ReadSource(local.on(runtime.backend), runtime, local.rows, is_path_like(edges))
-    max_rows = _task_rows(runtime.task_budget(chosen.memory_budget))
+    max_rows = _task_rows(runtime.budget.per_task)
     plan = early_plan if early_plan is not None and max_rows == early_rows \
         else read_plan(edges, chosen, max_rows)
     rows, estimated = planned_rows(edges, plan)
-    check_budget(rows, estimated, runtime, chosen.memory_budget)
+    check_budget(rows, estimated, runtime.budget, runtime)
     source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
                            npartitions=chosen.npartitions, max_rows=max_rows,
                            files_on_host=runtime.staging.on_host, plan=plan,

@@ -534,8 +534,8 @@ def _report(summary: dict[str, Any], as_json: bool, source: dict[str, Any]) -> N
                     "protocol_note", "resumed", *HOST_FIELDS) \
                 or value is None or value == {}:
             continue
-        if name == "memory_budget":
-            value = f"{format_bytes(value)} a task"
+        if name == "task_budget":
+            value = format_bytes(value)
         click.echo(f"{name:<22} {value}")
     if summary.get("top"):
         columns = list(summary["top"][0])
@@ -580,7 +580,7 @@ def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str 
         summary["host_tasks"] = memory.host_tasks()
         summary.update(memory.host.fields())
         summary["protocol_note"] = graph.runtime.protocol_note
-        summary.update(partitions=graph.partitions, memory_budget=graph.task_budget,
+        summary.update(partitions=graph.partitions, task_budget=graph.task_budget,
                        staging=graph.staging.where, resumed=dict(graph.resumed))
     _report(summary, as_json, _source(paths, spec, seed))
 

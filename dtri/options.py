@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
+from enum import StrEnum
 from typing import Any
 
 from dask.utils import parse_bytes
@@ -19,6 +20,29 @@ from dask.utils import parse_bytes
 from dtri.errors import ConfigurationError
 
 BACKENDS = ("auto", "cpu", "gpu")
+
+
+class Backend(StrEnum):
+    """The backend a run decided on (``--backend``, ``auto`` resolved once when the runtime
+    opens: :func:`dtri.runtime.session.choose_backend`). It equals its name as a string
+    (``"cpu"``, ``"gpu"``), so it prints, compares and serialises as one."""
+
+    CPU = "cpu"
+    GPU = "gpu"
+
+    @property
+    def on_gpu(self) -> bool:
+        """cuDF/CuPy partitions on GPU workers."""
+        return self is Backend.GPU
+
+    @property
+    def frames(self) -> str:
+        """Dask's DataFrame backend of the partitions: ``cudf`` or ``pandas``."""
+        return "cudf" if self.on_gpu else "pandas"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
 RMM_ALIGNMENT = 256
 """RMM pools are sized in multiples of 256 bytes; an ``--rmm-pool-size`` is rounded down to
 one (and dtri's own pools of page-locked memory start at one)."""
@@ -110,17 +134,19 @@ class Options:
     device_memory_limit: int | None = _option(
         None, "memory", "--device-memory-limit", "GPU: device memory of stored results per "
         "worker above which dask-cuda moves them to host memory (default: dask-cuda's 80% of "
-        "the GPU; with --rmm-pool-size, the pool less twice the memory budget).", kind="size")
+        "the GPU; with --rmm-pool-size, the pool less twice the memory budget that device "
+        "staging gives, and at least a quarter of the pool).", kind="size")
     rmm_pool_size: int | None = _option(
         None, "memory", "--rmm-pool-size", "GPU: hard cap on the GPU memory per worker: an RMM "
         "pool of this size that cannot grow, shared by cuDF and CuPy. The default "
         "--memory-budget is half of it under host staging (the default with this option), a "
         "quarter under --staging device.", kind="size")
     memory_budget: int | None = _option(
-        None, "memory", "--memory-budget", "Memory one worker may plan for, e.g. 8GiB "
-        "(default: a quarter of the worker's memory, GPU memory on the GPU backend, or of "
-        "--rmm-pool-size / --memory-limit when given; half the pool under host staging).",
-        kind="size")
+        None, "memory", "--memory-budget", "Memory one worker may plan for, e.g. 8GiB; its "
+        "threads share it, so each task plans for its share. Default: a quarter of the "
+        "worker's memory (on the GPU backend the GPU's, or --rmm-pool-size; on the CPU its "
+        "memory limit: --memory-limit, else Dask's), half of it under host staging on the "
+        "GPU.", kind="size")
     staging: str = _option(
         "auto", "memory", "--staging", "Where stage results wait between tasks: host (host "
         "memory; each GPU task moves its own inputs to the device and its results back), "

@@ -30,7 +30,6 @@ from typing import Any, NamedTuple
 from dtri.analytics.cannon import cannon_rounds, decomposition
 from dtri.analytics.count import load_group, member_starts, own_partition
 from dtri.analytics.plan import (
-    GROUP_SHARE_OF_BUDGET,
     checkpoints,
     chunk_rows,
     csr_groups,
@@ -41,6 +40,7 @@ from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
 from dtri.kernels.orient import add_counts
 from dtri.kernels.strategy import CREDIT_DTYPE, cpu_kernel
+from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging
 
 MODES = ("vertex", "edge", "peel")
@@ -96,7 +96,7 @@ def group_plan(graph: Any, summaries: list[Any] | None = None) -> GroupPlan:
     bounds = graph.bounds
     runtime = graph.runtime
     workers = max(runtime.workers, 1)
-    groups = csr_groups(summaries, graph.task_budget // GROUP_SHARE_OF_BUDGET)
+    groups = csr_groups(summaries, graph.task_budget // TASK_SHARES.count_group)
     slots = workers * max(runtime.threads_per_worker, 1)
     per_partition = -(-slots // max(len(summaries), 1)) if len(summaries) < slots else 1
     by_worker: dict[int, list[Piece]] = {}
@@ -172,8 +172,8 @@ def run_credits(graph: Any, mode: str, states: list[Any] | None = None,
     parts = graph.parts if parts is None else parts
     plan = group_plan(graph, summaries)
     tasks, bounds = graph.tasks, graph.bounds
-    kernel = cpu_kernel(graph.vertices, stateful=states is not None) \
-        if graph.backend == "cpu" else "hash"
+    kernel = "hash" if graph.backend.on_gpu \
+        else cpu_kernel(graph.vertices, stateful=states is not None)
     results = []
     for t in plan.tasks:
         first, last = plan.groups[t.group]

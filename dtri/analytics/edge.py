@@ -63,7 +63,7 @@ def edge_frame(graph: Any, stage: str, build: Any, columns: dict[str, str],
 def result_module(graph: Any) -> Any:
     """The array library of a graph's results: CuPy where they stay on GPUs (cuDF frames),
     NumPy otherwise (pandas: the CPU, and host staging)."""
-    if graph.backend == "gpu" and not graph.staging.on_host:
+    if graph.staging.in_gpu_memory:
         import cupy
 
         return cupy

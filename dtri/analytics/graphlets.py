@@ -40,6 +40,7 @@ from dtri.kernels.csr import as_csr, from_keys, row_range, sources, stored
 from dtri.kernels.dispatch import array_module, frame_from_arrays
 from dtri.kernels.intersect import intersect
 from dtri.kernels.orient import add_counts
+from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def clique_terms(graph: Any, supports: list[Any]) -> Any:
     triangle once). One delayed ``(2, vertices)`` array."""
     tasks, bounds = graph.tasks, graph.bounds
     plan = group_plan(graph)
-    budget = max(graph.task_budget // 2 // RECORD_BYTES, 1)
+    budget = max(graph.task_budget // TASK_SHARES.triangle_records // RECORD_BYTES, 1)
     by_worker: dict[int, list[Any]] = {}
     for t in plan.tasks:
         first, last = plan.groups[t.group]

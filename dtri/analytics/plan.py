@@ -39,7 +39,6 @@ from dask.utils import format_bytes
 
 from dtri.errors import ListTooLongError
 from dtri.kernels.bins import (
-    BIN_SHARE_OF_BUDGET,
     MAX_BIN_BITS,
     bin_shift,
     checked_key_bits,
@@ -50,6 +49,7 @@ from dtri.kernels.csr import PartitionSummary
 from dtri.kernels.dispatch import compiled_kernels_loaded
 from dtri.kernels.strategy import cpu_kernel
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
+from dtri.runtime.budget import TASK_SHARES
 
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
@@ -461,13 +461,13 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
 
     bits = checked_key_bits(vertices)
     spread = 1 if partitions_owned(len(summaries), workers) else workers
-    nbins = choose_bin_count(edge_count, spread, task_budget, bins, bits)
+    nbins = choose_bin_count(edge_count, spread, task_budget, bins, bits, TASK_SHARES.edge_bin)
     src_shift, bin_sources, bin_partitions, bin_edges = bin_layout(summaries, vertices, bits,
                                                                    nbins)
     # Bins split the source ranks evenly, but the oriented edges crowd into some ranks (the
     # higher degrees): double the bins until the fullest bin's estimate fits too.
     while (bins is None and nbins < 1 << min(bits, MAX_BIN_BITS)
-           and BIN_SHARE_OF_BUDGET * BYTES_PER_KEY * max(bin_edges.values(), default=0)
+           and TASK_SHARES.edge_bin * BYTES_PER_KEY * max(bin_edges.values(), default=0)
            > task_budget):
         nbins *= 2
         src_shift, bin_sources, bin_partitions, bin_edges = bin_layout(summaries, vertices,
@@ -520,14 +520,6 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     )
 
 
-GROUP_SHARE_OF_BUDGET = 2
-"""Host staging: a group's CSR may take half a ``dtri-count`` task's budget; the rest holds
-one other partition's CSR and the intersection's working rows."""
-
-CHUNK_SHARE_OF_BUDGET = 4
-"""Host staging: the working rows of one intersection pass (:data:`CHUNK_BYTES_PER_ROW` each)
-take at most a quarter of a task's budget."""
-
 CHUNK_BYTES_PER_ROW = 96
 """Working memory per partition row of one intersection pass
 (dtri.kernels.intersect.count_against)."""
@@ -558,7 +550,7 @@ def csr_groups(summaries: Sequence[PartitionSummary], limit: int) -> list[tuple[
 
 def chunk_rows(task_budget: int) -> int:
     """Partition rows per intersection pass under host staging."""
-    return max(1, task_budget // CHUNK_SHARE_OF_BUDGET // CHUNK_BYTES_PER_ROW)
+    return max(1, task_budget // TASK_SHARES.intersect_chunk // CHUNK_BYTES_PER_ROW)
 
 
 def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
@@ -575,7 +567,7 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
     summaries = tuple(PartitionSummary(*s) for s in summaries)
     vertices = int(vertices)
     bits = checked_key_bits(vertices)
-    groups = csr_groups(summaries, task_budget // GROUP_SHARE_OF_BUDGET)
+    groups = csr_groups(summaries, task_budget // TASK_SHARES.count_group)
     bin_sources, bin_partitions, bin_edges = {}, {}, {}
     for k, (first, last) in enumerate(groups):
         filled = [s for s in summaries[first: last + 1] if s.edges]

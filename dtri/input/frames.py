@@ -23,6 +23,7 @@ from dtri.errors import InputError, InputNotFoundError
 from dtri.input.edges import EdgeArrays
 from dtri.kernels.canonicalize import checked_id_column
 from dtri.kernels.dispatch import is_device_object
+from dtri.options import Backend
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -240,7 +241,7 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
     elif is_path_like(edges):
         from dtri.input.read import collection_from_plan, read_edges
 
-        reader = "cudf" if backend == "gpu" else "pandas"
+        reader = Backend(backend).frames
         frame = (collection_from_plan(plan, read_options.get("storage_options"), reader)
                  if plan is not None else
                  read_edges(edges, columns=columns, dataframe_backend=reader,
@@ -264,9 +265,6 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
         frame = dd.from_pandas(edges, npartitions=parts, sort=False)
     if npartitions and frame.npartitions != npartitions:
         frame = frame.repartition(npartitions=npartitions)
-    on_gpu = is_device_object(frame._meta)
-    if backend == "gpu" and not on_gpu:
-        frame = frame.to_backend("cudf")
-    elif backend == "cpu" and on_gpu:
-        frame = frame.to_backend("pandas")
+    if is_device_object(frame._meta) != Backend(backend).on_gpu:
+        frame = frame.to_backend(Backend(backend).frames)
     return frame

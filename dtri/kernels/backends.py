@@ -14,10 +14,15 @@ from dtri.kernels.dispatch import (
     RADIX_SORT_MIN,
     RADIX_SORT_MIN_UNLOADED,
     array_module,
+    clique_counts_kernel,
     column_to_array,
     compiled_kernels_loaded,
+    cycle_credits_kernel,
+    cycle_records_kernel,
     frame_from_arrays,
+    imported_on_call,
     is_device_object,
+    list_triangles_kernel,
     series_from_arrays,
     sort_keys,
     to_host,
@@ -34,6 +39,13 @@ def _sort_numpy(keys: np.ndarray) -> np.ndarray:
     return radix_sort(keys)
 
 
+for kernel, name in ((list_triangles_kernel, "list_triangles_cpu"),
+                     (clique_counts_kernel, "clique_counts_cpu"),
+                     (cycle_records_kernel, "cycle_records_cpu"),
+                     (cycle_credits_kernel, "cycle_credits_cpu")):
+    kernel.register(np.ndarray, imported_on_call("dtri.kernels.cpu", name))
+
+
 @array_module.register_lazy("cupy")
 @sort_keys.register_lazy("cupy")
 @is_device_object.register_lazy("cupy")
@@ -41,6 +53,10 @@ def _sort_numpy(keys: np.ndarray) -> np.ndarray:
 @to_host.register_lazy("cupy")
 @column_to_array.register_lazy("cupy")
 @frame_from_arrays.register_lazy("cupy")
+@list_triangles_kernel.register_lazy("cupy")
+@clique_counts_kernel.register_lazy("cupy")
+@cycle_records_kernel.register_lazy("cupy")
+@cycle_credits_kernel.register_lazy("cupy")
 def _register_cupy() -> None:
     import dtri.kernels.gpu  # noqa: F401  (registers the CuPy implementations)
 

@@ -56,24 +56,19 @@ def radix_split(keys: Any, shift: int, nbins: int) -> dict[int, Any]:
             if piece.shape[0]}
 
 
-BIN_SHARE_OF_BUDGET = 4
-"""A bin of edge keys (8 bytes each) may use at most ``1 / BIN_SHARE_OF_BUDGET`` of a task's
-budget: its task also holds the bin's slices, its CSR and the scratch of building it."""
-
-
 def choose_bin_count(edges: int, workers: int, task_budget: int, requested: int | None,
-                     bits: int) -> int:
+                     bits: int, share: int) -> int:
     """Number of radix bins: the requested power of two, or enough that one bin of the edge
-    keys uses at most its share of a task's budget (:data:`BIN_SHARE_OF_BUDGET`) and, with
-    several workers, four bins per worker, so that the scheduler can even out bins of
-    unequal work."""
+    keys (8 bytes each) uses at most ``1 / share`` of a task's budget (the planner's share,
+    :attr:`dtri.runtime.budget.TaskShares.edge_bin`) and, with several workers, four bins
+    per worker, so that the scheduler can even out bins of unequal work."""
     limit = 1 << min(bits, MAX_BIN_BITS)
     if requested is not None:
         if requested < 1 or requested & (requested - 1):
             raise ValueError(f"bins must be a power of two, got {requested}")
         return min(requested, limit)
     wanted = max(4 * workers if workers > 1 else 1,
-                 -(-edges * 8 * BIN_SHARE_OF_BUDGET // max(task_budget, 1)))
+                 -(-edges * 8 * share // max(task_budget, 1)))
     return min(1 << (wanted - 1).bit_length(), limit)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dtri.errors import InputError
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_hash
-from dtri.kernels.dispatch import array_module, column_to_array, sort_keys
+from dtri.kernels.dispatch import array_module, column_to_array, is_device_object, sort_keys
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -183,7 +183,7 @@ def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
     src, dst = id_columns(frame)
     xp = array_module(vertices)
     n = vertex_count(vertices)
-    if xp.__name__ == "cupy" and dense_range(largest_id(vertices), 2 * src.shape[0]):
+    if is_device_object(vertices) and dense_range(largest_id(vertices), 2 * src.shape[0]):
         from dtri.kernels.orient import fused_prepare
 
         if fused_prepare():

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, unpack_keys
-from dtri.kernels.dispatch import array_module, sort_keys, to_host
+from dtri.kernels.dispatch import array_module, is_device_object, sort_keys, to_host
 
 PROFILE_POINTS = 1024
 """Evenly spaced rows whose adjacency lists bound the checkpoints of a wedge profile."""
@@ -89,7 +89,8 @@ def sources(csr: CSR, first: int = 0, last: int | None = None) -> Any:
     """The source (rank) of each edge ``first .. last - 1`` (default: all), int64."""
     xp = array_module(csr.offsets)
     last = csr.edges if last is None else last
-    if xp.__name__ == "numpy" and first == 0 and last == csr.edges:
+    if first == 0 and last == csr.edges and not is_device_object(csr.offsets):
+        # NumPy repeats by an array of counts; CuPy's repeat takes no array
         return xp.repeat(xp.arange(csr.low, csr.high, dtype=xp.int64), degrees(csr))
     rows = xp.arange(first, last, dtype=xp.int64)
     return xp.searchsorted(csr.offsets, rows, side="right") - 1 + csr.low

@@ -13,7 +13,9 @@ that use it, and a count of CuPy arrays does not import cuDF.
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -57,6 +59,34 @@ def compiled_kernels_loaded() -> bool:
 series_from_arrays = Dispatch("series_from_arrays")
 """A Series of the library of ``values`` (NumPy → pandas, CuPy → cuDF): ``values`` indexed by
 ``index``, named ``name``, its index named ``index_name``."""
+
+list_triangles_kernel = Dispatch("list_triangles_kernel")
+"""The compiled kernel that writes a group's triangle records
+(:func:`dtri.kernels.graphlets.list_triangles`), by the type of a partition's targets: numba's
+(:mod:`dtri.kernels.cpu`) on NumPy, CUDA's (:mod:`dtri.kernels.cuda_graphlets`) on CuPy."""
+
+clique_counts_kernel = Dispatch("clique_counts_kernel")
+"""The compiled kernel that counts 4-cliques over triangle records
+(:func:`dtri.kernels.graphlets.clique_counts`), numba's or CUDA's as above."""
+
+cycle_records_kernel = Dispatch("cycle_records_kernel")
+"""The compiled kernel that writes the oriented wedges of 4-cycles
+(:func:`dtri.kernels.graphlets.cycle_records`), numba's or CUDA's as above."""
+
+cycle_credits_kernel = Dispatch("cycle_credits_kernel")
+"""4-cycles at each vertex from wedge keys (:func:`dtri.kernels.graphlets.cycle_credits`):
+numba's kernel on NumPy, sorts and segment sums
+(:func:`dtri.kernels.graphlets.sorted_cycle_credits`) on CuPy."""
+
+
+def imported_on_call(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported the first time it is called: a compiled kernel registered
+    for its array type without loading numba or compiling CUDA before it is needed."""
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
+
+    call.__name__ = name
+    return call
 
 
 def host_frame(value: Any) -> Any:

@@ -11,9 +11,14 @@ import cupy
 
 from dtri.kernels.dispatch import (
     array_module,
+    clique_counts_kernel,
     column_to_array,
+    cycle_credits_kernel,
+    cycle_records_kernel,
     frame_from_arrays,
+    imported_on_call,
     is_device_object,
+    list_triangles_kernel,
     series_from_arrays,
     sort_keys,
     to_host,
@@ -55,3 +60,11 @@ def _cudf_series(values: cupy.ndarray, index: cupy.ndarray, name: str,
     import cudf
 
     return cudf.Series(values, index=cudf.Index(index, name=index_name), name=name)
+
+
+for kernel, name in ((list_triangles_kernel, "list_triangles_cuda"),
+                     (clique_counts_kernel, "clique_counts_cuda"),
+                     (cycle_records_kernel, "cycle_records_cuda")):
+    kernel.register(cupy.ndarray, imported_on_call("dtri.kernels.cuda_graphlets", name))
+cycle_credits_kernel.register(cupy.ndarray,
+                              imported_on_call("dtri.kernels.graphlets", "sorted_cycle_credits"))

@@ -41,7 +41,13 @@ import numpy as np
 
 from dtri.kernels.bins import split_by_bounds
 from dtri.kernels.csr import CSR, sources
-from dtri.kernels.dispatch import array_module
+from dtri.kernels.dispatch import (
+    array_module,
+    clique_counts_kernel,
+    cycle_credits_kernel,
+    cycle_records_kernel,
+    list_triangles_kernel,
+)
 from dtri.kernels.orient import weighted_counts
 
 ORBIT_SETS = ("all", "sigma0-4")
@@ -250,12 +256,8 @@ def list_triangles(part: CSR, group: CSR, per_edge: Any, first: int, last: int
     ac = xp.empty(total, dtype=xp.int64)
     bc = xp.empty(total, dtype=xp.int64)
     if total:
-        if xp.__name__ == "cupy":
-            from dtri.kernels.cuda_graphlets import list_triangles_cuda as run
-        else:
-            from dtri.kernels.cpu import list_triangles_cpu as run
-        run(part.dst, part.offsets, group.dst, group.offsets, group.low, group.high, first,
-            last, starts, ab, ac, bc)
+        list_triangles_kernel(part.dst, part.offsets, group.dst, group.offsets, group.low,
+                              group.high, first, last, starts, ab, ac, bc)
     return TriangleRecords(ab, ac, bc)
 
 
@@ -267,12 +269,9 @@ def clique_counts(part: CSR, group: CSR, top: CSR, records: TriangleRecords) -> 
     per_record = xp.zeros(records.ab.shape[0], dtype=xp.int64)
     per_edge = xp.zeros(part.edges, dtype=xp.int64)
     if records.ab.shape[0]:
-        if xp.__name__ == "cupy":
-            from dtri.kernels.cuda_graphlets import clique_counts_cuda as run
-        else:
-            from dtri.kernels.cpu import clique_counts_cpu as run
-        run(part.dst, part.offsets, group.dst, group.offsets, group.low, top.dst, top.offsets,
-            top.low, top.high, records.ab, records.ac, records.bc, per_record, per_edge)
+        clique_counts_kernel(part.dst, part.offsets, group.dst, group.offsets, group.low,
+                             top.dst, top.offsets, top.low, top.high, records.ab, records.ac,
+                             records.bc, per_record, per_edge)
     return per_record, per_edge
 
 
@@ -345,12 +344,8 @@ def cycle_records(part: CSR, inward: CSR, counts: Any, first: int, last: int,
     three = 3 * bits <= PACKED_ID_BITS
     out = xp.empty(total if three else (total, 2), dtype=xp.int64)
     if total:
-        if xp.__name__ == "cupy":
-            from dtri.kernels.cuda_graphlets import cycle_records_cuda as run
-        else:
-            from dtri.kernels.cpu import cycle_records_cpu as run
-        run(part.dst, part.offsets, part.low, inward.dst, inward.offsets, first, last,
-            starts, bits, out)
+        cycle_records_kernel(part.dst, part.offsets, part.low, inward.dst, inward.offsets,
+                             first, last, starts, bits, out)
     return out
 
 
@@ -370,11 +365,7 @@ def cycle_credits(keys: Any, bits: int, vertices: int) -> Any:
     xp = array_module(keys)
     if keys.shape[0] == 0:
         return xp.zeros(vertices, dtype=xp.int64)
-    if xp.__name__ == "numpy":
-        from dtri.kernels.cpu import cycle_credits_cpu
-
-        return cycle_credits_cpu(keys, bits, vertices)
-    return sorted_cycle_credits(keys, bits, vertices)
+    return cycle_credits_kernel(keys, bits, vertices)
 
 
 def sorted_cycle_credits(keys: Any, bits: int, vertices: int) -> Any:

@@ -56,7 +56,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dtri.kernels.csr import CSR
-from dtri.kernels.dispatch import array_module
+from dtri.kernels.dispatch import array_module, is_device_object
 from dtri.kernels.strategy import (
     CPU_KERNELS,
     CREDIT_DTYPE,
@@ -145,7 +145,7 @@ def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bo
         vw = xp.zeros(group.edges, dtype=CREDIT_DTYPE) if group_out is None else group_out
     if part.edges == 0 or group.edges == 0 or group.high <= group.low:
         return Intersection(0, uv, uw, vw)
-    if xp.__name__ == "cupy":
+    if is_device_object(part.offsets):
         from dtri.kernels.cuda import intersect_cuda
 
         found = intersect_cuda(part, group, uv, uw, vw, part_state, group_state, peel,

@@ -23,7 +23,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
-from dtri.kernels.dispatch import array_module
+from dtri.kernels.dispatch import array_module, is_device_object
 
 ORIENTATIONS = ("degree", "id", "adirection")
 """The orientations a rank function implements (``auto`` is resolved to one of them first)."""
@@ -278,7 +278,7 @@ def orient_keys(keys: Any, rank: Any | None, vertices: int) -> Any:
         return keys  # id orientation: low < high already
     xp = array_module(keys)
     bits = checked_key_bits(vertices)
-    if xp.__name__ == "cupy" and fused_prepare():
+    if is_device_object(keys) and fused_prepare():
         from dtri.kernels.cuda_prepare import oriented_keys  # one fused pass
 
         return oriented_keys(keys, rank, bits)

@@ -409,7 +409,7 @@ def kept_partitions(graph: Any, stage: str, lengths: list[int],
     checkpoint = graph.checkpoint
     results = None if checkpoint is None else checkpoint.partitions(stage, len(lengths))
     if results is not None and results.finished:
-        on_device = graph.backend == "gpu" and not graph.staging.on_host
+        on_device = graph.staging.in_gpu_memory
         values = list(timer.submit(stage, *results.read(graph.tasks, lengths, on_device)))
         timer.settle()
         saved = float(results.done.get("seconds", 0.0))

@@ -37,7 +37,7 @@ from dtri.kernels.orient import (
     hash_list_limit,
     orientation_reason,
 )
-from dtri.options import Options
+from dtri.options import Backend, Options
 from dtri.prepared.distributed import directed_again, prepare_partitions
 from dtri.prepared.inputs import (
     BYTES_PER_EDGE_IN_FLIGHT,
@@ -135,6 +135,12 @@ class PreparedGraph:
     """The stages this run skipped, found finished in its checkpoint, with the seconds they
     took when they ran (what skipping them saved)."""
     released: bool = False
+    task_budget: int = field(init=False, repr=False)
+    """Bytes one task may plan for: the runtime's, resolved once when it opened
+    (:attr:`dtri.runtime.session.Runtime.budget`)."""
+
+    def __post_init__(self) -> None:
+        self.task_budget = self.runtime.budget.per_task
 
     # ----------------------------------------------------------------- facts
 
@@ -157,17 +163,14 @@ class PreparedGraph:
         return self.runtime.staging
 
     @property
-    def backend(self) -> str:
+    def backend(self) -> Backend:
+        """The backend the graph was prepared on (its runtime's)."""
         return self.runtime.backend
 
     @property
     def tasks(self) -> Tasks:
         """The task builder of this graph's runtime."""
         return self.runtime.tasks()
-
-    @property
-    def task_budget(self) -> int:
-        return self.runtime.task_budget(self.options.memory_budget)
 
     def choices(self) -> dict[str, Any]:
         """The orientation and order this graph was prepared with, why, and the partition
@@ -401,7 +404,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     timer = runtime.timer(options.progress)
     staging = runtime.staging
     tasks = runtime.tasks()
-    task_budget = runtime.task_budget(options.memory_budget)
+    task_budget = runtime.budget.per_task
 
     local = isinstance(frame, list)  # an in-process run's arrays, in host memory already
     if not local:
@@ -415,7 +418,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         frame = frame.map_partitions(staging.input_partition, clear_divisions=True,
                                      meta=meta.to_pandas() if is_device_object(meta) else meta)
     inputs = read_inputs(frame, runtime, tasks, timer, task_budget)
-    check_budget(sum(inputs.rows), False, runtime, options.memory_budget)  # rows known now
+    check_budget(sum(inputs.rows), False, runtime.budget, runtime)  # rows known now
     read = {"partitions": len(inputs.rows), "rows": sum(inputs.rows),
             "largest_rows": max(inputs.rows, default=0)}
     parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
@@ -433,7 +436,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     epsilon = adirection_epsilon() if orientation in ("auto", "adirection") else None
     fan_in = vertex_fan_in(sum(inputs.rows), task_budget)
     if parts == 1:  # the whole graph in one task: no exchange needed
-        small = runtime.backend == "gpu" and sum(inputs.rows) <= host_prepare_edges()
+        small = runtime.backend.on_gpu and sum(inputs.rows) <= host_prepare_edges()
         whole = tasks.task("prepare", prepare_inputs_on_host if small else prepare_inputs,
                            orientation, list_limit, epsilon, *inputs.partitions, key=(0,))
         part, n, ids, degree, orientation, reason = timer.submit("prepare", *(
@@ -517,7 +520,7 @@ def open_saved(path: str, runtime: Runtime, options: Options,
     summaries = metadata["summaries"]
     check_files(fs, root, path, partitions)
     tasks, timer = runtime.tasks(), runtime.timer(options.progress)
-    on_device = runtime.backend == "gpu" and not runtime.staging.on_host
+    on_device = runtime.staging.in_gpu_memory
     shown = path.rstrip("/")
     parts = []
     for p in range(partitions):

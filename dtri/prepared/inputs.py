@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from dtri.input.edges import EdgeArrays
 from dtri.input.frames import arrays_on
 from dtri.kernels.dispatch import array_module
+from dtri.runtime.budget import TASK_SHARES, Budget
 from dtri.runtime.session import Runtime
 from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
@@ -75,7 +76,7 @@ def fitted_partitions(rows: int, runtime: Runtime, task_budget: int) -> int:
     return -(-max(wanted, spread) // workers) * workers
 
 
-def minimum_task_budget(rows: int) -> int:
+def minimum_budget(rows: int) -> int:
     """The least a task may plan for with ``rows`` input edges: their bytes in flight over at
     most :data:`MAX_PARTITIONS` partitions."""
     return -(-rows * BYTES_PER_EDGE_IN_FLIGHT // MAX_PARTITIONS)
@@ -106,37 +107,36 @@ def check_exchange_tasks(rows: int, partitions: int, threads_per_worker: int) ->
         f"raise {MAX_PLAN_TASKS}")
 
 
-def check_budget(rows: int | None, estimated: bool, runtime: Runtime | None,
-                 memory_budget: int | None) -> None:
-    """Refuse, up front and in one line, a budget below the minimum for ``rows`` input edges
-    (:func:`minimum_task_budget`), naming the least ``--memory-budget`` or, where the budget
-    follows the workers' memory, the least ``--rmm-pool-size`` / ``--memory-limit``. Without
-    a ``runtime`` (before one is opened) only a given ``memory_budget`` is checked: a task
-    gets at most that."""
-    if not rows or (runtime is None and memory_budget is None):
+def check_budget(rows: int | None, estimated: bool, budget: Budget | None,
+                 runtime: Runtime | None = None) -> None:
+    """Refuse, up front and in one line, a ``budget`` below the minimum for ``rows`` input
+    edges (:func:`minimum_budget`), naming the least ``--memory-budget`` or, where the
+    budget follows the workers' memory (of ``runtime``), the least ``--rmm-pool-size`` /
+    ``--memory-limit``. Before a runtime is opened only a given budget is checked
+    (:func:`dtri.runtime.budget.given_budget`; ``None`` where there is none): a task gets at
+    most that."""
+    if not rows or budget is None:
         return
     from dask.utils import format_bytes
 
     from dtri.errors import ConfigurationError
 
-    needed = minimum_task_budget(rows)
-    budget = memory_budget if runtime is None else runtime.task_budget(memory_budget)
-    if budget >= needed:
+    needed = minimum_budget(rows)
+    if budget.per_task >= needed:
         return
-    per_worker = needed * max(1, runtime.threads_per_worker if runtime else 1)
     about = f"{'about ' if estimated else ''}{rows:,} input edges"
     why = (f"{about} at {BYTES_PER_EDGE_IN_FLIGHT} B each in flight need a task budget of "
            f"at least {format_bytes(needed)}, to fit in {MAX_PARTITIONS} partitions")
-    if memory_budget is not None:
-        raise ConfigurationError(f"--memory-budget {format_bytes(memory_budget)} is below the "
-                                 f"minimum for this input: {why}; give --memory-budget "
-                                 f"{per_worker} or more")
-    least = math.ceil(per_worker / runtime.staging.budget_fraction)
+    if budget.given or runtime is None:
+        raise ConfigurationError(f"--memory-budget {format_bytes(budget.per_worker)} is below "
+                                 f"the minimum for this input: {why}; give --memory-budget "
+                                 f"{budget.per_worker_for(needed)} or more")
+    least = budget.memory_for(needed)
     if runtime.capped:
         raise ConfigurationError(
             f"--rmm-pool-size {format_bytes(runtime.caps.rmm_pool_size)} is below the minimum "
             f"for this input: {why}; give --rmm-pool-size {format_bytes(least)} or more")
-    memory = "GPU memory" if runtime.backend == "gpu" else "memory"
+    memory = "GPU memory" if runtime.backend.on_gpu else "memory"
     raise ConfigurationError(
         f"the workers' {memory} ({format_bytes(runtime.worker_memory)}) is below the minimum "
         f"for this input: {why}; give the workers {format_bytes(least)} or more "
@@ -258,7 +258,7 @@ def input_rows(partitions: list[Any], holders: list[str | None], sizes: list[int
     budget of bytes by ``sizes``, since a worker that spilled them brings a task's inputs
     back to the device together). A task per partition costs a scheduler round trip each:
     0.15 s for RMAT 26's 64 partitions on 4 GPUs."""
-    groups = input_groups(sizes, holders, task_budget // 2)
+    groups = input_groups(sizes, holders, task_budget // TASK_SHARES.read_group)
     counted = []
     for g, members in enumerate(groups):
         holder = holders[members[0]]

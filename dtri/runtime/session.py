@@ -44,12 +44,19 @@ from dask.utils import format_bytes, parse_bytes
 
 from dtri.errors import ConfigurationError
 from dtri.options import (
-    BACKENDS,
     LOCAL_SCHEDULERS,
     PROTOCOLS,
     RMM_ALIGNMENT,
+    Backend,
     Options,
     refuse_local_cluster_options,
+)
+from dtri.runtime.budget import (
+    TASK_SHARES,
+    Budget,
+    given_budget,
+    resolve_budget,
+    worker_budget,
 )
 from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.host_meter import read_host_peaks
@@ -57,7 +64,6 @@ from dtri.runtime.host_plan import HostPlan, host_plan
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
 from dtri.runtime.scaling import WorkerChoice
 from dtri.runtime.staging import (
-    DEFAULT_BUDGET_FRACTION,
     PINNED_SHARE_OF_HOST_MEMORY,
     Staging,
     resolve_staging,
@@ -149,20 +155,23 @@ def memory_caps(memory_limit: int | str | None = None,
                       None if spill_directory is None else os.fspath(spill_directory))
 
 
-def default_device_memory_limit(rmm_pool_size: int, memory_budget: int | None) -> int:
+def default_device_memory_limit(rmm_pool_size: int, worker_budget: int) -> int:
     """Device memory limit for an RMM pool given without one: the pool less room for the
-    running tasks, twice the per-worker memory budget (a quarter of the pool by default), so
-    at most half the pool holds stored results; never below a quarter of the pool.
+    running tasks, twice the per-worker memory budget, so that at most half the pool holds
+    stored results; never below a quarter of the pool.
 
     dask-cuda's own default (80 % of the whole GPU) would be above a smaller pool: stored
     results would never move to host memory, and the pool would run out instead."""
-    budget = memory_budget or int(rmm_pool_size * DEFAULT_BUDGET_FRACTION)
-    return max(rmm_pool_size - 2 * budget, rmm_pool_size // 4)
+    return max(rmm_pool_size - 2 * worker_budget, rmm_pool_size // 4)
 
 
-def resolve_caps(caps: MemoryCaps, backend: str, memory_budget: int | None) -> MemoryCaps:
-    """Check ``caps`` against the backend and the budget; fill in the device memory limit of
-    an RMM pool (:func:`default_device_memory_limit`)."""
+def resolve_caps(caps: MemoryCaps, backend: str, given: Budget | None) -> MemoryCaps:
+    """Check ``caps`` against the backend and the ``given`` budget (:func:`dtri.runtime.
+    budget.given_budget`); fill in the device memory limit of an RMM pool
+    (:func:`default_device_memory_limit`). Stored results wait in device memory only under
+    device staging, so the limit leaves room for that staging's budget (a quarter of the
+    pool by default), whatever the staging of the run that starts the workers: a later run
+    on them may stage on the device."""
     gpu_only = [option for option in ("--device-memory-limit", "--rmm-pool-size")
                 if option in caps.given()]
     if gpu_only and backend != "gpu":
@@ -179,13 +188,14 @@ def resolve_caps(caps: MemoryCaps, backend: str, memory_budget: int | None) -> M
     pool = pool // RMM_ALIGNMENT * RMM_ALIGNMENT
     if pool <= 0:
         raise ConfigurationError(f"--rmm-pool-size must be at least {RMM_ALIGNMENT} bytes")
-    if memory_budget is not None and memory_budget >= pool:
+    if given is not None and given.per_worker >= pool:
         raise ConfigurationError(
-            f"--memory-budget {format_bytes(memory_budget)} is not below --rmm-pool-size "
+            f"--memory-budget {format_bytes(given.per_worker)} is not below --rmm-pool-size "
             f"{format_bytes(pool)}: the plan would need more GPU memory than the pool holds")
     device = caps.device_memory_limit
     if device is None:
-        device = default_device_memory_limit(pool, memory_budget)
+        device = default_device_memory_limit(
+            pool, worker_budget(given, pool, Staging("device", backend)))
     elif device >= pool:
         raise ConfigurationError(
             f"--device-memory-limit {format_bytes(device)} is not below --rmm-pool-size "
@@ -203,7 +213,8 @@ run's own reading)."""
 class Runtime:
     """The resources of one run, as the planner sees them."""
 
-    backend: str
+    backend: Backend
+    """The backend, decided once (:func:`choose_backend`); a name given here is checked."""
     client: Any  # distributed.Client, or None for a local Dask scheduler
     workers: int
     threads_per_worker: int
@@ -215,8 +226,12 @@ class Runtime:
     caps: MemoryCaps = field(default_factory=MemoryCaps)
     """The workers' memory caps (the smallest over the workers); ``worker_memory`` is the
     RMM pool on GPU workers that have one, the memory limit on CPU workers."""
-    staging: Staging = field(default_factory=Staging)
-    """Where stage results wait between tasks (:func:`dtri.runtime.staging.resolve_staging`)."""
+    staged: str = "device"
+    """Where stage results wait between tasks, ``host`` or ``device``
+    (:func:`dtri.runtime.staging.resolve_staging`): :attr:`staging`."""
+    budget: Budget = None  # type: ignore[assignment]  # resolved in __post_init__ if not given
+    """The memory one worker and one task plan for (:mod:`dtri.runtime.budget`), resolved
+    when the runtime opens; made here without ``--memory-budget`` where none is given."""
     meter: StageMeter | None = None
     """The stage meter of this process, where a local Dask scheduler runs the tasks here and
     something is measured (on a cluster each worker has its own: :mod:`dtri.runtime.meter`)."""
@@ -247,6 +262,17 @@ class Runtime:
     """How each worker's host memory limit is shared out, where dtri started the workers
     with one (:mod:`dtri.runtime.host_plan`)."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backend", Backend(self.backend))
+        if self.budget is None:
+            object.__setattr__(self, "budget", resolve_budget(
+                None, self.worker_memory, self.threads_per_worker, self.staging))
+
+    @property
+    def staging(self) -> Staging:
+        """Where stage results wait, for tasks on this runtime's backend."""
+        return Staging(self.staged, self.backend)
+
     def tasks(self) -> Tasks:
         """The task builder of a stage of this run."""
         return Tasks(self.staging, self.addresses, self.eager, self.meter, self.allocator)
@@ -256,7 +282,7 @@ class Runtime:
         end of each stage)."""
         return StageTimer(self.client, progress, eager=self.eager,
                           synchronize=_synchronize_device if self.eager and
-                          self.backend == "gpu" else None,
+                          self.backend.on_gpu else None,
                           host_note=self._host_note if self.host_metered else None)
 
     def _host_note(self) -> str:
@@ -291,17 +317,10 @@ class Runtime:
             return MovedBytes(False)
         return read_moved_bytes(self.client)
 
-    def task_budget(self, memory_budget: int | None) -> int:
-        """Bytes one task may plan for: the per-worker budget shared by its threads (by
-        default a quarter of the worker's memory; half of the GPU's under host staging, where
-        the device holds nothing between tasks)."""
-        budget = memory_budget or int(self.worker_memory * self.staging.budget_fraction)
-        return max(1, budget // max(1, self.threads_per_worker))
-
     @property
     def capped(self) -> bool:
         """GPU workers whose memory an RMM pool that cannot grow caps."""
-        return self.backend == "gpu" and self.caps.rmm_pool_size is not None
+        return self.backend.on_gpu and self.caps.rmm_pool_size is not None
 
 
 def gpu_available() -> bool:
@@ -323,30 +342,30 @@ def gpu_min_edges() -> int:
 
 
 def choose_backend(requested: str, input_on_gpu: bool, rows: int | None = None
-                   ) -> tuple[str, str]:
-    """``cpu`` or ``gpu`` for a requested ``auto``/``cpu``/``gpu`` and an input of ``rows``
-    edges (``None``: not known before it is read), with one line on why."""
-    if requested not in BACKENDS:
-        raise ConfigurationError(f"backend must be one of {', '.join(BACKENDS)}, got {requested!r}")
+                   ) -> tuple[Backend, str]:
+    """The :class:`~dtri.options.Backend` for a requested ``auto``/``cpu``/``gpu`` (checked
+    by :class:`~dtri.options.Options`) and an input of ``rows`` edges (``None``: not known
+    before it is read), with one line on why."""
     if requested == "gpu" or (requested == "auto" and input_on_gpu):
         if not gpu_available():
             raise ConfigurationError(
                 "the GPU backend needs cuDF, dask-cuDF, dask-cuda and CuPy with a visible GPU "
                 '(pip install "dtri[cuda13]"); use --backend cpu to run on pandas'
             )
-        return "gpu", "--backend gpu" if requested == "gpu" else "auto: the input is on the GPU"
+        return Backend.GPU, ("--backend gpu" if requested == "gpu"
+                             else "auto: the input is on the GPU")
     if requested == "cpu":
-        return "cpu", "--backend cpu"
+        return Backend.CPU, "--backend cpu"
     if not gpu_available():
-        return "cpu", "auto: no usable GPU"
+        return Backend.CPU, "auto: no usable GPU"
     smallest = gpu_min_edges()
     if rows is not None and rows < smallest:
-        return "cpu", (f"auto: {rows} edges, fewer than {GPU_MIN_EDGES} = {smallest}, below "
-                       "which the CPU measured faster")
-    return "gpu", "auto: a usable GPU"
+        return Backend.CPU, (f"auto: {rows} edges, fewer than {GPU_MIN_EDGES} = {smallest}, "
+                             "below which the CPU measured faster")
+    return Backend.GPU, "auto: a usable GPU"
 
 
-def resolve_backend(requested: str, input_on_gpu: bool, rows: int | None = None) -> str:
+def resolve_backend(requested: str, input_on_gpu: bool, rows: int | None = None) -> Backend:
     """``cpu`` or ``gpu`` for a requested ``auto``/``cpu``/``gpu`` (:func:`choose_backend`)."""
     return choose_backend(requested, input_on_gpu, rows)[0]
 
@@ -498,23 +517,21 @@ def failsafe_spill_buffer(worker_local_directory: str,
         max_spill=False if max_spill is False else parse_bytes(max_spill))
 
 
-def local_host_plan(backend: str, caps: MemoryCaps, memory_budget: int | None,
+def local_host_plan(backend: str, caps: MemoryCaps, given: Budget | None,
                     staging: str = "auto") -> HostPlan | None:
     """How the host memory limit of the workers of a local cluster is shared out
     (:func:`dtri.runtime.host_plan.host_plan`, which refuses one too small); ``None``
     without a limit. ``caps`` must have been through :func:`resolve_caps`; the workers run
-    one thread each."""
+    one thread each, and plan for the budget they will have (:func:`dtri.runtime.budget.
+    resolve_budget`: the ``given`` one, else a share of the GPU's memory or of the limit)."""
     limit = caps.memory_limit
     if limit is None:
         return None
     staged = resolve_staging(staging, backend, caps.rmm_pool_size is not None)
-    if memory_budget is not None or backend == "cpu":
-        budget = memory_budget or int(limit * staged.budget_fraction)
-    else:
-        budget = int((caps.rmm_pool_size or _device_memory()) * staged.budget_fraction)
-    return host_plan(limit, backend, staged.moves, budget, threads=1,
-                     budget_given=memory_budget is not None,
-                     budget_fraction=staged.budget_fraction,
+    memory = limit if backend == "cpu" else (lambda: caps.rmm_pool_size or _device_memory())
+    budget = resolve_budget(given, memory, 1, staged)
+    return host_plan(limit, backend, staged.moves, budget.per_worker, threads=1,
+                     budget_given=budget.given, budget_fraction=budget.share_of_memory,
                      pinned_share=PINNED_SHARE_OF_HOST_MEMORY)
 
 
@@ -822,11 +839,13 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def in_process_budget(backend: str = "cpu") -> int:
-    """Bytes one task of an in-process run may plan for: a quarter of this machine's memory,
-    or of the current GPU's, as for a worker (:meth:`Runtime.task_budget`)."""
+def in_process_budget(backend: str = "cpu", staging: str = "auto") -> int:
+    """Bytes one task of an in-process run may plan for by default: the share of this
+    machine's memory, or of the current GPU's, that a worker's budget takes under the
+    ``staging`` asked for (:func:`dtri.runtime.budget.resolve_budget`; a quarter but for
+    host staging on the GPU)."""
     memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
-    return int(memory * DEFAULT_BUDGET_FRACTION)
+    return worker_budget(None, memory, resolve_staging(staging, backend, capped=False))
 
 
 def runs_on_this_machine(options: Options) -> bool:
@@ -886,23 +905,25 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
     a cluster to start or the active client's), with one line on why. With nothing named, a
     run whose input fits one task's budget (``input_rows`` of ``row_bytes`` each; ``None``:
     not known before it is read) runs in this process, on the CPU or the current GPU. The
-    budget is a quarter of the machine's or the GPU's memory, or ``--memory-budget`` where
-    that is larger: the user's word that one task may plan for it (a smaller one still runs
-    here, in more partitions)."""
+    budget is the default share of the machine's or the GPU's memory
+    (:func:`in_process_budget`), or ``--memory-budget`` where that is larger: the user's word
+    that one task may plan for it (a smaller one still runs here, in more partitions)."""
     if (named := named_placement(options, caps)) is not None:
         return named
     if input_rows is None:
         return None, "a local cluster: the input's size is not known before it is read"
-    budget = max(options.memory_budget or 0, in_process_budget(backend))
+    given = given_budget(options)
+    default = in_process_budget(backend, options.staging)
+    budget = max(given.per_task if given else 0, default)
     if input_rows * row_bytes > budget:
         return None, (f"a local cluster: {input_rows} edges need more than one task's budget "
                       f"in this process ({format_bytes(budget)})")
     where = "this process" if backend == "cpu" else f"this process, on {_device_name()}"
     fits = f"fits one task's budget ({format_bytes(budget)})"
-    if options.memory_budget is not None and options.memory_budget < budget:
-        fits = (f"fits a quarter of the {'GPU' if backend == 'gpu' else 'machine'}'s memory "
-                f"({format_bytes(budget)}); its tasks plan for --memory-budget "
-                f"{format_bytes(options.memory_budget)}")
+    if given is not None and given.per_task < budget:
+        fits = (f"fits the default budget of the {'GPU' if backend == 'gpu' else 'machine'}'s "
+                f"memory ({format_bytes(budget)}); its tasks plan for --memory-budget "
+                f"{format_bytes(given.per_task)}")
     return "synchronous", (f"{where}, no cluster: the input ({input_rows} edges or fewer) "
                            f"{fits}")
 
@@ -921,25 +942,28 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
     running one has its own; caps given for one raise :class:`ConfigurationError`); the
     memory budget only sizes the device memory limit of an RMM pool given without one
     (:func:`default_device_memory_limit`). The staging is resolved against the workers' caps
-    (:func:`dtri.runtime.staging.resolve_staging`), and under host staging on GPU workers each
-    worker gets its staging state (:class:`dtri.runtime.plugin.StagingPlugin`) for as long
-    as the block lasts."""
+    (:func:`dtri.runtime.staging.resolve_staging`), then the memory budget against the
+    workers' memory, threads and staging (:func:`dtri.runtime.budget.resolve_budget`); under
+    host staging on GPU workers each worker gets its staging state
+    (:class:`dtri.runtime.plugin.StagingPlugin`) for as long as the block lasts."""
     backend, backend_reason = choose_backend(options.backend, input_on_gpu,
                                              input_rows if one_input else None)
     caps = options_caps(options)
+    given = given_budget(options)
     scheduler, reason = placement(options, backend, caps, input_rows, row_bytes)
     with _opened(backend, scheduler, options.scheduler_file, options.worker_count,
-                 options.protocol, caps, options.memory_budget, input_rows,
-                 options.staging) as runtime:
+                 options.protocol, caps, given, input_rows, options.staging) as runtime:
         chosen = f"; {runtime.workers_choice.reason}" if runtime.workers_choice else ""
-        runtime = replace(runtime, staging=resolve_staging(options.staging, backend,
-                                                           runtime.capped),
+        staging = resolve_staging(options.staging, backend, runtime.capped)
+        runtime = replace(runtime, staged=staging.where,
+                          budget=resolve_budget(given, runtime.worker_memory,
+                                                runtime.threads_per_worker, staging),
                           reason=f"{reason}; {backend} backend ({backend_reason}){chosen}")
         if runtime.staging.on_host and options.join == "wedges":
             raise ConfigurationError(
                 "host staging (the default with a capped RMM pool) counts with the fused "
                 "join: give --join intersect or auto, or --staging device")
-        with _staging_state(runtime, options.memory_budget), \
+        with _staging_state(runtime), \
                 _stage_meter(runtime) as runtime, _transfer_ledgers(runtime) as runtime, \
                 _device_pool(runtime) as runtime:
             yield runtime
@@ -963,7 +987,7 @@ def _stage_meter(runtime: Runtime) -> Iterator[Runtime]:
     if runtime.client is None:
         # auto measures no in-process GPU run: its arrays come from CuPy's memory pool
         # (_device_pool), which RMM's statistics do not see; dtri.meter=rmm measures it
-        pooled = runtime.eager and runtime.backend == "gpu" and choice == "auto"
+        pooled = runtime.eager and runtime.backend.on_gpu and choice == "auto"
         probe = None if pooled else make_probe(runtime.backend, choice)
         if probe is None:
             yield runtime
@@ -981,7 +1005,7 @@ def _stage_meter(runtime: Runtime) -> Iterator[Runtime]:
     with ExitStack() as stack:
         stack.enter_context(_worker_plugin(runtime.client, HOST_METER_NAME, HostMeterPlugin))
         runtime = replace(runtime, host_metered=True)
-        if choice != "auto" or runtime.backend == "gpu":
+        if choice != "auto" or runtime.backend.on_gpu:
             stack.enter_context(_worker_plugin(runtime.client, METER_NAME,
                                                lambda: MeterPlugin(runtime.backend, choice)))
             runtime = replace(runtime, metered=True)
@@ -1014,7 +1038,7 @@ def _device_pool(runtime: Runtime) -> Iterator[Runtime]:
     of each: wiki-Vote's in-session count took 13.9 ms through RMM and 5.4-6.8 ms from the
     pool on one H100, its per-vertex triangles 21 ms and 9.5-13 ms. A run measured through
     RMM (``dtri.meter=rmm``) keeps allocating through it."""
-    if not (runtime.eager and runtime.backend == "gpu" and runtime.meter is None):
+    if not (runtime.eager and runtime.backend.on_gpu and runtime.meter is None):
         yield runtime
         return
     import cupy
@@ -1027,21 +1051,16 @@ def _device_pool(runtime: Runtime) -> Iterator[Runtime]:
 
 
 @contextmanager
-def _staging_state(runtime: Runtime, memory_budget: int | None) -> Iterator[None]:
-    """Each worker's :class:`~dtri.runtime.staging.StagingState` (its device cache, a quarter
+def _staging_state(runtime: Runtime) -> Iterator[None]:
+    """Each worker's :class:`~dtri.runtime.staging.StagingState` (its device cache, its share
     of a task's budget, and its arena of page-locked memory) while host staging moves data
     to GPU workers; this process's under a local scheduler."""
-    from dtri.runtime.staging import (
-        CACHE_SHARE_OF_BUDGET,
-        PLUGIN_NAME,
-        end_local_staging,
-        start_local_staging,
-    )
+    from dtri.runtime.staging import PLUGIN_NAME, end_local_staging, start_local_staging
 
     if not runtime.staging.moves:
         yield
         return
-    limit = runtime.task_budget(memory_budget) // CACHE_SHARE_OF_BUDGET
+    limit = runtime.budget.per_task // TASK_SHARES.device_cache
     if runtime.client is None:
         start_local_staging(limit, pinned=True)
         try:
@@ -1078,7 +1097,7 @@ def _has_worker_plugin(name: str, dask_scheduler: Any = None) -> bool:
 @contextmanager
 def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             workers: int | None, protocol: str, caps: MemoryCaps,
-            memory_budget: int | None, input_rows: int | None = None,
+            given: Budget | None, input_rows: int | None = None,
             staging: str = "auto") -> Iterator[Runtime]:
     """:func:`open_runtime` before the staging is resolved. A local GPU cluster started here
     without a worker count keeps the GPUs that :func:`dtri.runtime.scaling.choose_workers`
@@ -1086,7 +1105,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
     shared out (:func:`local_host_plan`, ``staging`` the one asked for) before the cluster
     starts, and refused there if too small."""
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    caps = resolve_caps(caps, backend, memory_budget)
+    caps = resolve_caps(caps, backend, given)
     if address in LOCAL_SCHEDULERS:
         _refuse_caps_for(caps, f"--scheduler {address} (no workers)")
     elif address or scheduler_file:
@@ -1119,7 +1138,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             stack.callback(client.close)
         elif (client := active_client()) is None:
             check_local_workers(backend, workers)
-            plan = local_host_plan(backend, caps, memory_budget, staging)
+            plan = local_host_plan(backend, caps, given, staging)
             chosen = resolve_protocol(protocol, backend, workers)
             _prepare_spill_directory(caps.spill_directory)
             if plan is not None:

@@ -45,31 +45,24 @@ from typing import Any
 
 import numpy as np
 
-from dtri.options import STAGINGS
-
-CACHE_SHARE_OF_BUDGET = 4
-"""The device cache of a worker holds at most a quarter of a task's memory budget."""
+from dtri.options import STAGINGS, Backend
 
 CACHED_MIN_BYTES = 1 << 20
 """Smaller inputs are copied each time: the cache is for vertex-wide arrays."""
-
-STAGED_BUDGET_FRACTION = 0.5
-"""Share of a capped GPU one task may plan for under host staging: a stage's results wait in
-host memory, so the pool holds the running task and the device cache of vertex-wide arrays (a
-quarter of the budget) and nothing else."""
-
-DEFAULT_BUDGET_FRACTION = 0.25
-"""Share of a worker's memory (GPU memory on the GPU backend) one count may plan for."""
 
 
 @dataclass(frozen=True)
 class Staging:
     """Where stage results wait between tasks (``where``: ``host`` or ``device``) for tasks
-    that run on ``backend`` (``cpu`` or ``gpu``). Small and picklable: tasks that move their
+    that run on ``backend`` (``cpu`` or ``gpu``): a run's is made from its runtime's backend
+    (:attr:`dtri.runtime.session.Runtime.staging`). Small and picklable: tasks that move their
     own data receive it as an argument."""
 
     where: str = "device"
-    backend: str = "cpu"
+    backend: Backend = Backend.CPU
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backend", Backend(self.backend))
 
     @property
     def on_host(self) -> bool:
@@ -77,9 +70,14 @@ class Staging:
         return self.where == "host"
 
     @property
+    def in_gpu_memory(self) -> bool:
+        """Results wait in GPU memory (device staging on GPU workers)."""
+        return not self.on_host and self.backend.on_gpu
+
+    @property
     def moves(self) -> bool:
         """Each task moves its inputs to the GPU and its results back."""
-        return self.on_host and self.backend == "gpu"
+        return self.on_host and self.backend.on_gpu
 
     @property
     def folds_per_worker(self) -> bool:
@@ -87,11 +85,6 @@ class Staging:
         a time on the device, instead of one vertex-wide array per partition crossing the bus
         twice (RMAT 26: 64 degree arrays of 0.5 GB)."""
         return self.on_host
-
-    @property
-    def budget_fraction(self) -> float:
-        """Share of a worker's memory a task plans for by default."""
-        return STAGED_BUDGET_FRACTION if self.moves else DEFAULT_BUDGET_FRACTION
 
     def wrap(self, func: Callable[..., Any], on_host: bool = False,
              moves_own_data: bool = False) -> Callable[..., Any]:
@@ -108,7 +101,7 @@ class Staging:
 
     def on_cpu(self) -> Staging:
         """The same staging for tasks that compute on the host: its moves are identities."""
-        return Staging(self.where, "cpu")
+        return Staging(self.where, Backend.CPU)
 
     def to_device(self, value: Any) -> Any:
         """``value`` where the task computes: moved to the GPU under host staging on GPU
@@ -127,14 +120,14 @@ class Staging:
         return host_frame(frame) if self.on_host else frame
 
 
-def resolve_staging(requested: str, backend: str, capped: bool) -> Staging:
+def resolve_staging(requested: str, backend: Backend | str, capped: bool) -> Staging:
     """The :class:`Staging` of a run: ``auto`` stages on the host when the GPU workers'
     memory is capped by an RMM pool that cannot grow (``--rmm-pool-size``, or
     ``dask cuda worker --rmm-maximum-pool-size``), since the graph then may not fit."""
     if requested not in STAGINGS:
         raise ValueError(f"staging must be one of {STAGINGS}, got {requested!r}")
     if requested == "auto":
-        requested = "host" if backend == "gpu" and capped else "device"
+        requested = "host" if Backend(backend).on_gpu and capped else "device"
     return Staging(requested, backend)
 
 
@@ -147,12 +140,12 @@ class OnDevice:
 
     __slots__ = ("backend", "func")
 
-    def __init__(self, func: Callable[..., Any], backend: str):
+    def __init__(self, func: Callable[..., Any], backend: Backend):
         self.func = func
-        self.backend = backend
+        self.backend = Backend(backend)
 
     def __call__(self, *args: Any) -> Any:
-        if self.backend != "gpu":
+        if not self.backend.on_gpu:
             return self.func(*args)
         return device_or_host(self.func, args)
 

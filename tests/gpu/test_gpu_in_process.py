@@ -152,7 +152,7 @@ def test_a_session_keeps_one_gpu_runtime_for_every_graph(no_cluster):
 
 
 def test_an_input_beyond_one_task_starts_a_cluster(monkeypatch):
-    monkeypatch.setattr("dtri.runtime.session.in_process_budget", lambda backend="cpu": 1)
+    monkeypatch.setattr("dtri.runtime.session.in_process_budget", lambda *_: 1)
     with dtri.prepare(str(KARATE), backend="gpu") as graph:
         assert graph.runtime.client is not None
         assert "local cluster" in graph.runtime.reason

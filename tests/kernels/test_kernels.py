@@ -107,13 +107,15 @@ def test_count_closed_counts_members():
 
 
 def test_bin_count_choice():
-    assert choose_bin_count(1000, 4, 10**9, None, 20) == 16  # four bins per worker
-    assert choose_bin_count(1000, 1, 10**9, None, 20) == 1
-    assert choose_bin_count(1000, 1, 8 * 1000, None, 20) == 4  # edges use <= 1/4 of a task
-    assert choose_bin_count(10, 1, 10**9, 8, 20) == 8
-    assert choose_bin_count(10, 1, 10**9, 1 << 20, 3) == 8  # never more bins than id space
+    share = 4  # a bin's edge keys use at most a quarter of a task's budget
+    assert choose_bin_count(1000, 4, 10**9, None, 20, share) == 16  # four bins per worker
+    assert choose_bin_count(1000, 1, 10**9, None, 20, share) == 1
+    assert choose_bin_count(1000, 1, 8 * 1000, None, 20, share) == 4  # edges use <= 1/4
+    assert choose_bin_count(1000, 1, 8 * 1000, None, 20, 2) == 2  # a half: half the bins
+    assert choose_bin_count(10, 1, 10**9, 8, 20, share) == 8
+    assert choose_bin_count(10, 1, 10**9, 1 << 20, 3, share) == 8  # never more than id space
     with pytest.raises(ValueError, match="power of two"):
-        choose_bin_count(10, 1, 10**9, 3, 20)
+        choose_bin_count(10, 1, 10**9, 3, 20, share)
 
 
 @given(oriented_graphs, st.integers(1, 4))

@@ -98,18 +98,17 @@ def test_an_rmm_pool_below_the_minimum_is_named_with_the_least_pool():
     """Under a pool the budget follows it (half, under host staging): the least pool is what
     makes the budget the minimum."""
     from dtri.errors import ConfigurationError
-    from dtri.prepared.inputs import check_budget, minimum_task_budget
+    from dtri.prepared.inputs import check_budget, minimum_budget
     from dtri.runtime.session import MemoryCaps, Runtime
-    from dtri.runtime.staging import Staging
 
     pool = 1 << 30
     runtime = Runtime("gpu", None, 1, 1, pool, caps=MemoryCaps(rmm_pool_size=pool),
-                      staging=Staging("host", "gpu"))
+                      staged="host")
     rows = 16 << 30  # 16 Gi edges: 2 GiB a task at least
-    assert minimum_task_budget(rows) == 2 << 30
+    assert minimum_budget(rows) == 2 << 30
     with pytest.raises(ConfigurationError) as error:
-        check_budget(rows, False, runtime, None)
+        check_budget(rows, False, runtime.budget, runtime)
     assert str(error.value).startswith("--rmm-pool-size 1.00 GiB is below the minimum for "
                                        "this input: 17,179,869,184 input edges")
     assert str(error.value).endswith("give --rmm-pool-size 4.00 GiB or more")
-    check_budget(1 << 30, False, runtime, None)  # a Gi edges fit a 1 GiB pool
+    check_budget(1 << 30, False, runtime.budget, runtime)  # a Gi edges fit a 1 GiB pool

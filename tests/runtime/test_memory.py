@@ -24,6 +24,7 @@ import dtri
 from dtri.cli import main
 from dtri.errors import ConfigurationError
 from dtri.options import Options
+from dtri.runtime.budget import given_budget
 from dtri.runtime.host_plan import worker_overhead
 from dtri.runtime.memory import measured_memory
 from dtri.runtime.session import (
@@ -225,7 +226,8 @@ def test_rmm_pool_caps_are_checked_and_leave_room_for_the_running_tasks():
         resolve_caps(MemoryCaps(device_memory_limit=8 * gib, rmm_pool_size=8 * gib), "gpu",
                      None)
     with pytest.raises(ConfigurationError, match=r"--memory-budget 8\.00 GiB is not below"):
-        resolve_caps(MemoryCaps(rmm_pool_size=8 * gib), "gpu", 8 * gib)
+        resolve_caps(MemoryCaps(rmm_pool_size=8 * gib), "gpu",
+                     given_budget(Options(memory_budget=8 * gib)))
     with pytest.raises(ConfigurationError, match="--memory-limit must be positive"):
         resolve_caps(MemoryCaps(memory_limit=0), "cpu", None)
     with pytest.raises(ConfigurationError, match="needs the GPU backend"):

@@ -172,10 +172,10 @@ def test_auto_staging_is_host_only_for_a_capped_gpu():
     with pytest.raises(ValueError):
         resolve_staging("disk", "cpu", capped=False)
     capped = Runtime("gpu", None, 1, 1, 8 << 30, caps=MemoryCaps(rmm_pool_size=8 << 30),
-                     staging=Staging("host", "gpu"))
+                     staged="host")
     assert capped.capped
-    assert capped.task_budget(None) == 4 << 30  # half the pool: nothing else is stored there
-    assert Runtime("gpu", None, 1, 1, 8 << 30).task_budget(None) == 2 << 30
+    assert capped.budget.per_task == 4 << 30  # half the pool: nothing else is stored there
+    assert Runtime("gpu", None, 1, 1, 8 << 30).budget.per_task == 2 << 30
 
 
 def test_cli_staging_option_and_the_wedges_join_refusal():
