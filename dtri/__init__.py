@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from dtri.analytics.estimate import Approx, Estimate
     from dtri.api import Session, count, count_triangles, open_prepared, prepare
     from dtri.errors import ConfigurationError, DtriError, InputError
+    from dtri.input.generate import generated
     from dtri.input.read import read_edges
     from dtri.options import Options
     from dtri.prepared.graph import PreparedGraph
@@ -40,6 +41,7 @@ _HOMES = {
     "Session": "dtri.api",
     "count": "dtri.api",
     "count_triangles": "dtri.api",
+    "generated": "dtri.input.generate",
     "open_prepared": "dtri.api",
     "prepare": "dtri.api",
     "read_edges": "dtri.input.read",
@@ -58,6 +60,7 @@ __all__ = [
     "Session",
     "count",
     "count_triangles",
+    "generated",
     "open_prepared",
     "prepare",
     "read_edges",
