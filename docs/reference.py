@@ -325,6 +325,25 @@ def python_section(name: str, obj: Any) -> list[str]:
     return out
 
 
+def tuning_section() -> list[str]:
+    """Every ``dtri.*`` key of ``dask.config``, with its default and comment
+    (``dtri/dtri.yaml``, :mod:`dtri.config`)."""
+    import yaml
+
+    from dtri.config import described_keys
+
+    out = ["## Tuning: the `dask.config` keys", "",
+           "Every `dtri.*` key of `dask.config`, from `dtri/dtri.yaml`, which `dtri.config` "
+           "registers with `dask.config.update_defaults`. Set one as any Dask key: "
+           "`dask.config.set({\"dtri.gpu-min-edges\": 50_000})`, a YAML file under "
+           "`~/.config/dask/`, or a variable such as `DASK_DTRI__GPU_MIN_EDGES=50000`.", "",
+           "| key | default | meaning |", "|---|---|---|"]
+    for key, (default, comment) in described_keys().items():
+        shown = yaml.safe_dump(default, default_flow_style=True).removesuffix("\n...\n")
+        out.append(f"| {code(key)} | {cell(code(shown.strip()))} | {cell(comment)} |")
+    return [*out, ""]
+
+
 def python_reference() -> str:
     import dtri
 
@@ -348,6 +367,7 @@ def python_reference() -> str:
         out += [f"## {title}", ""]
         for name in names:
             out += python_section(name, public[name])
+    out += tuning_section()
     return "\n".join(out).rstrip("\n") + "\n"
 
 

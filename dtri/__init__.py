@@ -5,19 +5,26 @@ is prepared once on the workers (:func:`prepare`) and analysed many times: the t
 triangles per vertex, clustering, transitivity, edge support and k-truss.
 
 The names below are imported on first use, so ``import dtri`` (and ``dtri --help``) costs no
-Dask, NumPy or pandas import.
+Dask, NumPy or pandas import. Where Dask is imported already, ``import dtri`` registers dtri's
+``dask.config`` defaults (:mod:`dtri.config`) at once: a ``dtri.*`` key set in a
+``with dask.config.set(...)`` block then leaves the other defaults in place when the block ends.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
+
+if "dask.config" in sys.modules:
+    import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 
 if TYPE_CHECKING:
     from dtri.analytics.count import CountResult
     from dtri.analytics.estimate import Approx, Estimate
     from dtri.api import Session, count, count_triangles, open_prepared, prepare
     from dtri.errors import ConfigurationError, DtriError, InputError
+    from dtri.input.generate import generated
     from dtri.input.read import read_edges
     from dtri.options import Options
     from dtri.prepared.graph import PreparedGraph
@@ -34,6 +41,7 @@ _HOMES = {
     "Session": "dtri.api",
     "count": "dtri.api",
     "count_triangles": "dtri.api",
+    "generated": "dtri.input.generate",
     "open_prepared": "dtri.api",
     "prepare": "dtri.api",
     "read_edges": "dtri.input.read",
@@ -52,6 +60,7 @@ __all__ = [
     "Session",
     "count",
     "count_triangles",
+    "generated",
     "open_prepared",
     "prepare",
     "read_edges",

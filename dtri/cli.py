@@ -419,27 +419,12 @@ def _print_note(note: str | None) -> None:
         click.echo(f"note           {note}")
 
 
-def _kernel_reason(plan: dict[str, Any]) -> str:
-    """Why the CPU fused join runs the plan's kernel (:func:`dtri.kernels.strategy.cpu_kernel`)."""
-    import dask
-
-    from dtri.kernels.strategy import CPU_KERNEL, MARKS_MAX_VERTICES
-
-    if dask.config.get(CPU_KERNEL, "auto") != "auto":
-        return f"{CPU_KERNEL} = {dask.config.get(CPU_KERNEL)}"
-    if plan["kernel"] == "marks":
-        return (f"{plan['vertices']:,} vertices, at most {MARKS_MAX_VERTICES:,}: each row "
-                "marked once, every edge streams its target's list")
-    return (f"{plan['vertices']:,} vertices, more than {MARKS_MAX_VERTICES:,}: a mark per "
-            "vertex would miss the cache; hash tables per target, else search")
-
-
 def _print_plan(plan: dict[str, Any]) -> None:
     """The plan of ``dtri count --explain`` as a short table."""
     partitions = plan["partitions"]
     click.echo(f"plan           vertices {plan['vertices']}   edges {plan['edges']}   "
                f"wedges {plan['wedges']}   partitions {len(partitions)}")
-    kernel = f" ({plan['kernel']} kernel: {_kernel_reason(plan)})" if plan.get("kernel") \
+    kernel = f" ({plan['kernel']} kernel: {plan['kernel_reason']})" if plan.get("kernel") \
         else ""
     click.echo(f"bins           {plan['bins']} ({plan['bins_with_edges']} with edges)   "
                f"batches {plan['batches']} of at most {plan['batch_size']} wedges   "

@@ -168,3 +168,11 @@ def test_the_link_check_finds_broken_links(tmp_path):
     assert broken_links(page) == ["missing.md: no such file",
                                   "other.md#nope: no heading makes #nope",
                                   "#not-a-heading: no heading makes #not-a-heading"]
+
+
+def test_the_python_reference_lists_every_tuning_key_with_its_comment(reference):
+    from dtri.config import described_keys
+
+    text = reference.python_reference()
+    for key, (_, comment) in described_keys().items():
+        assert f"| `{key}` |" in text and comment in text

@@ -33,6 +33,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, NamedTuple
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.analytics.edge import support_totals
 from dtri.analytics.estimate import PILOT_SAMPLES, Approx, Estimate, estimate
 from dtri.errors import ConfigurationError
@@ -43,8 +44,8 @@ from dtri.prepared.graph import prepare_graph
 from dtri.runtime.session import Runtime
 
 MIN_EDGES_KEY = "dtri.estimate-colours-min-edges"
-DEFAULT_MIN_EDGES = 1 << 25
-"""Input rows from which ``auto`` samples colours. Measured on the 2-core CPU at ±1% and 95%,
+"""``dask.config`` key: input rows from which ``auto`` samples colours. Its default (2**25,
+``dtri/dtri.yaml``) was measured on the 2-core CPU at ±1% and 95%,
 one-shot from the generator, against the whole input prepared and wedge-sampled: R-MAT 21
 (2**25 rows) 5.9 s by colours (8 colours) against 8.5-12.2 s; R-MAT 20, 3.9-5.2 s (4 colours)
 against 3.3-5.1 s, no gain; R-MAT 18 needs 2 colours, so the pilot falls back to wedges
@@ -52,12 +53,12 @@ against 3.3-5.1 s, no gain; R-MAT 18 needs 2 colours, so the pilot falls back to
 
 
 def colour_range() -> tuple[int, int]:
-    """The fewest and most colours (``dtri.estimate-colours-min``, default 4;
-    ``dtri.estimate-colours-max``, default 64): powers of two, at least 2."""
+    """The fewest and most colours (``dtri.estimate-colours-min`` and
+    ``dtri.estimate-colours-max``): powers of two, at least 2."""
     import dask
 
-    low = int(dask.config.get("dtri.estimate-colours-min", None) or 4)
-    high = int(dask.config.get("dtri.estimate-colours-max", None) or 64)
+    low = int(dask.config.get("dtri.estimate-colours-min"))
+    high = int(dask.config.get("dtri.estimate-colours-max"))
     for value in (low, high):
         if value < 2 or value & (value - 1):
             raise ConfigurationError(f"dtri.estimate-colours-min and -max must be powers of two "
@@ -69,12 +70,10 @@ def colour_range() -> tuple[int, int]:
 
 
 def colours_min_edges() -> int:
-    """Input rows from which ``auto`` samples colours (``dtri.estimate-colours-min-edges``,
-    default :data:`DEFAULT_MIN_EDGES`)."""
+    """Input rows from which ``auto`` samples colours (``dtri.estimate-colours-min-edges``)."""
     import dask
 
-    configured = dask.config.get(MIN_EDGES_KEY, None)
-    return int(configured) if configured is not None else DEFAULT_MIN_EDGES
+    return int(dask.config.get(MIN_EDGES_KEY))
 
 
 class MethodChoice(NamedTuple):

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.sampling import (
@@ -65,33 +66,32 @@ milliseconds whatever it draws)."""
 
 
 def chunk_wedges(backend: str) -> int:
-    """Wedges of one chunk of a sized sample (``dtri.estimate-chunk-wedges``; default 32,768 on
-    the GPU, where drawing them costs little, 8,192 on the CPU)."""
+    """Wedges of one chunk of a sized sample (``dtri.estimate-chunk-wedges``; where it is null,
+    32,768 on the GPU, where drawing them costs little, 8,192 on the CPU)."""
     import dask
 
-    configured = dask.config.get("dtri.estimate-chunk-wedges", None)
+    configured = dask.config.get("dtri.estimate-chunk-wedges")
     return int(configured) if configured else (1 << 15 if backend == "gpu" else 1 << 13)
 
 
 def clustering_vertices(backend: str) -> int:
     """Vertices drawn for the average clustering (``dtri.estimate-clustering-vertices``;
-    default 65,536 on the GPU, 16,384 on the CPU, or the wedges asked for if fewer). Each
+    where it is null, 65,536 on the GPU, 16,384 on the CPU, or the wedges asked for if fewer). Each
     brings its out-list and the edges that end at it, so they cost more than wedges; the
     interval says what precision they give (about ±2% of R-MAT 18's 0.134 at 65,536)."""
     import dask
 
-    configured = dask.config.get("dtri.estimate-clustering-vertices", None)
+    configured = dask.config.get("dtri.estimate-clustering-vertices")
     return int(configured) if configured else (1 << 16 if backend == "gpu" else 1 << 14)
 
 
 def round_wedges() -> int:
-    """The most wedges one round of tasks draws (``dtri.estimate-round-wedges``; default
-    16,777,216, about 2 GB of transient arrays over the partitions): a long time budget, or a
-    large fixed sample, is drawn in several rounds, with the same wedges."""
+    """The most wedges one round of tasks draws (``dtri.estimate-round-wedges``; 16,777,216 by
+    default, about 2 GB of transient arrays over the partitions): a long time budget, or a large
+    fixed sample, is drawn in several rounds, with the same wedges."""
     import dask
 
-    configured = dask.config.get("dtri.estimate-round-wedges", None)
-    return int(configured) if configured else 1 << 24
+    return int(dask.config.get("dtri.estimate-round-wedges"))
 
 
 ROUND_GROWTH = 4

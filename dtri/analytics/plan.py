@@ -3,7 +3,7 @@
 Pipeline order: after the sort (whose :class:`~dtri.kernels.csr.PartitionSummary` list it reads),
 before the wedges. :func:`build_plan` is a pure function of the partition summaries, the
 vertex count, the session's facts (workers, threads per worker, backend, the per-task memory
-budget) and the options (``bins``, ``join``); :func:`dtri.pipeline.count_pipeline` builds its
+budget) and the options (``bins``, ``join``); :func:`dtri.analytics.count.count` builds its
 task graph from the :class:`CountPlan` it returns, and ``dtri count --explain`` prints it.
 
 Wedge batches are sized per partition from its summary's wedge profile (checkpoints at
@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 from dask.utils import format_bytes
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ListTooLongError
 from dtri.kernels.bins import (
     MAX_BIN_BITS,
@@ -47,7 +48,7 @@ from dtri.kernels.bins import (
 from dtri.kernels.compiled import NUMPY_JOIN
 from dtri.kernels.csr import PartitionSummary
 from dtri.kernels.dispatch import compiled_kernels_loaded
-from dtri.kernels.strategy import cpu_kernel
+from dtri.kernels.strategy import cpu_kernel, cpu_kernel_reason
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 from dtri.runtime.budget import TASK_SHARES
 
@@ -83,11 +84,10 @@ BYTES_PER_COUNT = 8
 """A partial count passed to ``dtri-reduce``."""
 
 MAX_PLAN_TASKS = "dtri.max-plan-tasks"
-"""``dask.config`` key: the most tasks a count's plan may have (:func:`check_plan_tasks`)."""
-DEFAULT_MAX_PLAN_TASKS = 100_000
-"""Dask's scheduler spends about a millisecond on each task, a 2-core machine more: a plan
-of 100,000 tasks costs minutes of scheduling alone, and a budget too small for the graph
-gives millions (R-MAT 18 under a 1 MiB budget: 4.7 M, silent for minutes)."""
+"""``dask.config`` key: the most tasks a count's plan may have (:func:`check_plan_tasks`). Its
+default (``dtri/dtri.yaml``): Dask's scheduler spends about a millisecond on each task, a 2-core
+machine more: a plan of 100,000 tasks costs minutes of scheduling alone, and a budget too small
+for the graph gives millions (R-MAT 18 under a 1 MiB budget: 4.7 M, silent for minutes)."""
 BUDGET_SEARCH_LIMIT = 1 << 50
 """The largest task budget :func:`check_plan_tasks` tries before it gives up naming one."""
 
@@ -367,6 +367,7 @@ class CountPlan:
             "bits": self.bits, "bins": self.nbins, "bins_with_edges": len(self.bin_sources),
             "shift": self.shift, "src_shift": self.src_shift, "batch_size": self.batch_size,
             "batches": len(self.batches), "join": self.join, "kernel": self.kernel,
+            "kernel_reason": cpu_kernel_reason(self.kernel, self.vertices) if self.kernel else "",
             "batch_rows": max((b.row_stop - b.row_start for b in self.batches), default=0),
             "fallback": list(self.fallback),
             "partitions": [
@@ -445,7 +446,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                bins: int | None = None, join: str = "auto") -> CountPlan:
     """The plan of the counting phase (pure: sizes in, decisions and estimates out).
 
-    ``task_budget``: bytes one task may plan for (:meth:`dtri.runtime.session.Session.task_budget`).
+    ``task_budget``: bytes one task may plan for (:meth:`dtri.runtime.session.Runtime.task_budget`).
     Each partition's batches are as large as fits the budget (:func:`partition_batches`),
     and small enough that there are at least two per thread of the cluster, so that every
     core has work. With ``join="auto"``, a partition whose fused-join tasks would exceed the
@@ -522,11 +523,11 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
 
 CHUNK_BYTES_PER_ROW = 96
 """Working memory per partition row of one intersection pass
-(dtri.kernels.intersect.count_against)."""
+(:func:`dtri.analytics.count.count_group`)."""
 
 
 def partition_csr_bytes(summary: PartitionSummary) -> int:
-    """A sorted partition as CSR (:class:`dtri.kernels.csr.PartitionCSR`)."""
+    """A sorted partition as CSR (:class:`dtri.kernels.csr.CSR`)."""
     if not summary.edges:
         return 8
     return csr_bytes(summary.edges, summary.last_src - summary.first_src + 1)
@@ -718,7 +719,7 @@ def max_plan_tasks() -> int:
     """The most tasks a count's plan may have (``dtri.max-plan-tasks``)."""
     import dask
 
-    return int(dask.config.get(MAX_PLAN_TASKS, DEFAULT_MAX_PLAN_TASKS))
+    return int(dask.config.get(MAX_PLAN_TASKS))
 
 
 def check_plan_tasks(plan: CountPlan, plan_for: Any) -> None:

@@ -306,7 +306,7 @@ class GeneratedGraph:
     """A generated edge list before it is built: the generator, its parameters, its number of
     edges and its seed (:func:`generated` from a spec). It is built partition by partition
     where it is read: as a Dask DataFrame (:meth:`frame`) or as array partitions
-    (:meth:`makers`)."""
+    (:meth:`maker`)."""
 
     kind: str  # "rmat" or "gnm"
     params: tuple  # rmat: (scale, a, b, c); gnm: (n,)
@@ -486,8 +486,10 @@ def spec_size(spec: str) -> tuple[int, int]:
 
 def generated(spec: str, *, seed: int = 0) -> GeneratedGraph:
     """The graph a spec names, not built yet: ``rmat:SCALE`` (edge factor 16, Graph500's
-    a, b, c), ``rmat:SCALE:EDGE_FACTOR`` or ``gnm:N:M``; see :func:`rmat` and :func:`gnm`. A
-    bad spec raises :class:`~dtri.errors.ConfigurationError` (a ``ValueError``)."""
+    a, b, c), ``rmat:SCALE:EDGE_FACTOR`` or ``gnm:N:M``; see :func:`rmat` and :func:`gnm`.
+    :func:`dtri.prepare` and :func:`dtri.count` take it as their input and build it on the
+    workers, as ``--generate SPEC --seed N`` does: ``dtri.count(dtri.generated("rmat:18"))``.
+    A bad spec raises :class:`~dtri.errors.ConfigurationError` (a ``ValueError``)."""
     kind, values = parse_spec(spec)
     if kind == "rmat":
         return rmat_graph(*values, seed=seed)

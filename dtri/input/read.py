@@ -38,6 +38,7 @@ from fsspec import AbstractFileSystem
 from fsspec.core import has_magic, url_to_fs
 from fsspec.utils import infer_compression, read_block
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError, InputError, InputNotFoundError
 from dtri.input.edges import EdgeArrays
 from dtri.input.gzip_index import build_index, open_at, points_for
@@ -60,10 +61,9 @@ _CHUNK = 1 << 20
 MIN_TEXT_BYTES_PER_EDGE = 4
 """The fewest bytes a line holding an edge can take (``"1 2\n"``): a text block of ``b`` bytes
 holds at most ``b / 4`` edges."""
-NUMPY_PARSER_MAX_BYTES = 4 << 20
-"""Blocks up to this size are parsed by NumPy, larger ones by pandas (unless
-``dtri.read.numpy-parser-max-bytes`` says otherwise): below it NumPy's parser, slower per byte,
-costs less than importing pandas."""
+NUMPY_PARSER_MAX_BYTES = "dtri.read.numpy-parser-max-bytes"
+"""``dask.config`` key: text blocks up to this many bytes are parsed by NumPy, larger ones by
+pandas: below it NumPy's parser, slower per byte, costs less than importing pandas."""
 
 
 def _meta() -> pd.DataFrame:
@@ -618,8 +618,7 @@ def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
         return None
     shape = layout.shape
     usecols = sorted({*layout.usecols, *((0, 1) if shape is not None else ())})
-    small = len(data) <= dask.config.get("dtri.read.numpy-parser-max-bytes",
-                                         NUMPY_PARSER_MAX_BYTES)
+    small = len(data) <= dask.config.get(NUMPY_PARSER_MAX_BYTES)
     try:
         parsed = (_columns_numpy if small else _columns_pandas)(data, layout, usecols)
     except Exception:  # any trouble at all: the exact parser says what it is

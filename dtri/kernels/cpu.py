@@ -141,7 +141,7 @@ def _bit_length(x: int) -> int:
 def _hashes(a: int, b: int, enabled: bool, min_members: int, probe_cost: float,
             max_members: int) -> bool:
     """Whether an edge with ``a, b > 0`` is hashed: the rule of
-    :func:`dtri.kernels.intersect.edge_class`."""
+    :func:`dtri.kernels.strategy.edge_class`."""
     return (enabled and min_members <= b and b <= max_members
             and a * probe_cost <= min(a, b) * _bit_length(max(a, b)))
 
@@ -153,7 +153,7 @@ def _select(e: int, r: int, row_end: int, pdst: Any, goff: Any, glow: int, ghigh
     """The class of edge ``e`` (row ``r``, whose list ends at ``row_end``): ``NOTHING``
     where its target lies outside the group, it is gone, or (``peel``) neither it nor an
     edge of its row or of its target's list is leaving, or a list is empty; ``HASHED`` by
-    the rule of :func:`dtri.kernels.intersect.edge_class` (:func:`_hashes`; ``tuning``:
+    the rule of :func:`dtri.kernels.strategy.edge_class` (:func:`_hashes`; ``tuning``:
     enabled, min_members, probe_cost, max_members); else :data:`SEARCHED` (whatever its
     search class). Both passes over the edges class them here: :func:`_count_hashed` sizes
     the hashed edges' arrays that :func:`_intersect_rows` fills."""
@@ -375,7 +375,7 @@ def intersect_edges(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, ghigh
     """Triangles closed by the partition's edges (CSR ``pdst``, ``poff``) whose target lies
     in ``[glow, ghigh)``, whose lists are the group's CSR (``gdst``, ``goff``); see
     :func:`dtri.kernels.intersect.intersect` for the credits and states, and
-    :func:`dtri.kernels.intersect.edge_class` for ``tuning`` (enabled, min_members,
+    :func:`dtri.kernels.strategy.edge_class` for ``tuning`` (enabled, min_members,
     probe_cost, max_members). A search edge walks the shorter of its two lists
     (smaller-degree first) and searches the longer; the hashed edges are taken target by
     target, each target's list in a hash table."""

@@ -55,6 +55,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.csr import CSR
 from dtri.kernels.dispatch import array_module, is_device_object
 from dtri.kernels.strategy import (
@@ -193,7 +194,7 @@ def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_stat
     none8 = np.zeros(0, dtype=np.uint8)
     none32 = np.zeros(0, dtype=CREDIT_DTYPE)
     stateful = part_state is not None
-    smallest = dask.config.get("dtri.kernel-parallel-min-edges", PARALLEL_MIN_EDGES)
+    smallest = dask.config.get(PARALLEL_MIN_EDGES)
     threads = kernel_threads() if part.edges >= smallest and vw is None else 1
     if kernel == "marks" and not stateful:
         credited = uv is not None

@@ -12,7 +12,7 @@ lists stay sorted by rank, which the intersection needs); only the order of the 
 * ``aorder``: after Hu, Zou & Liu's A-order, greedy bucketing of each target's
   memory-access profile. Targets are sorted by their work (the probes their in-edges
   stream, :func:`in_work`, plus their table) and dealt in serpentine order into buckets of
-  about :data:`WAVE` blocks, each bucket then running whole: every bucket holds heavy and
+  about ``dtri.aorder-wave`` blocks, each bucket then running whole: every bucket holds heavy and
   light targets side by side (complementary needs: one streaming a long list while others
   fill their small tables), and every bucket the same total.
 
@@ -24,14 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.csr import CSR, degrees
 from dtri.kernels.dispatch import array_module
 
 ORDERS = ("rank", "degree", "aorder")
 
-WAVE = 1024
-"""Thread blocks that run at once on a GPU (an H200 holds 132 SMs × 8 blocks of 256 threads),
-the size of an ``aorder`` bucket (``dtri.aorder-wave`` in ``dask.config``)."""
+WAVE = "dtri.aorder-wave"
+"""``dask.config`` key: the size of an ``aorder`` bucket, the thread blocks that run at once
+on a GPU (an H200 holds 132 SMs × 8 blocks of 256 threads)."""
 
 
 def in_work(csr: CSR, vertices: int) -> Any:
@@ -64,7 +65,7 @@ def schedule(csr: CSR, order: str, work: Any, degree: Any) -> Any | None:
     heaviest = xp.argsort(-load, kind="stable")
     import dask
 
-    wave = max(1, int(dask.config.get("dtri.aorder-wave", WAVE)))
+    wave = max(1, int(dask.config.get(WAVE)))
     place = xp.arange(rows, dtype=xp.int64)
     deal, slot = place // wave, place % wave
     bucket = xp.where(deal % 2 == 0, slot, wave - 1 - slot)  # serpentine

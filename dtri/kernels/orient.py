@@ -22,6 +22,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
 from dtri.kernels.dispatch import array_module, is_device_object
 
@@ -34,10 +35,10 @@ PEEL_ROUNDS = 256
 
 def fused_prepare() -> bool:
     """Whether the GPU runs the fused passes of :mod:`dtri.kernels.cuda_prepare`
-    (``dtri.fused-prepare`` in ``dask.config``, default true)."""
+    (``dtri.fused-prepare`` in ``dask.config``)."""
     import dask
 
-    return bool(dask.config.get("dtri.fused-prepare", True))
+    return bool(dask.config.get("dtri.fused-prepare"))
 
 
 def degree_counts(keys: Any, vertices: int) -> Any:
@@ -139,15 +140,15 @@ class Peeling(NamedTuple):
 
 def adirection_epsilon() -> float:
     """The slack of the peeling: a round peels the alive vertices of remaining degree at most
-    ``(1 + epsilon)`` times their mean (``dtri.adirection-epsilon`` in the Dask config, default
-    1). Smaller values peel fewer vertices a round: shorter out-lists, more rounds."""
+    ``(1 + epsilon)`` times their mean (``dtri.adirection-epsilon`` in ``dask.config``). Smaller
+    values peel fewer vertices a round: shorter out-lists, more rounds."""
     import math
 
     import dask
 
     from dtri.errors import ConfigurationError
 
-    value = dask.config.get("dtri.adirection-epsilon", 1.0)
+    value = dask.config.get("dtri.adirection-epsilon")
     try:
         epsilon = float(value)
     except (TypeError, ValueError):

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.csr import CSR
 from dtri.kernels.dispatch import array_module
 
@@ -35,7 +36,7 @@ class HashTuning(NamedTuple):
     """When an edge's intersection probes a hash table (``dask.config``, read per call)."""
 
     enabled: bool
-    """``dtri.hash-probes`` (default true): false searches every edge."""
+    """``dtri.hash-probes``: false searches every edge."""
     min_members: int
     """``dtri.hash-min-members``: a target needs a list this long for a table."""
     probe_cost: float
@@ -51,11 +52,11 @@ def hash_tuning() -> HashTuning:
     """The hash probes' tuning from ``dask.config`` (see :class:`HashTuning`)."""
     import dask
 
-    return HashTuning(bool(dask.config.get("dtri.hash-probes", True)),
-                      int(dask.config.get("dtri.hash-min-members", 32)),
-                      float(dask.config.get("dtri.hash-probe-cost", 1.0)),
-                      int(dask.config.get("dtri.hash-piece-probes", 32768)),
-                      int(dask.config.get("dtri.hash-warp-table-bits", 8)))
+    return HashTuning(bool(dask.config.get("dtri.hash-probes")),
+                      int(dask.config.get("dtri.hash-min-members")),
+                      float(dask.config.get("dtri.hash-probe-cost")),
+                      int(dask.config.get("dtri.hash-piece-probes")),
+                      int(dask.config.get("dtri.hash-warp-table-bits")))
 
 
 def hash_max_members(credits: bool) -> int:
@@ -86,9 +87,9 @@ def leaving_sources(csr: CSR, state: Any) -> Any:
     return (ends[1:] > ends[:-1]).astype(xp.uint8)
 
 
-PARALLEL_MIN_EDGES = 1 << 14
-"""Partitions with fewer edges intersect on one thread: starting numba's threads costs more
-(``dtri.kernel-parallel-min-edges`` in ``dask.config`` changes it)."""
+PARALLEL_MIN_EDGES = "dtri.kernel-parallel-min-edges"
+"""``dask.config`` key: partitions with fewer edges intersect on one thread (starting numba's
+threads costs more)."""
 
 
 def kernel_threads() -> int:
@@ -97,15 +98,15 @@ def kernel_threads() -> int:
     import dask
     import numba
 
-    return max(1, min(int(dask.config.get("dtri.kernel-threads", 1)),
-                      numba.config.NUMBA_NUM_THREADS))
+    asked = int(dask.config.get("dtri.kernel-threads"))
+    return max(1, min(asked, numba.config.NUMBA_NUM_THREADS))
 
 
 
 
 CPU_KERNEL = "dtri.cpu-kernel"
-"""``dask.config`` key: the CPU fused join's kernel, ``auto`` (the default: :func:`cpu_kernel`
-decides per partition) or one of :data:`CPU_KERNELS`."""
+"""``dask.config`` key: the CPU fused join's kernel, ``auto`` (:func:`cpu_kernel` decides
+per partition) or one of :data:`CPU_KERNELS`."""
 CPU_KERNELS = ("marks", "hash", "search")
 """The CPU kernels: ``marks`` (each row's members marked in an array indexed by rank, then
 every edge streams its target's list against the marks: SuiteSparse's saxpy under the mask,
@@ -129,7 +130,7 @@ def cpu_kernel(vertices: int, stateful: bool = False) -> str:
     states."""
     import dask
 
-    chosen = str(dask.config.get(CPU_KERNEL, "auto"))
+    chosen = str(dask.config.get(CPU_KERNEL))
     if chosen not in ("auto", *CPU_KERNELS):
         raise ValueError(f"{CPU_KERNEL} must be auto or one of {', '.join(CPU_KERNELS)}, "
                          f"got {chosen!r}")
@@ -138,3 +139,18 @@ def cpu_kernel(vertices: int, stateful: bool = False) -> str:
     if chosen != "auto":
         return chosen
     return "marks" if vertices <= MARKS_MAX_VERTICES else "hash"
+
+
+def cpu_kernel_reason(kernel: str, vertices: int) -> str:
+    """One line on why :func:`cpu_kernel` chose ``kernel`` for ``vertices`` ranks (what
+    ``dtri count --explain`` prints)."""
+    import dask
+
+    chosen = dask.config.get(CPU_KERNEL)
+    if chosen != "auto":
+        return f"{CPU_KERNEL} = {chosen}"
+    if kernel == "marks":
+        return (f"{vertices:,} vertices, at most {MARKS_MAX_VERTICES:,}: each row "
+                "marked once, every edge streams its target's list")
+    return (f"{vertices:,} vertices, more than {MARKS_MAX_VERTICES:,}: a mark per "
+            "vertex would miss the cache; hash tables per target, else search")

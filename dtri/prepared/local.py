@@ -13,6 +13,7 @@ from typing import Any
 
 import dask
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.input.edges import EdgeArrays
 from dtri.kernels.canonicalize import (
     id_columns,
@@ -42,7 +43,6 @@ from dtri.prepared.inputs import concat_frames
 HOST_PREPARE_EDGES = "dtri.host-prepare-edges"
 """``dask.config`` key: a GPU run's input of at most this many rows, in one partition, is
 prepared on the host (:func:`prepare_inputs_on_host`)."""
-DEFAULT_HOST_PREPARE_EDGES = 1 << 14
 
 
 def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
@@ -98,9 +98,9 @@ def prepare_inputs(orientation: str, limit: int | None, epsilon: float | None,
 
 
 def host_prepare_edges() -> int:
-    """``dtri.host-prepare-edges`` (default 16,384): the largest input a GPU run prepares on
+    """``dtri.host-prepare-edges``: the largest input a GPU run prepares on
     the host."""
-    return int(dask.config.get(HOST_PREPARE_EDGES, DEFAULT_HOST_PREPARE_EDGES))
+    return int(dask.config.get(HOST_PREPARE_EDGES))
 
 
 def prepare_inputs_on_host(orientation: str, limit: int | None, epsilon: float | None,

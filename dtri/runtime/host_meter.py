@@ -30,20 +30,20 @@ from typing import Any
 
 import dask
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.runtime.stages import stage_of
 
 HOST_METER_NAME = "dtri-host-meter"
 """The name of the host meter plugin on the scheduler and workers."""
 
 HOST_SAMPLE_SECONDS = "dtri.host-sample-seconds"
-"""``dask.config`` key: seconds between two samples of a worker's host memory (default
-0.05). A sample reads two small files of ``/proc`` and writes one: a few tens of µs."""
-DEFAULT_HOST_SAMPLE_SECONDS = 0.05
+"""``dask.config`` key: seconds between two samples of a worker's host memory. A sample
+reads two small files of ``/proc`` and writes one: a few tens of µs."""
 
 
 def host_sample_seconds() -> float:
     """``dtri.host-sample-seconds`` from ``dask.config``."""
-    return float(dask.config.get(HOST_SAMPLE_SECONDS, DEFAULT_HOST_SAMPLE_SECONDS))
+    return float(dask.config.get(HOST_SAMPLE_SECONDS))
 
 
 class ResidentMemory:

@@ -41,13 +41,13 @@ from typing import Any
 import dask
 from dask.utils import format_bytes, parse_bytes
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 
 WORKER_OVERHEAD = {"cpu": "dtri.worker-overhead-cpu", "gpu": "dtri.worker-overhead-gpu"}
 """``dask.config`` keys: a worker process's resident memory that no spilling frees, by
-backend (a size: bytes or a string such as ``"400MiB"``)."""
-DEFAULT_WORKER_OVERHEAD = {"cpu": 400 << 20, "gpu": 3 << 30}
-"""CPU: the largest resident memory measured of an idle worker of a local cluster on this
+backend (a size: bytes or a string such as ``"400MiB"``). Their defaults (``dtri/dtri.yaml``):
+CPU, the largest resident memory measured of an idle worker of a local cluster on this
 project's 2-core machine once it had run a count (numba's kernels loaded), rounded up
 (``examples/benchmarks/results/host-memory-cpu.jsonl``, ``idle_worker_bytes``). GPU: an
 estimate (the CUDA context and the mapped libraries of cuDF, RMM and CuPy) until measured on
@@ -57,7 +57,7 @@ MEGABYTE = 1 << 20
 
 def worker_overhead(backend: str) -> int:
     """``dtri.worker-overhead-<backend>`` from ``dask.config``, in bytes."""
-    value = dask.config.get(WORKER_OVERHEAD[backend], DEFAULT_WORKER_OVERHEAD[backend])
+    value = dask.config.get(WORKER_OVERHEAD[backend])
     return value if isinstance(value, int) else parse_bytes(value)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import dask
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.runtime.transfers import PROBE_STAGE
 
@@ -24,10 +25,8 @@ if TYPE_CHECKING:
 
 PROBE_BYTES = "dtri.link-probe-bytes"
 """``dask.config`` key: the bytes the link probe sends per repeat."""
-DEFAULT_PROBE_BYTES = 64 << 20
 PROBE_REPEATS = "dtri.link-probe-repeats"
 """``dask.config`` key: how many times the link probe sends them."""
-DEFAULT_PROBE_REPEATS = 3
 METADATA_KEY = "dtri-link-bandwidth"
 """Where the scheduler keeps the measured bandwidths, by backend
 (``Client.get_metadata([METADATA_KEY, backend])``)."""
@@ -37,9 +36,9 @@ def probe_settings() -> tuple[int, int]:
     """``dtri.link-probe-bytes`` and ``dtri.link-probe-repeats`` from ``dask.config``."""
     from dask.utils import parse_bytes
 
-    size = dask.config.get(PROBE_BYTES, DEFAULT_PROBE_BYTES)
+    size = dask.config.get(PROBE_BYTES)
     nbytes = parse_bytes(size) if isinstance(size, str) else int(size)
-    repeats = int(dask.config.get(PROBE_REPEATS, DEFAULT_PROBE_REPEATS))
+    repeats = int(dask.config.get(PROBE_REPEATS))
     if nbytes <= 0 or repeats <= 0:
         raise ConfigurationError(f"{PROBE_BYTES} and {PROBE_REPEATS} must be positive, got "
                                  f"{size!r} and {repeats}")

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import dask
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.runtime.host_meter import MeasuredHost
 from dtri.runtime.stages import stage_of
 
@@ -96,10 +97,10 @@ def _field(stats: Any, name: str) -> int:
 
 
 def meter_choice() -> str:
-    """``dtri.meter`` from ``dask.config`` (default ``auto``)."""
+    """``dtri.meter`` from ``dask.config``."""
     from dtri.errors import ConfigurationError
 
-    choice = str(dask.config.get("dtri.meter", "auto"))
+    choice = str(dask.config.get("dtri.meter"))
     if choice not in METERS:
         raise ConfigurationError(f"dtri.meter must be one of {', '.join(METERS)}, got "
                                  f"{choice!r}")

@@ -23,22 +23,24 @@ from typing import Any
 import dask
 from dask.utils import format_bytes
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
+
 SECONDS_PER_ROW = "dtri.scaling-seconds-per-row"
-DEFAULT_SECONDS_PER_ROW = 2.0e-9
-"""One H200 prepared and counted R-MAT 22, 24, 25 and 26 from its memory at 2.8, 1.7, 2.4
-and 2.2 ns an input row (examples/benchmarks/results/multi-gpu-h200x2.jsonl)."""
+"""``dask.config`` key: ``s``. Its default (``dtri/dtri.yaml``): one H200 prepared and counted
+R-MAT 22, 24, 25 and 26 from its memory at 2.8, 1.7, 2.4 and 2.2 ns an input row
+(examples/benchmarks/results/multi-gpu-h200x2.jsonl)."""
 BYTES_PER_ROW = "dtri.scaling-bytes-per-row"
-DEFAULT_BYTES_PER_ROW = 18
-"""The busiest of two workers received 8.5-9.5 bytes an input row of R-MAT 20-26 (the
-preparation's exchanges and the count's bins, ``moved_bytes`` in
-examples/benchmarks/results/multi-gpu-h200x2.jsonl): 18 at ``(p - 1) / p = 1/2``. Of four,
-it received 8.2 on R-MAT 26 (multi-gpu-h200x4.jsonl), where the model says 13.5: the
-count's bins do not shrink with ``p`` and the preparation's do, so the model overstates the
-bytes of more than two workers and keeps fewer GPUs than it could over a slow link."""
+"""``dask.config`` key: ``b``. Its default (``dtri/dtri.yaml``): the busiest of two workers
+received 8.5-9.5 bytes an input row of R-MAT 20-26 (the preparation's exchanges and the count's
+bins, ``moved_bytes`` in examples/benchmarks/results/multi-gpu-h200x2.jsonl): 18 at ``(p - 1) /
+p = 1/2``. Of four, it received 8.2 on R-MAT 26 (multi-gpu-h200x4.jsonl), where the model says
+13.5: the count's bins do not shrink with ``p`` and the preparation's do, so the model
+overstates the bytes of more than two workers and keeps fewer GPUs than it could over a slow
+link."""
 OVERHEAD_SECONDS = "dtri.scaling-overhead-seconds"
-DEFAULT_OVERHEAD_SECONDS = 0.2
-"""Two H200 over UCX took 0.12-0.24 s longer than half of one H200's time plus their
-transfers on R-MAT 22-26 (multi-gpu-h200x2.jsonl)."""
+"""``dask.config`` key: ``o``. Its default (``dtri/dtri.yaml``): two H200 over UCX took
+0.12-0.24 s longer than half of one H200's time plus their transfers on R-MAT 22-26
+(multi-gpu-h200x2.jsonl)."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,9 @@ class WorkerChoice:
 
 def model() -> tuple[float, float, float]:
     """``s``, ``b`` and ``o`` from ``dask.config`` (see the module docstring)."""
-    return (float(dask.config.get(SECONDS_PER_ROW, DEFAULT_SECONDS_PER_ROW)),
-            float(dask.config.get(BYTES_PER_ROW, DEFAULT_BYTES_PER_ROW)),
-            float(dask.config.get(OVERHEAD_SECONDS, DEFAULT_OVERHEAD_SECONDS)))
+    return (float(dask.config.get(SECONDS_PER_ROW)),
+            float(dask.config.get(BYTES_PER_ROW)),
+            float(dask.config.get(OVERHEAD_SECONDS)))
 
 
 def predicted_seconds(rows: int, workers: int, bandwidth: float) -> float:

@@ -42,6 +42,7 @@ import dask
 import psutil
 from dask.utils import format_bytes, parse_bytes
 
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.options import (
     LOCAL_SCHEDULERS,
@@ -73,17 +74,16 @@ from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes, read_moved_bytes
 
 GPU_MIN_EDGES = "dtri.gpu-min-edges"
-"""``dask.config`` key: :func:`gpu_min_edges`."""
-DEFAULT_GPU_MIN_EDGES = 12_000
-"""Measured by ``examples/benchmarks/in_process.py sizes`` (``in-process-h100.jsonl``): on one
-H100 and its host's 16 cores, ``dtri.count`` of an R-MAT edge array in host memory took 3.6 ms
-on the CPU against 6.0 ms on the GPU at 8,192 edges, and 8.4 ms against 6.2 ms at 16,384 (a
-second host: 4.6 against 6.3, 9.6 against 6.8); the GPU was ahead at every size above (40x at
-16.8 M edges)."""
+"""``dask.config`` key: :func:`gpu_min_edges`. Its default (``dtri/dtri.yaml``) was measured by
+``examples/benchmarks/in_process.py sizes`` (``in-process-h100.jsonl``): on one H100 and its
+host's 16 cores, ``dtri.count`` of an R-MAT edge array in host memory took 3.6 ms on the CPU
+against 6.0 ms on the GPU at 8,192 edges, and 8.4 ms against 6.2 ms at 16,384 (a second host:
+4.6 against 6.3, 9.6 against 6.8); the GPU was ahead at every size above (40x at 16.8 M
+edges)."""
 SPILL_LOGGER = logging.getLogger("distributed.spill")
 """Dask's logger of failed spills, which dtri's spill buffer logs to as well."""
 KERNEL_THREADS = "dtri.kernel-threads"
-"""``dask.config`` key: threads a compiled CPU kernel may use within one task (default 1).
+"""``dask.config`` key: threads a compiled CPU kernel may use within one task.
 Runs on the synchronous scheduler set it to this process's cores: one task runs at a time,
 so the kernel has them all; elsewhere tasks run side by side, one per worker thread."""
 DEFAULT_RMM_POOL = 0.5
@@ -98,7 +98,7 @@ class MemoryCaps:
     """Memory options of a worker, in bytes per worker (``None``: Dask's or dask-cuda's default).
 
     dtri applies them to the local cluster it starts; for a running cluster they are read back
-    from its workers (:func:`open_session`)."""
+    from its workers (:func:`open_runtime`)."""
 
     memory_limit: int | None = None
     """Host memory: a worker spills stored results to disk above Dask's ``target`` (60 %,
@@ -338,7 +338,7 @@ def gpu_available() -> bool:
 def gpu_min_edges() -> int:
     """``dtri.gpu-min-edges`` from ``dask.config``: inputs of fewer edges than this run on the
     CPU under ``backend="auto"`` though a GPU is usable (an input on the GPU stays there)."""
-    return int(dask.config.get(GPU_MIN_EDGES, DEFAULT_GPU_MIN_EDGES))
+    return int(dask.config.get(GPU_MIN_EDGES))
 
 
 def choose_backend(requested: str, input_on_gpu: bool, rows: int | None = None
@@ -557,7 +557,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
     if caps.memory_limit is not None and plan is None:
         plan = local_host_plan(backend, caps, None)
     # Each nanny copies the config when it is made and passes it to the worker it (re)starts;
-    # the scheduler (in this process) reads it for as long as the cluster runs: open_session.
+    # the scheduler (in this process) reads it for as long as the cluster runs: open_runtime.
     with dask.config.set(plan.dask_config() if plan is not None else {}):
         if backend == "gpu":
             from dask_cuda import LocalCUDACluster
@@ -802,12 +802,10 @@ def _local_scheduler(name: str) -> Any:
 
 
 LOCAL_WORKERS_PER_CORE = "dtri.local-workers-per-core"
-"""``dask.config`` key: the most single-threaded workers a local CPU cluster may run on one
-core (:func:`check_local_workers`)."""
-DEFAULT_LOCAL_WORKERS_PER_CORE = 4
-"""Workers that share cores run (tests lay out 2 x 2 grids of 5 workers on 2 cores), but
-their processes start one after the other: 100 on 2 cores gave up after 237 s with Dask's
-"Timed out trying to connect"."""
+"""``dask.config`` key: the most single-threaded workers a local CPU cluster may run on one core
+(:func:`check_local_workers`). Workers that share cores run (tests lay out 2 x 2 grids of 5
+workers on 2 cores), but their processes start one after the other: 100 on 2 cores gave up after
+237 s with Dask's "Timed out trying to connect"."""
 
 
 def check_local_workers(backend: str, workers: int | None) -> None:
@@ -821,7 +819,7 @@ def check_local_workers(backend: str, workers: int | None) -> None:
         most = _visible_gpus()
         what = f"{most} visible GPUs (one worker each)"
     else:
-        per_core = int(dask.config.get(LOCAL_WORKERS_PER_CORE, DEFAULT_LOCAL_WORKERS_PER_CORE))
+        per_core = int(dask.config.get(LOCAL_WORKERS_PER_CORE))
         most = usable_cores() * per_core
         what = (f"{usable_cores()} cores run ({per_core} single-threaded workers a core, "
                 f"{LOCAL_WORKERS_PER_CORE})")

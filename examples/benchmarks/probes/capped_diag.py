@@ -11,11 +11,10 @@ import time
 
 if __name__ == "__main__":
     import dtri
-    from dtri.input.generate import from_spec
-    from dtri.runtime.session import memory_caps, open_session
+
     scale, pool = sys.argv[1], sys.argv[2]
-    with open_session("gpu", caps=memory_caps(rmm_pool_size=pool)) as session:
-        client = session.client
+    with dtri.Session(backend="gpu", rmm_pool_size=pool) as session:
+        client = session.open().client  # a memory cap: a local cluster, started here
 
         def states(dask_scheduler):
             c = collections.Counter()
@@ -33,6 +32,6 @@ if __name__ == "__main__":
 
         threading.Thread(target=sample, daemon=True).start()
         t = time.time()
-        result = dtri.count(from_spec(f"rmat:{scale}", seed=0, backend="gpu"), backend="gpu")
+        result = dtri.count(dtri.generated(f"rmat:{scale}", seed=0), session=session)
         print("done", round(time.time() - t, 2), result.triangles, result.seconds,
               result.partitions, result.bins, result.batches, flush=True)

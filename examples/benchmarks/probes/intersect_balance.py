@@ -35,17 +35,18 @@ def main(scale: int) -> None:
 
     from dtri.input.generate import rmat_arrays
     from dtri.kernels.bins import checked_key_bits, pack_edges
-    from dtri.kernels.intersect import bin_csr, count_intersections
+    from dtri.kernels.csr import CSR, from_keys, sources
+    from dtri.kernels.intersect import intersect
     from dtri.kernels.orient import source_bounds, wedge_work
     from dtri.kernels.wedges import list_ends
     from dtri.prepared.local import prepare_partition
 
     src, dst = rmat_arrays(cp, 0, 16 << scale, scale, 0.57, 0.19, 0.19, 0)
-    frame, n = prepare_partition(cudf.DataFrame({"src": src, "dst": dst}), "degree")
+    stored, n, *_ = prepare_partition(cudf.DataFrame({"src": src, "dst": dst}), "degree")
     del src, dst
-    src, dst = frame["src"].values, frame["dst"].values
+    csr = CSR(*stored)  # every rank's sorted out-list
+    src, dst = sources(csr), csr.dst.astype(cp.int64)
     bits = checked_key_bits(n)
-    csr = bin_csr(pack_edges(src, dst, bits), bits, 0, n)
     out_degree = cp.bincount(src, minlength=n)
     ends = list_ends(src)
     a = ends - 1 - cp.arange(src.shape[0])
@@ -67,13 +68,14 @@ def main(scale: int) -> None:
             bounds = source_bounds(work, parts)
             cuts = cp.searchsorted(src, cp.asarray(bounds)).tolist()
             ranges = []
-            for lo, hi in itertools.pairwise(cuts):
-                s, d = src[lo:hi], dst[lo:hi]
+            for (lo, hi), (low, high) in zip(itertools.pairwise(cuts),
+                                             itertools.pairwise(bounds), strict=True):
+                part = from_keys(pack_edges(src[lo:hi], dst[lo:hi], bits), n, low, high)
                 best = float("inf")
                 for _ in range(2):
                     cp.cuda.Device().synchronize()
                     started = time.perf_counter()
-                    count_intersections(s, d, csr)
+                    intersect(part, csr)
                     cp.cuda.Device().synchronize()
                     best = min(best, time.perf_counter() - started)
                 ranges.append({"edges": hi - lo, "seconds": round(best, 4),

@@ -1,0 +1,69 @@
+"""dtri's tuning keys in ``dask.config``: their defaults, registered when this module is imported.
+
+Every ``dtri.*`` key lives in one file, ``dtri/dtri.yaml``, with its default and a comment
+line on what it does. Importing this module registers them with
+``dask.config.update_defaults``, as Dask registers ``dask.yaml`` and distributed its
+``distributed.yaml``. A value set before (``dask.config.set``, a YAML file under
+``~/.config/dask/``, a ``DASK_DTRI__...`` variable) is kept. Every module that reads a key
+imports this one, so the defaults are there wherever a task runs, on a worker too, and a
+key is read without a default of its own: ``dask.config.get("dtri.gpu-min-edges")``.
+
+``import dtri`` alone does not import this module, so it costs no Dask import.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib.resources import files
+from typing import Any
+
+import dask.config
+import yaml
+
+DEFAULTS_FILE = "dtri.yaml"
+"""The defaults file, beside this module in the package."""
+
+
+def defaults_text() -> str:
+    """The defaults file as it is written, comments included."""
+    return files("dtri").joinpath(DEFAULTS_FILE).read_text(encoding="utf-8")
+
+
+def defaults() -> dict[str, Any]:
+    """The defaults file's values: ``{"dtri": {...}}``."""
+    return yaml.safe_load(defaults_text())
+
+
+def described_keys() -> dict[str, tuple[Any, str]]:
+    """Each key of the defaults file by its dotted name (``dtri.gpu-min-edges``, or
+    ``dtri.read.numpy-parser-max-bytes``), with its default and the comment line above it
+    (``""`` where it has none)."""
+    values = defaults()
+    found: dict[str, tuple[Any, str]] = {}
+    path: list[tuple[int, str]] = []
+    comment = ""
+    for line in defaults_text().splitlines():
+        stripped = line.strip()
+        if not stripped:
+            comment = ""
+            continue
+        if stripped.startswith("#"):
+            comment = stripped.lstrip("#").strip()
+            continue
+        match = re.match(r"( *)([A-Za-z0-9_.-]+):", line)
+        if match is None:
+            continue
+        indent = len(match.group(1))
+        path = [(depth, name) for depth, name in path if depth < indent]
+        path.append((indent, match.group(2)))
+        names = [name for _, name in path]
+        value: Any = values
+        for name in names:
+            value = value[name]
+        if not isinstance(value, dict):
+            found[".".join(names)] = (value, comment)
+        comment = ""
+    return found
+
+
+dask.config.update_defaults(defaults())
