@@ -446,7 +446,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                bins: int | None = None, join: str = "auto") -> CountPlan:
     """The plan of the counting phase (pure: sizes in, decisions and estimates out).
 
-    ``task_budget``: bytes one task may plan for (:meth:`dtri.runtime.session.Runtime.task_budget`).
+    ``task_budget``: bytes one task may plan for (:attr:`dtri.runtime.budget.Budget.per_task`).
     Each partition's batches are as large as fits the budget (:func:`partition_batches`),
     and small enough that there are at least two per thread of the cluster, so that every
     core has work. With ``join="auto"``, a partition whose fused-join tasks would exceed the
