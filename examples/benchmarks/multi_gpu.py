@@ -68,7 +68,8 @@ def generated_rows(graph: str) -> int:
 
 
 def timed_counts(graph: str, decompositions: list[str], repeat: int, seed: int,
-                 protocol: str | None = None) -> dict[str, dict[str, Any]]:
+                 protocol: str | None = None, bins: int | None = None
+                 ) -> dict[str, dict[str, Any]]:
     """Per decomposition, the best of ``repeat`` prepares and counts of the graph persisted
     on the workers of the active client; with ``protocol``, on the cluster that dtri starts
     itself for the graph (``--workers auto``), or in this process where dtri runs it."""
@@ -88,7 +89,7 @@ def timed_counts(graph: str, decompositions: list[str], repeat: int, seed: int,
             for _ in range(repeat):
                 started = time.perf_counter()
                 try:
-                    with dtri.prepare(persisted, session=session,
+                    with dtri.prepare(persisted, session=session, bins=bins,
                                       decomposition=decomposition) as prepared:
                         result = prepared.count()
                 except OutOfMemoryError as error:  # the other lines still run
@@ -117,6 +118,8 @@ def main() -> None:
                         help="CUDA_VISIBLE_DEVICES of the workers in turn, e.g. 0,1,0,1")
     parser.add_argument("--device-memory-limit", default=None,
                         help="each dask-cuda worker's spill threshold (default dask-cuda's)")
+    parser.add_argument("--bins", type=int, default=None,
+                        help="dtri's --bins (default: the planner's)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -140,7 +143,7 @@ def main() -> None:
                   ) as local, (Client(local) if local is not None else nullcontext()):
                 for graph in args.graphs:
                     runs = timed_counts(graph, decompositions, args.repeat, args.seed,
-                                        protocol if workers == "auto" else None)
+                                        protocol if workers == "auto" else None, args.bins)
                     for decomposition, best in runs.items():
                         result, seconds = best["result"], best["seconds"]
                         if workers == 1:
@@ -170,6 +173,7 @@ def main() -> None:
                                else most_to_one_worker(moved),
                                "link_bandwidth": getattr(result, "link_bandwidth", None),
                                "edges": result.edges, "vertices": result.vertices,
+                               "bins": result.bins, "asked_bins": args.bins,
                                "repeat": args.repeat}
                         emit(to_schema("multi-gpu", own, command=command_line()), args.out)
 
