@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from operator import getitem
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dtri.errors import ConfigurationError, DtriError
 from dtri.kernels.canonicalize import check_integer_columns
@@ -73,6 +74,7 @@ from dtri.runtime.transfers import MovedBytes
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
+Result = TypeVar("Result")
 
 class ReleasedGraphError(DtriError):
     """An analytic was asked of a graph whose data has been released."""
@@ -212,6 +214,30 @@ class PreparedGraph:
         """A stage timer for one analytic."""
         self._check()
         return self.runtime.timer(self.options.progress)
+
+    def cached(self, key: str, make: Callable[[], Result]) -> Result:
+        """``make()``, computed once for this graph: kept in :attr:`cache` under ``key``
+        (an analytic's result, or a step that several share), and let go by
+        :meth:`release`."""
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def per_partition(self, stage: str, build: Callable[..., Any],
+                      arguments: Sequence[tuple[Any, ...]],
+                      timer: StageTimer | None = None) -> list[Any]:
+        """One task ``build(*arguments[p])`` per partition ``p``, placed on the partition's
+        owner and persisted there (an analytic's per-partition results). ``timer`` times the
+        ``stage``, else a timer of its own; either waits for it before returning."""
+        tasks = self.tasks
+        built = []
+        for p, args in enumerate(arguments):
+            with tasks.placed(p):
+                built.append(tasks.task(stage, build, *args, key=(p,), on_host=True))
+        timer = self.timer() if timer is None else timer
+        persisted = list(timer.submit(stage, *built))
+        timer.settle()
+        return persisted
 
     # ----------------------------------------------------------------- analytics
 
