@@ -86,7 +86,7 @@ def support_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) ->
 def ktruss_summary(graph: PreparedGraph, k: int, out: OutputFolder | None) -> dict[str, Any]:
     """``dtri ktruss K``: the size of the K-truss, its edges as output."""
     truss = graph.k_truss(k)
-    summary = {"k": k, "vertices": present_vertices(truss), "edges": truss.edges,
+    summary: dict[str, Any] = {"k": k, "vertices": present_vertices(truss), "edges": truss.edges,
                "triangles": truss.count_triangles(), "graph_vertices": present_vertices(graph),
                "graph_edges": graph.edges}
     if out is not None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from dask.utils import format_bytes
@@ -210,13 +211,13 @@ def device_plan(graph: PreparedGraph) -> CountPlan:
     """The 1D plan of a graph's count under device staging (the fused join's where the
     options' join cannot plan: the count says why)."""
     runtime = graph.runtime
-    facts = {"workers": runtime.workers, "threads_per_worker": runtime.threads_per_worker,
-             "backend": runtime.backend, "task_budget": graph.task_budget,
-             "bins": graph.options.bins}
+    plan = partial(build_plan, graph.summaries, graph.vertices, workers=runtime.workers,
+                   threads_per_worker=runtime.threads_per_worker, backend=runtime.backend,
+                   task_budget=graph.task_budget, bins=graph.options.bins)
     try:
-        return build_plan(graph.summaries, graph.vertices, join=graph.options.join, **facts)
+        return plan(join=graph.options.join)
     except ListTooLongError:
-        return build_plan(graph.summaries, graph.vertices, join="intersect", **facts)
+        return plan(join="intersect")
 
 
 # ------------------------------------------------------------------------- the task graph

@@ -155,7 +155,7 @@ def credit_group(staging: Staging, mode: str, rows: int, kernel: str,
             lowest = found.uv
             lowest += found.uw  # in place: each edge's credits as u-v and as u-w
             credited.setdefault(index, []).append((first, staging.to_host(lowest)))
-    if mode == "vertex":
+    if vw is None:  # the vertex-wide counts only
         return staging.to_host(totals)
     for index, start in enumerate(starts):
         edges = int(parts[index][0].shape[0])

@@ -303,10 +303,11 @@ def estimate(graph: PreparedGraph, approx: Approx, allow_exact: bool = True) -> 
     seed = approx.seed_or_new()
     wedges = graph.wedges
     fixed = approx.samples is not None or approx.seconds is not None
-    base = {"confidence": approx.confidence, "error": None if fixed else approx.error,
-            "seconds_budget": approx.seconds, "seed": seed, "wedges": wedges,
-            "triples": triples(graph), "vertices": present_vertices(graph),
-            "edges": graph.edges, "backend": graph.backend}
+    base: dict[str, Any] = {
+        "confidence": approx.confidence, "error": None if fixed else approx.error,
+        "seconds_budget": approx.seconds, "seed": seed, "wedges": wedges,
+        "triples": triples(graph), "vertices": present_vertices(graph), "edges": graph.edges,
+        "backend": graph.backend}
     pilot_draws, drawn = 0, None
     if wedges == 0:
         wanted, why = math.inf, "the graph has no wedges, so no triangle"
@@ -341,7 +342,8 @@ def estimate(graph: PreparedGraph, approx: Approx, allow_exact: bool = True) -> 
             more, _ = draw(graph, [chunk] * (used - len(chunks)), seed, 1 + len(chunks), 0)
             chunks += more
         closed, samples = sum(chunks[:used]), used * chunk
-    else:
+    else:  # a fixed sample
+        assert approx.samples is not None
         samples = approx.samples
         closed, clustering = draw_pieces(
             graph, sample_pieces(samples, chunk_wedges(graph.backend)), seed,
@@ -396,6 +398,7 @@ def timed_sample(graph: PreparedGraph, approx: Approx, seed: int, started: float
     :data:`ROUND_GROWTH` times its size, so the budget is passed by about one round's fixed
     cost at most; a sample stays below :data:`EXACT_SHARE` of the
     wedges, where a fixed one of its size would be counted."""
+    assert approx.seconds is not None
     deadline = started + approx.seconds
     chunk = chunk_wedges(graph.backend)
     vertex_count = clustering_vertices(graph.backend) if approx.average_clustering else 0
@@ -413,12 +416,12 @@ def timed_sample(graph: PreparedGraph, approx: Approx, seed: int, started: float
         return allowed, f"{budget} would draw about {allowed:,.0f} wedges", None
     # whole chunks below EXACT_SHARE of the wedges (allowed < it: the first round's cost only
     # bounds the first rounds, later ones may be cheaper)
-    below_share = math.ceil((EXACT_SHARE * graph.wedges - samples) / chunk) - 1 \
+    below_share: float = math.ceil((EXACT_SHARE * graph.wedges - samples) / chunk) - 1 \
         if allow_exact else math.inf
     last = samples
     while True:
-        more = min(int(max(0.0, deadline - time.perf_counter()) / (per_wedge * chunk)),
-                   max(1, min(round_wedges(), ROUND_GROWTH * last) // chunk), below_share)
+        more = int(min(int(max(0.0, deadline - time.perf_counter()) / (per_wedge * chunk)),
+                       max(1, min(round_wedges(), ROUND_GROWTH * last) // chunk), below_share))
         if more < 1:
             break
         round_started = time.perf_counter()

@@ -277,11 +277,11 @@ def truss_numbers(graph: PreparedGraph) -> dd.DataFrame:
 def truss_frame(_: Any, ids: Any, pieces: tuple) -> Any:
     """One partition of :func:`truss_numbers` from its finished pieces."""
     xp = array_module(ids)
-    pieces = [p for p in pieces if p is not None]
-    src = xp.concatenate([p[0] for p in pieces]) if pieces else xp.zeros(0, dtype=xp.int64)
-    dst = xp.concatenate([p[1].astype(xp.int64) for p in pieces]) if pieces \
+    found = [p for p in pieces if p is not None]
+    src = xp.concatenate([p[0] for p in found]) if found else xp.zeros(0, dtype=xp.int64)
+    dst = xp.concatenate([p[1].astype(xp.int64) for p in found]) if found \
         else xp.zeros(0, dtype=xp.int64)
-    truss = xp.concatenate([p[2] for p in pieces]).astype(xp.int64) if pieces \
+    truss = xp.concatenate([p[2] for p in found]).astype(xp.int64) if found \
         else xp.zeros(0, dtype=xp.int64)
     u, v = ids[src], ids[dst]
     return frame_from_arrays(u, {"u": xp.minimum(u, v), "v": xp.maximum(u, v), "truss": truss})

@@ -413,7 +413,7 @@ def kept_partitions(graph: PreparedGraph, stage: str, lengths: list[int],
     timer = graph.timer()
     checkpoint = graph.checkpoint
     results = None if checkpoint is None else checkpoint.partitions(stage, len(lengths))
-    if results is not None and results.finished:
+    if results is not None and results.done is not None:  # finished
         on_device = graph.backend == "gpu" and not graph.staging.on_host
         values = list(timer.submit(stage, *results.read(graph.tasks, lengths, on_device)))
         timer.settle()

@@ -121,7 +121,7 @@ def check_budget(rows: int | None, estimated: bool, runtime: Runtime | None,
 
     needed = minimum_task_budget(rows)
     budget = memory_budget if runtime is None else runtime.task_budget(memory_budget)
-    if budget >= needed:
+    if budget is not None and budget >= needed:
         return
     per_worker = needed * max(1, runtime.threads_per_worker if runtime else 1)
     about = f"{'about ' if estimated else ''}{rows:,} input edges"
@@ -131,10 +131,11 @@ def check_budget(rows: int | None, estimated: bool, runtime: Runtime | None,
         raise ConfigurationError(f"--memory-budget {format_bytes(memory_budget)} is below the "
                                  f"minimum for this input: {why}; give --memory-budget "
                                  f"{per_worker} or more")
+    assert runtime is not None  # no budget given: the runtime's
     least = math.ceil(per_worker / runtime.staging.budget_fraction)
-    if runtime.capped:
+    if runtime.capped and (pool := runtime.caps.rmm_pool_size) is not None:
         raise ConfigurationError(
-            f"--rmm-pool-size {format_bytes(runtime.caps.rmm_pool_size)} is below the minimum "
+            f"--rmm-pool-size {format_bytes(pool)} is below the minimum "
             f"for this input: {why}; give --rmm-pool-size {format_bytes(least)} or more")
     memory = "GPU memory" if runtime.backend == "gpu" else "memory"
     raise ConfigurationError(
@@ -283,17 +284,18 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
         with timer.timed("read"):  # where the backend computes (host text to the GPU)
             parts = [arrays_on(part, runtime.backend) for part in parts]
         return Inputs(None, parts, [len(part) for part in parts], [None] * len(parts))
-    partitions = persisted_partitions(edges) if runtime.client is not None else None
+    frame: dd.DataFrame = edges  # a Dask DataFrame, persisted below unless it is already
+    partitions = persisted_partitions(frame) if runtime.client is not None else None
     if partitions is None:
         # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer
         # partitions when lowered, and partition keys must be those that exist after persist.
-        (edges,) = timer.submit("read", edges.optimize())
+        (frame,) = timer.submit("read", frame.optimize())
         timer.settle()
-        partitions = (persisted_partitions(edges) if runtime.client is not None
-                      else None) or edges.to_delayed()
+        partitions = (persisted_partitions(frame) if runtime.client is not None
+                      else None) or frame.to_delayed()
         if tasks.eager:  # the partitions' values: eager tasks take no collections
             partitions = list(timer.compute("read", *partitions))
     holders, sizes = input_placement(partitions, runtime)
     rows = input_rows(partitions, holders, sizes, task_budget, tasks, timer)
-    return Inputs(edges, partitions, rows, holders)
+    return Inputs(frame, partitions, rows, holders)
 

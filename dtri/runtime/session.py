@@ -524,7 +524,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
     Workers with a host memory limit keep the stored results their ``plan`` gives them in
     memory (:func:`local_host_plan` where not given), the rest on disk."""
     if (line := unguarded_script_line()) is not None:
-        script = os.path.basename(sys.modules["__main__"].__file__)
+        script = os.path.basename(sys.modules["__main__"].__file__ or "")
         raise ConfigurationError(
             f"{script}:{line} starts a local Dask cluster, whose worker processes import "
             f"{script} again: put the code that calls dtri under "
@@ -565,7 +565,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
             )
         from distributed import LocalCluster
 
-        if caps.memory_limit is not None:
+        if caps.memory_limit is not None and plan is not None:  # a plan made above
             memory["data"] = (failsafe_spill_buffer, {"stored_bytes": plan.stored})
         return LocalCluster(
             n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
