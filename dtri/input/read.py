@@ -1085,7 +1085,7 @@ def read_edges(
     if isinstance(urlpath, list | tuple):
         urlpath = [os.fspath(p) for p in urlpath]
     options: dict[str, Any] = {"columns": columns, "header": header, "blocksize": size,
-               "storage_options": storage_options, "max_rows": max_rows}
+                               "storage_options": storage_options, "max_rows": max_rows}
     try:
         plan = plan_read(urlpath, format, **options)
     except InputNotFoundError:
