@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 from dtri.analytics.colours import EstimatePlan, estimate_input
 from dtri.analytics.count import CountResult
@@ -167,6 +167,7 @@ def prepare_with_checkpoint(edges: Any, session: Session, chosen: Options,
     The checkpoint is refused before anything is read where it was made of other input, with
     other options or by another dtri."""
     identity = input_identity(edges, chosen.storage_options, hash_values=True)
+    assert chosen.checkpoint is not None  # the caller's test
     checkpoint = Checkpoint.open(chosen.checkpoint, identity, chosen)
     if checkpoint.has_prepared():
         metadata = saved_metadata(checkpoint.prepared_url, chosen)
@@ -240,7 +241,8 @@ def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> R
     an estimate that samples as it reads) takes as its input."""
     on_gpu = input_on_gpu(edges)
     opening = session.runtime is None
-    if isinstance(edges, GeneratedGraph) and (opening or session.runtime.client is None) \
+    if isinstance(edges, GeneratedGraph) and (session.runtime is None
+                                              or session.runtime.client is None) \
             and runs_on_this_machine(chosen):
         edges.check_fits(*machine_room(chosen))
     local = local_input(edges, chosen) if session.local else None
@@ -272,6 +274,14 @@ def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> R
 def _task_rows(task_budget: int | None) -> int | None:
     """The input rows one task of ``task_budget`` bytes may read (``None``: no budget)."""
     return None if task_budget is None else max(1, task_budget // BYTES_PER_EDGE_IN_FLIGHT)
+
+
+@overload
+def count(edges: Any, *, explain: Literal[False] = False, approx: Literal[False] = False,
+          **options: Any) -> CountResult: ...
+@overload
+def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = False,
+          **options: Any) -> CountResult | Estimate | EstimatePlan: ...
 
 
 def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = False,

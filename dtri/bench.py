@@ -354,7 +354,7 @@ def bench_graph(graph: str, session: Any, repeat: int, seed: int,
 
     result, end_to_end, memory = best_count(source)
     if runtime.client is None and backend == "cpu":  # in process: an (m, 2) NumPy array
-        persisted = input_array(source())
+        persisted: Any = input_array(source())
     else:
         persisted = _materialize(as_edge_frame(source(), backend), runtime)
     in_memory_result, in_memory, in_memory_memory = best_count(lambda: persisted)
@@ -397,7 +397,7 @@ def bench_graph(graph: str, session: Any, repeat: int, seed: int,
         },
         "peers": {},
     }
-    if peers:
+    if table is not None:  # peers to run
         edges = canonical_edges(column_to_array(table["src"]), column_to_array(table["dst"]))
         del table
         for name in peers:

@@ -187,8 +187,9 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     from dtri.analytics.estimate import Approx, estimate
     from dtri.runtime.link import link_bandwidth
 
-    asked = {"error": error, "confidence": confidence, "samples": samples, "seconds": seconds,
-             "seed": sample_seed, "average_clustering": with_clustering, "method": method}
+    asked: dict[str, Any] = {
+        "error": error, "confidence": confidence, "samples": samples, "seconds": seconds,
+        "seed": sample_seed, "average_clustering": with_clustering, "method": method}
     asked = {name: value for name, value in asked.items() if value is not None}
     if asked and not approx:
         flag = {"seed": "--sample-seed", "average_clustering": "--[no-]clustering"}.get(

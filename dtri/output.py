@@ -16,10 +16,9 @@ import os
 import posixpath
 import shutil
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from fsspec.implementations.local import LocalFileSystem
 
@@ -135,12 +134,15 @@ def reserve_output(out: str) -> OutputFolder:
     return folder
 
 
-@contextmanager
-def reserved_output(out: str | None) -> Iterator[OutputFolder | None]:
+@overload
+def reserved_output(out: str) -> AbstractContextManager[OutputFolder]: ...
+@overload
+def reserved_output(out: None) -> AbstractContextManager[None]: ...
+@overload
+def reserved_output(out: str | None) -> AbstractContextManager[OutputFolder | None]: ...
+
+
+def reserved_output(out: str | None) -> AbstractContextManager[OutputFolder | None]:
     """:func:`reserve_output` of ``out`` (``None``: no output), its temporary folder removed
     on the way out unless the result was committed (an error, an interrupt)."""
-    if out is None:
-        yield None
-        return
-    with reserve_output(out) as folder:
-        yield folder
+    return nullcontext() if out is None else reserve_output(out)

@@ -5,11 +5,14 @@ lives) into a temporary folder renamed into place when complete (:mod:`dtri.outp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dtri.analytics.vertex import present_vertices
 from dtri.kernels.dispatch import host_frame
 from dtri.output import OutputFolder
+
+if TYPE_CHECKING:
+    from dtri import PreparedGraph
 
 
 def write_parquet(frame: Any, out: OutputFolder | None) -> str | None:
@@ -41,7 +44,7 @@ def top_rows(frame: Any, column: str, top: int, ties: tuple[str, ...]) -> list[d
     return plain_records(first_rows(picked, order, top))
 
 
-def triangles_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str, Any]:
+def triangles_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> dict[str, Any]:
     """``dtri triangles``: the total (a third of the per-vertex counts' sum, each triangle
     being at three vertices), the vertices with most triangles, the output."""
     frame = graph.triangles().reset_index()
@@ -53,7 +56,7 @@ def triangles_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[st
     return summary
 
 
-def clustering_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str, Any]:
+def clustering_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> dict[str, Any]:
     """``dtri clustering``: average clustering, transitivity, the highest, the output."""
     frame = graph.clustering().reset_index()
     summary = {"vertices": present_vertices(graph), "edges": graph.edges,
@@ -64,13 +67,13 @@ def clustering_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[s
     return summary
 
 
-def transitivity_summary(graph: Any) -> dict[str, Any]:
+def transitivity_summary(graph: PreparedGraph) -> dict[str, Any]:
     """``dtri transitivity``: the transitivity and the triangles it counts."""
     return {"vertices": present_vertices(graph), "edges": graph.edges,
             "triangles": graph.count_triangles(), "transitivity": graph.transitivity()}
 
 
-def support_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str, Any]:
+def support_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> dict[str, Any]:
     """``dtri support``: the edges on most triangles, the output."""
     frame = graph.edge_support()
     summary = {"vertices": present_vertices(graph), "edges": graph.edges,
@@ -80,10 +83,10 @@ def support_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str,
     return summary
 
 
-def ktruss_summary(graph: Any, k: int, out: OutputFolder | None) -> dict[str, Any]:
+def ktruss_summary(graph: PreparedGraph, k: int, out: OutputFolder | None) -> dict[str, Any]:
     """``dtri ktruss K``: the size of the K-truss, its edges as output."""
     truss = graph.k_truss(k)
-    summary = {"k": k, "vertices": present_vertices(truss), "edges": truss.edges,
+    summary: dict[str, Any] = {"k": k, "vertices": present_vertices(truss), "edges": truss.edges,
                "triangles": truss.count_triangles(), "graph_vertices": present_vertices(graph),
                "graph_edges": graph.edges}
     if out is not None:
@@ -91,7 +94,7 @@ def ktruss_summary(graph: Any, k: int, out: OutputFolder | None) -> dict[str, An
     return summary
 
 
-def truss_summary(graph: Any, out: OutputFolder | None, top: int) -> dict[str, Any]:
+def truss_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> dict[str, Any]:
     """``dtri truss``: the largest truss number, edges per truss number, the output."""
     frame = graph.truss_numbers()
     levels = frame["truss"].value_counts().compute()
@@ -116,7 +119,7 @@ def frame_top(frame: Any, columns: list[str], order: list[str], top: int) -> Any
     return host_frame(first_rows(frame.reset_index()[columns], order, top))
 
 
-def graphlets_summary(graph: Any, out: OutputFolder | None, top: int, orbits: str,
+def graphlets_summary(graph: PreparedGraph, out: OutputFolder | None, top: int, orbits: str,
                       kind: str) -> dict[str, Any]:
     """``dtri graphlets``: the graph's copies of each graphlet (from the orbit sums), the
     vertices in most 4-cliques (triangles for σ0-σ4), the output. The sums and the top rows

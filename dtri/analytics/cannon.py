@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from dask.utils import format_bytes
 
@@ -50,6 +51,10 @@ from dtri.kernels.cyclic import (
     round_vertex_triangles,
 )
 from dtri.options import DECOMPOSITIONS
+
+if TYPE_CHECKING:
+    from dtri.prepared.graph import PreparedGraph
+    from dtri.runtime.timer import StageTimer
 
 BYTES_PER_TARGET = 4
 """A target in a block or a piece: int32."""
@@ -189,30 +194,30 @@ def choose_decomposition(requested: str, plan: CountPlan,
                          f"under 1d against {pulls_2d} on {grid}", one, two)
 
 
-def decomposition(graph: Any, plan: CountPlan | None = None) -> Decomposition:
+def decomposition(graph: PreparedGraph, plan: CountPlan | None = None) -> Decomposition:
     """The decomposition of a prepared graph's joins, chosen once and cached on the graph
     (the count and the triangles at each vertex share it, and the blocks), by the 1D plan of
     its count under device staging: ``plan``, the count's own, where it is that plan; else
     made here."""
-    if "decomposition" not in graph.cache:
-        if plan is None or plan.staging != "device":
-            plan = device_plan(graph)
-        graph.cache["decomposition"] = choose_decomposition(graph.options.decomposition, plan,
-                                                            graph.bounds)
-    return graph.cache["decomposition"]
+
+    def chosen() -> Decomposition:
+        made = device_plan(graph) if plan is None or plan.staging != "device" else plan
+        return choose_decomposition(graph.options.decomposition, made, graph.bounds)
+
+    return graph.cached("decomposition", chosen)
 
 
-def device_plan(graph: Any) -> CountPlan:
+def device_plan(graph: PreparedGraph) -> CountPlan:
     """The 1D plan of a graph's count under device staging (the fused join's where the
     options' join cannot plan: the count says why)."""
     runtime = graph.runtime
-    facts = {"workers": runtime.workers, "threads_per_worker": runtime.threads_per_worker,
-             "backend": runtime.backend, "task_budget": graph.task_budget,
-             "bins": graph.options.bins}
+    plan = partial(build_plan, graph.summaries, graph.vertices, workers=runtime.workers,
+                   threads_per_worker=runtime.threads_per_worker, backend=runtime.backend,
+                   task_budget=graph.task_budget, bins=graph.options.bins)
     try:
-        return build_plan(graph.summaries, graph.vertices, join=graph.options.join, **facts)
+        return plan(join=graph.options.join)
     except ListTooLongError:
-        return build_plan(graph.summaries, graph.vertices, join="intersect", **facts)
+        return plan(join="intersect")
 
 
 # ------------------------------------------------------------------------- the task graph
@@ -222,28 +227,29 @@ def cut_pieces(part: tuple, q: int) -> dict[int, tuple]:
     return cyclic_pieces(as_csr(part), q)
 
 
-def cyclic_blocks(graph: Any, q: int, timer: Any = None) -> list[Any]:
+def cyclic_blocks(graph: PreparedGraph, q: int, timer: StageTimer | None = None) -> list[Any]:
     """Persisted, block ``g = r·q + s`` on grid worker ``g``: the graph's ``q²`` blocks
     (cached on the graph; ``timer`` times their stage, else a timer of their own)."""
-    key = f"cyclic-blocks-{q}"
-    if key not in graph.cache:
+
+    def blocks() -> list[Any]:
         tasks = graph.tasks
         splits = {}
         for p, part in enumerate(graph.parts):  # cut where it lives, wherever Dask put it
             splits[p] = tasks.task("cyclic-blocks", cut_pieces, part, q, key=("cut", p))
         grid = range(q * q)
         picks = tasks.pick_pieces("cyclic-blocks", splits, dict.fromkeys(splits, grid))
-        blocks = []
+        built = []
         for g in grid:
             with tasks.placed(g):
-                blocks.append(tasks.task("cyclic-blocks", cyclic_block,
-                                         *(picks[p, g] for p in splits), key=("block", g)))
-        own = timer is None
-        timer = graph.timer() if own else timer
-        graph.cache[key] = list(timer.submit("cyclic_blocks", *blocks))
-        if own:
-            timer.settle()
-    return graph.cache[key]
+                built.append(tasks.task("cyclic-blocks", cyclic_block,
+                                        *(picks[p, g] for p in splits), key=("block", g)))
+        stage_timer = graph.timer() if timer is None else timer
+        persisted = list(stage_timer.submit("cyclic_blocks", *built))
+        if timer is None:  # a timer of its own: waited for here
+            stage_timer.settle()
+        return persisted
+
+    return graph.cached(f"cyclic-blocks-{q}", blocks)
 
 
 def arrived(*blocks: Any) -> tuple:
@@ -252,7 +258,8 @@ def arrived(*blocks: Any) -> tuple:
     return blocks[:-1]
 
 
-def cannon_rounds(graph: Any, q: int, timer: Any = None, mode: str = "count") -> list[Any]:
+def cannon_rounds(graph: PreparedGraph, q: int, timer: StageTimer | None = None,
+                  mode: str = "count") -> list[Any]:
     """The rounds of every grid worker (:func:`~dtri.kernels.cyclic.round_assignment`):
     ``count``, each round's triangles (delayed ints); ``vertex``, per worker its rounds'
     triangles at each rank (a delayed vertex-wide array)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dtri.analytics.cannon import Decomposition, cannon_rounds, decomposition
 from dtri.analytics.plan import (
@@ -50,6 +50,11 @@ from dtri.kernels.wedges import closure_keys
 from dtri.prepared.checkpoint import UnitResults, resumed_line
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks
+
+if TYPE_CHECKING:
+    from dtri.prepared.graph import PreparedGraph
+    from dtri.runtime.session import Runtime
+    from dtri.runtime.timer import StageTimer
 
 
 @dataclass
@@ -133,7 +138,7 @@ class CountResult:
         return asdict(self)
 
 
-def count(graph: Any, *, explain: bool = False) -> CountResult:
+def count(graph: PreparedGraph, *, explain: bool = False) -> CountResult:
     """Count the triangles of a prepared graph (:class:`dtri.prepared.graph.PreparedGraph`);
     ``explain``: plan only (no edge bin, wedge or join is built) and return the plan with
     ``triangles=None``."""
@@ -184,7 +189,7 @@ def count(graph: Any, *, explain: bool = False) -> CountResult:
         link_bandwidth=moved.link_bandwidth(), resumed=dict(graph.resumed))
 
 
-def plan_count(graph: Any, timer: Any) -> CountPlan:
+def plan_count(graph: PreparedGraph, timer: StageTimer) -> CountPlan:
     """The plan of the counting phase (host staging: groups of partitions; else radix bins),
     timed as part of ``plan``; a list too long for the budget is named by its input id."""
     runtime = graph.runtime
@@ -199,14 +204,14 @@ def plan_count(graph: Any, timer: Any) -> CountPlan:
     return plan
 
 
-def decomposition_of(graph: Any, timer: Any, plan: CountPlan) -> Decomposition:
+def decomposition_of(graph: PreparedGraph, timer: StageTimer, plan: CountPlan) -> Decomposition:
     """The count's decomposition (:func:`dtri.analytics.cannon.choose_decomposition`) by its
     ``plan``, timed as part of ``plan``."""
     with timer.timed("plan"):
         return decomposition(graph, plan)
 
 
-def _plan(graph: Any, runtime: Any, task_budget: int) -> CountPlan:
+def _plan(graph: PreparedGraph, runtime: Runtime, task_budget: int) -> CountPlan:
     """The plan itself at ``task_budget`` (host staging: groups of partitions; else radix
     bins)."""
     if graph.staging.on_host:
@@ -273,7 +278,7 @@ def intersect_bin(part: tuple, csr: tuple, kernel: str) -> int:
     return intersect(as_csr(part), as_csr(csr), kernel=kernel or "hash").triangles
 
 
-def binned_joins(plan: CountPlan, graph: Any, timer: Any,
+def binned_joins(plan: CountPlan, graph: PreparedGraph, timer: StageTimer,
                  resume: UnitResults | None = None) -> list[Any]:
     """The counting tasks of device staging: edge bins, then wedge batches joined against
     them or the fused join of each partition against the bins it reaches. ``resume``: the
@@ -404,7 +409,7 @@ def count_group(staging: Staging, rows: int, kernel: str, bounds: tuple[int, int
     return found
 
 
-def staged_joins(plan: CountPlan, graph: Any, resume: UnitResults | None = None
+def staged_joins(plan: CountPlan, graph: PreparedGraph, resume: UnitResults | None = None
                  ) -> list[Any]:
     """Host staging's join (``dtri-count``): per group of consecutive partitions (the plan's
     bins) and per worker, one task that moves the group to the device as one CSR and counts

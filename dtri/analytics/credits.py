@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dtri.analytics.cannon import cannon_rounds, decomposition
 from dtri.analytics.count import load_group, member_starts, own_partition
@@ -42,6 +42,9 @@ from dtri.kernels.orient import add_counts
 from dtri.kernels.strategy import CREDIT_DTYPE, cpu_kernel
 from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging
+
+if TYPE_CHECKING:
+    from dtri.prepared.graph import PreparedGraph
 
 MODES = ("vertex", "edge", "peel")
 
@@ -89,7 +92,7 @@ def pieces_of(partition: int, summary: Any, count: int) -> list[Piece]:
     return [Piece(partition, a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
 
-def group_plan(graph: Any, summaries: list[Any] | None = None) -> GroupPlan:
+def group_plan(graph: PreparedGraph, summaries: list[Any] | None = None) -> GroupPlan:
     """The credits' plan of a prepared graph (see the module docstring), or of partitions
     over its ranks with these ``summaries`` (a graph being peeled)."""
     summaries = graph.summaries if summaries is None else summaries
@@ -152,7 +155,7 @@ def credit_group(staging: Staging, mode: str, rows: int, kernel: str,
             lowest = found.uv
             lowest += found.uw  # in place: each edge's credits as u-v and as u-w
             credited.setdefault(index, []).append((first, staging.to_host(lowest)))
-    if mode == "vertex":
+    if vw is None:  # the vertex-wide counts only
         return staging.to_host(totals)
     for index, start in enumerate(starts):
         edges = int(parts[index][0].shape[0])
@@ -161,7 +164,7 @@ def credit_group(staging: Staging, mode: str, rows: int, kernel: str,
     return credited
 
 
-def run_credits(graph: Any, mode: str, states: list[Any] | None = None,
+def run_credits(graph: PreparedGraph, mode: str, states: list[Any] | None = None,
                 parts: list[Any] | None = None, summaries: list[Any] | None = None,
                 ) -> list[tuple[GroupTask, Any, list[int]]]:
     """The ``dtri-credits`` tasks of ``mode`` over ``parts`` with their ``summaries``
@@ -206,7 +209,7 @@ def range_zeros(like: Any, size: int | tuple[int, ...]) -> Any:
     return xp.zeros(size, dtype=xp.int64)
 
 
-def vertex_totals(graph: Any, stage: str) -> list[Any]:
+def vertex_totals(graph: PreparedGraph, stage: str) -> list[Any]:
     """Triangles at each vertex, partition by partition: the credits of ``vertex`` tasks (or
     of the 2D join's rounds, :mod:`dtri.analytics.cannon`) summed per worker, cut by the
     partitions' rank ranges and summed on each partition's owner. Delayed, one per partition
@@ -249,8 +252,8 @@ def pick_partition(credited: dict[int, Any], index: int) -> list[tuple[int, Any]
     return credited.get(index, [])
 
 
-def edge_totals(graph: Any, stage: str, mode: str = "edge", states: list[Any] | None = None,
-                parts: list[Any] | None = None,
+def edge_totals(graph: PreparedGraph, stage: str, mode: str = "edge",
+                states: list[Any] | None = None, parts: list[Any] | None = None,
                 summaries: list[Any] | None = None) -> list[Any]:
     """Triangles on each edge (``edge``), or lost by each edge still there when the leaving
     ones go (``peel``), partition by partition: delayed int64 arrays over each partition's

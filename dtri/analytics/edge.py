@@ -9,6 +9,7 @@ gathered into one process.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dtri.kernels.csr import as_csr, sources
@@ -17,6 +18,8 @@ from dtri.prepared.checkpoint import kept_partitions
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
+
+    from dtri.prepared.graph import PreparedGraph
 
 
 def edge_ids(part: tuple, ids: Any) -> tuple[Any, Any]:
@@ -33,34 +36,26 @@ def support_frame(part: tuple, ids: Any, support: Any) -> Any:
     return frame_from_arrays(u, {"u": u, "v": v, "support": support})
 
 
-def support_totals(graph: Any) -> list[Any]:
+def support_totals(graph: PreparedGraph) -> list[Any]:
     """Persisted, per partition on its owner: the triangles on each of its edges (int64)."""
-    if "edge_support_totals" not in graph.cache:
-        from dtri.analytics.credits import edge_totals
+    from dtri.analytics.credits import edge_totals
 
-        graph.cache["edge_support_totals"] = kept_partitions(
-            graph, "support", [s.edges for s in graph.summaries],
-            lambda: edge_totals(graph, "support"))
-    return graph.cache["edge_support_totals"]
+    return graph.cached("edge_support_totals", lambda: kept_partitions(
+        graph, "support", [s.edges for s in graph.summaries],
+        lambda: edge_totals(graph, "support")))
 
 
-def edge_frame(graph: Any, stage: str, build: Any, columns: dict[str, str],
-               per_partition: list[Any], parts: list[Any] | None = None) -> dd.DataFrame:
+def edge_frame(graph: PreparedGraph, stage: str, build: Callable[[Any, Any, Any], Any],
+               columns: dict[str, str], per_partition: Sequence[Any],
+               parts: Sequence[Any] | None = None) -> dd.DataFrame:
     """A Dask DataFrame of one persisted ``build(part, ids, values)`` per partition."""
-    tasks = graph.tasks
     parts = graph.parts if parts is None else parts
-    frames = []
-    for p, part in enumerate(parts):
-        with tasks.placed(p):
-            frames.append(tasks.task(stage, build, part, graph.ids, per_partition[p], key=(p,),
-                                     on_host=True))
-    timer = graph.timer()
-    persisted = timer.submit(stage, *frames)
-    timer.settle()
-    return tasks.collection(persisted, frame_meta(graph, columns), stage)
+    persisted = graph.per_partition(stage, build, [(part, graph.ids, per_partition[p])
+                                                   for p, part in enumerate(parts)])
+    return graph.tasks.collection(persisted, frame_meta(graph, columns), stage)
 
 
-def result_module(graph: Any) -> Any:
+def result_module(graph: PreparedGraph) -> Any:
     """The array library of a graph's results: CuPy where they stay on GPUs (cuDF frames),
     NumPy otherwise (pandas: the CPU, and host staging)."""
     if graph.staging.in_gpu_memory:
@@ -72,17 +67,15 @@ def result_module(graph: Any) -> Any:
     return numpy
 
 
-def frame_meta(graph: Any, columns: dict[str, str]) -> Any:
+def frame_meta(graph: PreparedGraph, columns: dict[str, str]) -> Any:
     """An empty frame like the partitions (:func:`result_module`)."""
     xp = result_module(graph)
     arrays = {name: xp.zeros(0, dtype=dtype) for name, dtype in columns.items()}
     return frame_from_arrays(next(iter(arrays.values())), arrays)
 
 
-def edge_support(graph: Any) -> dd.DataFrame:
+def edge_support(graph: PreparedGraph) -> dd.DataFrame:
     """Each undirected edge once, ``u < v`` by input id, with the triangles on it."""
-    if "edge_support" not in graph.cache:
-        graph.cache["edge_support"] = edge_frame(
-            graph, "edge-support", support_frame,
-            {"u": "int64", "v": "int64", "support": "int64"}, support_totals(graph))
-    return graph.cache["edge_support"]
+    return graph.cached("edge_support", lambda: edge_frame(
+        graph, "edge-support", support_frame, {"u": "int64", "v": "int64", "support": "int64"},
+        support_totals(graph)))

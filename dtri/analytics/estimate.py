@@ -41,7 +41,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -98,6 +98,9 @@ ROUND_GROWTH = 4
 """A time budget's round draws at most this many times the wedges of the round before, whose
 cost per wedge predicts its own: larger arrays cost more per wedge (caches), so a prediction
 from a much smaller round would pass the deadline."""
+
+if TYPE_CHECKING:
+    from dtri.prepared.graph import PreparedGraph
 
 METHODS = ("auto", "wedges", "colours")
 """What :attr:`Approx.method` may ask for: ``auto`` (the planner's choice,
@@ -290,7 +293,7 @@ def needed_samples(hits: int, draws: int, approx: Approx) -> float:
     return z * z * (1.0 - low) / (low * error * error)
 
 
-def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
+def estimate(graph: PreparedGraph, approx: Approx, allow_exact: bool = True) -> Estimate:
     """The estimate of :class:`Approx` on a prepared graph (see the module docstring);
     ``allow_exact=False``: sample the asked wedges even where counting would cost no more
     (the quick forecast of ``--explain``, which counts nothing)."""
@@ -300,10 +303,11 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
     seed = approx.seed_or_new()
     wedges = graph.wedges
     fixed = approx.samples is not None or approx.seconds is not None
-    base = {"confidence": approx.confidence, "error": None if fixed else approx.error,
-            "seconds_budget": approx.seconds, "seed": seed, "wedges": wedges,
-            "triples": triples(graph), "vertices": present_vertices(graph),
-            "edges": graph.edges, "backend": graph.backend}
+    base: dict[str, Any] = {
+        "confidence": approx.confidence, "error": None if fixed else approx.error,
+        "seconds_budget": approx.seconds, "seed": seed, "wedges": wedges,
+        "triples": triples(graph), "vertices": present_vertices(graph), "edges": graph.edges,
+        "backend": graph.backend}
     pilot_draws, drawn = 0, None
     if wedges == 0:
         wanted, why = math.inf, "the graph has no wedges, so no triangle"
@@ -338,7 +342,8 @@ def estimate(graph: Any, approx: Approx, allow_exact: bool = True) -> Estimate:
             more, _ = draw(graph, [chunk] * (used - len(chunks)), seed, 1 + len(chunks), 0)
             chunks += more
         closed, samples = sum(chunks[:used]), used * chunk
-    else:
+    else:  # a fixed sample
+        assert approx.samples is not None
         samples = approx.samples
         closed, clustering = draw_pieces(
             graph, sample_pieces(samples, chunk_wedges(graph.backend)), seed,
@@ -382,7 +387,7 @@ def first_round(chunk: int, vertex_count: int) -> int:
     return PILOT_SAMPLES + chunks * chunk
 
 
-def timed_sample(graph: Any, approx: Approx, seed: int, started: float, allow_exact: bool
+def timed_sample(graph: PreparedGraph, approx: Approx, seed: int, started: float, allow_exact: bool
                  ) -> tuple[float, str, tuple[int, int, tuple[int, int, int]] | None]:
     """The sample of a time budget (see the module docstring): ``(wedges, why, drawn)``,
     ``drawn`` the ``(samples, closed, clustering)`` of :func:`draw`, or ``None`` with the wedges
@@ -393,6 +398,7 @@ def timed_sample(graph: Any, approx: Approx, seed: int, started: float, allow_ex
     :data:`ROUND_GROWTH` times its size, so the budget is passed by about one round's fixed
     cost at most; a sample stays below :data:`EXACT_SHARE` of the
     wedges, where a fixed one of its size would be counted."""
+    assert approx.seconds is not None
     deadline = started + approx.seconds
     chunk = chunk_wedges(graph.backend)
     vertex_count = clustering_vertices(graph.backend) if approx.average_clustering else 0
@@ -410,12 +416,12 @@ def timed_sample(graph: Any, approx: Approx, seed: int, started: float, allow_ex
         return allowed, f"{budget} would draw about {allowed:,.0f} wedges", None
     # whole chunks below EXACT_SHARE of the wedges (allowed < it: the first round's cost only
     # bounds the first rounds, later ones may be cheaper)
-    below_share = math.ceil((EXACT_SHARE * graph.wedges - samples) / chunk) - 1 \
+    below_share: float = math.ceil((EXACT_SHARE * graph.wedges - samples) / chunk) - 1 \
         if allow_exact else math.inf
     last = samples
     while True:
-        more = min(int(max(0.0, deadline - time.perf_counter()) / (per_wedge * chunk)),
-                   max(1, min(round_wedges(), ROUND_GROWTH * last) // chunk), below_share)
+        more = int(min(int(max(0.0, deadline - time.perf_counter()) / (per_wedge * chunk)),
+                       max(1, min(round_wedges(), ROUND_GROWTH * last) // chunk), below_share))
         if more < 1:
             break
         round_started = time.perf_counter()
@@ -428,7 +434,7 @@ def timed_sample(graph: Any, approx: Approx, seed: int, started: float, allow_ex
         "(a time budget)", (samples, closed, clustering)
 
 
-def draw_pieces(graph: Any, pieces: list[int], seed: int, vertex_count: int
+def draw_pieces(graph: PreparedGraph, pieces: list[int], seed: int, vertex_count: int
                 ) -> tuple[int, tuple[int, int, int]]:
     """The closed wedges of a sample drawn as ``pieces`` (piece ``i`` from phase ``i``), in
     rounds of at most :func:`round_wedges` wedges, and the clustering of ``vertex_count``
@@ -446,7 +452,7 @@ def draw_pieces(graph: Any, pieces: list[int], seed: int, vertex_count: int
     return closed, clustering
 
 
-def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started: float,
+def exact_estimate(graph: PreparedGraph, base: dict[str, Any], pilot_samples: int, started: float,
                    reason: str, with_clustering: bool = True) -> Estimate:
     """The exact values, as an :class:`Estimate` labelled exact."""
     triangles = graph.count_triangles()
@@ -463,7 +469,7 @@ def exact_estimate(graph: Any, base: dict[str, Any], pilot_samples: int, started
             {"estimate": time.perf_counter() - started}, started), **base)
 
 
-def draw(graph: Any, counts: list[int], seed: int, first_phase: int,
+def draw(graph: PreparedGraph, counts: list[int], seed: int, first_phase: int,
          vertex_count: int) -> tuple[list[int], tuple[int, int, int]]:
     """One round of tasks: independent samples of ``counts[s]`` wedges each, stratified over
     the graph's wedges (sample ``s`` from the stream of phase ``first_phase + s``:
@@ -532,10 +538,13 @@ def pair_total(degree: Any, present: Any) -> int:
     return int((degree * (degree - 1) // 2).sum())
 
 
-def triples(graph: Any) -> int:
+def triples(graph: PreparedGraph) -> int:
     """The graph's connected triples (transitivity's denominator), exactly."""
-    if "triples" not in graph.cache:
+
+    def computed() -> int:
         task = graph.tasks.task("estimate", pair_total, graph.degree, graph.present,
                                 key=("triples",))
-        (graph.cache["triples"],) = graph.timer().compute("estimate", task)
-    return graph.cache["triples"]
+        (value,) = graph.timer().compute("estimate", task)
+        return value
+
+    return graph.cached("triples", computed)

@@ -25,6 +25,7 @@ The stages, each named in the task keys:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import getitem
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,9 @@ from dtri.runtime.staging import Staging
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
+
+    from dtri.prepared.graph import PreparedGraph
+    from dtri.runtime.timer import StageTimer
 
 RECORD_BYTES = 160
 """Working bytes per listed triangle: three positions, their vertices, weights and the clique
@@ -73,7 +77,8 @@ def second_pass(part: tuple, sums: Any, vertices: int) -> Any:
     return kernels.neighbour_total(as_csr(part), sums[0], vertices)
 
 
-def vertex_wide_sum(graph: Any, stage: str, func: Any, per_partition: list[tuple]) -> Any:
+def vertex_wide_sum(graph: PreparedGraph, stage: str, func: Callable[..., Any],
+                    per_partition: list[tuple]) -> Any:
     """``func(*args)`` per partition (on its owner), summed by a tree: one delayed array."""
     tasks = graph.tasks
     leaves = []
@@ -119,7 +124,7 @@ def clique_group(staging: Staging, budget_records: int, rows: int, bounds: tuple
     return staging.to_host(totals)
 
 
-def clique_terms(graph: Any, supports: list[Any]) -> Any:
+def clique_terms(graph: PreparedGraph, supports: list[Any]) -> Any:
     """``graphlets-cliques`` over the credits' plan, and per group every top group at or
     above it; the opposite-edge sums in the tasks whose top group is their group (each
     triangle once). One delayed ``(2, vertices)`` array."""
@@ -221,7 +226,7 @@ def cycle_range(staging: Staging, bits: int, vertices: int, *pieces: Any) -> Any
     return staging.to_host(kernels.cycle_credits(keys, bits, vertices))
 
 
-def cycle_plan(graph: Any) -> tuple[list[int], list[list[tuple[int, int]]], int]:
+def cycle_plan(graph: PreparedGraph) -> tuple[list[int], list[list[tuple[int, int]]], int]:
     """The anchor ranges, each partition's wedge batches (edge ranges) and the wedges in all,
     from the per-edge wedge counts (prefix sums: nothing is written yet)."""
     tasks = graph.tasks
@@ -252,7 +257,7 @@ def sum_of(values: Any) -> int:
     return int(values.sum())
 
 
-def cycle_terms(graph: Any) -> Any:
+def cycle_terms(graph: PreparedGraph) -> Any:
     """4-cycles at each vertex: in-lists by exchange, wedges by batch split by anchor range,
     reduced per range. One delayed vertex-wide array."""
     tasks, bounds = graph.tasks, graph.bounds
@@ -304,7 +309,7 @@ def orbit_frame(block: tuple, triangles: Any, rows: Any, full: bool, kind: str) 
     return frame.set_index("vertex")
 
 
-def orbit_rows(graph: Any, timer: Any, counts: list[Any], full: bool) -> Any:
+def orbit_rows(graph: PreparedGraph, timer: StageTimer, counts: list[Any], full: bool) -> Any:
     """The vertex-wide sums the frequencies are made of, persisted: neighbour sums (and, for
     every orbit, the second pass, the triangles' and 4-cliques' terms and the 4-cycles),
     stacked by row."""
@@ -326,48 +331,40 @@ def orbit_rows(graph: Any, timer: Any, counts: list[Any], full: bool) -> Any:
     return rows
 
 
-def graphlet_frames(graph: Any, orbits: str = "all", kind: str = "net") -> list[Any]:
+def graphlet_frames(graph: PreparedGraph, orbits: str = "all", kind: str = "net") -> list[Any]:
     """The partitions of :func:`graphlets`, persisted on their owners (cached on the graph):
     delayed frames, one per sorted partition."""
     check_choice("orbits", orbits, kernels.ORBIT_SETS)
     check_choice("kind", kind, kernels.KINDS)
-    key = f"graphlet-frames-{orbits}-{kind}"
-    if key in graph.cache:
-        return graph.cache[key]
-    full = orbits == "all"
-    tasks, bounds = graph.tasks, graph.bounds
-    timer = graph.timer()
-    counts = triangle_counts(graph)
-    rows_key = f"graphlet-rows-{orbits}"  # shared by net and raw
-    if rows_key not in graph.cache:
-        graph.cache[rows_key] = orbit_rows(graph, timer, counts, full)
-    rows = graph.cache[rows_key]
-    cut = tasks.task("graphlets-gather", slice_ranges, rows, bounds, key=("cut",))
-    picks = tasks.pick_pieces("graphlets-gather", {0: cut}, {0: range(graph.partitions)})
-    blocks = vertex_blocks(graph)
-    frames = []
-    for p in range(graph.partitions):
-        with tasks.placed(p):
-            frames.append(tasks.task("graphlets", orbit_frame, blocks[p], counts[p],
-                                     picks[0, p], full, kind, key=(p,), on_host=True))
-    graph.cache[key] = list(timer.submit("graphlets", *frames))
-    timer.settle()
-    return graph.cache[key]
+
+    def frames() -> list[Any]:
+        full = orbits == "all"
+        tasks, bounds = graph.tasks, graph.bounds
+        timer = graph.timer()
+        counts = triangle_counts(graph)
+        rows = graph.cached(f"graphlet-rows-{orbits}",  # shared by net and raw
+                            lambda: orbit_rows(graph, timer, counts, full))
+        cut = tasks.task("graphlets-gather", slice_ranges, rows, bounds, key=("cut",))
+        picks = tasks.pick_pieces("graphlets-gather", {0: cut}, {0: range(graph.partitions)})
+        blocks = vertex_blocks(graph)
+        return graph.per_partition("graphlets", orbit_frame, [
+            (blocks[p], counts[p], picks[0, p], full, kind) for p in range(graph.partitions)],
+            timer)
+
+    return graph.cached(f"graphlet-frames-{orbits}-{kind}", frames)
 
 
-def graphlets(graph: Any, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
+def graphlets(graph: PreparedGraph, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
     """Orbit frequencies σ0 … σ15 (``orbits="sigma0-4"``: σ0 … σ4) of every vertex, ``net``
     (induced) or ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …,
     one partition per sorted partition (cached on the graph)."""
     frames = graphlet_frames(graph, orbits, kind)
-    key = f"graphlets-{orbits}-{kind}"
-    if key not in graph.cache:
-        meta = _meta(graph, kernels.ORBITS if orbits == "all" else kernels.BASIC_ORBITS)
-        graph.cache[key] = graph.tasks.collection(frames, meta, "graphlets")
-    return graph.cache[key]
+    orbit_count = kernels.ORBITS if orbits == "all" else kernels.BASIC_ORBITS
+    return graph.cached(f"graphlets-{orbits}-{kind}", lambda: graph.tasks.collection(
+        frames, _meta(graph, orbit_count), "graphlets"))
 
 
-def _meta(graph: Any, orbits: int) -> Any:
+def _meta(graph: PreparedGraph, orbits: int) -> Any:
     """An empty frame like the partitions."""
     xp = result_module(graph)
     empty = xp.zeros(0, dtype="int64")
@@ -378,7 +375,7 @@ def _meta(graph: Any, orbits: int) -> Any:
 
 # ----------------------------------------------------------------- the plan (--explain)
 
-def graphlet_plan(graph: Any, orbits: str = "all") -> dict[str, Any]:
+def graphlet_plan(graph: PreparedGraph, orbits: str = "all") -> dict[str, Any]:
     """What :func:`graphlets` would run, from the partition summaries and the per-edge wedge
     counts (prefix sums; no wedge or triangle is written): per stage its tasks, the batches
     and the largest task's estimated peak bytes."""

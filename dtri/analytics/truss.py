@@ -47,6 +47,8 @@ from dtri.kernels.strategy import STATE_ALIVE, STATE_GONE, STATE_LEAVING
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
+    from dtri.prepared.graph import PreparedGraph
+
 NO_SUPPORT = 2**62
 """The smallest remaining support where nothing remains."""
 
@@ -122,7 +124,7 @@ class Peeling:
     """The client's side of peeling one graph: the per-partition states as futures, and the
     rounds that advance them."""
 
-    def __init__(self, graph: Any, numbers: bool):
+    def __init__(self, graph: PreparedGraph, numbers: bool):
         self.graph = graph
         self.tasks = graph.tasks
         self.timer = graph.timer()
@@ -212,7 +214,7 @@ def checked_k(k: Any) -> int:
     return int(k)
 
 
-def k_truss(graph: Any, k: int) -> Any:
+def k_truss(graph: PreparedGraph, k: int) -> PreparedGraph:
     """The k-truss of a prepared graph, as a prepared graph on the same workers."""
     k = checked_k(k)
     started = time.perf_counter()
@@ -253,33 +255,33 @@ def has_edges(degree: Any) -> Any:
     return degree > 0
 
 
-def truss_numbers(graph: Any) -> dd.DataFrame:
+def truss_numbers(graph: PreparedGraph) -> dd.DataFrame:
     """The truss number of every edge (cached on the graph)."""
-    if "truss_numbers" in graph.cache:
-        return graph.cache["truss_numbers"]
-    peeling = Peeling(graph, numbers=True)
-    k = 3
-    while True:
-        stats = peeling.peel_level(k)
-        if not sum(s.alive for s in stats):
-            break
-        k = max(k + 1, min(s.smallest for s in stats) + 3)
-    peeling.compact()  # everything is gone: the pieces hold every edge
-    graph.cache["truss_numbers"] = edge_frame(
-        graph, "truss-numbers", truss_frame, {"u": "int64", "v": "int64", "truss": "int64"},
-        [tuple(pieces) for pieces in peeling.finished],
-        parts=[None] * graph.partitions)
-    return graph.cache["truss_numbers"]
+
+    def peeled() -> dd.DataFrame:
+        peeling = Peeling(graph, numbers=True)
+        k = 3
+        while True:
+            stats = peeling.peel_level(k)
+            if not sum(s.alive for s in stats):
+                break
+            k = max(k + 1, min(s.smallest for s in stats) + 3)
+        peeling.compact()  # everything is gone: the pieces hold every edge
+        return edge_frame(
+            graph, "truss-numbers", truss_frame, {"u": "int64", "v": "int64", "truss": "int64"},
+            [tuple(pieces) for pieces in peeling.finished], parts=[None] * graph.partitions)
+
+    return graph.cached("truss_numbers", peeled)
 
 
 def truss_frame(_: Any, ids: Any, pieces: tuple) -> Any:
     """One partition of :func:`truss_numbers` from its finished pieces."""
     xp = array_module(ids)
-    pieces = [p for p in pieces if p is not None]
-    src = xp.concatenate([p[0] for p in pieces]) if pieces else xp.zeros(0, dtype=xp.int64)
-    dst = xp.concatenate([p[1].astype(xp.int64) for p in pieces]) if pieces \
+    found = [p for p in pieces if p is not None]
+    src = xp.concatenate([p[0] for p in found]) if found else xp.zeros(0, dtype=xp.int64)
+    dst = xp.concatenate([p[1].astype(xp.int64) for p in found]) if found \
         else xp.zeros(0, dtype=xp.int64)
-    truss = xp.concatenate([p[2] for p in pieces]).astype(xp.int64) if pieces \
+    truss = xp.concatenate([p[2] for p in found]).astype(xp.int64) if found \
         else xp.zeros(0, dtype=xp.int64)
     u, v = ids[src], ids[dst]
     return frame_from_arrays(u, {"u": xp.minimum(u, v), "v": xp.maximum(u, v), "truss": truss})

@@ -17,6 +17,7 @@ the preparation kept; nothing per vertex is gathered into one process.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dtri.kernels.dispatch import array_module, series_from_arrays
@@ -24,6 +25,8 @@ from dtri.prepared.checkpoint import kept_partitions
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
+
+    from dtri.prepared.graph import PreparedGraph
 
 
 def vertex_block(ids: Any, degree: Any, present: Any, low: int, high: int) -> tuple:
@@ -33,18 +36,20 @@ def vertex_block(ids: Any, degree: Any, present: Any, low: int, high: int) -> tu
             None if present is None else present[low:high].copy())
 
 
-def vertex_blocks(graph: Any) -> list[Any]:
+def vertex_blocks(graph: PreparedGraph) -> list[Any]:
     """Persisted, per partition on its owner: :func:`vertex_block` of its rank range."""
-    if "blocks" not in graph.cache:
+
+    def blocks() -> list[Any]:
         tasks, bounds = graph.tasks, graph.bounds
-        blocks = []
+        built = []
         for p in range(graph.partitions):
             with tasks.placed(p):
-                blocks.append(tasks.task("vertices", vertex_block, graph.ids, graph.degree,
-                                         graph.present, bounds[p], bounds[p + 1],
-                                         key=("block", p), on_host=True))
-        graph.cache["blocks"] = list(graph.timer().submit("vertices", *blocks))
-    return graph.cache["blocks"]
+                built.append(tasks.task("vertices", vertex_block, graph.ids, graph.degree,
+                                        graph.present, bounds[p], bounds[p + 1],
+                                        key=("block", p), on_host=True))
+        return list(graph.timer().submit("vertices", *built))
+
+    return graph.cached("blocks", blocks)
 
 
 def present_count(block: tuple) -> int:
@@ -53,7 +58,7 @@ def present_count(block: tuple) -> int:
     return int(degree.shape[0] if present is None else present.sum())
 
 
-def present_vertices(graph: Any) -> int:
+def present_vertices(graph: PreparedGraph) -> int:
     """The vertices of the graph (of a k-truss: those with an edge)."""
     if graph.present is None:
         return graph.vertices
@@ -64,16 +69,14 @@ def present_vertices(graph: Any) -> int:
     return sum(values)
 
 
-def triangle_counts(graph: Any) -> list[Any]:
+def triangle_counts(graph: PreparedGraph) -> list[Any]:
     """Persisted, per partition: the triangles at each of its ranks (int64)."""
-    if "vertex_triangles" not in graph.cache:
-        from dtri.analytics.credits import vertex_totals
+    from dtri.analytics.credits import vertex_totals
 
-        bounds = graph.bounds
-        graph.cache["vertex_triangles"] = kept_partitions(
-            graph, "triangles", [bounds[p + 1] - bounds[p] for p in range(graph.partitions)],
-            lambda: vertex_totals(graph, "triangles"))
-    return graph.cache["vertex_triangles"]
+    bounds = graph.bounds
+    return graph.cached("vertex_triangles", lambda: kept_partitions(
+        graph, "triangles", [bounds[p + 1] - bounds[p] for p in range(graph.partitions)],
+        lambda: vertex_totals(graph, "triangles")))
 
 
 def triangles_series(block: tuple, counts: Any) -> Any:
@@ -115,22 +118,16 @@ def partition_sums(block: tuple, counts: Any) -> tuple[int, int, float, int]:
             int(degree.shape[0]))
 
 
-def _collection(graph: Any, stage: str, build: Any, name: str, dtype: str) -> dd.Series:
-    """A Dask Series from one persisted task per partition ``build(block, counts)``."""
-    tasks = graph.tasks
+def _series(graph: PreparedGraph, stage: str, build: Callable[[tuple, Any], Any], name: str,
+            dtype: str) -> dd.Series:
+    """A Dask Series of one persisted ``build(block, counts)`` per partition."""
     counts, blocks = triangle_counts(graph), vertex_blocks(graph)
-    parts = []
-    for p in range(graph.partitions):
-        with tasks.placed(p):
-            parts.append(tasks.task(stage, build, blocks[p], counts[p], key=(p,),
-                                    on_host=True))
-    timer = graph.timer()
-    persisted = timer.submit(stage, *parts)
-    timer.settle()
-    return tasks.collection(persisted, _meta(graph, name, dtype), stage)
+    persisted = graph.per_partition(stage, build, [(blocks[p], counts[p])
+                                                   for p in range(graph.partitions)])
+    return graph.tasks.collection(persisted, _meta(graph, name, dtype), stage)
 
 
-def _meta(graph: Any, name: str, dtype: str) -> Any:
+def _meta(graph: PreparedGraph, name: str, dtype: str) -> Any:
     """An empty Series like the partitions (:func:`dtri.analytics.edge.result_module`)."""
     from dtri.analytics.edge import result_module
 
@@ -139,42 +136,40 @@ def _meta(graph: Any, name: str, dtype: str) -> Any:
                               "vertex")
 
 
-def triangles(graph: Any) -> dd.Series:
+def triangles(graph: PreparedGraph) -> dd.Series:
     """Triangles at each vertex, by input id (cached on the graph)."""
-    if "triangles" not in graph.cache:
-        graph.cache["triangles"] = _collection(graph, "vertex-triangles", triangles_series,
-                                               "triangles", "int64")
-    return graph.cache["triangles"]
+    return graph.cached("triangles", lambda: _series(graph, "vertex-triangles",
+                                                     triangles_series, "triangles", "int64"))
 
 
-def clustering(graph: Any) -> dd.Series:
+def clustering(graph: PreparedGraph) -> dd.Series:
     """Local clustering coefficient of each vertex, by input id (cached on the graph)."""
-    if "clustering" not in graph.cache:
-        graph.cache["clustering"] = _collection(graph, "clustering", clustering_series,
-                                                "clustering", "float64")
-    return graph.cache["clustering"]
+    return graph.cached("clustering", lambda: _series(graph, "clustering", clustering_series,
+                                                      "clustering", "float64"))
 
 
-def _sums(graph: Any) -> tuple[int, int, float, int]:
+def _sums(graph: PreparedGraph) -> tuple[int, int, float, int]:
     """Σ T, Σ d (d - 1), Σ c and the vertex count over the graph (cached)."""
-    if "sums" not in graph.cache:
+
+    def sums() -> tuple[int, int, float, int]:
         tasks = graph.tasks
         counts, blocks = triangle_counts(graph), vertex_blocks(graph)
-        sums = [tasks.task("vertex-sums", partition_sums, blocks[p], counts[p], key=(p,),
-                           on_host=True) for p in range(graph.partitions)]
-        (values,) = graph.timer().compute("vertex-sums", sums)
-        graph.cache["sums"] = (sum(v[0] for v in values), sum(v[1] for v in values),
-                               math.fsum(v[2] for v in values), sum(v[3] for v in values))
-    return graph.cache["sums"]
+        partials = [tasks.task("vertex-sums", partition_sums, blocks[p], counts[p], key=(p,),
+                               on_host=True) for p in range(graph.partitions)]
+        (values,) = graph.timer().compute("vertex-sums", partials)
+        return (sum(v[0] for v in values), sum(v[1] for v in values),
+                math.fsum(v[2] for v in values), sum(v[3] for v in values))
+
+    return graph.cached("sums", sums)
 
 
-def average_clustering(graph: Any) -> float:
+def average_clustering(graph: PreparedGraph) -> float:
     """Mean local clustering over every vertex, zeros included."""
     _, _, total, vertices = _sums(graph)
     return total / vertices if vertices else 0.0
 
 
-def transitivity(graph: Any) -> float:
+def transitivity(graph: PreparedGraph) -> float:
     """``Σ 2 T(v) / Σ d (d - 1)``, 0 without triangles (NetworkX's)."""
     triangles_at, pairs, _, _ = _sums(graph)
     return 0.0 if triangles_at == 0 else 2 * triangles_at / pairs  # Python ints: rounded once

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -145,7 +146,10 @@ def scramble(xp: Any, ids: Any, scale: int, seed: int) -> Any:
 
 def _thresholds(a: float, b: float, c: float) -> tuple[int, int, int]:
     """The cumulative quadrant probabilities a, a+b, a+b+c as 32-bit thresholds."""
-    return tuple(min(1 << 32, round(p * (1 << 32))) for p in (a, a + b, a + b + c))
+    def threshold(p: float) -> int:
+        return min(1 << 32, round(p * (1 << 32)))
+
+    return threshold(a), threshold(a + b), threshold(a + b + c)
 
 
 def rmat_arrays(xp: Any, start: int, stop: int, scale: int, a: float, b: float, c: float,
@@ -222,7 +226,8 @@ class EdgeRangeMaker:
         start, stop = bounds
         if self.backend == "gpu":
             return fused_arrays(self.kind, start, stop, self.params, self.seed)
-        make = rmat_arrays if self.kind == "rmat" else gnm_arrays
+        make: Callable[..., tuple[Any, Any]] = rmat_arrays if self.kind == "rmat" \
+            else gnm_arrays
         # in cache-sized chunks (several times faster than whole-partition passes)
         src = np.empty(stop - start, dtype=np.int64)
         dst = np.empty(stop - start, dtype=np.int64)
@@ -452,7 +457,7 @@ def gnm_graph(n: int, m: int, *, seed: int = 0) -> GeneratedGraph:
 def is_spec(text: str) -> bool:
     """True when ``text`` looks like a generator spec (``rmat:...`` or ``gnm:...``)."""
     match = _SPEC.fullmatch(text.strip())
-    return bool(match) and match["kind"].lower() in ("rmat", "gnm")
+    return match is not None and match["kind"].lower() in ("rmat", "gnm")
 
 
 def parse_spec(spec: str) -> tuple[str, tuple[int, ...]]:
@@ -481,7 +486,7 @@ def spec_size(spec: str) -> tuple[int, int]:
     kind, values = parse_spec(spec)
     if kind == "rmat":
         return 1 << values[0], values[1] << values[0]
-    return values
+    return values[0], values[1]
 
 
 def generated(spec: str, *, seed: int = 0) -> GeneratedGraph:

@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import dask
 import numpy as np
@@ -178,8 +178,8 @@ def expand_paths(
 ) -> list[tuple[AbstractFileSystem, str, str]]:
     """(filesystem, path, display name) of every file a path, glob, directory or list names."""
     items = list(urlpath) if isinstance(urlpath, list | tuple) else [urlpath]
-    found = []
-    for item in map(os.fspath, items):
+    found: list[tuple[AbstractFileSystem, str, str]] = []
+    for item in [os.fspath(given) for given in items]:
         fs, path = filesystem(item, storage_options)
         files = _files_at(fs, path)
         if not files:
@@ -937,10 +937,10 @@ def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
     import pyarrow as pa
 
     tables = []
-    for url, slices in itertools.groupby(piece, key=lambda s: s.url):
+    for url, grouped in itertools.groupby(piece, key=lambda s: s.url):
         reader, handle = _open_parquet(url, storage_options)
         try:
-            slices = list(slices)
+            slices = list(grouped)
             name = slices[0].name
             if all(s.whole for s in slices):
                 tables.append((name, reader.read_row_groups([s.group for s in slices],
@@ -1083,8 +1083,8 @@ def read_edges(
         raise ConfigurationError(f"blocksize must be positive, got {blocksize!r}")
     if isinstance(urlpath, list | tuple):
         urlpath = [os.fspath(p) for p in urlpath]
-    options = {"columns": columns, "header": header, "blocksize": size,
-               "storage_options": storage_options, "max_rows": max_rows}
+    options: dict[str, Any] = {"columns": columns, "header": header, "blocksize": size,
+                               "storage_options": storage_options, "max_rows": max_rows}
     try:
         plan = plan_read(urlpath, format, **options)
     except InputNotFoundError:
@@ -1118,7 +1118,9 @@ def plan_read(
     if format != "auto" and format not in FORMATS:
         raise ConfigurationError(f"unknown format {format!r}; expected 'auto' or one of {FORMATS}")
     if columns is not None:  # NumPy integers count as positions too
-        columns = tuple(int(c) if isinstance(c, np.integer) else c for c in columns)
+        # (two, as annotated: :func:`_resolve_columns` says so where one reads them)
+        columns = cast("tuple[str | int, str | int]",
+                       tuple(int(c) if isinstance(c, np.integer) else c for c in columns))
     files = expand_paths(urlpath, storage_options)
     formats = [format if format != "auto" else _format_from_name(p) or "snap" for _, p, _ in files]
     if "parquet" in formats:

@@ -257,7 +257,7 @@ def _table_bits(members: int) -> int:
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _slot(w: int, bits: int) -> int:
+def _slot(w: int, bits: int) -> np.int64:
     """The home slot of member ``w`` in a table of ``2**bits`` slots."""
     return ((np.int64(w) * HASH_MULTIPLIER) & 0xFFFFFFFF) >> (32 - bits)
 

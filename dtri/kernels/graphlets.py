@@ -174,8 +174,8 @@ def neighbour_total(part: CSR, values: Any, vertices: int) -> Any:
     return _both_ways(src, dst, values[dst], values[src], vertices)
 
 
-def raw_orbits(degree: Any, triangles: Any, sums: Any | None, second: Any | None,
-               tri_terms: Any | None, cycles: Any | None) -> Any:
+def raw_orbits(degree: Any, triangles: Any, sums: Any, second: Any | None, tri_terms: Any,
+               cycles: Any) -> Any:
     """Raw frequencies of a range of vertices (``(16, k)`` int64; ``(5, k)`` when only the
     first row of ``sums`` is given and the rest is ``None``), from their degrees, triangles,
     :func:`neighbour_sums` (rows), ``Σ σ2(a)`` (``second``), :func:`triangle_terms` rows
@@ -276,7 +276,7 @@ def clique_counts(part: CSR, group: CSR, top: CSR, records: TriangleRecords) -> 
 
 
 def triangle_terms(part: CSR, group: CSR, top: CSR, records: TriangleRecords,
-                   part_support: Any | None, group_support: Any | None, vertices: int) -> Any:
+                   part_support: Any | None, group_support: Any, vertices: int) -> Any:
     """Per vertex (rank), over the listed triangles: row 0, ``Σ`` of the triangles on the
     edge opposite it (with ``part_support``/``group_support``: the triangles on the edges of
     ``part`` and ``group``; ``None``: row 0 stays 0, counted in another task); row 1, the

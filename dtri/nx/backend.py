@@ -259,8 +259,8 @@ def clustering(G: DtriGraph, nodes: Any = None, weight: Any = None) -> dict | fl
 def average_clustering(G: DtriGraph, nodes: Any = None, weight: Any = None,
                        count_zeros: bool = True) -> float:
     """``networkx.average_clustering``, summed in the same order as NetworkX."""
-    c = clustering(G, nodes, weight=weight)
-    c = c.values() if isinstance(c, dict) else [c]
+    found = clustering(G, nodes, weight=weight)
+    c = list(found.values()) if isinstance(found, dict) else [found]
     if not count_zeros:
         c = [v for v in c if abs(v) > 0]
     return sum(c) / len(c)

@@ -31,7 +31,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
@@ -40,6 +40,11 @@ from dtri.errors import ConfigurationError, DtriError
 from dtri.kernels.compiled import compile_seconds
 from dtri.output import TEMPORARY_MARK
 from dtri.prepared.saved import dtri_version, has_metadata, shaping_options
+
+if TYPE_CHECKING:
+    from dtri.prepared.graph import PreparedGraph
+    from dtri.runtime.tasks import Tasks
+    from dtri.runtime.timer import StageTimer
 
 CHECKPOINT_NAME = "dtri-checkpoint.json"
 CHECKPOINT_FORMAT = "dtri-checkpoint"
@@ -300,7 +305,7 @@ class UnitResults:
         self.reused.append(record)
         return int(record["value"])
 
-    def kept(self, tasks: Any, key: tuple, *values: Any) -> Any:
+    def kept(self, tasks: Tasks, key: tuple, *values: Any) -> Any:
         """A task that sums ``values`` (unit ``key``'s delayed results) and writes the sum."""
         return tasks.task("checkpoint", record_unit, self.checkpoint.fs,
                           self.checkpoint.path(self.folder), unit_name(key), self.run,
@@ -373,7 +378,7 @@ class PartitionResults:
     def finished(self) -> bool:
         return self.done is not None
 
-    def read(self, tasks: Any, lengths: list[int], on_device: bool) -> list[Any]:
+    def read(self, tasks: Tasks, lengths: list[int], on_device: bool) -> list[Any]:
         """Delayed: partition ``p``'s array, read on its owner."""
         parts = []
         for p, length in enumerate(lengths):
@@ -384,7 +389,7 @@ class PartitionResults:
                                         on_device, key=(self.folder, p), on_host=True))
         return parts
 
-    def write(self, tasks: Any, timer: Any, values: list[Any], seconds: float) -> None:
+    def write(self, tasks: Tasks, timer: StageTimer, values: list[Any], seconds: float) -> None:
         """Write every partition's array where it lives, then ``done.json`` with the
         ``seconds`` the stage took."""
         fs, folder = self.checkpoint.fs, self.checkpoint.path(self.folder)
@@ -399,7 +404,7 @@ class PartitionResults:
                          json.dumps({"seconds": round(seconds, 6)}).encode())
 
 
-def kept_partitions(graph: Any, stage: str, lengths: list[int],
+def kept_partitions(graph: PreparedGraph, stage: str, lengths: list[int],
                     build: Callable[[], list[Any]]) -> list[Any]:
     """A per-partition stage of ``graph``'s analytics (``build()``: its delayed arrays, one
     a partition of ``lengths[p]`` values), persisted: read from the graph's checkpoint where
@@ -408,7 +413,7 @@ def kept_partitions(graph: Any, stage: str, lengths: list[int],
     timer = graph.timer()
     checkpoint = graph.checkpoint
     results = None if checkpoint is None else checkpoint.partitions(stage, len(lengths))
-    if results is not None and results.finished:
+    if results is not None and results.done is not None:  # finished
         on_device = graph.staging.in_gpu_memory
         values = list(timer.submit(stage, *results.read(graph.tasks, lengths, on_device)))
         timer.settle()

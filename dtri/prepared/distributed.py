@@ -152,8 +152,6 @@ def sorted_by(orientation: str, keys: list[Any], vertices: Any, n: Any, parts: i
     """The rank, orient and sort stages over the canonical ``keys`` of ``parts`` partitions
     (persisted) of a graph of ``n`` vertices, vertex ``i`` being input id ``vertices[i]``."""
     owners = [tasks.owner(p) for p in range(parts)]
-    if epsilon is None and orientation == "adirection":
-        epsilon = adirection_epsilon()
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, owners, tasks, timer,
                                           epsilon, fan_in)
     out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys,
@@ -186,7 +184,9 @@ def ranked_by(orientation: str, keys: list[Any], vertices: Any, n: Any,
     peeling = rounds = None
     if orientation == "adirection":
         (degree,) = timer.submit("rank", degree)
-        peeling, rounds = peel_partitions(keys, degree, n, owners, tasks, timer, epsilon, fan_in)
+        peeling, rounds = peel_partitions(keys, degree, n, owners, tasks, timer,
+                                          adirection_epsilon() if epsilon is None else epsilon,
+                                          fan_in)
     ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
     rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
     order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)

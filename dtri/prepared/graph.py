@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from operator import getitem
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from dtri.errors import ConfigurationError, DtriError
 from dtri.kernels.canonicalize import check_integer_columns
@@ -38,7 +39,7 @@ from dtri.kernels.orient import (
     orientation_reason,
 )
 from dtri.options import Backend, Options
-from dtri.prepared.distributed import directed_again, prepare_partitions
+from dtri.prepared.distributed import Prepared, directed_again, prepare_partitions
 from dtri.prepared.inputs import (
     BYTES_PER_EDGE_IN_FLIGHT,
     check_budget,
@@ -49,7 +50,12 @@ from dtri.prepared.inputs import (
     split_rows,
     vertex_fan_in,
 )
-from dtri.prepared.local import host_prepare_edges, prepare_inputs, prepare_inputs_on_host
+from dtri.prepared.local import (
+    WholeGraph,
+    host_prepare_edges,
+    prepare_inputs,
+    prepare_inputs_on_host,
+)
 from dtri.prepared.order import choose_order, order_partitions
 from dtri.prepared.saved import (
     EDGES_FOLDER,
@@ -72,6 +78,24 @@ from dtri.runtime.transfers import MovedBytes
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
+
+    from dtri.analytics.count import CountResult
+    from dtri.analytics.estimate import Estimate
+    from dtri.prepared.checkpoint import Checkpoint
+
+Result = TypeVar("Result")
+
+class PreparedFacts(NamedTuple):
+    """What the plan stage computes of a prepared graph (:func:`prepare_graph`)."""
+
+    vertices: int
+    summaries: list[PartitionSummary]
+    """One summary per sorted partition."""
+    bounds: list[int]
+    """The rank ranges of the partitions (:attr:`PreparedGraph.bounds`)."""
+    orientation: str
+    reason: str
+    """One line on why that orientation."""
 
 
 class ReleasedGraphError(DtriError):
@@ -128,12 +152,13 @@ class PreparedGraph:
     """What the graph was prepared from (files by path, size and modification time; a
     generated graph by its spec and seed; in-memory edges by a hash of their values), where
     known: a saved graph keeps it (:mod:`dtri.prepared.checkpoint`)."""
-    checkpoint: Any = None
+    checkpoint: Checkpoint | None = None
     """The run's checkpoint (:class:`dtri.prepared.checkpoint.Checkpoint`), whose stages
     the analytics write and skip; ``None``: no checkpoint."""
-    resumed: dict[str, float] = field(default_factory=dict)
-    """The stages this run skipped, found finished in its checkpoint, with the seconds they
-    took when they ran (what skipping them saved)."""
+    resumed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The stages this run skipped, found finished in its checkpoint: per stage the
+    ``seconds`` they took when they ran (what skipping them saved), and for a stage partly
+    done the ``tasks`` reused ``of`` all (:attr:`dtri.analytics.count.CountResult.resumed`)."""
     released: bool = False
     task_budget: int = field(init=False, repr=False)
     """Bytes one task may plan for: the runtime's, resolved once when it opened
@@ -216,9 +241,33 @@ class PreparedGraph:
         self._check()
         return self.runtime.timer(self.options.progress)
 
+    def cached(self, key: str, make: Callable[[], Result]) -> Result:
+        """``make()``, computed once for this graph: kept in :attr:`cache` under ``key``
+        (an analytic's result, or a step that several share), and let go by
+        :meth:`release`."""
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def per_partition(self, stage: str, build: Callable[..., Any],
+                      arguments: Sequence[tuple[Any, ...]],
+                      timer: StageTimer | None = None) -> list[Any]:
+        """One task ``build(*arguments[p])`` per partition ``p``, placed on the partition's
+        owner and persisted there (an analytic's per-partition results). ``timer`` times the
+        ``stage``, else a timer of its own; either waits for it before returning."""
+        tasks = self.tasks
+        built = []
+        for p, args in enumerate(arguments):
+            with tasks.placed(p):
+                built.append(tasks.task(stage, build, *args, key=(p,), on_host=True))
+        timer = self.timer() if timer is None else timer
+        persisted = list(timer.submit(stage, *built))
+        timer.settle()
+        return persisted
+
     # ----------------------------------------------------------------- analytics
 
-    def count(self, *, explain: bool = False) -> Any:
+    def count(self, *, explain: bool = False) -> CountResult:
         """The triangle count with the run's statistics and plan
         (:class:`dtri.analytics.count.CountResult`); ``explain``: the plan only."""
         from dtri.analytics.count import count
@@ -261,7 +310,7 @@ class PreparedGraph:
     def estimate(self, error: float = 0.01, confidence: float = 0.95, *,
                  samples: int | None = None, seconds: float | None = None,
                  seed: int | None = None, average_clustering: bool = True,
-                 method: str = "auto") -> Any:
+                 method: str = "auto") -> Estimate:
         """The triangle count and transitivity estimated from a uniform sample of the oriented
         wedges, and the average clustering from one of vertices (``average_clustering=False``:
         not estimated), with intervals at ``confidence``: the wedge sample is sized for a
@@ -406,10 +455,10 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     tasks = runtime.tasks()
     task_budget = runtime.budget.per_task
 
-    local = isinstance(frame, list)  # an in-process run's arrays, in host memory already
-    if not local:
+    # a list: an in-process run's arrays, in host memory already
+    if not isinstance(frame, list):
         check_integer_columns(frame)
-    if staging.on_host and not local:  # the input's partitions go to host memory as read
+    if staging.on_host and not isinstance(frame, list):  # partitions to host memory as read
         # without their index (the host copy keeps the columns only), so without divisions: a
         # repartition by divisions below would slice every partition by index values that
         # its host copy no longer has (R-MAT 24 under a 2 GiB pool lost all partitions but
@@ -439,12 +488,12 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         small = runtime.backend.on_gpu and sum(inputs.rows) <= host_prepare_edges()
         whole = tasks.task("prepare", prepare_inputs_on_host if small else prepare_inputs,
                            orientation, list_limit, epsilon, *inputs.partitions, key=(0,))
-        part, n, ids, degree, orientation, reason = timer.submit("prepare", *(
-            tasks.task("prepare", getitem, whole, i, key=(name, 0), on_host=True)
-            for i, name in enumerate(("csr", "vertices", "ids", "degree", "orientation",
-                                      "reason"))))
-        partitions, bounds, prepared = [part], None, None
-        del whole
+        picked = WholeGraph(*timer.submit("prepare", *(
+            tasks.task("prepare", getattr, whole, name, key=(name, 0), on_host=True)
+            for name in WholeGraph._fields)))
+        prepared = Prepared([picked.csr], picked.vertices, picked.ids, picked.degree, None,
+                            picked.orientation, picked.reason)
+        del whole, picked
     else:
         work_model = "wedges" if options.join == "wedges" else "intersect"
         # host staging: a sender per input partition (budget-sized already: read pieces and
@@ -458,45 +507,47 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         prepared = prepare_partitions(
             inputs, groups, parts, "degree" if orientation == "auto" else orientation, tasks,
             timer, work_model, fan_in, epsilon)
-        partitions, n, ids, degree, bounds, orientation, reason = prepared[:7]
     # let go of the input before the first wait: each input partition is then freed as soon as
     # the canonicalize stage has read it, not held through the preparation
     del inputs
 
-    def summarised(partitions: list[Any], n: Any, *values: Any) -> tuple:
-        """The vertex count, the partitions' summaries and ``values``, computed (the plan
-        stage, which waits for every stage before it)."""
+    def summarised(prepared: Prepared) -> PreparedFacts:
+        """The facts of ``prepared`` and its partitions' summaries, computed (the plan stage,
+        which waits for every stage before it)."""
         summary_tasks = [tasks.task("plan", stored_summary, part, key=(p,))
-                         for p, part in enumerate(partitions)]
-        n, summaries, *values = timer.compute("plan", n, summary_tasks, *values)
-        return (n, [PartitionSummary(*s) for s in summaries], *values)
+                         for p, part in enumerate(prepared.parts)]
+        vertices, summaries, bounds, orientation, reason = timer.compute(
+            "plan", prepared.vertices, summary_tasks, prepared.bounds, prepared.orientation,
+            prepared.reason)
+        return PreparedFacts(int(vertices), [PartitionSummary(*s) for s in summaries],
+                             [0, int(vertices)] if bounds is None else list(bounds),
+                             orientation, reason)
 
-    vertices, summaries, bounds, orientation, reason = summarised(
-        partitions, n, bounds, orientation, reason)
-    if parts > 1 and options.orientation == "auto":
-        longest = longest_list(summaries)
-        rounds = None
+    facts = summarised(prepared)
+    if parts > 1 and list_limit is not None:  # auto: the longest list decides
+        longest = longest_list(facts.summaries)
         if auto_orientation(longest, list_limit) == "adirection":  # lists too long: again
-            del partitions  # the degree-sorted partitions are freed as they are read
+            # the degree-sorted partitions are freed as they are read
             prepared = directed_again(prepared, "adirection", tasks, timer, work_model,
                                       fan_in, epsilon)
-            partitions, n, ids, degree, bounds = prepared[:5]
-            vertices, summaries, bounds = summarised(partitions, n, bounds)
-            orientation, rounds = "adirection", prepared.rounds
-        reason = orientation_reason(orientation, longest, list_limit, rounds)
+            facts = summarised(prepared)
+        facts = facts._replace(reason=orientation_reason(facts.orientation, longest,
+                                                         list_limit, prepared.rounds))
+    partitions, ids, degree = prepared.parts, prepared.ids, prepared.degree
     del prepared
+    summaries, bounds, vertices = facts.summaries, facts.bounds, facts.vertices
     check_whole_adjacency(summaries)
-    bounds = list(bounds) if bounds is not None else [0, int(vertices)]
     order, order_reason = choose_order(options.order, summaries)
-    partitions = order_partitions(partitions, bounds, int(vertices), degree, order, tasks,
-                                  timer, fan_in)
+    partitions = order_partitions(partitions, bounds, vertices, degree, order, tasks, timer,
+                                  fan_in)
     if order != "rank":
         timer.settle()
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
     return PreparedGraph(runtime=runtime, options=options, parts=partitions, bounds=bounds,
-                         summaries=summaries, vertices=int(vertices), ids=ids, degree=degree,
-                         orientation=orientation, orientation_reason=reason, order=order,
+                         summaries=summaries, vertices=vertices, ids=ids, degree=degree,
+                         orientation=facts.orientation, orientation_reason=facts.reason,
+                         order=order,
                          order_reason=order_reason, seconds=seconds, read=read,
                          measured=runtime.stage_peaks(), moved=runtime.moves())
 

@@ -132,9 +132,9 @@ def check_budget(rows: int | None, estimated: bool, budget: Budget | None,
                                  f"the minimum for this input: {why}; give --memory-budget "
                                  f"{budget.per_worker_for(needed)} or more")
     least = budget.memory_for(needed)
-    if runtime.capped:
+    if runtime.capped and (pool := runtime.caps.rmm_pool_size) is not None:
         raise ConfigurationError(
-            f"--rmm-pool-size {format_bytes(runtime.caps.rmm_pool_size)} is below the minimum "
+            f"--rmm-pool-size {format_bytes(pool)} is below the minimum "
             f"for this input: {why}; give --rmm-pool-size {format_bytes(least)} or more")
     memory = "GPU memory" if runtime.backend.on_gpu else "memory"
     raise ConfigurationError(
@@ -283,17 +283,18 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
         with timer.timed("read"):  # where the backend computes (host text to the GPU)
             parts = [arrays_on(part, runtime.backend) for part in parts]
         return Inputs(None, parts, [len(part) for part in parts], [None] * len(parts))
-    partitions = persisted_partitions(edges) if runtime.client is not None else None
+    frame: dd.DataFrame = edges  # a Dask DataFrame, persisted below unless it is already
+    partitions = persisted_partitions(frame) if runtime.client is not None else None
     if partitions is None:
         # Lower the input first: some readers (dask-cuDF's Parquet) merge files into fewer
         # partitions when lowered, and partition keys must be those that exist after persist.
-        (edges,) = timer.submit("read", edges.optimize())
+        (frame,) = timer.submit("read", frame.optimize())
         timer.settle()
-        partitions = (persisted_partitions(edges) if runtime.client is not None
-                      else None) or edges.to_delayed()
+        partitions = (persisted_partitions(frame) if runtime.client is not None
+                      else None) or frame.to_delayed()
         if tasks.eager:  # the partitions' values: eager tasks take no collections
             partitions = list(timer.compute("read", *partitions))
     holders, sizes = input_placement(partitions, runtime)
     rows = input_rows(partitions, holders, sizes, task_budget, tasks, timer)
-    return Inputs(edges, partitions, rows, holders)
+    return Inputs(frame, partitions, rows, holders)
 

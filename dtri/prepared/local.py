@@ -9,7 +9,7 @@ prepared (:func:`prepare_inputs_on_host`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import dask
 
@@ -40,17 +40,32 @@ from dtri.kernels.orient import (
 )
 from dtri.prepared.inputs import concat_frames
 
+
+class WholeGraph(NamedTuple):
+    """A graph prepared in one task (:func:`prepare_partition`)."""
+
+    csr: tuple
+    """Its oriented edges as a CSR over every rank ``[0, n)``, a plain tuple as partitions are
+    stored (:func:`dtri.kernels.csr.stored`)."""
+    vertices: int
+    """The number of vertices ``n``."""
+    ids: Any
+    """By rank, the input id of every vertex."""
+    degree: Any
+    """By rank, the degree of every vertex."""
+    orientation: str
+    """The orientation used (``auto`` resolved)."""
+    reason: str
+    """One line on why (:func:`orient_whole`)."""
+
 HOST_PREPARE_EDGES = "dtri.host-prepare-edges"
 """``dask.config`` key: a GPU run's input of at most this many rows, in one partition, is
 prepared on the host (:func:`prepare_inputs_on_host`)."""
 
 
 def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
-                      epsilon: float | None = None) -> tuple[tuple, int, Any, Any, str, str]:
-    """One partition's oriented edges as a CSR over every rank ``[0, n)`` (a plain tuple, as
-    partitions are stored: :func:`dtri.kernels.csr.stored`), the number of vertices ``n``,
-    by rank, the input id and the degree of every vertex, and the orientation used with its
-    reason (:func:`orient_whole`)."""
+                      epsilon: float | None = None) -> WholeGraph:
+    """One partition's edges prepared: oriented (:func:`orient_whole`), ranked and sorted."""
     vertices = partition_vertices(frame)
     n = vertex_count(vertices)
     keys = unique_edge_keys(split_edge_keys(frame, vertices, 1)[0])
@@ -58,8 +73,8 @@ def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
     oriented, order, orientation, reason = orient_whole(keys, degree, n, orientation, limit,
                                                         epsilon)
     csr = from_keys(oriented, n, 0, n)
-    return (tuple(csr), n, ids_by_rank(vertices, order), by_rank(degree, order), orientation,
-            reason)
+    return WholeGraph(tuple(csr), n, ids_by_rank(vertices, order), by_rank(degree, order),
+                      orientation, reason)
 
 
 def orient_whole(keys: Any, degree: Any, vertices: int, orientation: str,
@@ -92,7 +107,7 @@ def orient_whole(keys: Any, degree: Any, vertices: int, orientation: str,
 
 
 def prepare_inputs(orientation: str, limit: int | None, epsilon: float | None,
-                   *frames: Any) -> tuple[tuple, int, Any, Any, str, str]:
+                   *frames: Any) -> WholeGraph:
     """:func:`prepare_partition` of input partitions taken together."""
     return prepare_partition(concat_frames(*frames), orientation, limit, epsilon)
 
@@ -104,7 +119,7 @@ def host_prepare_edges() -> int:
 
 
 def prepare_inputs_on_host(orientation: str, limit: int | None, epsilon: float | None,
-                           *frames: Any) -> tuple[tuple, int, Any, Any, str, str]:
+                           *frames: Any) -> WholeGraph:
     """:func:`prepare_inputs` of a small graph's device partitions, run on host copies and
     moved back to the device as the prepared graph (one copy an array). Its few thousand
     edges cost the CPU microseconds a step, where the device pays a launch and often a wait
@@ -113,7 +128,8 @@ def prepare_inputs_on_host(orientation: str, limit: int | None, epsilon: float |
     prepared graph is the same either way."""
     src, dst = id_columns(concat_frames(*frames))
     xp = array_module(src)
-    csr, n, ids, degree, orientation, reason = prepare_partition(
-        EdgeArrays(to_host(src), to_host(dst)), orientation, limit, epsilon)
-    return (tuple(xp.asarray(item) if hasattr(item, "shape") else item for item in csr), n,
-            xp.asarray(ids), xp.asarray(degree), orientation, reason)
+    whole = prepare_partition(EdgeArrays(to_host(src), to_host(dst)), orientation, limit,
+                              epsilon)
+    return whole._replace(
+        csr=tuple(xp.asarray(item) if hasattr(item, "shape") else item for item in whole.csr),
+        ids=xp.asarray(whole.ids), degree=xp.asarray(whole.degree))

@@ -210,7 +210,7 @@ def read_metadata(fs: Any, root: str, shown: str) -> dict[str, Any]:
             "input again")
     try:
         partitions, bounds = int(metadata["partitions"]), list(metadata["bounds"])
-        summaries = [PartitionSummary(*row[:7], tuple(row[7]), tuple(row[8]))
+        summaries = [PartitionSummary._make([*row[:7], tuple(row[7]), tuple(row[8])])
                      for row in metadata["summaries"]]
         valid = (len(bounds) == partitions + 1 == len(summaries) + 1 and bounds[0] == 0
                  and bounds[-1] == int(metadata["vertices"])

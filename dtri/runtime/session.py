@@ -195,7 +195,7 @@ def resolve_caps(caps: MemoryCaps, backend: str, given: Budget | None) -> Memory
     device = caps.device_memory_limit
     if device is None:
         device = default_device_memory_limit(
-            pool, worker_budget(given, pool, Staging("device", backend)))
+            pool, worker_budget(given, pool, Staging("device", Backend(backend))))
     elif device >= pool:
         raise ConfigurationError(
             f"--device-memory-limit {format_bytes(device)} is not below --rmm-pool-size "
@@ -541,7 +541,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
     Workers with a host memory limit keep the stored results their ``plan`` gives them in
     memory (:func:`local_host_plan` where not given), the rest on disk."""
     if (line := unguarded_script_line()) is not None:
-        script = os.path.basename(sys.modules["__main__"].__file__)
+        script = os.path.basename(sys.modules["__main__"].__file__ or "")
         raise ConfigurationError(
             f"{script}:{line} starts a local Dask cluster, whose worker processes import "
             f"{script} again: put the code that calls dtri under "
@@ -582,7 +582,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
             )
         from distributed import LocalCluster
 
-        if caps.memory_limit is not None:
+        if caps.memory_limit is not None and plan is not None:  # a plan made above
             memory["data"] = (failsafe_spill_buffer, {"stored_bytes": plan.stored})
         return LocalCluster(
             n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
@@ -687,7 +687,7 @@ def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
     else:
         memory = caps.memory_limit or psutil.virtual_memory().total
     return Runtime(
-        backend=backend, client=client, workers=len(info),
+        backend=Backend(backend), client=client, workers=len(info),
         threads_per_worker=max(w["nthreads"] for w in info.values()),
         worker_memory=int(memory), dashboard=getattr(client, "dashboard_link", None),
         addresses=tuple(sorted(info)), caps=caps,
@@ -1120,7 +1120,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
                 stack.enter_context(dask.config.set({KERNEL_THREADS: usable_cores()}))
             threads = 1 if address != "threads" else usable_cores()
             memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
-            yield Runtime(backend, None, 1, threads, memory, eager=address != "threads")
+            yield Runtime(Backend(backend), None, 1, threads, memory, eager=address != "threads")
             return
         from distributed import Client
 

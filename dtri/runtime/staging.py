@@ -128,7 +128,7 @@ def resolve_staging(requested: str, backend: Backend | str, capped: bool) -> Sta
         raise ValueError(f"staging must be one of {STAGINGS}, got {requested!r}")
     if requested == "auto":
         requested = "host" if Backend(backend).on_gpu and capped else "device"
-    return Staging(requested, backend)
+    return Staging(requested, Backend(backend))
 
 
 class OnDevice:
@@ -293,7 +293,7 @@ class DeviceCache:
             ref = self._seen.get(key)
             if ref is None or ref() is not array:  # first sight (or a new object, same id)
                 self._forget(key)
-                self._seen[key] = weakref.ref(array, lambda _, key=key: self.drop(key))
+                self._seen[key] = weakref.ref(array, lambda _: self.drop(key))
                 return _device_array(array)
             if key in self._copies:
                 self._copies.move_to_end(key)
@@ -456,7 +456,8 @@ def worker_state() -> StagingState:
         plugin = get_worker().plugins.get(PLUGIN_NAME)
     except ValueError:  # not in a worker
         return _local
-    return plugin.state if plugin is not None and plugin.state is not None else _local
+    state = getattr(plugin, "state", None)  # None: no plugin, or one not set up yet
+    return state if state is not None else _local
 
 
 def start_local_staging(cache_limit: int, pinned: bool) -> None:
@@ -507,7 +508,7 @@ def folded(staging: Staging, combine: Callable[[Any, Any], Any], func: Callable[
                 left.pop(0)
             return staging.to_host(total)
         except MemoryError:
-            on_device = value = None
+            on_device, value = (), None  # the device copies let go
             worker_state().cache.clear()
             total = staging.to_host(total)
             note_host_fallback()

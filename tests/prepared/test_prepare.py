@@ -109,6 +109,22 @@ def test_prepare_partition_orients_low_to_high_rank():
     assert ids.tolist() == [10**15, 20, 30, 10] and degree.tolist() == [1, 2, 2, 3]
 
 
+def test_what_a_graph_caches_is_made_once_and_let_go_with_the_graph():
+    made = []
+
+    def make() -> int:
+        made.append(len(made))
+        return len(made)
+
+    triangle = np.array([[0, 1], [1, 2], [2, 0]])
+    with dtri.prepare(triangle, backend="cpu", scheduler="synchronous") as graph:
+        assert (graph.cached("probe", make), graph.cached("probe", make)) == (1, 1)
+        assert graph.cached("other", make) == 2 and made == [0, 1]
+        assert graph.triangles() is graph.triangles()  # the analytics cache through it
+        assert graph.triangles().compute().tolist() == [1, 1, 1]
+    assert graph.cache == {}
+
+
 def _with_empty_partitions(edges: np.ndarray) -> dd.DataFrame:
     frame = pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
     empty = frame.iloc[:0]
