@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, unpack_keys
+from dtri.kernels.canonicalize import sorted_unique
 from dtri.kernels.dispatch import array_module, sort_keys, to_host
 
 PROFILE_POINTS = 1024
@@ -218,7 +219,7 @@ def wedge_profile(starts: Any, edges: int,
     lists = degree.shape[0]
     targets = xp.arange(points + 1, dtype=xp.int64) * edges // points
     holding = xp.searchsorted(bounds, targets, side="right") - 1  # list that holds each row
-    picked = xp.unique(xp.concatenate([
+    picked = sorted_unique(xp.concatenate([
         holding, xp.minimum(holding + 1, lists),
         xp.asarray([0, lists, longest, longest + 1], dtype=holding.dtype)]))
     return (int(before[-1]), int(degree[longest]), longest, bounds[picked].tolist(),
