@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from dtri.errors import InputError
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_hash
-from dtri.kernels.dispatch import array_module, column_to_array, is_device_object, sort_keys
+from dtri.kernels.dispatch import (
+    array_module,
+    column_to_array,
+    is_device_object,
+    sorted_unique,
+)
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -84,19 +89,6 @@ def dense_range(largest: int, ids: int, per_id: int = DENSE_TABLE_PER_ID) -> boo
     """Whether ids in ``[0, largest]`` are few enough, for ``ids`` of them to look up, to index
     a table by id, of at most ``per_id`` entries an id (plus :data:`DENSE_TABLE_MIN`)."""
     return 0 <= largest < per_id * ids + DENSE_TABLE_MIN
-
-
-def sorted_unique(values: Any) -> Any:
-    """Distinct values, ascending, by sort and adjacent compare (NumPy's hash-based ``unique``
-    is several times slower on integer keys; CuPy's is the same sort)."""
-    xp = array_module(values)
-    ordered = sort_keys(values)
-    if ordered.shape[0] < 2:
-        return ordered
-    keep = xp.empty(ordered.shape[0], dtype=bool)
-    keep[0] = True
-    xp.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
 
 
 MARKS_BYTES_PER_ID = 8

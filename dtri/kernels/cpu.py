@@ -629,6 +629,178 @@ def radix_sort(keys: Any) -> Any:
 
 
 @numba.njit(nogil=True, cache=True)
+def prepare_marked(src: Any, dst: Any, largest: int, by_degree: bool) -> tuple:
+    """The whole preparation of a graph whose ids ``0 .. largest`` are few enough to mark
+    (:func:`dtri.kernels.canonicalize.partition_vertices` holds them as marks), in one pass
+    of each kind, where the NumPy path takes thirty-odd array calls: the dense id of every
+    id by a running count of the marks; the simple edges as packed keys ``(low << bits) |
+    high``, sorted (:func:`radix_sort`) and made distinct; the degrees; the ranks, in
+    (degree, dense id) order by a counting sort of the degrees (``by_degree``; else the
+    dense ids are the ranks); and the edges pointed from lower to higher rank as a CSR over
+    every rank, each list ascending (its edges bucketed by target first, then dealt to their
+    sources in target order). The same ranks and CSR as :func:`dtri.prepared.local.
+    prepare_partition`'s NumPy path. Returns ``(dst, offsets, vertices, input id by rank,
+    degree by rank, longest out-list)``."""
+    m = src.shape[0]
+    marks = np.zeros(largest + 1, dtype=np.uint8)
+    for i in range(m):
+        marks[src[i]] = 1
+        marks[dst[i]] = 1
+    table = np.empty(largest + 1, dtype=np.int64)  # read only where marked
+    n = 0
+    for v in range(largest + 1):
+        if marks[v]:
+            table[v] = n
+            n += 1
+    ids = np.empty(n, dtype=np.int64)
+    for v in range(largest + 1):
+        if marks[v]:
+            ids[table[v]] = v
+    bits = 1
+    while (1 << bits) < n:
+        bits += 1
+    keys = np.empty(m, dtype=np.int64)
+    k = 0
+    for i in range(m):
+        a = table[src[i]]
+        b = table[dst[i]]
+        if a < b:
+            keys[k] = (a << bits) | b
+            k += 1
+        elif b < a:
+            keys[k] = (b << bits) | a
+            k += 1
+    keys = radix_sort(keys[:k])
+    mask = (1 << bits) - 1
+    degree = np.zeros(n, dtype=np.int64)
+    edges = 0
+    for i in range(k):
+        if i and keys[i] == keys[i - 1]:
+            continue
+        keys[edges] = keys[i]
+        edges += 1
+        degree[keys[i] >> bits] += 1
+        degree[keys[i] & mask] += 1
+    rank = np.arange(n)
+    order = np.arange(n)
+    if by_degree:
+        top = 0
+        for v in range(n):
+            top = max(top, degree[v])
+        starts = np.zeros(top + 2, dtype=np.int64)
+        for v in range(n):
+            starts[degree[v] + 1] += 1
+        for d in range(top + 1):
+            starts[d + 1] += starts[d]
+        for v in range(n):
+            r = starts[degree[v]]
+            starts[degree[v]] += 1
+            rank[v] = r
+            order[r] = v
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    into = np.zeros(n + 1, dtype=np.int64)
+    for i in range(edges):
+        a = rank[keys[i] >> bits]
+        b = rank[keys[i] & mask]
+        offsets[min(a, b) + 1] += 1
+        into[max(a, b) + 1] += 1
+    longest = 0
+    for r in range(n):
+        longest = max(longest, offsets[r + 1])
+        offsets[r + 1] += offsets[r]
+        into[r + 1] += into[r]
+    by_target = np.empty(edges, dtype=np.int64)
+    fill = into[:n].copy()
+    for i in range(edges):
+        a = rank[keys[i] >> bits]
+        b = rank[keys[i] & mask]
+        t = max(a, b)
+        by_target[fill[t]] = min(a, b)
+        fill[t] += 1
+    out = np.empty(edges, dtype=np.int32)
+    fill = offsets[:n].copy()
+    for t in range(n):
+        for j in range(into[t], into[t + 1]):
+            s = by_target[j]
+            out[fill[s]] = t
+            fill[s] += 1
+    ids_by_rank = np.empty(n, dtype=np.int64)
+    degree_by_rank = np.empty(n, dtype=np.int64)
+    for r in range(n):
+        ids_by_rank[r] = ids[order[r]]
+        degree_by_rank[r] = degree[order[r]]
+    return out, offsets, n, ids_by_rank, degree_by_rank, longest
+
+
+ID_DIGITS = 18
+"""The most digits :func:`parse_id_pairs` reads in a field: any such number fits int64."""
+
+
+@numba.njit(nogil=True, cache=True)
+def parse_id_pairs(data: Any, first: int, second: int, comment: int, other_comment: int,
+                   ) -> tuple[Any, Any, bool]:
+    """Fields ``first`` and ``second`` of each line of whitespace-separated text (``data``:
+    its bytes as uint8), one pass: a line is fields of digits apart by spaces and tabs, then
+    a comment from ``comment`` or ``other_comment`` to the line's end (blank and comment
+    lines hold no edge); a CR only before a LF or at the end. Returns ``(src, dst, True)``,
+    or ``False`` (and empty arrays) at the first byte or line outside that: a sign, any
+    other character, a field of more than :data:`ID_DIGITS` digits, a line of too few
+    fields; the exact parser then reads the block and says what is wrong with it."""
+    n = data.shape[0]
+    rows = n // 4 + 1  # the shortest line that holds an edge: "1 2\n"
+    src = np.empty(rows, dtype=np.int64)
+    dst = np.empty(rows, dtype=np.int64)
+    none = np.empty(0, dtype=np.int64)
+    wanted = max(first, second)
+    rows = 0
+    i = 0
+    while i < n:
+        field = digits = value = 0
+        a = b = -1
+        while i < n:
+            c = data[i]
+            if 48 <= c <= 57:
+                digits += 1
+                if digits > ID_DIGITS:
+                    return none, none, False
+                value = value * 10 + (c - 48)
+                i += 1
+                continue
+            if c != 32 and c != 9 and c != 10 and c != 13 and c != comment \
+                    and c != other_comment:
+                return none, none, False
+            if digits:
+                if field == first:
+                    a = value
+                if field == second:
+                    b = value
+                field += 1
+                digits = value = 0
+            i += 1
+            if c == 10:
+                break
+            if c == 13 and i < n and data[i] != 10:
+                return none, none, False
+            if c in (comment, other_comment):
+                while i < n and data[i] != 10:
+                    i += 1
+        if digits:  # the last line, without its LF
+            if field == first:
+                a = value
+            if field == second:
+                b = value
+            field += 1
+        if field == 0:
+            continue
+        if field <= wanted:
+            return none, none, False
+        src[rows] = a
+        dst[rows] = b
+        rows += 1
+    return src[:rows].copy(), dst[:rows].copy(), True
+
+
+@numba.njit(nogil=True, cache=True)
 def scatter_add(ids: Any, weights: Any, size: int) -> Any:
     """``out[ids[i]] += weights[i]`` into int64 zeros of ``size``: an exact ``bincount`` with
     integer weights (NumPy's adds in float64)."""

@@ -18,7 +18,13 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, unpack_keys
-from dtri.kernels.dispatch import array_module, is_device_object, sort_keys, to_host
+from dtri.kernels.dispatch import (
+    array_module,
+    is_device_object,
+    sort_keys,
+    sorted_unique,
+    to_host,
+)
 
 PROFILE_POINTS = 1024
 """Evenly spaced rows whose adjacency lists bound the checkpoints of a wedge profile."""
@@ -219,7 +225,7 @@ def wedge_profile(starts: Any, edges: int,
     lists = degree.shape[0]
     targets = xp.arange(points + 1, dtype=xp.int64) * edges // points
     holding = xp.searchsorted(bounds, targets, side="right") - 1  # list that holds each row
-    picked = xp.unique(xp.concatenate([
+    picked = sorted_unique(xp.concatenate([
         holding, xp.minimum(holding + 1, lists),
         xp.asarray([0, lists, longest, longest + 1], dtype=holding.dtype)]))
     return (int(before[-1]), int(degree[longest]), longest, bounds[picked].tolist(),

@@ -12,10 +12,14 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import dask
+import numpy as np
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.input.edges import EdgeArrays
+from dtri.kernels.bins import MAX_KEY_BITS
 from dtri.kernels.canonicalize import (
+    MARKS_BYTES_PER_ID,
+    dense_range,
     id_columns,
     ids_by_rank,
     partition_vertices,
@@ -23,8 +27,13 @@ from dtri.kernels.canonicalize import (
     unique_edge_keys,
     vertex_count,
 )
-from dtri.kernels.csr import from_keys
-from dtri.kernels.dispatch import array_module, to_host
+from dtri.kernels.csr import CSR, from_keys
+from dtri.kernels.dispatch import (
+    array_module,
+    compiled_kernels_loaded,
+    is_device_object,
+    to_host,
+)
 from dtri.kernels.orient import (
     adirection_epsilon,
     auto_orientation,
@@ -61,11 +70,18 @@ class WholeGraph(NamedTuple):
 HOST_PREPARE_EDGES = "dtri.host-prepare-edges"
 """``dask.config`` key: a GPU run's input of at most this many rows, in one partition, is
 prepared on the host (:func:`prepare_inputs_on_host`)."""
+MAX_MARKED_ID = (1 << MAX_KEY_BITS) - 1
+"""The largest id :func:`prepare_marked_on_cpu` takes: its dense ids, fewer, then fit a
+packed key's :data:`~dtri.kernels.bins.MAX_KEY_BITS`."""
 
 
 def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
                       epsilon: float | None = None) -> WholeGraph:
-    """One partition's edges prepared: oriented (:func:`orient_whole`), ranked and sorted."""
+    """One partition's edges prepared: oriented (:func:`orient_whole`), ranked and sorted;
+    by numba's one-pass kernel where it applies (:func:`prepare_marked_on_cpu`)."""
+    fused = prepare_marked_on_cpu(frame, orientation, limit)
+    if fused is not None:
+        return fused
     vertices = partition_vertices(frame)
     n = vertex_count(vertices)
     keys = unique_edge_keys(split_edge_keys(frame, vertices, 1)[0])
@@ -75,6 +91,40 @@ def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
     csr = from_keys(oriented, n, 0, n)
     return WholeGraph(tuple(csr), n, ids_by_rank(vertices, order), by_rank(degree, order),
                       orientation, reason)
+
+
+def prepare_marked_on_cpu(frame: Any, orientation: str, limit: int | None = None,
+                          ) -> WholeGraph | None:
+    """:func:`prepare_partition` by numba's one-pass kernel
+    (:func:`dtri.kernels.cpu.prepare_marked`), where it applies: host arrays whose ids are
+    held as marks (:func:`~dtri.kernels.canonicalize.partition_vertices`' rule), the
+    ``degree`` or ``id`` orientation (or ``auto`` where it keeps ``degree``), in a process
+    that has loaded numba's kernels already (:func:`~dtri.kernels.dispatch.
+    compiled_kernels_loaded`: a small graph's first count imports no numba). ``None``
+    elsewhere: the NumPy path then runs, and refuses what it refuses."""
+    if orientation not in ("auto", "degree", "id") or not compiled_kernels_loaded():
+        return None
+    src, dst = id_columns(frame)
+    if is_device_object(src) or not src.shape[0]:
+        return None
+    smallest = min(int(src.min()), int(dst.min()))
+    largest = max(int(src.max()), int(dst.max()))
+    if smallest < 0 or largest > MAX_MARKED_ID or \
+            not dense_range(largest, 2 * src.shape[0], MARKS_BYTES_PER_ID):
+        return None
+    from dtri.kernels.cpu import prepare_marked
+
+    out, offsets, n, ids, degree, longest = prepare_marked(
+        np.ascontiguousarray(src), np.ascontiguousarray(dst), largest, orientation != "id")
+    if orientation == "auto":
+        limit = hash_list_limit() if limit is None else limit
+        orientation = auto_orientation(longest, limit)
+        if orientation != "degree":
+            return None  # the peeling's ranks: the NumPy path
+        reason = orientation_reason(orientation, longest, limit)
+    else:
+        reason = orientation_reason(orientation)
+    return WholeGraph(tuple(CSR(out, offsets, 0)), n, ids, degree, orientation, reason)
 
 
 def orient_whole(keys: Any, degree: Any, vertices: int, orientation: str,

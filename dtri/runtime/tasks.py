@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from operator import getitem
@@ -99,14 +99,15 @@ class Tasks:
 
     def collection(self, values: Sequence[Any], meta: Any, name: str) -> Any:
         """A Dask DataFrame or Series of one partition per value: persisted delayed results,
-        or an eager run's values (each under its own key, not tokenized: hashing a result's
-        data to name it would cost more than the small run that made it)."""
+        or an eager run's values (:class:`EagerValues`: a graph of the values themselves,
+        named by a fresh token, so nothing is hashed, and no task built or run to get them:
+        half the cost of computing a small graph's per-vertex Series from delayed values)."""
         import dask.dataframe as dd
 
         if self.eager:
-            token = uuid.uuid4().hex
-            values = [dask.delayed(value, name=f"dtri-{name}-{token}-{p}")
-                      for p, value in enumerate(values)]
+            layer = EagerValues(f"dtri-{name}-{uuid.uuid4().hex}", values)
+            return dd.from_graph(layer, meta, (None,) * (len(layer) + 1), list(layer),
+                                 f"dtri-{name}")
         return dd.from_delayed(list(values), meta=meta, verify_meta=False)
 
     def tree(self, stage: str, func: Callable[..., Any], items: Sequence[Any],
@@ -192,6 +193,28 @@ class Tasks:
                                         *(items[i] for i in members), key=(key, "owner", w),
                                         on_host=True))
         return self.tree(stage, combine, leaves, fan_in)
+
+
+class EagerValues(Mapping):
+    """An eager run's values as a task graph of one key each, ``(name, 0), (name, 1), ...``,
+    which Dask tokenizes by ``name`` (a fresh one per collection) rather than by hashing the
+    values."""
+
+    def __init__(self, name: str, values: Sequence[Any]):
+        self.name = name
+        self.graph = {(name, p): value for p, value in enumerate(values)}
+
+    def __getitem__(self, key: tuple) -> Any:
+        return self.graph[key]
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self.graph)
+
+    def __len__(self) -> int:
+        return len(self.graph)
+
+    def __dask_tokenize__(self) -> str:
+        return self.name
 
 
 def placed_on(worker: str) -> AbstractContextManager:

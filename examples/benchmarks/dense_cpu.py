@@ -27,7 +27,10 @@ busy machine slows them alike. The analyses (one JSON line each, ``seconds`` dtr
 Before the first round each tool runs once, and numba's compiled kernels are loaded first (as
 in a process that has run any analytic, or whose NumPy join has joined 4 M wedges:
 ``dtri.analytics.plan.CPU_INTERSECT_MIN_WEDGES``); a fresh process's first count is
-``cpu_cold.py``'s. Every line is in the schema of ``schema.py`` (family ``schema``).
+``cpu_cold.py``'s. Every line is in the schema of ``schema.py`` (family ``schema``); its
+``detail.load_average`` is the machine's one-minute load average before and after the
+measurement (above the core count: other processes shared the cores, and the figures are
+the best of what they left).
 """
 
 from __future__ import annotations
@@ -252,10 +255,13 @@ def measure(graph: str, analysis: str, edges: np.ndarray, vertices: int, repeat:
         tools = {"dtri": lambda: dtri_per_vertex(analysis)(edges),
                  "graphblas-algorithms": lambda: peer(edges, vertices),
                  "networkit": lambda: networkit_clustering(edges, vertices)}
+    load_before = os.getloadavg()[0]
     found = rounds(tools, repeat)
     seconds, ours = found.pop("dtri")
     detail: dict[str, Any] = {"edges": int(edges.shape[0]), "vertices": vertices,
-                              "repeat": repeat}
+                              "repeat": repeat,
+                              "load_average": [round(load_before, 2),
+                                               round(os.getloadavg()[0], 2)]}
     triangles = None
     if analysis == "count":
         triangles, detail["dtri"] = ours

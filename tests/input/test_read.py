@@ -38,15 +38,22 @@ from dtri.input.read import (
 from tests.oracles import SHARED_DATA
 
 
-@pytest.fixture(scope="module", autouse=True, params=["numpy", "pandas"])
+@pytest.fixture(scope="module", autouse=True, params=["numpy", "pandas", "numba"])
 def fast_parser(request: pytest.FixtureRequest):
-    """Every reading test with small blocks parsed by NumPy's parser (the default) and by
-    pandas' (the default for large blocks): both must read the same, and leave every bad
-    line to the exact parser."""
+    """Every reading test with small blocks parsed by NumPy's parser (the default without
+    numba's kernels loaded), by pandas' (the default for large blocks) and by numba's
+    (:func:`dtri.kernels.cpu.parse_id_pairs`, whitespace-separated text where numba's
+    kernels are loaded): all must read the same, and leave every bad line to the exact
+    parser."""
     import dask
 
-    limit = None if request.param == "numpy" else -1
-    with dask.config.set({"dtri.read.numpy-parser-max-bytes": limit} if limit else {}):
+    if request.param == "numba":
+        import dtri.kernels.cpu  # noqa: F401  (loaded, as the parser's rule asks)
+    limit = -1 if request.param == "pandas" else None
+    with dask.config.set({"dtri.read.numpy-parser-max-bytes": limit} if limit else {}), \
+            pytest.MonkeyPatch.context() as patch:
+        patch.setattr("dtri.input.read.compiled_kernels_loaded",
+                      lambda: request.param == "numba")
         yield request.param
 
 
@@ -885,3 +892,53 @@ def test_every_read_partition_keeps_to_the_row_cap_whatever_the_layout(tmp_path,
     assert len(parts) >= len(edges) // 1024
     together = pd.concat(parts).to_numpy()
     np.testing.assert_array_equal(together, edges)
+
+
+SOUP = [b"0", b"1", b"7", b"9", b" ", b"\t", b"\n", b"\r", b"\r\n", b"#", b"%", b"-", b"+",
+        b".", b"a", b"\v", b"\xc2\xa0", b"\xef\xbb\xbf", b"12345678901234567890"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(SOUP), max_size=60), comments=st.sampled_from(
+    [b"#", b"#%"]), usecols=st.sampled_from([(0, 1), (1, 0), (0, 2), (2, 1)]))
+def test_the_numba_parser_reads_what_the_exact_parser_reads_or_leaves_it(pieces, comments,
+                                                                         usecols):
+    """Wherever numba's one-pass parser takes a block, the exact parser reads the same
+    edges from it; it leaves every block the exact parser refuses (or that it does not read
+    the same way) to the others."""
+    from dtri.input.read import _parse_exact
+    from dtri.kernels.cpu import parse_id_pairs
+
+    data = b"".join(pieces)
+    layout = Layout(WHITESPACE, comments, usecols)
+    src, dst, clean = parse_id_pairs(np.frombuffer(data, dtype=np.uint8), *usecols,
+                                     *(comments * 2)[:2])
+    block = TextBlock(None, "soup.txt", "soup.txt", None, 0, len(data), layout)
+    try:
+        expected = _parse_exact(data, block)
+    except InputError:
+        assert not clean, data
+        return
+    if clean:
+        np.testing.assert_array_equal(src, expected[0])
+        np.testing.assert_array_equal(dst, expected[1])
+        assert src.dtype == dst.dtype == np.int64
+
+
+def test_the_numba_parser_takes_snap_text_with_both_comment_marks(tmp_path):
+    """A SNAP file with '#' and '%' comments, tabs, CRLF and a last line without its LF is
+    numba's to read, and the count is NetworkX's."""
+    from dtri.kernels.cpu import parse_id_pairs
+    from tests.oracles import networkx_triangles
+
+    edges = random_edges(300, seed=4)
+    edges = [(s % 40, t % 40) for s, t in edges]
+    text = "# a graph\r\n% made up\r\n" + "".join(
+        f"{s}\t{t}  # edge\r\n" if k % 7 == 0 else f" {s} {t}\r\n"
+        for k, (s, t) in enumerate(edges)).rstrip("\n")
+    data = text.encode()
+    src, dst, clean = parse_id_pairs(np.frombuffer(data, dtype=np.uint8), 0, 1, 35, 37)
+    assert clean and list(zip(src.tolist(), dst.tolist(), strict=True)) == edges
+    path = write(tmp_path / "g.txt", data)
+    expected = networkx_triangles(np.array(edges))
+    assert dtri.count(path, backend="cpu").triangles == expected

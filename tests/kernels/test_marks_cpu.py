@@ -142,3 +142,45 @@ def test_each_kernel_counts_the_shared_graphs_exactly(row, kernel, shared_data):
             result = dtri.count(path, backend="cpu", **options)
             assert result.triangles == int(row["triangles"]), options
             assert result.plan["kernel"] == kernel
+
+
+def sparse_graph_of(vertices: int, seed: int) -> np.ndarray:
+    """A sparse graph of exactly ``vertices`` vertices with large ids (up to about 10**13):
+    a path through all of them in a random order, 400 triangles and 4,000 chords among random
+    vertices, duplicates and both directions included."""
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(vertices).astype(np.int64) * 9_999_991 + 12_345
+    path = np.stack([ids[:-1], ids[1:]], axis=1)
+    corners = ids[rng.integers(0, vertices, (400, 3))]
+    triangles = np.concatenate([corners[:, [0, 1]], corners[:, [1, 2]], corners[:, [2, 0]]])
+    chords = ids[rng.integers(0, vertices, (4_000, 2))]
+    return np.concatenate([path, triangles, chords, chords[:100, ::-1]])
+
+
+def sparse_triangles(edges: np.ndarray) -> int:
+    """The oracle: ``Σ (A·A) ∘ A / 6`` of the simple undirected graph's adjacency (SciPy)."""
+    import scipy.sparse as sp
+
+    ids, dense = np.unique(edges, return_inverse=True)
+    dense = dense.reshape(edges.shape)
+    dense = dense[dense[:, 0] != dense[:, 1]]
+    both = np.concatenate([dense, dense[:, ::-1]])
+    adjacency = sp.coo_matrix((np.ones(len(both)), (both[:, 0], both[:, 1])),
+                              shape=(len(ids), len(ids))).tocsr()
+    adjacency.data[:] = 1  # duplicates summed: back to one
+    return int((adjacency @ adjacency).multiply(adjacency).sum()) // 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("vertices", "kernel"), [(MARKS_MAX_VERTICES, "marks"),
+                                                  (MARKS_MAX_VERTICES + 1, "hash")])
+def test_the_marks_limit_picks_a_kernel_that_counts_exactly(vertices, kernel):
+    """A sparse graph of large ids at the marks kernel's limit is counted by marks, and one a
+    vertex past it by hash, each exactly (the triangles at each vertex too)."""
+    edges = sparse_graph_of(vertices, seed=vertices)
+    expected = sparse_triangles(edges)
+    result = dtri.count(edges, backend="cpu", join="intersect")
+    assert result.plan["kernel"] == kernel and result.vertices == vertices
+    assert result.triangles == expected
+    with dtri.prepare(edges, backend="cpu") as prepared:
+        assert int(prepared.triangles().sum().compute()) == 3 * expected

@@ -125,6 +125,74 @@ def test_what_a_graph_caches_is_made_once_and_let_go_with_the_graph():
     assert graph.cache == {}
 
 
+def numpy_prepared(frame, orientation: str, limit: int | None = None) -> tuple:
+    """:func:`prepare_partition` by its NumPy path (numba's one-pass kernel left out)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("dtri.prepared.local.prepare_marked_on_cpu", lambda *args: None)
+        return prepare_partition(frame, orientation, limit)
+
+
+def assert_same_preparation(found: tuple, expected: tuple) -> None:
+    """The same CSR (arrays, dtypes, range), vertices, ids and degrees by rank, orientation
+    and reason."""
+    (part, *rest), (their_part, *theirs) = found, expected
+    assert len(part) == len(their_part)
+    for mine, other in zip([*part, *rest], [*their_part, *theirs], strict=True):
+        if isinstance(mine, np.ndarray):
+            assert mine.dtype == other.dtype
+            np.testing.assert_array_equal(mine, other)
+        else:
+            assert mine == other
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), min_size=1,
+                      max_size=500),
+       orientation=st.sampled_from(["auto", "degree", "id"]),
+       limit=st.sampled_from([None, 1, 4]))
+def test_the_one_pass_kernel_prepares_as_the_numpy_path_does(pairs, orientation, limit):
+    """numba's one-pass preparation (:func:`dtri.kernels.cpu.prepare_marked`) gives the
+    NumPy path's CSR, ranks, ids, degrees and orientation, duplicates, both directions and
+    self-loops included; ``auto`` past the list limit takes the peeling by the NumPy path."""
+    import dtri.kernels.cpu  # noqa: F401  (numba's kernels loaded: the kernel's rule)
+    from dtri.input.edges import EdgeArrays
+    from dtri.prepared.local import prepare_marked_on_cpu
+
+    ids = np.array(pairs, dtype=np.int64)
+    frame = EdgeArrays(ids[:, 0].copy(), ids[:, 1].copy())
+    fused = prepare_marked_on_cpu(frame, orientation, limit)
+    expected = numpy_prepared(frame, orientation, limit)
+    assert (fused is None) == (expected[4] == "adirection")
+    assert_same_preparation(prepare_partition(frame, orientation, limit), expected)
+
+
+def test_the_one_pass_kernel_runs_where_it_applies_and_counts_as_networkx(monkeypatch):
+    """The kernel prepares marked ids in a process with numba's kernels, and counts cliques,
+    a star, a hub and self-loops as NetworkX does; sparse ids (not marked), negative ids,
+    the adirection orientation and a process without numba's kernels take the NumPy path."""
+    import dtri.kernels.cpu
+    from dtri.input.edges import EdgeArrays
+    from dtri.prepared.local import prepare_marked_on_cpu
+    from tests.kernels.test_marks_cpu import CASES
+
+    calls = []
+    kernel = dtri.kernels.cpu.prepare_marked
+    monkeypatch.setattr(dtri.kernels.cpu, "prepare_marked",
+                        lambda *args: calls.append(args) or kernel(*args))
+    for name, edges in {**CASES, "loops": np.array([[0, 0], [1, 2], [2, 1], [2, 2], [3, 1],
+                                                    [3, 2]])}.items():
+        calls.clear()
+        result = dtri.count(edges, backend="cpu")
+        assert calls and result.triangles == networkx_triangles(edges), name
+    edges = CASES["K12"]
+    frame = EdgeArrays(edges[:, 0] * 10**12, edges[:, 1])
+    assert prepare_marked_on_cpu(frame, "auto") is None  # ids far beyond 8 bytes an id
+    assert prepare_marked_on_cpu(EdgeArrays(edges[:, 0] - 1, edges[:, 1]), "auto") is None
+    assert prepare_marked_on_cpu(EdgeArrays(edges[:, 0], edges[:, 1]), "adirection") is None
+    monkeypatch.setattr("dtri.prepared.local.compiled_kernels_loaded", lambda: False)
+    assert prepare_marked_on_cpu(EdgeArrays(edges[:, 0], edges[:, 1]), "auto") is None
+
+
 def _with_empty_partitions(edges: np.ndarray) -> dd.DataFrame:
     frame = pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
     empty = frame.iloc[:0]
