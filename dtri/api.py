@@ -327,5 +327,11 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
 
 
 def count_triangles(edges: Any, **options: Any) -> int:
-    """Exact number of triangles of the undirected graph ``edges`` (see :func:`count`)."""
+    """Exact number of triangles of the undirected graph ``edges`` (see :func:`count`). An
+    estimate or a plan is :func:`count`'s (``approx``, ``explain``): asked for here, it is
+    refused."""
+    asked = [name for name in ("approx", "explain") if options.get(name)]
+    if asked:
+        raise ConfigurationError(f"count_triangles gives the exact count only; for "
+                                 f"{' and '.join(asked)} call dtri.count")
     return count(edges, **options).triangles

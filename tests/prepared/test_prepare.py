@@ -349,3 +349,15 @@ def test_pieces_are_picked_split_by_split():
         layer = pick.__dask_graph__().layers[pick.key]
         priority[i, j] = layer.annotations["priority"]
     assert priority[0, 0] == priority[0, 1] > priority[2, 1] > priority[5, 0] == priority[5, 2]
+
+
+@pytest.mark.parametrize("asked", [{"explain": True}, {"approx": True},
+                                   {"approx": True, "explain": True}])
+def test_count_triangles_refuses_an_estimate_or_a_plan(asked):
+    """count_triangles returns the exact count, never a plan's or an estimate's missing one."""
+    from dtri.errors import ConfigurationError
+
+    triangle = np.array([[0, 1], [1, 2], [2, 0]])
+    with pytest.raises(ConfigurationError, match=r"exact count only.*dtri\.count"):
+        dtri.count_triangles(triangle, scheduler="synchronous", **asked)
+    assert dtri.count_triangles(triangle, scheduler="synchronous") == 1
