@@ -22,7 +22,14 @@ if "dask.config" in sys.modules:
 if TYPE_CHECKING:
     from dtri.analytics.count import CountResult
     from dtri.analytics.estimate import Approx, Estimate
-    from dtri.api import Session, count, count_triangles, open_prepared, prepare
+    from dtri.api import (
+        Session,
+        count,
+        count_triangles,
+        open_prepared,
+        prepare,
+        write_generated,
+    )
     from dtri.errors import ConfigurationError, DtriError, InputError
     from dtri.input.generate import generated
     from dtri.input.read import read_edges
@@ -45,6 +52,7 @@ _HOMES = {
     "open_prepared": "dtri.api",
     "prepare": "dtri.api",
     "read_edges": "dtri.input.read",
+    "write_generated": "dtri.api",
 }
 """Where each public name lives."""
 
@@ -64,6 +72,7 @@ __all__ = [
     "open_prepared",
     "prepare",
     "read_edges",
+    "write_generated",
 ]
 __version__ = "0.1.0"
 

@@ -35,7 +35,7 @@ from dtri.input.frames import (
     read_plan,
 )
 from dtri.input.generate import GeneratedGraph
-from dtri.options import RUNTIME_OPTIONS, Options
+from dtri.options import GENERATED_FORMATS, RUNTIME_OPTIONS, Options
 from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
 from dtri.prepared.graph import PreparedGraph, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
@@ -335,3 +335,40 @@ def count_triangles(edges: Any, **options: Any) -> int:
         raise ConfigurationError(f"count_triangles gives the exact count only; for "
                                  f"{' and '.join(asked)} call dtri.count")
     return count(edges, **options).triangles
+
+
+def write_generated(spec: str, output: str, *, seed: int = 0, partitions: int | None = None,
+                    format: str = "parquet", backend: str = "cpu", scheduler: str = "threads",
+                    scheduler_file: str | None = None) -> int:
+    """Write the edge list of the generated graph ``spec`` (``rmat:SCALE[:EDGE_FACTOR]`` or
+    ``gnm:N:M``, :func:`dtri.generated`) to the folder ``output``, one file per partition
+    (``partitions``; default: at most 16 Mi edges each), as ``format``: ``parquet``
+    (``src, dst`` int64 columns), ``snap`` (``src dst`` lines) or ``csv`` (with a header).
+    The edges are the same for a ``spec`` and ``seed`` whatever the partitions and the
+    ``backend`` (``cpu``, ``gpu`` or ``auto``). ``output`` must not exist or be empty; it is
+    written beside its name and renamed into place when complete (``dtri generate``). Returns
+    the number of files written."""
+    from dtri.input.generate import from_spec
+    from dtri.output import reserve_output
+    from dtri.runtime.session import resolve_backend
+
+    if format not in GENERATED_FORMATS:
+        raise ConfigurationError(f"format must be one of {', '.join(GENERATED_FORMATS)}, got "
+                                 f"{format!r}")
+    with reserve_output(output) as folder:
+        chosen = resolve_backend(backend, False)
+        frame = from_spec(spec, seed=seed, npartitions=partitions, backend=chosen)
+        options = Options(backend=chosen, scheduler=None if scheduler_file else scheduler,
+                          scheduler_file=scheduler_file)
+        with open_runtime(options):
+            if format == "parquet":
+                folder.write_parquet(frame)
+            else:
+                # Text is written from pandas: cuDF partitions are copied to the host first.
+                text = frame.to_backend("pandas") if chosen.on_gpu else frame
+                suffix = "txt" if format == "snap" else "csv"
+                text.to_csv(f"{folder.temporary}/part-*.{suffix}",
+                            name_function=lambda i: f"{i:05d}", index=False,
+                            sep=" " if format == "snap" else ",", header=format == "csv")
+                folder.commit()
+    return frame.npartitions

@@ -15,13 +15,21 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
 from dask.utils import format_bytes
 
-from dtri.kernels.graphlets import KINDS, ORBIT_SETS
-from dtri.options import BACKENDS, cli_options, from_cli
+from dtri.options import (
+    BACKENDS,
+    GENERATED_FORMATS,
+    GRAPHLET_KINDS,
+    GRAPHLET_ORBITS,
+    checked_k,
+    cli_options,
+    from_cli,
+)
 
 INPUT_MEANING = """\
 Input is read as a simple undirected graph: an edge and its reverse are one edge, repeated
@@ -63,7 +71,7 @@ def _fail(message: Any, code: int = 2) -> None:
 def _errors_as_one_line() -> Iterator[None]:
     """dtri's own errors, bad values, missing files, and a broken compressed stream as one line
     and exit 2 (click would print a bare ``Aborted!`` for an ``EOFError``)."""
-    from dtri.errors import DtriError
+    from dtri import DtriError
 
     try:
         yield
@@ -96,7 +104,7 @@ def _input(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str
     progress = values.pop("progress", None)
     options = from_cli(values, progress=sys.stderr.isatty() if progress is None else progress)
     if spec:
-        from dtri.input.generate import generated
+        from dtri import generated
 
         return generated(spec, seed=seed), vars(options)
     return list(paths), vars(options)
@@ -104,7 +112,7 @@ def _input(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str
 
 def _prepared(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str, Any]) -> Any:
     """The prepared graph of a command's input (its own session, closed on release)."""
-    from dtri.api import prepare
+    from dtri import prepare
 
     edges, options = _input(paths, spec, seed, values)
     return prepare(edges, **options)
@@ -113,8 +121,8 @@ def _prepared(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[
 def _estimated(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str, Any],
                approx: Any, explain: bool) -> Any:
     """The estimate of a command's input (``explain``: its plan), by the method the planner
-    chooses (:func:`dtri.api.count`)."""
-    from dtri.api import count
+    chooses (:func:`dtri.count`)."""
+    from dtri import count
 
     edges, options = _input(paths, spec, seed, values)
     return count(edges, approx=approx, explain=explain, **options)
@@ -184,8 +192,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
           **values: Any) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
-    from dtri.analytics.estimate import Approx, estimate
-    from dtri.runtime.link import link_bandwidth
+    from dtri import Approx
 
     asked: dict[str, Any] = {
         "error": error, "confidence": confidence, "samples": samples, "seconds": seconds,
@@ -208,9 +215,9 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
         return
     with _errors_as_one_line(), _prepared(paths, spec, seed, values) as graph:
         result = graph.count(explain=explain)
-        quick = estimate(graph, Approx(samples=QUICK_SAMPLES, seed=0), allow_exact=False) \
+        quick = graph.estimate(samples=QUICK_SAMPLES, seed=0, allow_exact=False) \
             if explain else None
-        probed = link_bandwidth(graph.runtime) if explain else None
+        probed = graph.link_bandwidth() if explain else None
     if explain:
         forecast = None if quick is None else {
             "triangles": quick.triangles, "interval": quick.triangles_interval,
@@ -344,9 +351,8 @@ def _print_peaks(peaks: dict[str, int] | None, source: str | None, title: str) -
 
 
 HOST_FIELDS = ("peak_host_bytes", "spilled_bytes", "read_back_bytes", "worker_host_bytes")
-"""The host side of a run's memory in its summary
-(:meth:`dtri.runtime.host_meter.MeasuredHost.fields`): printed by :func:`_print_host`, not as
-lines of their own."""
+"""The host side of a run's memory in its summary (as in :meth:`dtri.CountResult.to_dict`):
+printed by :func:`_print_host`, not as lines of their own."""
 
 
 def _print_host(peaks: dict[str, int] | None, spilled: dict[str, int] | None,
@@ -370,7 +376,7 @@ def _print_host(peaks: dict[str, int] | None, spilled: dict[str, int] | None,
 
 def _decomposition_line(spread: dict[str, Any]) -> str:
     """The count's decomposition, why, and the bytes the busiest worker is predicted to pull
-    under each (:class:`dtri.analytics.cannon.Decomposition`)."""
+    under each (the plan's ``decomposition``)."""
     grid = f" on a {spread['side']} x {spread['side']} grid" if spread["kind"] == "2d" else ""
     line = f"{spread['kind']}{grid} ({spread['reason']})"
     predicted = [f"{kind} {format_bytes(sum(moved.values()))}"
@@ -389,7 +395,7 @@ def _print_moves(moved_bytes: dict[str, dict[str, int]] | None,
                  bandwidth: float | None) -> None:
     """One line on the bytes moved between workers, when something moved: the total, the
     stages that moved most, the most one worker received, and the transfers' bandwidth."""
-    from dtri.runtime.transfers import most_to_one_worker, total_moved
+    from dtri.report import most_to_one_worker, total_moved
 
     if not moved_bytes or not (moved := total_moved(moved_bytes)):
         return
@@ -415,7 +421,7 @@ def _print_comms(protocol: str | None, probed: float | None) -> None:
 
 
 def _print_note(note: str | None) -> None:
-    """The line on faster comms (:attr:`dtri.runtime.session.Runtime.protocol_note`)."""
+    """The line on faster comms (``protocol_note`` of a result)."""
     if note is not None:
         click.echo(f"note           {note}")
 
@@ -444,10 +450,9 @@ def _print_plan(plan: dict[str, Any]) -> None:
                f"{format_bytes(plan['task_budget'])}/task ({plan['workers']} workers x "
                f"{plan['threads_per_worker']} threads, {plan['backend']})")
     if plan.get("host_memory"):
-        from dtri.runtime.host_plan import HostPlan
+        from dtri.report import host_memory_line
 
-        shares = {k: v for k, v in plan["host_memory"].items() if k != "stored"}
-        click.echo(f"host memory    {HostPlan(**shares).line()}")
+        click.echo(f"host memory    {host_memory_line(plan['host_memory'])}")
     click.echo()
     click.echo(f"{'stage':<14} {'tasks':>9} {'peak/task':>12} {'moved':>12}")
     for stage, row in plan["stages"].items():
@@ -571,57 +576,6 @@ def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str 
     _report(summary, as_json, _source(paths, spec, seed))
 
 
-@main.command(epilog=INPUT_MEANING)
-@graph_source
-@analytic_output
-def triangles(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
-              as_json: bool, **values: Any) -> None:
-    """Triangles at each vertex of the graph in PATHS (or --generate SPEC): the total, the
-    vertices with the most, and with -o every vertex's count (columns vertex, triangles)."""
-    from dtri.report import triangles_summary
-
-    _run_analytic(paths, spec, seed, out, as_json, values,
-                  lambda graph, path: triangles_summary(graph, path, top))
-
-
-@main.command(epilog=INPUT_MEANING)
-@graph_source
-@analytic_output
-def clustering(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
-               as_json: bool, **values: Any) -> None:
-    """Local clustering coefficients (NetworkX's definition: 0 below degree 2): the average,
-    the transitivity, the highest, and with -o every vertex's (columns vertex, clustering)."""
-    from dtri.report import clustering_summary
-
-    _run_analytic(paths, spec, seed, out, as_json, values,
-                  lambda graph, path: clustering_summary(graph, path, top))
-
-
-@main.command(epilog=INPUT_MEANING)
-@graph_source
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def transitivity(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool,
-                 **values: Any) -> None:
-    """The transitivity of the graph: 3 × triangles / connected triples."""
-    from dtri.report import transitivity_summary
-
-    _run_analytic(paths, spec, seed, None, as_json, values,
-                  lambda graph, path: transitivity_summary(graph))
-
-
-@main.command(epilog=INPUT_MEANING)
-@graph_source
-@analytic_output
-def support(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
-            as_json: bool, **values: Any) -> None:
-    """Triangles on each edge (its support): the edges with the most, and with -o every edge
-    once (columns u, v, support; u < v)."""
-    from dtri.report import support_summary
-
-    _run_analytic(paths, spec, seed, out, as_json, values,
-                  lambda graph, path: support_summary(graph, path, top))
-
-
 NEGATIVE_INTEGER = re.compile(r"-[0-9]+")
 
 
@@ -639,8 +593,8 @@ def _no_unknown_options(ctx: click.Context, *words: str) -> None:
 
 class TrussK(click.ParamType):
     """K of ``dtri ktruss``: a number is read as an ``int``, anything else kept as the text
-    given, for the command to check as the API does
-    (:func:`dtri.analytics.truss.checked_k`), in one line."""
+    given, for the command to check as the API does (:func:`dtri.options.checked_k`), in one
+    line."""
 
     name = "integer >= 0"
 
@@ -651,71 +605,177 @@ class TrussK(click.ParamType):
         return value
 
 
-@main.command(epilog=INPUT_MEANING, context_settings={"ignore_unknown_options": True})
-@click.argument("k", type=TrussK())
-@graph_source
-@analytic_output
-@click.pass_context
-def ktruss(ctx: click.Context, k: int | str, paths: tuple[str, ...], spec: str | None, seed: int,
-           out: str | None, top: int, as_json: bool, **values: Any) -> None:
-    """The K-truss (networkx.k_truss): the largest subgraph in which every edge lies on at
-    least K - 2 of its triangles (an integer K of at least 0; up to 2 every edge stays),
-    without isolated vertices. Prints its size; with -o writes its edges (columns u, v;
-    u < v)."""
-    from dtri.analytics.truss import checked_k
-    from dtri.report import ktruss_summary
-
-    _no_unknown_options(ctx, *(word for word in (k, *paths) if isinstance(word, str)))
+def _checked_truss_k(ctx: click.Context, paths: tuple[str, ...], own: dict[str, Any]) -> None:
+    """``dtri ktruss``'s K, checked before the input is read: an option given where K or a
+    path stands is refused as click would, and K must be an integer of at least 0."""
+    _no_unknown_options(ctx, *(word for word in (own["k"], *paths) if isinstance(word, str)))
     with _errors_as_one_line():
-        k = checked_k(k)
-    _run_analytic(paths, spec, seed, out, as_json, values,
-                  lambda graph, path: ktruss_summary(graph, k, path))
+        own["k"] = checked_k(own["k"])
 
 
-@main.command(epilog=INPUT_MEANING)
-@graph_source
-@analytic_output
-def truss(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
-          as_json: bool, **values: Any) -> None:
-    """The truss number of every edge (the largest k whose k-truss holds it): the largest,
-    the edges per truss number, and with -o every edge once (columns u, v, truss)."""
-    from dtri.report import truss_summary
+@dataclass(frozen=True)
+class Analytic:
+    """One analytic command, declared once: :data:`ANALYTICS` makes the click commands.
 
-    _run_analytic(paths, spec, seed, out, as_json, values,
-                  lambda graph, path: truss_summary(graph, path, top))
+    The command prepares its input (:func:`graph_source`), calls the
+    :class:`dtri.PreparedGraph` ``method`` with the command's own parameters named in
+    ``method_args``, and hands the result to ``summary`` (:mod:`dtri.report`), whose
+    ``fields`` it prints in this order, followed by the run's statistics."""
+
+    name: str
+    help: str
+    method: str
+    """The :class:`dtri.PreparedGraph` method that computes the result."""
+    summary: str
+    """The function of :mod:`dtri.report` that summarises the result (and writes it with
+    ``-o``): ``summary(graph, result, folder, top, **own)``."""
+    fields: tuple[str, ...]
+    """The output's fields (where the summary gives them), in order."""
+    writes: bool = True
+    """``-o/--output`` and ``--top`` (else ``--json`` alone)."""
+    arguments: tuple[Callable[..., Any], ...] = ()
+    """Click decorators of the arguments before PATHS (``ktruss``'s K)."""
+    options: tuple[Callable[..., Any], ...] = ()
+    """Click decorators of the command's own options, after the output's."""
+    method_args: tuple[str, ...] = ()
+    """The command's own parameters (or ``top``) passed to ``method``, in order."""
+    check: Callable[[click.Context, tuple[str, ...], dict[str, Any]], None] | None = None
+    """Checks (and converts) the command's own parameters before the input is read."""
+    plan: str | None = None
+    """The :class:`dtri.PreparedGraph` method ``--explain`` prints instead (its own
+    parameters ``orbits``), where the command has an ``--explain`` option."""
+    context_settings: dict[str, Any] = field(default_factory=dict)
 
 
-@main.command(epilog=INPUT_MEANING)
-@graph_source
-@analytic_output
-@click.option("--orbits", type=click.Choice(ORBIT_SETS), default="all", show_default=True,
-              help="all: the 16 orbits of the graphlets up to four vertices (σ0-σ15); "
-                   "sigma0-4: those up to three (σ0-σ4: vertex, degree, 2-path end and centre, "
-                   "triangles).")
-@click.option("--kind", type=click.Choice(KINDS), default="net", show_default=True,
-              help="net: induced subgraphs (graphlet degrees); raw: subgraphs that need not be "
-                   "induced.")
-@click.option("--explain", is_flag=True,
-              help="Plan the stages and print the plan instead: tasks, triangle record batches, "
-                   "4-cycle wedges to bin, their batches and anchor ranges, and the largest "
-                   "task's estimated peak bytes per stage. The input is still read and sorted.")
-def graphlets(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None, top: int,
-              as_json: bool, orbits: str, kind: str, explain: bool, **values: Any) -> None:
-    """Graphlet degrees (the Fast Graphlet Transform's orbits): per vertex, how many connected
-    subgraphs of up to four vertices of each shape it is in, and at which position. Prints
-    the graph's copies of each graphlet and the vertices in most 4-cliques; with -o writes
-    every vertex's frequencies (columns vertex, sigma0 ... sigma15)."""
-    from dtri.report import graphlets_summary
+ANALYTICS = (
+    Analytic(
+        "triangles",
+        "Triangles at each vertex of the graph in PATHS (or --generate SPEC): the total, the "
+        "vertices with the most, and with -o every vertex's count (columns vertex, "
+        "triangles).",
+        method="triangles", summary="triangles_summary",
+        fields=("vertices", "edges", "triangles", "vertex_sum", "top", "output")),
+    Analytic(
+        "clustering",
+        "Local clustering coefficients (NetworkX's definition: 0 below degree 2): the "
+        "average, the transitivity, the highest, and with -o every vertex's (columns vertex, "
+        "clustering).",
+        method="clustering", summary="clustering_summary",
+        fields=("vertices", "edges", "average_clustering", "transitivity", "top", "output")),
+    Analytic(
+        "transitivity",
+        "The transitivity of the graph: 3 × triangles / connected triples.",
+        method="transitivity", summary="transitivity_summary",
+        fields=("vertices", "edges", "triangles", "transitivity"), writes=False),
+    Analytic(
+        "support",
+        "Triangles on each edge (its support): the edges with the most, and with -o every "
+        "edge once (columns u, v, support; u < v).",
+        method="edge_support", summary="support_summary",
+        fields=("vertices", "edges", "triangles", "top", "output")),
+    Analytic(
+        "ktruss",
+        "The K-truss (networkx.k_truss): the largest subgraph in which every edge lies on at "
+        "least K - 2 of its triangles (an integer K of at least 0; up to 2 every edge stays), "
+        "without isolated vertices. Prints its size; with -o writes its edges (columns u, v; "
+        "u < v).",
+        method="k_truss", summary="ktruss_summary",
+        fields=("k", "vertices", "edges", "triangles", "graph_vertices", "graph_edges",
+                "output"),
+        arguments=(click.argument("k", type=TrussK()),), method_args=("k",),
+        check=_checked_truss_k, context_settings={"ignore_unknown_options": True}),
+    Analytic(
+        "truss",
+        "The truss number of every edge (the largest k whose k-truss holds it): the largest, "
+        "the edges per truss number, and with -o every edge once (columns u, v, truss).",
+        method="truss_numbers", summary="truss_summary",
+        fields=("vertices", "edges", "max_truss", "edges_per_truss", "top", "output")),
+    Analytic(
+        "graphlets",
+        "Graphlet degrees (the Fast Graphlet Transform's orbits): per vertex, how many "
+        "connected subgraphs of up to four vertices of each shape it is in, and at which "
+        "position. Prints the graph's copies of each graphlet and the vertices in most "
+        "4-cliques; with -o writes every vertex's frequencies (columns vertex, sigma0 ... "
+        "sigma15).",
+        method="graphlet_summary", summary="graphlets_summary",
+        fields=("vertices", "edges", "orbits", "kind", "graphlets", "top", "output"),
+        options=(
+            click.option("--orbits", type=click.Choice(GRAPHLET_ORBITS), default="all",
+                         show_default=True,
+                         help="all: the 16 orbits of the graphlets up to four vertices "
+                              "(σ0-σ15); sigma0-4: those up to three (σ0-σ4: vertex, degree, "
+                              "2-path end and centre, triangles)."),
+            click.option("--kind", type=click.Choice(GRAPHLET_KINDS), default="net",
+                         show_default=True,
+                         help="net: induced subgraphs (graphlet degrees); raw: subgraphs that "
+                              "need not be induced."),
+            click.option("--explain", is_flag=True,
+                         help="Plan the stages and print the plan instead: tasks, triangle "
+                              "record batches, 4-cycle wedges to bin, their batches and anchor "
+                              "ranges, and the largest task's estimated peak bytes per stage. "
+                              "The input is still read and sorted."),
+        ),
+        method_args=("orbits", "kind", "top"), plan="graphlet_plan"),
+)
+"""dtri's analytic commands, one declaration each, in the order ``dtri --help`` lists them."""
 
-    if explain:
-        from dtri.analytics.graphlets import graphlet_plan
 
-        with _errors_as_one_line(), _prepared(paths, spec, seed, values) as graph:
-            plan = graphlet_plan(graph, orbits)
-        _report_plan(plan, as_json, _source(paths, spec, seed))
-        return
-    _run_analytic(paths, spec, seed, out, as_json, values,
-                  lambda graph, path: graphlets_summary(graph, path, top, orbits, kind))
+def _param_names(*decorators: Callable[..., Any]) -> list[str]:
+    """The names of the parameters that click decorators add, in their order."""
+    def probe() -> None: ...
+
+    for decorator in reversed(decorators):
+        probe = decorator(probe)
+    return [param.name for param in reversed(getattr(probe, "__click_params__", []))]
+
+
+def _analytic_command(analytic: Analytic) -> click.Command:
+    """The click command of one :class:`Analytic`: ``[ARGUMENTS] PATHS...`` or ``--generate``,
+    the run's options, then ``-o``, ``--top`` and ``--json`` (or ``--json`` alone), then the
+    command's own options."""
+    names = _param_names(*analytic.arguments, *analytic.options)
+
+    def run(**params: Any) -> None:
+        from dtri import report
+
+        paths, spec, seed = params.pop("paths"), params.pop("spec"), params.pop("seed")
+        out, top, as_json = params.pop("out", None), params.pop("top", 0), params.pop("as_json")
+        own = {name: params.pop(name) for name in names}
+        if analytic.check is not None:
+            analytic.check(click.get_current_context(), paths, own)
+        if own.pop("explain", False) and analytic.plan is not None:
+            with _errors_as_one_line(), _prepared(paths, spec, seed, params) as graph:
+                plan = getattr(graph, analytic.plan)(own["orbits"])
+            _report_plan(plan, as_json, _source(paths, spec, seed))
+            return
+        summarise = getattr(report, analytic.summary)
+        given = {**own, "top": top}
+
+        def analyse(graph: Any, folder: Any) -> dict[str, Any]:
+            result = getattr(graph, analytic.method)(*(given[name]
+                                                       for name in analytic.method_args))
+            summary = summarise(graph, result, folder, top, **own)
+            return {name: summary[name] for name in analytic.fields if name in summary}
+
+        _run_analytic(paths, spec, seed, out, as_json, params, analyse)
+
+    command: Callable[..., Any] = run
+    for option in reversed(analytic.options):
+        command = option(command)
+    if analytic.writes:
+        command = analytic_output(command)
+    else:
+        command = click.option("--json", "as_json", is_flag=True,
+                               help="Print one JSON object.")(command)
+    command = graph_source(command)
+    for argument in reversed(analytic.arguments):
+        command = argument(command)
+    return click.command(analytic.name, help=analytic.help, epilog=INPUT_MEANING,
+                         context_settings=analytic.context_settings)(command)
+
+
+for _analytic in ANALYTICS:
+    main.add_command(_analytic_command(_analytic))
 
 
 def _report_plan(plan: dict[str, Any], as_json: bool, source: dict[str, Any]) -> None:
@@ -733,9 +793,6 @@ def _report_plan(plan: dict[str, Any], as_json: bool, source: dict[str, Any]) ->
 
 # ------------------------------------------------------------------------------ generate, bench
 
-GENERATE_FORMATS = ("parquet", "snap", "csv")
-
-
 @main.command()
 @click.argument("spec")
 @click.option("-o", "--output", "out", required=True,
@@ -745,7 +802,7 @@ GENERATE_FORMATS = ("parquet", "snap", "csv")
 @click.option("--partitions", type=click.IntRange(min=1),
               help="Number of partitions, i.e. of files written (default: at most 16Mi edges "
                    "each).")
-@click.option("--format", "fmt", type=click.Choice(GENERATE_FORMATS), default="parquet",
+@click.option("--format", "fmt", type=click.Choice(GENERATED_FORMATS), default="parquet",
               show_default=True,
               help="parquet: src,dst int64 columns; snap: 'src dst' lines in part-*.txt; csv: "
                    "part-*.csv with a src,dst header.")
@@ -763,29 +820,14 @@ def generate(spec: str, out: str, seed: int, partitions: int | None, fmt: str, b
     One file per partition; 'dtri count OUT' reads it back. The edges are the same for a
     given SPEC and --seed whatever --partitions and --backend are.
     """
-    from dtri.input.generate import from_spec
-    from dtri.options import Options
-    from dtri.output import reserve_output
-    from dtri.runtime.session import open_runtime, resolve_backend
+    from dtri import write_generated
 
-    with _errors_as_one_line(), reserve_output(out) as folder:
-        chosen = resolve_backend(backend, False)
-        frame = from_spec(spec, seed=seed, npartitions=partitions, backend=chosen)
-        options = Options(backend=chosen, scheduler=None if scheduler_file else scheduler,
-                          scheduler_file=scheduler_file)
-        with open_runtime(options):
-            if fmt == "parquet":
-                folder.write_parquet(frame)
-            else:
-                # Text is written from pandas: cuDF partitions are copied to the host first.
-                text = frame.to_backend("pandas") if chosen == "gpu" else frame
-                suffix = "txt" if fmt == "snap" else "csv"
-                text.to_csv(f"{folder.temporary}/part-*.{suffix}",
-                            name_function=lambda i: f"{i:05d}", index=False,
-                            sep=" " if fmt == "snap" else ",", header=fmt == "csv")
-                folder.commit()
-    click.echo(f"wrote {spec} (seed {seed}) to {out}: {frame.npartitions} {fmt} file"
-               f"{'s' if frame.npartitions != 1 else ''}")
+    with _errors_as_one_line():
+        files = write_generated(spec, out, seed=seed, partitions=partitions, format=fmt,
+                                backend=backend, scheduler=scheduler,
+                                scheduler_file=scheduler_file)
+    click.echo(f"wrote {spec} (seed {seed}) to {out}: {files} {fmt} file"
+               f"{'s' if files != 1 else ''}")
 
 
 @main.command()

@@ -9,6 +9,7 @@ work are refused), so no layer re-declares or re-checks an option.
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
@@ -55,6 +56,12 @@ DECOMPOSITIONS = ("auto", "1d", "2d")
 FORMATS = ("auto", "snap", "csv", "tsv", "mtx", "parquet")
 LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
 """Dask's schedulers that run tasks in this process (``--scheduler``), without workers."""
+GRAPHLET_ORBITS = ("all", "sigma0-4")
+"""The orbit sets of :meth:`dtri.PreparedGraph.graphlets` (``--orbits``): σ0-σ15, or σ0-σ4."""
+GRAPHLET_KINDS = ("net", "raw")
+"""The graphlet degrees' kinds (``--kind``): induced subgraphs, or all subgraphs."""
+GENERATED_FORMATS = ("parquet", "snap", "csv")
+"""The files :func:`dtri.write_generated` (``dtri generate --format``) writes."""
 LOCAL_CLUSTER_OPTIONS = ("workers", "protocol", "memory_limit", "spill_directory",
                          "device_memory_limit", "rmm_pool_size")
 """The options that shape only a local cluster that dtri starts (their defaults: ``auto``,
@@ -71,6 +78,16 @@ def _option(default: Any, group: str, flag: str, help: str, choices: tuple | Non
     """A field of :class:`Options` with its command-line flag, help and check."""
     return field(default=default, metadata={"group": group, "flag": flag, "help": help,
                                             "choices": choices, "kind": kind, "click": click})
+
+
+def checked_k(k: Any) -> int:
+    """The ``k`` of a k-truss (``dtri ktruss K``, :meth:`dtri.PreparedGraph.k_truss`) as an
+    ``int``: an integer (NumPy's too; not a bool) of at least 0. As in ``networkx.k_truss``,
+    every ``k`` up to 2 keeps every edge."""
+    integer = isinstance(k, numbers.Integral) and not isinstance(k, bool)
+    if not integer or k < 0:
+        raise ValueError(f"k must be an integer of at least 0, got {int(k) if integer else k!r}")
+    return int(k)
 
 
 @dataclass(frozen=True)

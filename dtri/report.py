@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dtri.analytics.vertex import present_vertices
-from dtri.kernels.dispatch import host_frame
+from dask.utils import format_bytes
+
 from dtri.output import OutputFolder
 
 if TYPE_CHECKING:
@@ -40,26 +40,28 @@ def top_rows(frame: Any, column: str, top: int, ties: tuple[str, ...]) -> list[d
         return []
     order = [column, *ties]
     # each partition's first rows in that order, then theirs: exact, ties included
-    picked = host_frame(frame.map_partitions(first_rows, order, top).compute())
+    picked = frame.map_partitions(first_rows, order, top).to_backend("pandas").compute()
     return plain_records(first_rows(picked, order, top))
 
 
-def triangles_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> dict[str, Any]:
+def triangles_summary(graph: PreparedGraph, triangles: Any, out: OutputFolder | None,
+                      top: int) -> dict[str, Any]:
     """``dtri triangles``: the total (a third of the per-vertex counts' sum, each triangle
     being at three vertices), the vertices with most triangles, the output."""
-    frame = graph.triangles().reset_index()
+    frame = triangles.reset_index()
     at_vertices = int(frame["triangles"].sum().compute())
-    summary = {"vertices": present_vertices(graph), "edges": graph.edges,
+    summary = {"vertices": graph.present_vertices(), "edges": graph.edges,
                "triangles": at_vertices // 3, "vertex_sum": at_vertices,
                "top": top_rows(frame, "triangles", top, ("vertex",))}
     summary["output"] = write_parquet(frame, out)
     return summary
 
 
-def clustering_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> dict[str, Any]:
+def clustering_summary(graph: PreparedGraph, clustering: Any, out: OutputFolder | None,
+                       top: int) -> dict[str, Any]:
     """``dtri clustering``: average clustering, transitivity, the highest, the output."""
-    frame = graph.clustering().reset_index()
-    summary = {"vertices": present_vertices(graph), "edges": graph.edges,
+    frame = clustering.reset_index()
+    summary = {"vertices": graph.present_vertices(), "edges": graph.edges,
                "average_clustering": graph.average_clustering(),
                "transitivity": graph.transitivity(),
                "top": top_rows(frame, "clustering", top, ("vertex",))}
@@ -67,40 +69,40 @@ def clustering_summary(graph: PreparedGraph, out: OutputFolder | None, top: int)
     return summary
 
 
-def transitivity_summary(graph: PreparedGraph) -> dict[str, Any]:
+def transitivity_summary(graph: PreparedGraph, transitivity: float, out: None, top: int
+                         ) -> dict[str, Any]:
     """``dtri transitivity``: the transitivity and the triangles it counts."""
-    return {"vertices": present_vertices(graph), "edges": graph.edges,
-            "triangles": graph.count_triangles(), "transitivity": graph.transitivity()}
+    return {"vertices": graph.present_vertices(), "edges": graph.edges,
+            "triangles": graph.count_triangles(), "transitivity": transitivity}
 
 
-def support_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> dict[str, Any]:
+def support_summary(graph: PreparedGraph, frame: Any, out: OutputFolder | None,
+                    top: int) -> dict[str, Any]:
     """``dtri support``: the edges on most triangles, the output."""
-    frame = graph.edge_support()
-    summary = {"vertices": present_vertices(graph), "edges": graph.edges,
+    summary = {"vertices": graph.present_vertices(), "edges": graph.edges,
                "triangles": graph.count_triangles(),
                "top": top_rows(frame, "support", top, ("u", "v"))}
     summary["output"] = write_parquet(frame, out)
     return summary
 
 
-def ktruss_summary(graph: PreparedGraph, k: int, out: OutputFolder | None) -> dict[str, Any]:
+def ktruss_summary(graph: PreparedGraph, truss: Any, out: OutputFolder | None, top: int,
+                   k: int) -> dict[str, Any]:
     """``dtri ktruss K``: the size of the K-truss, its edges as output."""
-    truss = graph.k_truss(k)
-    summary: dict[str, Any] = {"k": k, "vertices": present_vertices(truss), "edges": truss.edges,
-               "triangles": truss.count_triangles(), "graph_vertices": present_vertices(graph),
+    summary = {"k": k, "vertices": truss.present_vertices(), "edges": truss.edges,
+               "triangles": truss.count_triangles(), "graph_vertices": graph.present_vertices(),
                "graph_edges": graph.edges}
     if out is not None:
         summary["output"] = write_parquet(truss.edge_support()[["u", "v"]], out)
     return summary
 
 
-def truss_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> dict[str, Any]:
+def truss_summary(graph: PreparedGraph, frame: Any, out: OutputFolder | None,
+                  top: int) -> dict[str, Any]:
     """``dtri truss``: the largest truss number, edges per truss number, the output."""
-    frame = graph.truss_numbers()
-    levels = frame["truss"].value_counts().compute()
-    levels = host_frame(levels)
+    levels = frame["truss"].value_counts().to_backend("pandas").compute()
     per_level = {int(k): int(v) for k, v in sorted(levels.items())}
-    summary = {"vertices": present_vertices(graph), "edges": graph.edges,
+    summary = {"vertices": graph.present_vertices(), "edges": graph.edges,
                "max_truss": max(per_level, default=2 if graph.edges else 0),
                "edges_per_truss": per_level,
                "top": top_rows(frame, "truss", top, ("u", "v"))}
@@ -108,46 +110,38 @@ def truss_summary(graph: PreparedGraph, out: OutputFolder | None, top: int) -> d
     return summary
 
 
-def frame_sums(frame: Any) -> list[int]:
-    """Column sums of one partition, as Python ints."""
-    return [int(v) for v in frame.sum().to_numpy().tolist()]
-
-
-def frame_top(frame: Any, columns: list[str], order: list[str], top: int) -> Any:
-    """One partition's first ``top`` rows by ``order`` (:func:`first_rows`), its index a
-    column, of ``columns``, in host memory."""
-    return host_frame(first_rows(frame.reset_index()[columns], order, top))
-
-
-def graphlets_summary(graph: PreparedGraph, out: OutputFolder | None, top: int, orbits: str,
-                      kind: str) -> dict[str, Any]:
-    """``dtri graphlets``: the graph's copies of each graphlet (from the orbit sums), the
-    vertices in most 4-cliques (triangles for σ0-σ4), the output. The sums and the top rows
-    are taken per partition where it lives; no Dask DataFrame is built unless written."""
-    import pandas
-
-    from dtri.analytics.graphlets import graphlet_frames
-    from dtri.kernels.graphlets import BASIC_ORBITS, COLUMNS, GRAPHLETS
-
-    frames = graphlet_frames(graph, orbits, kind)
-    shown = BASIC_ORBITS if orbits == "sigma0-4" else len(COLUMNS)
-    ranked = "sigma15" if shown > BASIC_ORBITS else "sigma4"
-    listed = ["vertex", "sigma1", "sigma4", "sigma12", "sigma15"] if shown > BASIC_ORBITS \
-        else ["vertex", *COLUMNS[1:BASIC_ORBITS]]
-    tasks = graph.tasks
-    sums = [tasks.task("summary", frame_sums, f, key=("sums", p), on_host=True)
-            for p, f in enumerate(frames)]
-    order = [ranked, "vertex"]
-    tops = [tasks.task("summary", frame_top, f, listed, order, top, key=("top", p),
-                       on_host=True) for p, f in enumerate(frames)] if top else []
-    per_partition, heads = graph.timer().compute("summary", sums, tops)
-    totals = [sum(column) for column in zip(*per_partition, strict=True)] if per_partition \
-        else [0] * shown
-    copies = {name: totals[orbit] // per_copy
-              for name, orbit, per_copy in GRAPHLETS if orbit < shown}
-    rows = plain_records(first_rows(pandas.concat(heads), order, top)) if heads else []
-    summary = {"vertices": present_vertices(graph), "edges": graph.edges, "orbits": orbits,
-               "kind": kind, "graphlets": copies, "top": rows}
+def graphlets_summary(graph: PreparedGraph, counted: dict[str, Any], out: OutputFolder | None,
+                      top: int, orbits: str, kind: str) -> dict[str, Any]:
+    """``dtri graphlets``: the graph's copies of each graphlet and the vertices in most
+    4-cliques (triangles for σ0-σ4), ``counted`` by :meth:`dtri.PreparedGraph.graphlet_summary`
+    (no Dask DataFrame is built unless written), the output."""
+    summary = {"vertices": graph.present_vertices(), "edges": graph.edges, "orbits": orbits,
+               "kind": kind, **counted}
     summary["output"] = write_parquet(graph.graphlets(orbits=orbits, kind=kind).reset_index(),
                                       out) if out is not None else None
     return summary
+
+
+# ------------------------------------------------------------------------------ statistics
+
+def total_moved(moved_bytes: dict[str, dict[str, int]]) -> int:
+    """All bytes of a result's ``moved_bytes`` (per stage, per receiving worker)."""
+    return sum(sum(workers.values()) for workers in moved_bytes.values())
+
+
+def most_to_one_worker(moved_bytes: dict[str, dict[str, int]]) -> int:
+    """The most bytes that one worker received, over all stages."""
+    received: dict[str, int] = {}
+    for workers in moved_bytes.values():
+        for address, value in workers.items():
+            received[address] = received.get(address, 0) + value
+    return max(received.values(), default=0)
+
+
+def host_memory_line(plan: dict[str, int]) -> str:
+    """One line on a worker's host memory plan (the ``host_memory`` of ``--explain``'s plan:
+    ``limit``, ``overhead``, ``staging``, ``tasks``, ``stored``)."""
+    staging = f" + page-locked pool {format_bytes(plan['staging'])}" if plan["staging"] else ""
+    return (f"{format_bytes(plan['limit'])}/worker = overhead {format_bytes(plan['overhead'])}"
+            f"{staging} + running tasks {format_bytes(plan['tasks'])} + stored results "
+            f"{format_bytes(plan['stored'])} (beyond them, disk)")

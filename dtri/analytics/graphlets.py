@@ -38,9 +38,10 @@ from dtri.errors import ConfigurationError
 from dtri.kernels import graphlets as kernels
 from dtri.kernels.bins import checked_key_bits
 from dtri.kernels.csr import as_csr, from_keys, row_range, sources, stored
-from dtri.kernels.dispatch import array_module, frame_from_arrays
+from dtri.kernels.dispatch import array_module, frame_from_arrays, host_frame
 from dtri.kernels.intersect import intersect
 from dtri.kernels.orient import add_counts
+from dtri.options import GRAPHLET_KINDS, GRAPHLET_ORBITS
 from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging
 
@@ -334,8 +335,8 @@ def orbit_rows(graph: PreparedGraph, timer: StageTimer, counts: list[Any], full:
 def graphlet_frames(graph: PreparedGraph, orbits: str = "all", kind: str = "net") -> list[Any]:
     """The partitions of :func:`graphlets`, persisted on their owners (cached on the graph):
     delayed frames, one per sorted partition."""
-    check_choice("orbits", orbits, kernels.ORBIT_SETS)
-    check_choice("kind", kind, kernels.KINDS)
+    check_choice("orbits", orbits, GRAPHLET_ORBITS)
+    check_choice("kind", kind, GRAPHLET_KINDS)
 
     def frames() -> list[Any]:
         full = orbits == "all"
@@ -373,13 +374,59 @@ def _meta(graph: PreparedGraph, orbits: int) -> Any:
     return frame.set_index("vertex")
 
 
+# ----------------------------------------------------------------- the summary (dtri graphlets)
+
+def graphlet_summary(graph: Any, orbits: str = "all", kind: str = "net",
+                     top: int = 10) -> dict[str, Any]:
+    """The graph's copies of each graphlet (from the orbit sums) and the ``top`` vertices in
+    most 4-cliques (with ``orbits="sigma0-4"``: in most triangles), as plain Python values.
+    The sums and each partition's first rows are taken where the partition lives; no Dask
+    DataFrame is built."""
+    import pandas
+
+    frames = graphlet_frames(graph, orbits, kind)
+    shown = kernels.BASIC_ORBITS if orbits == "sigma0-4" else len(kernels.COLUMNS)
+    ranked = "sigma15" if shown > kernels.BASIC_ORBITS else "sigma4"
+    listed = ["vertex", "sigma1", "sigma4", "sigma12", "sigma15"] \
+        if shown > kernels.BASIC_ORBITS else ["vertex", *kernels.COLUMNS[1:kernels.BASIC_ORBITS]]
+    tasks = graph.tasks
+    sums = [tasks.task("summary", frame_sums, f, key=("sums", p), on_host=True)
+            for p, f in enumerate(frames)]
+    order = [ranked, "vertex"]
+    tops = [tasks.task("summary", frame_top, f, listed, order, top, key=("top", p),
+                       on_host=True) for p, f in enumerate(frames)] if top else []
+    per_partition, heads = graph.timer().compute("summary", sums, tops)
+    totals = [sum(column) for column in zip(*per_partition, strict=True)] if per_partition \
+        else [0] * shown
+    copies = {name: totals[orbit] // per_copy
+              for name, orbit, per_copy in kernels.GRAPHLETS if orbit < shown}
+    rows = frame_top(pandas.concat(heads).set_index("vertex"), listed, order, top) \
+        .to_dict("records") if heads else []
+    return {"graphlets": copies,
+            "top": [{name: value.item() if hasattr(value, "item") else value
+                     for name, value in row.items()} for row in rows]}
+
+
+def frame_sums(frame: Any) -> list[int]:
+    """Column sums of one partition, as Python ints."""
+    return [int(v) for v in frame.sum().to_numpy().tolist()]
+
+
+def frame_top(frame: Any, columns: list[str], order: list[str], top: int) -> Any:
+    """A frame's first ``top`` rows of ``columns`` (its index a column) by ``order``: the
+    first column descending, ties broken by the others, ascending; in host memory."""
+    ascending = [False, *[True] * (len(order) - 1)]
+    return host_frame(frame.reset_index()[columns].sort_values(order, ascending=ascending)
+                      .head(top))
+
+
 # ----------------------------------------------------------------- the plan (--explain)
 
 def graphlet_plan(graph: PreparedGraph, orbits: str = "all") -> dict[str, Any]:
     """What :func:`graphlets` would run, from the partition summaries and the per-edge wedge
     counts (prefix sums; no wedge or triangle is written): per stage its tasks, the batches
     and the largest task's estimated peak bytes."""
-    check_choice("orbits", orbits, kernels.ORBIT_SETS)
+    check_choice("orbits", orbits, GRAPHLET_ORBITS)
     budget = graph.task_budget
     vertex_bytes = 8 * graph.vertices
     largest = max((s.edges for s in graph.summaries), default=0)

@@ -25,7 +25,6 @@ is skipped (the next level is the smallest remaining support plus 3).
 
 from __future__ import annotations
 
-import numbers
 import time
 from operator import getitem
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -43,6 +42,7 @@ from dtri.kernels.csr import (
 from dtri.kernels.dispatch import array_module, frame_from_arrays
 from dtri.kernels.orient import add_counts, id_counts
 from dtri.kernels.strategy import STATE_ALIVE, STATE_GONE, STATE_LEAVING
+from dtri.options import checked_k
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -203,15 +203,6 @@ class Peeling:
         while sum(s.leaving for s in stats):
             stats = self.advance(k - 2, k, peel=True)
         return stats
-
-
-def checked_k(k: Any) -> int:
-    """The ``k`` of a k-truss as an ``int``: an integer (NumPy's too; not a bool) of at least
-    0. As in ``networkx.k_truss``, every ``k`` up to 2 keeps every edge."""
-    integer = isinstance(k, numbers.Integral) and not isinstance(k, bool)
-    if not integer or k < 0:
-        raise ValueError(f"k must be an integer of at least 0, got {int(k) if integer else k!r}")
-    return int(k)
 
 
 def k_truss(graph: PreparedGraph, k: int) -> PreparedGraph:

@@ -1,7 +1,7 @@
 """The read stage's colour filter of colourful sampling (Pagh & Tsourakakis 2012).
 
 Every vertex id gets a colour ``c(v) = h(v) mod N`` from a seeded 64-bit hash (splitmix64's
-finaliser of ``id ^ key``, the generator's own, :func:`dtri.input.generate.splitmix64`: the
+finaliser of ``id ^ key``, the generator's own, :func:`dtri.kernels.hashing.splitmix64`: the
 same bits from NumPy and CuPy), ``N`` a power of two, and an input row ``(u, v)`` is kept iff
 ``c(u) == c(v)``. The filter looks at each row's two ids only, so it commutes with all the
 preparation does to the raw input (an edge and its reverse, repeats, self-loops): the kept
@@ -23,9 +23,10 @@ import dask
 import numpy as np
 
 from dtri.input.edges import EdgeArrays
-from dtri.input.generate import CPU_CHUNK, GPU_CHUNK, splitmix64, stream_key
+from dtri.input.generate import CPU_CHUNK, GPU_CHUNK
 from dtri.kernels.canonicalize import checked_id_column
 from dtri.kernels.dispatch import array_module
+from dtri.kernels.hashing import splitmix64, stream_key
 
 if TYPE_CHECKING:
     import dask.dataframe as dd

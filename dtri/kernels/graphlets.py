@@ -50,10 +50,6 @@ from dtri.kernels.dispatch import (
 )
 from dtri.kernels.orient import weighted_counts
 
-ORBIT_SETS = ("all", "sigma0-4")
-"""What :func:`dtri.analytics.graphlets.graphlets` computes: σ0 … σ15, or σ0 … σ4."""
-KINDS = ("net", "raw")
-"""Induced (net) or not necessarily induced (raw) subgraphs."""
 ORBITS = 16
 COLUMNS = tuple(f"sigma{i}" for i in range(ORBITS))
 BASIC_ORBITS = 5

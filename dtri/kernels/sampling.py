@@ -9,7 +9,7 @@ uniformly estimates ``triangles / wedges`` without bias (:mod:`dtri.analytics.es
 
 A sample of ``k`` wedges cuts the ``W`` numbers into ``k`` equal strata and draws one wedge in
 each: number ``floor((t + u_t) W / k)`` for stratum ``t``, ``u_t`` uniform in ``[0, 1)`` from a
-counter-based hash of the sample's seed and ``t`` (:func:`dtri.input.generate.edge_hash`, the
+counter-based hash of the sample's seed and ``t`` (:func:`dtri.kernels.hashing.edge_hash`, the
 same bits on NumPy and CuPy). Every wedge is as likely as in a uniform draw, but the strata
 follow the numbering, sources by rank, so each draw stays among wedges of alike sources, whose
 closed shares are alike: the closed share's variance is ``Σ p_t (1 - p_t) / k²``, at most the
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from dtri.input.generate import edge_hash
 from dtri.kernels.csr import CSR, as_csr, degrees
 from dtri.kernels.dispatch import array_module
+from dtri.kernels.hashing import edge_hash
 
 WEDGE_STREAM = 0x57454447  # "WEDG": the wedge samples' hash stream
 

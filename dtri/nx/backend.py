@@ -22,7 +22,6 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from dtri.kernels.dispatch import host_frame
 from dtri.nx.info import FUNCTIONS
 
 
@@ -181,9 +180,8 @@ def _options() -> dict[str, Any]:
 
 
 def _by_node(graph: DtriGraph, series: Any) -> np.ndarray:
-    """A dtri per-vertex result (indexed by node position) as an array over every node
-    (0 for the nodes without an edge)."""
-    series = host_frame(series)
+    """A dtri per-vertex result (a pandas series indexed by node position) as an array over
+    every node (0 for the nodes without an edge)."""
     values = np.zeros(len(graph.nodes), dtype=series.dtype if len(series) else np.int64)
     values[series.index.to_numpy()] = series.to_numpy()
     return values
@@ -217,7 +215,8 @@ def _triangle_counts(graph: DtriGraph) -> np.ndarray:
             graph.cache["triangles"] = np.zeros(len(graph.nodes), dtype=np.int64)
         else:
             with _prepared(graph) as prepared:
-                graph.cache["triangles"] = _by_node(graph, prepared.triangles().compute())
+                triangles = prepared.triangles().to_backend("pandas").compute()
+                graph.cache["triangles"] = _by_node(graph, triangles)
     return graph.cache["triangles"]
 
 
@@ -288,7 +287,7 @@ def k_truss(G: DtriGraph, k: int) -> nx.Graph:
         # NetworkX takes any real k (an edge stays while its support is at least k - 2): below
         # 3 every edge stays, and a fractional k keeps what the next integer does
         with _prepared(G) as prepared, prepared.k_truss(max(math.ceil(k), 0)) as truss:
-            support = host_frame(truss.edge_support().compute())
+            support = truss.edge_support().to_backend("pandas").compute()
         kept = np.stack([support["u"].to_numpy(), support["v"].to_numpy()], axis=1)
     present = np.unique(kept)  # the nodes left, in the original's order
     return convert_to_nx(DtriGraph([G.nodes[i] for i in present.tolist()],

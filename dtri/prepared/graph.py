@@ -310,7 +310,7 @@ class PreparedGraph:
     def estimate(self, error: float = 0.01, confidence: float = 0.95, *,
                  samples: int | None = None, seconds: float | None = None,
                  seed: int | None = None, average_clustering: bool = True,
-                 method: str = "auto") -> Estimate:
+                 method: str = "auto", allow_exact: bool = True) -> Estimate:
         """The triangle count and transitivity estimated from a uniform sample of the oriented
         wedges, and the average clustering from one of vertices (``average_clustering=False``:
         not estimated), with intervals at ``confidence``: the wedge sample is sized for a
@@ -319,7 +319,8 @@ class PreparedGraph:
         that sample costs about what counting does is counted exactly, and the result says so
         (:class:`dtri.analytics.estimate.Estimate`). A prepared graph is always wedge-sampled
         (``method`` ``auto`` or ``wedges``): colourful sampling colours the input as it is
-        read (``dtri.count(edges, approx=...)``)."""
+        read (``dtri.count(edges, approx=...)``). ``allow_exact=False``: sample even where
+        counting would cost no more (the quick forecast of ``dtri count --explain``)."""
         from dtri.analytics.estimate import Approx, estimate
 
         self._check()
@@ -329,7 +330,7 @@ class PreparedGraph:
             raise ConfigurationError("colourful sampling filters the input as it is read, "
                                      "before the preparation: ask dtri.count(edges, approx="
                                      "{'method': 'colours'}), not a prepared graph")
-        return estimate(self, approx)
+        return estimate(self, approx, allow_exact=allow_exact)
 
     def edge_support(self) -> dd.DataFrame:
         """Each undirected edge once, ``u < v`` by input id, with the triangles on it
@@ -360,6 +361,36 @@ class PreparedGraph:
         from dtri.analytics.graphlets import graphlets
 
         return graphlets(self, orbits, kind)
+
+    def graphlet_summary(self, orbits: str = "all", kind: str = "net",
+                         top: int = 10) -> dict[str, Any]:
+        """The graph's copies of each graphlet (``graphlets``: name to copies) and the ``top``
+        vertices in most 4-cliques, or in most triangles with ``orbits="sigma0-4"`` (``top``:
+        rows of plain values), summed where each partition lives."""
+        from dtri.analytics.graphlets import graphlet_summary
+
+        return graphlet_summary(self, orbits, kind, top)
+
+    def graphlet_plan(self, orbits: str = "all") -> dict[str, Any]:
+        """What :meth:`graphlets` would run (``dtri graphlets --explain``): per stage its
+        tasks, batches and the largest task's estimated peak bytes; nothing is counted."""
+        from dtri.analytics.graphlets import graphlet_plan
+
+        return graphlet_plan(self, orbits)
+
+    def present_vertices(self) -> int:
+        """The vertices of the graph: of a k-truss, those left with an edge (counted on the
+        workers), else :attr:`vertices`."""
+        from dtri.analytics.vertex import present_vertices
+
+        return present_vertices(self)
+
+    def link_bandwidth(self) -> float | None:
+        """The bandwidth between two of the runtime's workers in bytes per second, probed
+        once per cluster (``dtri count --explain``); ``None`` without two workers."""
+        from dtri.runtime.link import link_bandwidth
+
+        return link_bandwidth(self.runtime)
 
     def save(self, path: str) -> str:
         """Write this graph to ``path`` (a folder, or an fsspec URL, that does not exist or

@@ -90,13 +90,6 @@ class HostPlan:
     def to_dict(self) -> dict[str, int]:
         return {**asdict(self), "stored": self.stored}
 
-    def line(self) -> str:
-        """One line on the plan (``--explain``)."""
-        staging = f" + page-locked pool {format_bytes(self.staging)}" if self.staging else ""
-        return (f"{format_bytes(self.limit)}/worker = overhead {format_bytes(self.overhead)}"
-                f"{staging} + running tasks {format_bytes(self.tasks)} + stored results "
-                f"{format_bytes(self.stored)} (beyond them, disk)")
-
 
 def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
               threads: int, budget_given: bool, budget_fraction: float,

@@ -180,17 +180,3 @@ def read_moved_bytes(client: Any, reader: str = "run") -> MovedBytes:
                                       for stage, value in stage_bytes.items()},
                                transfer_bytes, transfer_seconds))
     return moved
-
-
-def total_moved(moved_bytes: dict[str, dict[str, int]]) -> int:
-    """All bytes of a ``moved_bytes`` (:meth:`MovedBytes.moved_bytes`)."""
-    return sum(sum(workers.values()) for workers in moved_bytes.values())
-
-
-def most_to_one_worker(moved_bytes: dict[str, dict[str, int]]) -> int:
-    """The most bytes that one worker received, over all stages."""
-    received: dict[str, int] = {}
-    for workers in moved_bytes.values():
-        for address, value in workers.items():
-            received[address] = received.get(address, 0) + value
-    return max(received.values(), default=0)

@@ -125,8 +125,8 @@ def main() -> None:
 
     from distributed import Client
 
+    from dtri.report import most_to_one_worker
     from dtri.runtime.session import ucx_available
-    from dtri.runtime.transfers import most_to_one_worker
 
     counts = [w if w == "auto" else int(w) for w in args.workers.split(",")]
     decompositions = args.decompositions.split(",")

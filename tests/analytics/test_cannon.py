@@ -33,7 +33,7 @@ from dtri.kernels.cyclic import (
     round_vertex_triangles,
 )
 from dtri.kernels.dispatch import to_host
-from dtri.runtime.transfers import most_to_one_worker
+from dtri.report import most_to_one_worker
 from tests.oracles import host, messy_graphs, networkx_graph, networkx_triangles
 
 

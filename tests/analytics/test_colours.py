@@ -25,7 +25,8 @@ from dtri.analytics.estimate import Approx
 from dtri.errors import ConfigurationError
 from dtri.input.colours import colour_hashes, colour_key, coloured, monochromatic
 from dtri.input.edges import EdgeArrays
-from dtri.input.generate import generated, splitmix64_int
+from dtri.input.generate import generated
+from dtri.kernels.hashing import splitmix64_int
 from tests.oracles import manifest_rows, messy_graphs, shared_graph
 
 MASK64 = (1 << 64) - 1

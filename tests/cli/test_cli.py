@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from dtri.cli import main
+from dtri.report import total_moved
 from dtri.runtime import link, session
 from dtri.runtime.session import ProtocolChoice
-from dtri.runtime.transfers import total_moved
 
 TRIANGLE_AND_TAIL = "# a triangle with a tail\n1 2\n2 3\n3 1\n3 4\n"
 

@@ -24,9 +24,8 @@ from dtri.input.generate import (
     rmat,
     rmat_arrays,
     scramble,
-    splitmix64,
-    splitmix64_int,
 )
+from dtri.kernels.hashing import splitmix64, splitmix64_int
 from tests.oracles import networkx_triangles
 
 

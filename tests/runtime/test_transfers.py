@@ -10,9 +10,10 @@ import dask
 import pytest
 
 from dtri.options import Options
+from dtri.report import most_to_one_worker, total_moved
 from dtri.runtime import link, session
 from dtri.runtime.session import ProtocolChoice, Runtime, open_runtime, resolve_protocol
-from dtri.runtime.transfers import MovedBytes, TransferLedger, most_to_one_worker, total_moved
+from dtri.runtime.transfers import MovedBytes, TransferLedger
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 
