@@ -35,10 +35,10 @@ from dtri.analytics.plan import (
     csr_groups,
     reaches,
 )
+from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import list_cuts, row_range
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
-from dtri.kernels.orient import add_counts
 from dtri.kernels.strategy import CREDIT_DTYPE, cpu_kernel
 from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging

@@ -37,10 +37,10 @@ from dtri.analytics.vertex import triangle_counts, vertex_blocks
 from dtri.errors import ConfigurationError
 from dtri.kernels import graphlets as kernels
 from dtri.kernels.bins import checked_key_bits
+from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import as_csr, from_keys, row_range, sources, stored
 from dtri.kernels.dispatch import array_module, frame_from_arrays, host_frame
 from dtri.kernels.intersect import intersect
-from dtri.kernels.orient import add_counts
 from dtri.options import GRAPHLET_KINDS, GRAPHLET_ORBITS
 from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging

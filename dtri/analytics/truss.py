@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dtri.analytics.credits import edge_totals
 from dtri.analytics.edge import edge_frame, support_totals
+from dtri.kernels.counting import add_counts, id_counts
 from dtri.kernels.csr import (
     PartitionSummary,
     as_csr,
@@ -40,7 +41,6 @@ from dtri.kernels.csr import (
     with_edges,
 )
 from dtri.kernels.dispatch import array_module, frame_from_arrays
-from dtri.kernels.orient import add_counts, id_counts
 from dtri.kernels.strategy import STATE_ALIVE, STATE_GONE, STATE_LEAVING
 from dtri.options import checked_k
 

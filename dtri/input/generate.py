@@ -229,19 +229,10 @@ def fused_arrays(kind: str, start: int, stop: int, params: tuple, seed: int
 
 def _fused_kernel(name: str) -> Any:
     """A kernel of :data:`GPU_SOURCE`, compiled once per device (or loaded from CuPy's disk
-    cache)."""
-    import importlib.resources
+    cache) by dtri's CUDA loader (:func:`dtri.kernels.cuda_source.cuda_module`)."""
+    from dtri.kernels.cuda_source import cuda_module
 
-    import cupy
-
-    device = cupy.cuda.runtime.getDevice()
-    if device not in _FUSED_MODULES:
-        source = importlib.resources.files(__package__).joinpath(GPU_SOURCE).read_text()
-        _FUSED_MODULES[device] = cupy.RawModule(code=source)
-    return _FUSED_MODULES[device].get_function(name)
-
-
-_FUSED_MODULES: dict[int, Any] = {}
+    return cuda_module("dtri.input", GPU_SOURCE, options=()).get_function(name)
 
 
 def _empty_frame(backend: str) -> Any:

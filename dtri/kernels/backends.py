@@ -34,7 +34,7 @@ def _sort_numpy(keys: np.ndarray) -> np.ndarray:
     least = RADIX_SORT_MIN if compiled_kernels_loaded() else RADIX_SORT_MIN_UNLOADED
     if keys.shape[0] < least or keys.dtype != np.int64:
         return np.sort(keys)
-    from dtri.kernels.cpu import radix_sort
+    from dtri.kernels.sort.cpu import radix_sort
 
     return radix_sort(keys)
 
@@ -43,7 +43,7 @@ for kernel, name in ((list_triangles_kernel, "list_triangles_cpu"),
                      (clique_counts_kernel, "clique_counts_cpu"),
                      (cycle_records_kernel, "cycle_records_cpu"),
                      (cycle_credits_kernel, "cycle_credits_cpu")):
-    kernel.register(np.ndarray, imported_on_call("dtri.kernels.cpu", name))
+    kernel.register(np.ndarray, imported_on_call("dtri.kernels.graphlets.cpu", name))
 
 
 @array_module.register_lazy("cupy")

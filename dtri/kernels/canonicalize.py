@@ -179,7 +179,7 @@ def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
         from dtri.kernels.orient import fused_prepare
 
         if fused_prepare():
-            from dtri.kernels.cuda_prepare import dense_edge_keys  # one fused pass
+            from dtri.kernels.prepare.cuda import dense_edge_keys  # one fused pass
 
             keys = dense_edge_keys(src, dst, dense_table(vertices), checked_key_bits(n))
             return split_by_hash(keys, parts)

@@ -39,7 +39,7 @@ is_device_object = Dispatch("is_device_object")
 
 sort_keys = Dispatch("sort_keys")
 """Integer keys, ascending (a new array): NumPy's sort, or numba's radix sort for long arrays
-of non-negative keys (:func:`dtri.kernels.cpu.radix_sort`); CuPy's sort on the GPU."""
+of non-negative keys (:func:`dtri.kernels.sort.cpu.radix_sort`); CuPy's sort on the GPU."""
 
 def sorted_unique(values: Any) -> Any:
     """Distinct values, ascending, by sort and adjacent compare (NumPy's hash-based ``unique``
@@ -64,10 +64,17 @@ RADIX_SORT_MIN_UNLOADED = 1 << 22
 longer than NumPy's sort of fewer keys (a small graph's count imports no numba)."""
 
 
+COMPILED_KERNEL_MODULES = ("dtri.kernels.sort.cpu", "dtri.kernels.counting.cpu",
+                           "dtri.kernels.intersect.cpu", "dtri.kernels.graphlets.cpu",
+                           "dtri.kernels.prepare.cpu", "dtri.kernels.parse")
+"""The modules of numba's compiled CPU kernels (each imports numba)."""
+
+
 def compiled_kernels_loaded() -> bool:
-    """Whether this process has loaded numba's compiled CPU kernels (:mod:`dtri.kernels.cpu`)
-    already: their start-up is then paid, and they are worth using on small inputs too."""
-    return "dtri.kernels.cpu" in sys.modules
+    """Whether this process has loaded numba's compiled CPU kernels (any of
+    :data:`COMPILED_KERNEL_MODULES`) already: their start-up is then paid, and they are worth
+    using on small inputs too."""
+    return any(name in sys.modules for name in COMPILED_KERNEL_MODULES)
 
 series_from_arrays = Dispatch("series_from_arrays")
 """A Series of the library of ``values`` (NumPy → pandas, CuPy → cuDF): ``values`` indexed by
@@ -76,7 +83,8 @@ series_from_arrays = Dispatch("series_from_arrays")
 list_triangles_kernel = Dispatch("list_triangles_kernel")
 """The compiled kernel that writes a group's triangle records
 (:func:`dtri.kernels.graphlets.list_triangles`), by the type of a partition's targets: numba's
-(:mod:`dtri.kernels.cpu`) on NumPy, CUDA's (:mod:`dtri.kernels.cuda_graphlets`) on CuPy."""
+(:mod:`dtri.kernels.graphlets.cpu`) on NumPy, CUDA's (:mod:`dtri.kernels.graphlets.cuda`) on
+CuPy."""
 
 clique_counts_kernel = Dispatch("clique_counts_kernel")
 """The compiled kernel that counts 4-cliques over triangle records

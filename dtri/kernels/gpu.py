@@ -65,6 +65,6 @@ def _cudf_series(values: cupy.ndarray, index: cupy.ndarray, name: str,
 for kernel, name in ((list_triangles_kernel, "list_triangles_cuda"),
                      (clique_counts_kernel, "clique_counts_cuda"),
                      (cycle_records_kernel, "cycle_records_cuda")):
-    kernel.register(cupy.ndarray, imported_on_call("dtri.kernels.cuda_graphlets", name))
+    kernel.register(cupy.ndarray, imported_on_call("dtri.kernels.graphlets.cuda", name))
 cycle_credits_kernel.register(cupy.ndarray,
                               imported_on_call("dtri.kernels.graphlets", "sorted_cycle_credits"))

@@ -1,7 +1,7 @@
 """Vertex orders: the order in which the intersection kernel takes its targets' work.
 
 The hashed edges of the fused join are processed per target ``v`` (its list in a hash table,
-its in-edges streaming through it: :mod:`dtri.kernels.cuda`), in pieces handed to thread
+its in-edges streaming through it: :mod:`dtri.kernels.intersect.cuda`), in pieces handed to thread
 blocks in the order of a partition's *schedule*, a permutation of its rows
 (:attr:`dtri.kernels.csr.CSR.schedule`). The ranks stay as the orientation made them (the
 lists stay sorted by rank, which the intersection needs); only the order of the work changes:
@@ -39,8 +39,8 @@ def in_work(csr: CSR, vertices: int) -> Any:
     """Per vertex (rank ``0 .. vertices - 1``): the later members of its in-neighbours over
     this partition's edges into it, ``Σ a`` over its in-edges, the probes its hash table takes
     (int64)."""
+    from dtri.kernels.counting import weighted_counts
     from dtri.kernels.csr import sources
-    from dtri.kernels.orient import weighted_counts
 
     xp = array_module(csr.offsets)
     position = xp.arange(csr.edges, dtype=xp.int64)

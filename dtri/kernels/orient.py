@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
+from dtri.kernels.counting import id_counts
 from dtri.kernels.dispatch import array_module, is_device_object
 
 ORIENTATIONS = ("degree", "id", "adirection")
@@ -34,7 +35,7 @@ PEEL_ROUNDS = 256
 
 
 def fused_prepare() -> bool:
-    """Whether the GPU runs the fused passes of :mod:`dtri.kernels.cuda_prepare`
+    """Whether the GPU runs the fused passes of :mod:`dtri.kernels.prepare.cuda`
     (``dtri.fused-prepare`` in ``dask.config``)."""
     import dask
 
@@ -47,47 +48,6 @@ def degree_counts(keys: Any, vertices: int) -> Any:
     counts = id_counts(src, vertices)
     counts += id_counts(dst, vertices)
     return counts
-
-
-def id_counts(ids: Any, vertices: int) -> Any:
-    """How often each id ``0 .. vertices - 1`` occurs (int64). CuPy's ``bincount`` runs CUB's
-    histogram, whose scratch grows with the number of bins (207 MiB for 174 k vertices, more
-    than a 128 MiB pool), so the GPU adds with atomics into the counts instead."""
-    xp = array_module(ids)
-    if xp.__name__ != "cupy":
-        return xp.bincount(ids, minlength=vertices).astype(xp.int64, copy=False)
-    counts = xp.zeros(vertices, dtype=xp.uint64)
-    xp.add.at(counts, ids, xp.ones(1, dtype=xp.uint64)[0])
-    return counts.view(xp.int64)
-
-
-def weighted_counts(ids: Any, weights: Any, vertices: int, out: Any = None) -> Any:
-    """``Σ weights`` per id ``0 .. vertices - 1``, exact (int64): numba's loop on the CPU
-    (NumPy's ``bincount`` adds weights in float64), 64-bit atomics on the GPU (like
-    :func:`id_counts`). ``out``: int64 counts of ``vertices`` to add to in place (no second
-    vertex-wide array)."""
-    xp = array_module(ids)
-    if xp.__name__ != "cupy":
-        from dtri.kernels.cpu import scatter_add, scatter_add_into
-
-        if out is None:
-            return scatter_add(ids, weights, vertices)
-        scatter_add_into(out, ids, weights)
-        return out
-    counts = xp.zeros(vertices, dtype=xp.uint64) if out is None else out.view(xp.uint64)
-    # int64 weights as they are (two's complement adds alike), no copy of a per-edge array
-    xp.add.at(counts, ids, weights.view(xp.uint64) if weights.dtype == xp.int64
-              else weights.astype(xp.uint64))
-    return counts.view(xp.int64)
-
-
-def add_counts(*counts: Any) -> Any:
-    """Element-wise sum of per-partition count arrays of equal length, in the widest of their
-    dtypes (CuPy's ``bincount`` of an empty partition returns ints even with float weights)."""
-    total = counts[0].astype(array_module(counts[0]).result_type(*counts))
-    for more in counts[1:]:
-        total += more
-    return total
 
 
 def vertex_ranks(degree: Any, orientation: str, peeling: Peeling | None = None) -> Any | None:
@@ -280,7 +240,7 @@ def orient_keys(keys: Any, rank: Any | None, vertices: int) -> Any:
     xp = array_module(keys)
     bits = checked_key_bits(vertices)
     if is_device_object(keys) and fused_prepare():
-        from dtri.kernels.cuda_prepare import oriented_keys  # one fused pass
+        from dtri.kernels.prepare.cuda import oriented_keys  # one fused pass
 
         return oriented_keys(keys, rank, bits)
     src, dst = unpack_keys(keys, bits)

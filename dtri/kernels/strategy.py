@@ -1,8 +1,9 @@
-"""The intersection strategy that both fused-join kernels follow (:mod:`dtri.kernels.cpu`,
-numba; :mod:`dtri.kernels.cuda`, CUDA), apart from :mod:`dtri.kernels.intersect`, which picks
-one of them for an array: each edge's class (hashed, searched, or nothing to do: the rule of
-:func:`edge_class`), the hash tables' tuning and size limit, the peeling's edge states, the
-threads a CPU kernel may use and which CPU kernel joins a partition (:func:`cpu_kernel`).
+"""The intersection strategy that both fused-join kernels follow
+(:mod:`dtri.kernels.intersect.cpu`, numba; :mod:`dtri.kernels.intersect.cuda`, CUDA), apart
+from :mod:`dtri.kernels.intersect`, which picks one of them for an array: each edge's class
+(hashed, searched, or nothing to do: the rule of :func:`edge_class`), the hash tables' tuning
+and size limit, the peeling's edge states, the threads a CPU kernel may use and which CPU
+kernel joins a partition (:func:`cpu_kernel`).
 Both kernel modules import this one and neither imports
 :mod:`dtri.kernels.intersect`, so each can be read and tested on its own."""
 

@@ -29,12 +29,12 @@ from dtri.kernels.canonicalize import (
     unique_edge_keys,
     vertex_count,
 )
+from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import as_csr, from_keys, keys_of, stored
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.orient import (
     PEEL_ROUNDS,
     WORK_MODELS,
-    add_counts,
     adirection_epsilon,
     by_rank,
     degree_counts,

@@ -96,7 +96,7 @@ def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
 def prepare_marked_on_cpu(frame: Any, orientation: str, limit: int | None = None,
                           ) -> WholeGraph | None:
     """:func:`prepare_partition` by numba's one-pass kernel
-    (:func:`dtri.kernels.cpu.prepare_marked`), where it applies: host arrays whose ids are
+    (:func:`dtri.kernels.prepare.cpu.prepare_marked`), where it applies: host arrays whose ids are
     held as marks (:func:`~dtri.kernels.canonicalize.partition_vertices`' rule), the
     ``degree`` or ``id`` orientation (or ``auto`` where it keeps ``degree``), in a process
     that has loaded numba's kernels already (:func:`~dtri.kernels.dispatch.
@@ -112,7 +112,7 @@ def prepare_marked_on_cpu(frame: Any, orientation: str, limit: int | None = None
     if smallest < 0 or largest > MAX_MARKED_ID or \
             not dense_range(largest, 2 * src.shape[0], MARKS_BYTES_PER_ID):
         return None
-    from dtri.kernels.cpu import prepare_marked
+    from dtri.kernels.prepare.cpu import prepare_marked
 
     out, offsets, n, ids, degree, longest = prepare_marked(
         np.ascontiguousarray(src), np.ascontiguousarray(dst), largest, orientation != "id")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import as_csr, longest_list, stored
 from dtri.kernels.order import in_work, schedule
-from dtri.kernels.orient import add_counts
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 

@@ -292,7 +292,7 @@ def main() -> None:
                         help="the folder of the shared SNAP graphs")
     parser.add_argument("--out", help="also append the lines to this file")
     args = parser.parse_args()
-    import dtri.kernels.cpu  # noqa: F401  (numba's kernels loaded: see the docstring)
+    import dtri.kernels.intersect.cpu  # noqa: F401  (numba's kernels loaded: see the docstring)
 
     for graph in args.graphs:
         edges, vertices = graph_edges(graph, args.data)

@@ -471,7 +471,7 @@ def test_an_impossible_budget_is_one_cli_line_without_traceback(tmp_path):
 
 
 def test_explain_prints_a_table(tmp_path):
-    import dtri.kernels.cpu  # noqa: F401  (numba's kernels loaded: auto takes the fused join)
+    import dtri.kernels.intersect.cpu  # noqa: F401  (numba's kernels loaded: auto takes the fused join)
 
     path = tmp_path / "k12.txt"
     path.write_text("".join(f"{u} {v}\n" for u, v in GRAPHS["K12"]))

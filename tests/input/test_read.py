@@ -42,13 +42,13 @@ from tests.oracles import SHARED_DATA
 def fast_parser(request: pytest.FixtureRequest):
     """Every reading test with small blocks parsed by NumPy's parser (the default without
     numba's kernels loaded), by pandas' (the default for large blocks) and by numba's
-    (:func:`dtri.kernels.cpu.parse_id_pairs`, whitespace-separated text where numba's
+    (:func:`dtri.kernels.parse.parse_id_pairs`, whitespace-separated text where numba's
     kernels are loaded): all must read the same, and leave every bad line to the exact
     parser."""
     import dask
 
     if request.param == "numba":
-        import dtri.kernels.cpu  # noqa: F401  (loaded, as the parser's rule asks)
+        import dtri.kernels.parse  # noqa: F401  (loaded, as the parser's rule asks)
     limit = -1 if request.param == "pandas" else None
     with dask.config.set({"dtri.read.numpy-parser-max-bytes": limit} if limit else {}), \
             pytest.MonkeyPatch.context() as patch:
@@ -907,7 +907,7 @@ def test_the_numba_parser_reads_what_the_exact_parser_reads_or_leaves_it(pieces,
     edges from it; it leaves every block the exact parser refuses (or that it does not read
     the same way) to the others."""
     from dtri.input.read import _parse_exact
-    from dtri.kernels.cpu import parse_id_pairs
+    from dtri.kernels.parse import parse_id_pairs
 
     data = b"".join(pieces)
     layout = Layout(WHITESPACE, comments, usecols)
@@ -928,7 +928,7 @@ def test_the_numba_parser_reads_what_the_exact_parser_reads_or_leaves_it(pieces,
 def test_the_numba_parser_takes_snap_text_with_both_comment_marks(tmp_path):
     """A SNAP file with '#' and '%' comments, tabs, CRLF and a last line without its LF is
     numba's to read, and the count is NetworkX's."""
-    from dtri.kernels.cpu import parse_id_pairs
+    from dtri.kernels.parse import parse_id_pairs
     from tests.oracles import networkx_triangles
 
     edges = random_edges(300, seed=4)

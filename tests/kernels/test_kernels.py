@@ -139,14 +139,14 @@ def test_fused_intersection_counts_triangles_bin_by_bin(pairs, nbins):
 @given(st.lists(st.integers(-(2**62), 2**62), max_size=300), st.booleans())
 @settings(max_examples=150, deadline=None)
 def test_radix_sort_orders_like_numpy(values, non_negative):
-    from dtri.kernels.cpu import radix_sort
+    from dtri.kernels.sort.cpu import radix_sort
 
     keys = np.array([abs(v) if non_negative else v for v in values], dtype=np.int64)
     assert radix_sort(keys).tolist() == sorted(keys.tolist())
 
 
 def test_sort_keys_of_long_arrays_use_the_radix_sort_and_match_numpy():
-    import dtri.kernels.cpu  # noqa: F401  (loaded: arrays from RADIX_SORT_MIN take the radix sort)
+    import dtri.kernels.sort.cpu  # noqa: F401  (loaded: arrays from RADIX_SORT_MIN take the radix sort)
     from dtri.kernels.dispatch import RADIX_SORT_MIN, compiled_kernels_loaded, sort_keys
 
     assert compiled_kernels_loaded()

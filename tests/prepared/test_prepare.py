@@ -17,10 +17,10 @@ import dtri
 from dtri.input.frames import as_edge_frame
 from dtri.kernels.bins import split_by_bounds
 from dtri.kernels.canonicalize import partition_vertices
+from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import as_csr, edge_window
 from dtri.kernels.orient import (
     INTERSECT_EDGE_COST,
-    add_counts,
     intersection_work,
     rank_and_order,
     source_bounds,
@@ -151,10 +151,10 @@ def assert_same_preparation(found: tuple, expected: tuple) -> None:
        orientation=st.sampled_from(["auto", "degree", "id"]),
        limit=st.sampled_from([None, 1, 4]))
 def test_the_one_pass_kernel_prepares_as_the_numpy_path_does(pairs, orientation, limit):
-    """numba's one-pass preparation (:func:`dtri.kernels.cpu.prepare_marked`) gives the
+    """numba's one-pass preparation (:func:`dtri.kernels.prepare.cpu.prepare_marked`) gives the
     NumPy path's CSR, ranks, ids, degrees and orientation, duplicates, both directions and
     self-loops included; ``auto`` past the list limit takes the peeling by the NumPy path."""
-    import dtri.kernels.cpu  # noqa: F401  (numba's kernels loaded: the kernel's rule)
+    import dtri.kernels.prepare.cpu  # noqa: F401  (numba's kernels loaded: the kernel's rule)
     from dtri.input.edges import EdgeArrays
     from dtri.prepared.local import prepare_marked_on_cpu
 
@@ -170,14 +170,14 @@ def test_the_one_pass_kernel_runs_where_it_applies_and_counts_as_networkx(monkey
     """The kernel prepares marked ids in a process with numba's kernels, and counts cliques,
     a star, a hub and self-loops as NetworkX does; sparse ids (not marked), negative ids,
     the adirection orientation and a process without numba's kernels take the NumPy path."""
-    import dtri.kernels.cpu
+    import dtri.kernels.prepare.cpu
     from dtri.input.edges import EdgeArrays
     from dtri.prepared.local import prepare_marked_on_cpu
     from tests.kernels.test_marks_cpu import CASES
 
     calls = []
-    kernel = dtri.kernels.cpu.prepare_marked
-    monkeypatch.setattr(dtri.kernels.cpu, "prepare_marked",
+    kernel = dtri.kernels.prepare.cpu.prepare_marked
+    monkeypatch.setattr(dtri.kernels.prepare.cpu, "prepare_marked",
                         lambda *args: calls.append(args) or kernel(*args))
     for name, edges in {**CASES, "loops": np.array([[0, 0], [1, 2], [2, 1], [2, 2], [3, 1],
                                                     [3, 2]])}.items():

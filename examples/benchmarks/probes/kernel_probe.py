@@ -63,7 +63,13 @@ def prepare(spec: str, orientation: str) -> tuple[Any, dict[str, float]]:
 
 def classes(csr: Any) -> dict[str, Any]:
     """Edges and work per class under the current tuning (work counters)."""
-    from dtri.kernels.cuda import COUNT, THREADS_PER_BLOCK, blocks_for, kernel, max_table_bits
+    from dtri.kernels.intersect.cuda import (
+        COUNT,
+        THREADS_PER_BLOCK,
+        blocks_for,
+        kernel,
+        max_table_bits,
+    )
     from dtri.kernels.strategy import HASHED, hash_tuning
 
     tuning = hash_tuning()
@@ -99,10 +105,11 @@ def classes(csr: Any) -> dict[str, Any]:
 
 class LaunchTimer:
     """Synchronised wall time per CUDA kernel name and for the hash pieces' preparation, by
-    wrapping :func:`dtri.kernels.cuda.kernel` and :func:`dtri.kernels.cuda.run_pieces`."""
+    wrapping :func:`dtri.kernels.intersect.cuda.kernel` and
+    :func:`dtri.kernels.intersect.cuda.run_pieces`."""
 
     def __init__(self) -> None:
-        import dtri.kernels.cuda as cuda
+        import dtri.kernels.intersect.cuda as cuda
 
         self.cuda = cuda
         self.seconds: dict[str, float] = {}

@@ -46,7 +46,7 @@ both backends (:mod:`dtri.kernels.strategy` holds it, with the tables' tuning):
   side: that is where searching beats probing.
 
 On NumPy arrays the kernel is compiled by numba (one pass over the partition, a table per
-thread); on CuPy arrays it runs as CUDA kernels (:mod:`dtri.kernels.cuda`).
+thread); on CuPy arrays it runs as CUDA kernels (:mod:`dtri.kernels.intersect.cuda`).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bo
     if part.edges == 0 or group.edges == 0 or group.high <= group.low:
         return Intersection(0, uv, uw, vw)
     if is_device_object(part.offsets):
-        from dtri.kernels.cuda import intersect_cuda
+        from dtri.kernels.intersect.cuda import intersect_cuda
 
         found = intersect_cuda(part, group, uv, uw, vw, part_state, group_state, peel,
                                chunk_rows)
@@ -162,8 +162,8 @@ def vertex_credits(part: CSR, uv: Any, uw: Any, vertices: int, out: Any = None) 
     ``uv`` at the source, ``v`` by ``uv`` and ``w`` by ``uw`` at the target (int64, one per
     rank ``0 .. vertices - 1``), added to ``out`` in place where given (one vertex-wide array
     in all: at R-MAT 28 each is 2 GiB)."""
+    from dtri.kernels.counting import weighted_counts
     from dtri.kernels.csr import sources
-    from dtri.kernels.orient import weighted_counts
 
     xp = array_module(part.offsets)
     lowest = uv.astype(xp.int64)
@@ -176,15 +176,15 @@ def vertex_credits(part: CSR, uv: Any, uw: Any, vertices: int, out: Any = None) 
 
 def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state: Any,
                      group_state: Any, peel: bool, kernel: str) -> int:
-    """:func:`intersect` on NumPy arrays, by a numba kernel (:mod:`dtri.kernels.cpu`), on
+    """:func:`intersect` on NumPy arrays, by a numba kernel (:mod:`dtri.kernels.intersect.cpu`), on
     several threads where the run allows it and no credit goes to the group (its counters
     are shared between rows). ``marks``: each row marked once, every edge streaming its
-    target's list (:func:`~dtri.kernels.cpu.intersect_marked`); else edges are classed by
+    target's list (:func:`~dtri.kernels.intersect.cpu.intersect_marked`); else edges are classed by
     :func:`edge_class` with the tables' limit of the credits wherever anything beyond the
     count is recorded (as on the GPU), ``search`` with the tables off."""
     import dask
 
-    from dtri.kernels.cpu import (
+    from dtri.kernels.intersect.cpu import (
         intersect_edges,
         intersect_edges_parallel,
         intersect_marked,

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dtri.kernels.bins import split_by_bounds
+from dtri.kernels.counting import weighted_counts
 from dtri.kernels.csr import CSR, sources
 from dtri.kernels.dispatch import (
     array_module,
@@ -48,7 +49,6 @@ from dtri.kernels.dispatch import (
     cycle_records_kernel,
     list_triangles_kernel,
 )
-from dtri.kernels.orient import weighted_counts
 
 ORBITS = 16
 COLUMNS = tuple(f"sigma{i}" for i in range(ORBITS))
@@ -366,7 +366,7 @@ def cycle_credits(keys: Any, bits: int, vertices: int) -> Any:
 
 def sorted_cycle_credits(keys: Any, bits: int, vertices: int) -> Any:
     """:func:`cycle_credits` by a sort of the keys and their runs (the GPU's way; the CPU
-    counts per anchor instead, :func:`dtri.kernels.cpu.cycle_credits_cpu`)."""
+    counts per anchor instead, :func:`dtri.kernels.graphlets.cpu.cycle_credits_cpu`)."""
     from dtri.kernels.dispatch import sort_keys
 
     xp = array_module(keys)
