@@ -5,11 +5,11 @@ its own, and every module that reads one imports :mod:`dtri.config`, which regis
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
 
-import dask
 import pytest
 
 from dtri.config import described_keys
@@ -133,9 +133,21 @@ def test_the_defaults_are_registered_and_a_value_set_before_is_kept():
                                    str(defaults["dtri.read.numpy-parser-max-bytes"][0])]
 
 
+@pytest.fixture(scope="module")
+def fresh_values() -> dict:
+    """Every dtri.* key's value in a fresh process that imports dtri (no test has set any)."""
+    code = ("import json, dask, dtri.config\n"
+            "from dtri.config import described_keys\n"
+            "print(json.dumps({key: dask.config.get(key) for key in described_keys()}))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.mark.parametrize("key", sorted(described_keys()))
-def test_each_default_is_what_dask_config_gives(key):
-    assert dask.config.get(key) == described_keys()[key][0]
+def test_each_default_is_what_dask_config_gives(key, fresh_values):
+    assert fresh_values[key] == described_keys()[key][0]
 
 
 def test_a_key_set_in_a_block_leaves_the_defaults_when_the_block_ends():
