@@ -1108,7 +1108,6 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         _refuse_caps_for(caps, f"--scheduler {address} (no workers)")
     elif address or scheduler_file:
         _refuse_caps_for(caps, f"the cluster at {address or scheduler_file}")
-    lift_cached_property_locks()
     with ExitStack() as stack:
         if backend == "gpu" or address in LOCAL_SCHEDULERS:
             # p2p needs distributed workers, and on cuDF it is far slower than the task shuffle.
@@ -1122,6 +1121,10 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
             yield Runtime(Backend(backend), None, 1, threads, memory, eager=address != "threads")
             return
+        # a scheduler of this process's own (LocalCluster) may wait on a property lock that
+        # the client holds: lifted where Dask's distributed scheduler runs, not for the local
+        # schedulers, which materialize a graph on the thread that asks for it
+        lift_cached_property_locks()
         from distributed import Client
 
         chosen: ProtocolChoice | None = None  # a cluster started here: its comms' choice
