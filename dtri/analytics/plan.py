@@ -230,6 +230,14 @@ def reaches(summary: PartitionSummary, low: int, high: int) -> bool:
     return high > summary.first_src + 1 and low <= summary.last_dst
 
 
+def bins_reached(summaries: Sequence[PartitionSummary],
+                 bin_sources: dict[int, tuple[int, int]]) -> tuple[tuple[int, ...], ...]:
+    """For each partition, the bins (ascending) whose sources its edges' targets can reach
+    (:func:`reaches`)."""
+    return tuple(tuple(k for k, (low, high) in bin_sources.items() if reaches(s, low, high))
+                 for s in summaries)
+
+
 def partitions_owned(partitions: int, workers: int) -> bool:
     """Whether every worker owns a sorted partition. Then each partition's counting tasks run
     on its owner (its work is spread already, by the sort's source ranges) and bins only bound
@@ -474,8 +482,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
         src_shift, bin_sources, bin_partitions, bin_edges = bin_layout(summaries, vertices,
                                                                        bits, nbins)
     shift = bin_shift(bits, nbins)
-    reach = tuple(tuple(k for k, (low, high) in bin_sources.items() if reaches(s, low, high))
-                  for s in summaries)
+    reach = bins_reached(summaries, bin_sources)
 
     strategy = [choose_join(join, backend, s) for s in summaries]
     fallback = tuple(p for p, s in enumerate(summaries)
@@ -498,8 +505,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
             src_shift, bin_sources, bin_partitions, bin_edges = bin_layout(
                 summaries, vertices, bits, nbins)
             shift = bin_shift(bits, nbins)
-            reach = tuple(tuple(k for k, (low, high) in bin_sources.items()
-                                if reaches(s, low, high)) for s in summaries)
+            reach = bins_reached(summaries, bin_sources)
     check_lists_fit(summaries, strategy, task_budget, threads_per_worker)
     slots = 2 * workers * threads_per_worker
     max_wedges = max(1, -(-sum(s.wedges for p, s in enumerate(summaries)
@@ -618,9 +624,9 @@ def fewest_fused_bins(summaries: Sequence[PartitionSummary], vertices: int, bits
         _, bin_sources, _, bin_edges = bin_layout(summaries, vertices, bits, nbins)
         built = max((2 * csr_bytes(bin_edges[k], high - low)
                      for k, (low, high) in bin_sources.items()), default=0)
-        joined = max((_intersect_peak(s, tuple(k for k, (low, high) in bin_sources.items()
-                                               if reaches(s, low, high)),
-                                      bin_sources, bin_edges) for s in summaries), default=0)
+        joined = max((_intersect_peak(s, reached, bin_sources, bin_edges) for s, reached in
+                      zip(summaries, bins_reached(summaries, bin_sources), strict=True)),
+                     default=0)
         if max(built, joined) <= task_budget:
             return nbins
         nbins *= 2
