@@ -212,9 +212,8 @@ def fused_arrays(kind: str, start: int, stop: int, params: tuple, seed: int
         scale, a, b, c = params
         keys = cupy.asarray([stream_key(seed, _RMAT_STREAM, d) for d in range((scale + 1) // 2)],
                             dtype=cupy.uint64)
-        constants = cupy.asarray([m for m, _ in _scramble_constants(scale, seed)]
-                                 + [a_ for _, a_ in _scramble_constants(scale, seed)],
-                                 dtype=cupy.uint64)
+        multipliers, addends = zip(*_scramble_constants(scale, seed), strict=True)
+        constants = cupy.asarray([*multipliers, *addends], dtype=cupy.uint64)
         t_a, t_ab, t_abc = (u64(t) for t in _thresholds(a, b, c))
         _fused_kernel("rmat_edges")(grid, (GPU_THREADS,), (
             src, dst, np.int64(count), u64(start), np.int32(scale), keys, t_a, t_ab, t_abc,

@@ -35,7 +35,7 @@ import numpy as np
 
 from dtri.errors import DtriError
 from dtri.kernels.csr import CSR, PartitionSummary, as_csr, stored
-from dtri.kernels.dispatch import to_host
+from dtri.kernels.dispatch import array_module, is_device_object, to_host
 
 METADATA_NAME = "dtri-graph.json"
 """The metadata file of a saved graph; its presence makes a folder one."""
@@ -78,8 +78,8 @@ def write_partition(fs: Any, root: str, p: int, part: tuple, ids: Any, degree: A
     under ``root``; return its edges. Runs where the partition lives: a partition on the
     device is written by cuDF from the device, one on the host by pyarrow."""
     csr = as_csr(part)
-    on_device = not isinstance(csr.dst, np.ndarray)
-    xp = _array_module(on_device)
+    on_device = is_device_object(csr.dst)
+    xp = array_module(csr.dst)
     offsets = csr.offsets
     columns = {"id": ids[low:high], "degree": degree[low:high],
                "out_degree": (offsets[1:] - offsets[:-1]).astype(xp.int64, copy=False)}
