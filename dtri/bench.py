@@ -296,8 +296,15 @@ def device_name(backend: str) -> str:
 
 
 def _materialize(frame: Any, runtime: Any) -> Any:
-    """Persist ``frame`` on the workers (or in this process) and wait until it is there."""
+    """Persist ``frame`` on the workers (or in this process) and wait until it is there: on
+    several workers in blocks, one a worker, as a run reads its input
+    (:func:`dtri.prepared.inputs.spread_persist`)."""
     # lowered first: dask-cuDF's Parquet reader merges files when lowered (dtri.prepared.inputs)
+    workers = runtime.addresses
+    if runtime.client is not None and len(workers) > 1:
+        from dtri.prepared.inputs import spread_persist
+
+        return spread_persist(frame.optimize(), workers, runtime.timer())
     (persisted,) = dask.persist(frame.optimize())
     if runtime.client is not None:
         from distributed import wait

@@ -49,7 +49,12 @@ def cluster(workers: int, protocol: str, devices: str | None,
             "cls": Scheduler, "options": {"dashboard_address": ":0", "protocol": protocol}})
     from dask_cuda import LocalCUDACluster
 
-    extra: dict[str, Any] = {}
+    from dtri.runtime.session import DEFAULT_RMM_POOL
+
+    # the RMM pool that dtri gives the workers of a cluster it starts (without one, every
+    # allocation is a cudaMalloc and UCX opens a CUDA IPC handle per received buffer)
+    extra: dict[str, Any] = {"rmm_pool_size": DEFAULT_RMM_POOL,
+                             "rmm_allocator_external_lib_list": ["cupy"]}
     if device_memory_limit:  # dask-cuda spills device data to the host past it
         extra["device_memory_limit"] = device_memory_limit
     if protocol == "ucx":

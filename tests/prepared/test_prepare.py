@@ -276,6 +276,27 @@ def test_input_placement_names_the_worker_of_each_persisted_partition():
         assert persisted_partitions(persisted[persisted.src % 3 != 0]) is None
 
 
+def test_an_input_is_read_in_blocks_one_per_worker_and_stays_persisted():
+    """Left to the scheduler, quick reads pile up on the worker that is free first."""
+    from distributed import Client, LocalCluster
+
+    from dtri.prepared.inputs import spread_persist
+    from dtri.runtime.timer import StageTimer
+
+    frame = dd.from_pandas(pd.DataFrame({"src": range(100), "dst": range(1, 101)}),
+                           npartitions=7)
+    with (LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
+                       dashboard_address=":0") as cluster, Client(cluster) as client):
+        workers = tuple(sorted(client.scheduler_info()["workers"]))
+        spread = spread_persist(frame.optimize(), workers, StageTimer(client))
+        partitions = persisted_partitions(spread)
+        assert partitions is not None  # a persisted frame, as persist gives
+        holders, _ = input_placement(partitions, Runtime("cpu", client, 3, 1, 1 << 30))
+        assert holders == [workers[w] for w in (0, 0, 1, 1, 2, 2, 2)]
+        assert spread.compute().equals(frame.compute())
+        assert dtri.count_triangles(spread) == 0
+
+
 def test_a_frame_made_from_a_persisted_frame_is_counted_as_itself():
     """Two triangles sharing the edge 0-1; without vertex 3 only one is left."""
     from distributed import Client, LocalCluster

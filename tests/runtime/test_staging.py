@@ -157,6 +157,24 @@ def test_only_host_staging_wraps_tasks_and_pickers_never():
     assert not Staging("host", "cpu").moves and Staging("host", "gpu").moves
 
 
+def test_vertex_wide_sums_fold_per_worker_where_a_worker_runs_one_task_on_the_gpu():
+    from dtri.kernels.counting import add_counts
+    from dtri.runtime.tasks import Tasks
+
+    assert Staging("host", "gpu").folds_per_worker and Staging("host", "cpu").folds_per_worker
+    assert Staging("device", "gpu").folds_per_worker  # GPU workers in GPU memory
+    assert not Staging("device", "cpu").folds_per_worker  # CPU workers' threads share leaves
+    workers = ("tcp://a:1", "tcp://b:2")
+    items = [np.full(4, i) for i in range(6)]
+    holders = [workers[i % 2] for i in range(6)]
+    for staging, leaves in ((Staging("device", "gpu"), 2), (Staging("device", "cpu"), 6)):
+        tasks = Tasks(staging, workers)
+        total = tasks.reduce_over("rank", np.negative, add_counts, items, (), holders, "degree")
+        graph = dict(total.__dask_graph__())
+        assert sum("-degree-" in name for name in graph) == leaves
+        assert np.array_equal(total.compute(scheduler="sync"), np.full(4, -15))
+
+
 def test_moving_back_keeps_tuples_named_tuples_lists_and_dicts():
     csr = csr_of(*oriented(5))
     value = {"a": [csr, (1, None)], "b": "text"}
