@@ -12,7 +12,9 @@ rows, with the link's bandwidth ``B`` measured once per cluster
 row that the busiest worker receives when two or more share the rows (of which it keeps
 ``1/p``), and ``o`` the fixed cost of a run over several workers. Each is a ``dask.config``
 key (:data:`SECONDS_PER_ROW`, :data:`BYTES_PER_ROW`, :data:`OVERHEAD_SECONDS`), measured
-as the defaults say. The fewest workers of the least predicted time win.
+as the defaults say. The fewest workers of the least predicted time win, among the counts
+whose GPUs hold the graph: where results wait in GPU memory, at least
+``R·r / M`` workers of ``M`` bytes each (``r``: :data:`RESIDENT_BYTES_PER_ROW`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ OVERHEAD_SECONDS = "dtri.scaling-overhead-seconds"
 """``dask.config`` key: ``o``. Its default (``dtri/dtri.yaml``): two H200 over UCX took
 0.12-0.24 s longer than half of one H200's time plus their transfers on R-MAT 22-26
 (multi-gpu-h200x2.jsonl)."""
+
+RESIDENT_BYTES_PER_ROW = "dtri.scaling-resident-bytes-per-row"
+"""``dask.config`` key: ``r``, the device bytes an input row needs at the preparation's peak
+when results wait in GPU memory. Its default (``dtri/dtri.yaml``): R-MAT 26's 1.07 G rows ran
+on one H100 of 80 GB (at most 75 B a row), and R-MAT 27's 2.15 G rows ran out of its memory in
+the sort stage (so more than 37 B a row; multi-gpu-tcp-h100x4.jsonl), where ``--workers
+auto`` over TCP had kept one GPU of four."""
 
 
 @dataclass(frozen=True)
@@ -76,15 +85,31 @@ def predicted_seconds(rows: int, workers: int, bandwidth: float) -> float:
     return rows * seconds_per_row / workers + overhead + moved / bandwidth
 
 
-def choose_workers(rows: int, available: int, bandwidth: float | None) -> WorkerChoice:
-    """The fewest of ``1 .. available`` workers with the least predicted time."""
+def fewest_holding(rows: int, available: int, device_memory: int | None) -> int:
+    """The fewest of ``1 .. available`` workers whose GPUs, of ``device_memory`` bytes each,
+    hold ``rows`` input rows in memory (:data:`RESIDENT_BYTES_PER_ROW`); 1 where the memory is
+    not known (results that wait in host memory need no more)."""
+    if not device_memory or device_memory <= 0:
+        return 1
+    needed = rows * float(dask.config.get(RESIDENT_BYTES_PER_ROW))
+    return max(1, min(available, -(-int(needed) // int(device_memory))))
+
+
+def choose_workers(rows: int, available: int, bandwidth: float | None,
+                   device_memory: int | None = None) -> WorkerChoice:
+    """The fewest of ``1 .. available`` workers with the least predicted time, among those
+    whose GPUs of ``device_memory`` bytes each hold the graph (:func:`fewest_holding`;
+    ``None``: any count does)."""
     if available <= 1 or bandwidth is None or bandwidth <= 0:
         return WorkerChoice(max(available, 1), available, bandwidth, {},
                             "--workers auto: one GPU")
+    least = fewest_holding(rows, available, device_memory)
     predicted = {p: round(predicted_seconds(rows, p, bandwidth), 6)
                  for p in range(1, available + 1)}
-    best = min(predicted, key=lambda p: (predicted[p], p))
+    best = min((p for p in predicted if p >= least), key=lambda p: (predicted[p], p))
     shown = ", ".join(f"{p}: {seconds:.3g} s" for p, seconds in predicted.items())
+    resident = format_bytes(int(rows * float(dask.config.get(RESIDENT_BYTES_PER_ROW))))
+    held = f"; it needs at least {least} to hold its {resident}" if least > 1 else ""
     reason = (f"--workers auto: {best} of {available} GPUs, predicted fastest for {rows} "
-              f"input rows over a link of {format_bytes(int(bandwidth))}/s ({shown})")
+              f"input rows over a link of {format_bytes(int(bandwidth))}/s ({shown}){held}")
     return WorkerChoice(best, available, bandwidth, predicted, reason)

@@ -609,7 +609,8 @@ def _fewer_gpus(cluster: Any, runtime: Runtime, input_rows: int) -> Runtime:
     from dtri.runtime.link import link_bandwidth
     from dtri.runtime.scaling import choose_workers
 
-    choice = choose_workers(input_rows, runtime.workers, link_bandwidth(runtime))
+    choice = choose_workers(input_rows, runtime.workers, link_bandwidth(runtime),
+                            None if runtime.staging.on_host else runtime.worker_memory)
     if choice.workers < runtime.workers:
         cluster.scale(choice.workers)
         client = runtime.client

@@ -37,6 +37,19 @@ def test_the_model_reads_its_constants_from_dask_config():
         assert choose_workers(rows, 3, GB).workers == 3
 
 
+def test_auto_takes_enough_gpus_to_hold_the_graph_however_slow_the_link():
+    """R-MAT 27's 2.15 G rows ran one H100 out of memory where auto over TCP kept one GPU."""
+    rows = 1 << 31
+    choice = choose_workers(rows, 4, 1 * GB, device_memory=80 * 10**9)
+    assert choice.workers == 2 and choice.predicted[1] < choice.predicted[2]
+    assert "at least 2 to hold" in choice.reason
+    assert choose_workers(rows, 4, 1 * GB).workers == 1  # memory not known: time alone
+    assert choose_workers(1 << 29, 4, 1 * GB, device_memory=80 * 10**9).workers == 1
+    assert choose_workers(rows, 1, 1 * GB, device_memory=10**9).workers == 1  # all there is
+    with dask.config.set({"dtri.scaling-resident-bytes-per-row": 200}):
+        assert choose_workers(rows, 4, 1 * GB, device_memory=80 * 10**9).workers == 4
+
+
 def test_one_worker_or_no_measure_chooses_nothing():
     assert choose_workers(1 << 30, 1, None).workers == 1
     assert choose_workers(1 << 30, 2, None).predicted == {}
