@@ -375,6 +375,26 @@ PRESETS: dict[str, Preset] = {
         "at f68d68f (issue 39), distributed-ucxx installed; R-MAT 27 did not fit one H100, so "
         "its line has no one-worker peer; the last command at fe4d7ac, dask-cuda's spill "
         "threshold raised from 80% to 95% of each GPU: the same times"),
+    "multi-gpu-pool-h100x4": Preset(
+        "strong and weak scaling on 4 GPUs with the workers' RMM pool (as dtri's own clusters "
+        "have it), 2D on four, and --workers auto over TCP against one GPU", "one host with 4 "
+        "NVIDIA H100 (80 GB)", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2,4", "--protocols",
+                   "ucx", "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:27", "--workers", "2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:26", "--workers", "4", "--protocols", "ucx",
+                   "--decompositions", "2d", "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:20", "rmat:22", "rmat:24", "rmat:25", "rmat:26",
+                   "--workers", "1,auto", "--protocols", "tcp", "--decompositions", "1d",
+                   "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:27", "--workers", "auto", "--protocols", "tcp",
+                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}")),
+        "issue 39, at 7d4929d (the lines' commit), distributed-ucxx installed; before it "
+        "multi_gpu.py started its clusters without the RMM pool that dtri gives its own (so "
+        "the earlier multi-gpu files time every allocation as a cudaMalloc); R-MAT 27 does "
+        "not fit one H100, and over TCP --workers auto kept one GPU for it, which ran out of "
+        "memory (no line; 889a900 takes enough GPUs to hold it)"),
     "saved-graph-h100": Preset(
         "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
         "counting a saved R-MAT 26 against its raw Parquet files", "one NVIDIA H100 (80 GB)", (
