@@ -71,6 +71,36 @@ def messy_graphs(draw) -> np.ndarray:
     return np.array([(ids[u], ids[v]) for u, v in pairs], dtype=np.int64).reshape(-1, 2)
 
 
+def edge_copies_in_every_partition(seed: int = 4) -> list:
+    """Input partitions (pandas) that each hold every edge of one graph: as it is, reversed,
+    repeated and shuffled, with self-loops and a vertex that has only a self-loop."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    edges = rng.integers(0, 120, (1_500, 2))
+    edges = np.concatenate([edges, [(7, 7), (10**12, 10**12)]])
+    copies = [edges, edges[:, ::-1], np.concatenate([edges, edges[:300]]), edges[:, ::-1]]
+    frames = []
+    for copy in copies:
+        copy = copy[rng.permutation(len(copy))]
+        frames.append(pd.DataFrame({"src": copy[:, 0], "dst": copy[:, 1]}))
+    return frames
+
+
+def check_vertex_results(prepared, graph: nx.Graph) -> None:
+    """A prepared graph's count, triangles, degree and clustering at every vertex against
+    NetworkX's ``graph``."""
+    import dask
+
+    assert prepared.count_triangles() == sum(nx.triangles(graph).values()) // 3
+    assert host(prepared.triangles().compute()).to_dict() == nx.triangles(graph)
+    ids, degree = dask.compute(prepared.ids, prepared.degree)  # NumPy or CuPy: tolist()
+    assert dict(zip(ids.tolist(), degree.tolist(), strict=True)) == dict(graph.degree)
+    clustering = host(prepared.clustering().compute())
+    assert set(clustering.index) == set(graph)
+    assert all(abs(clustering[v] - c) <= 1e-12 for v, c in nx.clustering(graph).items())
+
+
 def host(value):
     """A computed result in pandas (cuDF results copied to the host)."""
     return value.to_pandas() if hasattr(value, "to_pandas") else value

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dtri.analytics.credits import edge_totals
 from dtri.analytics.edge import edge_frame, support_totals
-from dtri.kernels.counting import add_counts, id_counts
+from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import (
     PartitionSummary,
     as_csr,
+    edge_degrees,
     sources,
     stored,
     stored_summary,
@@ -231,15 +232,6 @@ def k_truss(graph: PreparedGraph, k: int) -> PreparedGraph:
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
     return graph.peeled_to(parts, [PartitionSummary(*s) for s in summaries], degree, present,
                            seconds)
-
-
-def edge_degrees(part: tuple, vertices: int) -> Any:
-    """How many edges of a partition each rank has (both ends)."""
-    csr = as_csr(part)
-    xp = array_module(csr.offsets)
-    counts = id_counts(sources(csr), vertices)
-    counts += id_counts(csr.dst.astype(xp.int64), vertices)
-    return counts
 
 
 def has_edges(degree: Any) -> Any:

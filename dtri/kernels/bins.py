@@ -121,20 +121,3 @@ def split_by_bounds(values: Any, by: Any, bounds: list[int]) -> dict[int, Any]:
         return {0: values}
     digit = xp.searchsorted(xp.asarray(bounds[1:-1], dtype=xp.int64), by, side="right")
     return split_by_digit(values, digit, parts)
-
-
-FIBONACCI_MULTIPLIER = 0x9E3779B97F4A7C15
-"""2**64 / golden ratio: multiplying by it scatters nearby keys over the whole 64-bit range."""
-
-
-def split_by_hash(keys: Any, parts: int) -> dict[int, Any]:
-    """Packed keys cut into ``parts`` pieces by a multiplicative hash of the key: equal keys
-    meet in one piece, and pieces are even whatever the distribution of the ids (a cut by id
-    range is not: the lower endpoint of an edge falls in the lower half of the ids three times
-    in four)."""
-    xp = array_module(keys)
-    if parts == 1:
-        return {0: keys}
-    mixed = keys.astype(xp.uint64) * xp.uint64(FIBONACCI_MULTIPLIER)
-    digit = ((mixed >> xp.uint64(32)) * xp.uint64(parts)) >> xp.uint64(32)
-    return split_by_digit(keys, digit, parts)

@@ -8,8 +8,10 @@ the ids are few enough to index an array, a mark per id ``0 .. largest`` (bool),
 count is the dense id: no sort, no binary search, and an eighth of the bytes per id when the
 tree and the renaming send the set between workers.
 Self-loops close no triangle and are dropped; the remaining edges are packed into 64-bit keys
-``(low << bits) | high`` and sent by a hash of the key to one receiving partition each, which
-makes them unique: duplicates and both directions of an edge meet there and merge.
+``(low << bits) | high`` and made unique where they were read (:func:`canonical_keys`):
+duplicates and both directions of an edge merge within one sender. An edge that two senders
+both hold stays in both until the sort's exchange brings its copies together
+(:mod:`dtri.prepared.distributed`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dtri.errors import InputError
-from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_hash
+from dtri.kernels.bins import checked_key_bits, pack_edges
 from dtri.kernels.dispatch import (
     array_module,
     column_to_array,
@@ -167,26 +169,25 @@ def largest_id(vertices: Any) -> int:
     return int(vertices[-1]) if vertices.shape[0] else -1
 
 
-def split_edge_keys(frame: Any, vertices: Any, parts: int) -> dict[int, Any]:
-    """One partition's simple edges as packed dense keys ``(low << bits) | high``, cut by a
-    hash of the key into ``parts`` even pieces (piece ``j`` goes to receiver ``j``). ``vertices``
-    holds every id of ``frame`` (:func:`partition_vertices` has checked them); dense ids keep
-    the order of ids, so ``(min, max)`` is taken after the renaming."""
+def canonical_keys(frame: Any, vertices: Any) -> Any:
+    """One partition's simple edges as packed dense keys ``(low << bits) | high``, distinct and
+    ascending. ``vertices`` holds every id of ``frame`` (:func:`partition_vertices` has
+    checked them); dense ids keep the order of ids, so ``(min, max)`` is taken after the
+    renaming."""
     src, dst = id_columns(frame)
     xp = array_module(vertices)
-    n = vertex_count(vertices)
+    bits = checked_key_bits(vertex_count(vertices))
     if is_device_object(vertices) and dense_range(largest_id(vertices), 2 * src.shape[0]):
         from dtri.kernels.orient import fused_prepare
 
         if fused_prepare():
             from dtri.kernels.prepare.cuda import dense_edge_keys  # one fused pass
 
-            keys = dense_edge_keys(src, dst, dense_table(vertices), checked_key_bits(n))
-            return split_by_hash(keys, parts)
+            return sorted_unique(dense_edge_keys(src, dst, dense_table(vertices), bits))
     a, b = dense_ids(vertices, src, dst)
     simple = a != b
     low, high = xp.minimum(a[simple], b[simple]), xp.maximum(a[simple], b[simple])
-    return split_by_hash(pack_edges(low, high, checked_key_bits(n)), parts)
+    return sorted_unique(pack_edges(low, high, bits))
 
 
 def dense_ids(vertices: Any, *ids: Any) -> list[Any]:
@@ -214,8 +215,3 @@ def dense_table(vertices: Any) -> Any:
     table = xp.zeros(int(vertices[-1]) + 1, dtype=xp.int64)
     table[vertices] = xp.arange(vertices.shape[0], dtype=xp.int64)
     return table
-
-
-def unique_edge_keys(*pieces: Any) -> Any:
-    """The distinct keys of one receiver's pieces, ascending."""
-    return sorted_unique(array_module(pieces[0]).concatenate(pieces))

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, unpack_keys
+from dtri.kernels.counting import id_counts
 from dtri.kernels.dispatch import (
     array_module,
     is_device_object,
@@ -77,10 +78,11 @@ def from_sorted(src: Any, dst: Any, low: int, high: int) -> CSR:
     return CSR(dst.astype(xp.int32), offsets.astype(xp.int64, copy=False), low)
 
 
-def from_keys(keys: Any, vertices: int, low: int, high: int) -> CSR:
+def from_keys(keys: Any, vertices: int, low: int, high: int, unique: bool = False) -> CSR:
     """The CSR over ``[low, high)`` of oriented packed keys ``(src << bits) | dst``, any order
-    (the sort of a receiving partition)."""
-    keys = sort_keys(keys)
+    (the sort of a receiving partition); ``unique``: the keys may repeat, and each edge is
+    kept once."""
+    keys = sorted_unique(keys) if unique else sort_keys(keys)
     src, dst = unpack_keys(keys, checked_key_bits(vertices))
     del keys
     return from_sorted(src, dst, low, high)
@@ -89,6 +91,16 @@ def from_keys(keys: Any, vertices: int, low: int, high: int) -> CSR:
 def degrees(csr: CSR) -> Any:
     """Out-degree of each source of the range."""
     return csr.offsets[1:] - csr.offsets[:-1]
+
+
+def edge_degrees(part: CSR | tuple, vertices: int) -> Any:
+    """How many edges of a partition each rank ``0 .. vertices - 1`` has, at either end
+    (int64): its list's length where it is a source, plus how often it is a target."""
+    csr = as_csr(part)
+    xp = array_module(csr.offsets)
+    counts = id_counts(csr.dst.astype(xp.int64), vertices)
+    counts[csr.low: csr.high] += degrees(csr)
+    return counts
 
 
 def sources(csr: CSR, first: int = 0, last: int | None = None) -> Any:

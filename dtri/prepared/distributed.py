@@ -1,17 +1,28 @@
-"""Canonicalize → rank → orient → sort across partitions, joined by array exchanges.
+"""Canonicalize → rank → orient → sort across partitions, joined by one exchange of edges.
 
 The docstrings of :mod:`dtri.kernels.canonicalize`, :mod:`dtri.kernels.orient` and
-:mod:`dtri.kernels.csr` explain the steps; here they are tasks. The first exchange goes from
-groups of input partitions (:func:`dtri.prepared.inputs.input_groups`, each taken together where
-it lives) to the receivers, so the input is never repartitioned. Each stage is submitted behind
-the one before (:class:`~dtri.runtime.timer.StageTimer`); every exchange sends each partition's
-pieces to their receivers once, through Dask; receiver ``j`` lives on the owner of partition
-``j``, which then owns sorted partition ``j``. Vertex-wide sums (the vertex set, degrees,
-out-degrees, work) are trees (:meth:`dtri.runtime.tasks.Tasks.reduce_over`).
+:mod:`dtri.kernels.csr` explain the steps; here they are tasks. Each sender, a group of input
+partitions taken together where it lives (:func:`dtri.prepared.inputs.input_groups`, so the
+input is never repartitioned), makes its own edges canonical and unique on that worker and
+keeps them there (:class:`CanonicalKeys`). The ranks, out-degrees and work are vertex-wide
+trees over those keys (:meth:`dtri.runtime.tasks.Tasks.reduce_over`), and the edges cross the
+workers once, in the sort's exchange, by source range: an edge held by several senders is
+oriented alike by each, so its copies meet at one receiver, which keeps it once.
+
+Until then an edge that two senders hold counts twice in the degrees. That only moves some
+vertices in the (degree, id) order, and the ``adirection`` peeling's bound still holds
+(:func:`peel_partitions`); any total order of the vertices counts every triangle exactly
+once. The degree of every rank that the analytics read is exact all the same: where the
+senders may share edges it is counted again from the sorted partitions (the ``degree``
+stage).
+
+Each stage is submitted behind the one before (:class:`~dtri.runtime.timer.StageTimer`); the
+exchange sends each sender's pieces to their receivers once, through Dask; receiver ``j``
+lives on the owner of partition ``j``, which then owns sorted partition ``j``.
 
 The ``adirection`` orientation adds the ``direct`` stage between the degrees and the ranks:
 its peeling runs round by round from the client (:func:`peel_partitions`), each round a tree
-of remaining degrees over the partitions' keys and one task that peels.
+of remaining degrees over the senders' keys and one task that peels.
 """
 
 from __future__ import annotations
@@ -22,15 +33,14 @@ from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits
 from dtri.kernels.canonicalize import (
+    canonical_keys,
     ids_by_rank,
     merge_vertices,
     partition_vertices,
-    split_edge_keys,
-    unique_edge_keys,
     vertex_count,
 )
 from dtri.kernels.counting import add_counts
-from dtri.kernels.csr import as_csr, from_keys, keys_of, stored
+from dtri.kernels.csr import as_csr, edge_degrees, from_keys, keys_of, stored
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.orient import (
     PEEL_ROUNDS,
@@ -76,10 +86,24 @@ class Prepared(NamedTuple):
     """The adirection peeling's rounds (``None`` without one)."""
 
 
-def sorted_partition(vertices: int, bounds: list[int], j: int, *pieces: Any) -> tuple:
-    """Receiver ``j`` of the sort: its source range's oriented keys as a stored CSR."""
+class CanonicalKeys(NamedTuple):
+    """Canonical edge keys as the rank, orient and sort stages take them (persisted)."""
+
+    parts: list[Any]
+    """Distinct packed keys ``(low << bits) | high`` of each sender, ascending."""
+    holders: list[str | None]
+    """The worker holding each (``None`` where unknown: no cluster)."""
+    overlapping: bool
+    """Whether two senders may hold the same edge (several input groups): the sort's
+    receivers then keep each edge once, and the degrees are counted again after it."""
+
+
+def sorted_partition(vertices: int, bounds: list[int], unique: bool, j: int,
+                     *pieces: Any) -> tuple:
+    """Receiver ``j`` of the sort: its source range's oriented keys as a stored CSR, each edge
+    once where the pieces may repeat one (``unique``)."""
     keys = array_module(pieces[0]).concatenate(pieces)
-    return stored(from_keys(keys, vertices, bounds[j], bounds[j + 1]))
+    return stored(from_keys(keys, vertices, bounds[j], bounds[j + 1], unique))
 
 
 def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orientation: str,
@@ -96,33 +120,38 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     the sorted partitions' summaries (:func:`dtri.prepared.graph.prepare_graph`), which may
     direct them again (:func:`directed_again`).
 
+    The canonicalize stage moves no edge: each group's distinct keys are made, and kept, on
+    the worker that holds the group; only the vertex sets' tree crosses the workers.
+
     Every stage is only submitted: the caller lets go of ``inputs`` before it waits, so that
     each input partition is freed once the canonicalize stage has read it."""
     if work_model not in WORK_MODELS:
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
+    holders = [inputs.holders[group[0]] for group in groups]
     senders = []
-    for g, group in enumerate(groups):
-        holder = inputs.holders[group[0]]
+    for g, (group, holder) in enumerate(zip(groups, holders, strict=True)):
         with placed_on(holder) if holder else nullcontext():
             senders.append(tasks.task("canonicalize", concat_frames,
                                       *(inputs.partitions[p] for p in group), key=("inputs", g),
                                       on_host=True))
-    sender_holders = [inputs.holders[group[0]] for group in groups]
     vertices = tasks.reduce_over("vertices", partition_vertices, merge_vertices, senders, (),
-                                 sender_holders, "ids", fan_in)
-    # handed over before the exchange is built on it: a delayed object carries the graph of
-    # everything it depends on, and every one of the senders x receivers picks would copy the
-    # vertex tree's (29 s of the client's time for 269 senders of RMAT 26). Only the tree:
-    # the timer holds what it was handed until the plan stage, and the senders are the input
+                                 holders, "ids", fan_in)
+    # handed over before the keys are built on it: a delayed object carries the graph of
+    # everything it depends on, and every sender's task would copy the vertex tree's (for
+    # the exchange this fed, 29 s of the client's time for 269 senders of RMAT 26). Only the
+    # tree: the timer holds what it was handed until the plan stage, and the senders are the
+    # input
     (vertices,) = timer.submit("canonicalize", vertices)
     n = tasks.task("vertices", vertex_count, vertices, key=("count",), on_host=True)
-    splits = [tasks.task("canonicalize", split_edge_keys, sender, vertices, parts,
-                         key=("split", g)) for g, sender in enumerate(senders)]
-    *keys, n = timer.submit("canonicalize", *tasks.exchange(
-        "canonicalize", splits, unique_edge_keys, parts), n)
-    del senders, splits
-    return sorted_by(orientation, keys, vertices, n, parts, tasks, timer, work_model, fan_in,
-                     epsilon)
+    keys = []
+    for g, (sender, holder) in enumerate(zip(senders, holders, strict=True)):
+        with placed_on(holder) if holder else nullcontext():
+            keys.append(tasks.task("canonicalize", canonical_keys, sender, vertices,
+                                   key=("keys", g)))
+    *keys, n = timer.submit("canonicalize", *keys, n)
+    del senders
+    return sorted_by(orientation, CanonicalKeys(keys, holders, len(keys) > 1), vertices, n,
+                     parts, tasks, timer, work_model, fan_in, epsilon)
 
 
 def directed_again(prepared: Prepared, orientation: str, tasks: Tasks, timer: StageTimer,
@@ -131,14 +160,16 @@ def directed_again(prepared: Prepared, orientation: str, tasks: Tasks, timer: St
     """The edges of ``prepared`` (sorted partitions of any orientation) ranked, oriented and
     sorted again by ``orientation``, from the partitions themselves rather than the input,
     which is not held for this: each partition's edges, as pairs of ranks, are the canonical
-    keys of the ranked graph (low rank first), whose vertex ``r`` is input id ``ids[r]``.
-    Timed as the ``redirect`` stage, then the stages of :func:`sorted_by`."""
+    keys of the ranked graph (low rank first), whose vertex ``r`` is input id ``ids[r]``; no
+    two partitions share an edge. Timed as the ``redirect`` stage, then the stages of
+    :func:`sorted_by`."""
     n = prepared.vertices
     keys = [tasks.task("redirect", rank_keys, part, n, key=(p,))
             for p, part in enumerate(prepared.parts)]
     keys = list(timer.submit("redirect", *keys))
-    return sorted_by(orientation, keys, prepared.ids, n, len(keys), tasks, timer, work_model,
-                     fan_in, epsilon)
+    owners = [tasks.owner(p) for p in range(len(keys))]
+    return sorted_by(orientation, CanonicalKeys(keys, owners, False), prepared.ids, n,
+                     len(keys), tasks, timer, work_model, fan_in, epsilon)
 
 
 def rank_keys(part: tuple, vertices: int) -> Any:
@@ -146,45 +177,52 @@ def rank_keys(part: tuple, vertices: int) -> Any:
     return keys_of(as_csr(part), checked_key_bits(vertices))
 
 
-def sorted_by(orientation: str, keys: list[Any], vertices: Any, n: Any, parts: int,
+def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, parts: int,
               tasks: Tasks, timer: StageTimer, work_model: str, fan_in: int,
               epsilon: float | None) -> Prepared:
-    """The rank, orient and sort stages over the canonical ``keys`` of ``parts`` partitions
-    (persisted) of a graph of ``n`` vertices, vertex ``i`` being input id ``vertices[i]``."""
-    owners = [tasks.owner(p) for p in range(parts)]
-    rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, owners, tasks, timer,
+    """The rank, orient and sort stages over the canonical ``keys`` of a graph of ``n``
+    vertices, vertex ``i`` being input id ``vertices[i]``, into ``parts`` sorted partitions;
+    and where the keys overlap, the ``degree`` stage, which counts the degree of every rank
+    from the sorted partitions (the degrees that ranked them counted an edge once for every
+    sender that held it)."""
+    rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
                                           epsilon, fan_in)
-    out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys,
-                                   (rank, n), owners, "out", fan_in)
+    out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys.parts,
+                                   (rank, n), keys.holders, "out", fan_in)
     del vertices
     if work_model == "intersect":
-        work = tasks.reduce_over("orient", oriented_intersection_work, add_counts, keys,
-                                 (rank, out_degree, n), owners, "work", fan_in)
+        work = tasks.reduce_over("orient", oriented_intersection_work, add_counts, keys.parts,
+                                 (rank, out_degree, n), keys.holders, "work", fan_in)
     else:
         work = tasks.task("orient", wedge_work, out_degree, key=("work",))
     bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
     (bounds,) = timer.submit("orient", bounds)
     splits = [tasks.task("sort", oriented_split, k, rank, bounds, n, key=("split", p))
-              for p, k in enumerate(keys)]
+              for p, k in enumerate(keys.parts)]
+    overlapping = keys.overlapping
     del keys
-    sorted_parts = timer.submit("sort", *tasks.exchange("sort", splits, sorted_partition, parts,
-                                                        n, bounds, indexed=True))
-    return Prepared(list(sorted_parts), n, ids, degree, bounds, orientation,
+    sorted_parts = list(timer.submit("sort", *tasks.exchange(
+        "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
+    if overlapping:
+        owners = [tasks.owner(p) for p in range(parts)]
+        (degree,) = timer.submit("degree", tasks.reduce_over(
+            "degree", edge_degrees, add_counts, sorted_parts, (n,), owners, "degree", fan_in))
+    return Prepared(sorted_parts, n, ids, degree, bounds, orientation,
                     orientation_reason(orientation, rounds=rounds), rounds)
 
 
-def ranked_by(orientation: str, keys: list[Any], vertices: Any, n: Any,
-              owners: list[str | None], tasks: Tasks, timer: StageTimer, epsilon: float | None,
-              fan_in: int) -> tuple[Any, Any, Any, int | None]:
+def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, tasks: Tasks,
+              timer: StageTimer, epsilon: float | None, fan_in: int,
+              ) -> tuple[Any, Any, Any, int | None]:
     """The ``rank`` stage (and for ``adirection`` the ``direct`` stage before it): the rank of
-    every vertex, and by rank its input id and degree (persisted), and the peeling's rounds
-    (``None`` without one)."""
-    degree = tasks.reduce_over("rank", degree_counts, add_counts, keys, (n,), owners, "degree",
-                               fan_in)
+    every vertex, and by rank its input id and degree (persisted; the degree counts an edge
+    once for each sender that holds it), and the peeling's rounds (``None`` without one)."""
+    degree = tasks.reduce_over("rank", degree_counts, add_counts, keys.parts, (n,),
+                               keys.holders, "degree", fan_in)
     peeling = rounds = None
     if orientation == "adirection":
         (degree,) = timer.submit("rank", degree)
-        peeling, rounds = peel_partitions(keys, degree, n, owners, tasks, timer,
+        peeling, rounds = peel_partitions(keys, degree, n, tasks, timer,
                                           adirection_epsilon() if epsilon is None else epsilon,
                                           fan_in)
     ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
@@ -195,14 +233,21 @@ def ranked_by(orientation: str, keys: list[Any], vertices: Any, n: Any,
     return (*timer.submit("rank", rank, ids, degree), rounds)
 
 
-def peel_partitions(keys: list[Any], degree: Any, vertices: Any, owners: list[str | None],
-                    tasks: Tasks, timer: StageTimer, epsilon: float,
-                    fan_in: int = FAN_IN) -> tuple[Any, int]:
+def peel_partitions(keys: CanonicalKeys, degree: Any, vertices: Any, tasks: Tasks,
+                    timer: StageTimer, epsilon: float, fan_in: int = FAN_IN) -> tuple[Any, int]:
     """The ``adirection`` peeling (:func:`dtri.kernels.orient.peel_round`) of a graph whose
-    canonical ``keys`` are persisted per partition, timed as the ``direct`` stage: each round
-    a tree of the partitions' remaining degrees under the alive vertices, one task that peels,
+    canonical ``keys`` are persisted per sender, timed as the ``direct`` stage: each round
+    a tree of the senders' remaining degrees under the alive vertices, one task that peels,
     and one small int read back (the vertices left). Returns the persisted final
-    :class:`~dtri.kernels.orient.Peeling` and the rounds run."""
+    :class:`~dtri.kernels.orient.Peeling` and the rounds run.
+
+    Where senders share edges, this peels the multigraph whose edge ``{u, v}`` is there once
+    per sender holding it. A vertex's remaining degree then counts every copy, so it is at
+    least its distinct neighbours alive, and the bound the ranks keep (a vertex's out-degree
+    at most its remaining degree when peeled) holds as it does on the simple graph; the
+    copies only move some vertices to other rounds. Peeling the simple graph instead would
+    cost the edges a second exchange, the one this preparation does away with.
+    """
     state: Any = None
     remaining = degree  # round 0: every vertex alive, every edge counts
     for r in range(PEEL_ROUNDS):
@@ -214,7 +259,7 @@ def peel_partitions(keys: list[Any], degree: Any, vertices: Any, owners: list[st
         if not alive:
             return state, r + 1
         level = tasks.task("direct", getitem, state, 0, key=("level", r), on_host=True)
-        remaining = tasks.reduce_over("direct", remaining_counts, add_counts, keys,
-                                      (level, vertices), owners, f"remaining-{r}", fan_in)
+        remaining = tasks.reduce_over("direct", remaining_counts, add_counts, keys.parts,
+                                      (level, vertices), keys.holders, f"remaining-{r}",
+                                      fan_in)
     raise AssertionError("the last round peels every vertex left")
-

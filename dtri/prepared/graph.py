@@ -2,7 +2,7 @@
 workers, and reused by every analytic.
 
 :func:`prepare_graph` runs the preparation (the read stage, then one ``dtri-prepare`` task for
-a graph that fits one, or the exchanges of :mod:`dtri.prepared.distributed`) and summarises each
+a graph that fits one, or the exchange of :mod:`dtri.prepared.distributed`) and summarises each
 sorted partition for the planners. :class:`PreparedGraph` holds what it leaves on the workers:
 
 * the sorted partitions, partition ``p`` a CSR of the oriented edges of the ranks
@@ -528,7 +528,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     else:
         work_model = "wedges" if options.join == "wedges" else "intersect"
         # host staging: a sender per input partition (budget-sized already: read pieces and
-        # generated partitions are cut to a task's rows). A sender's split also holds the
+        # generated partitions are cut to a task's rows). A sender's keys task also holds the
         # vertex-wide id set and its dense table on the device, which the budget's 128 B an
         # edge do not count: R-MAT 28 under a 16 GiB pool canonicalized in 132 s from senders
         # of four partitions, 63 s from one each

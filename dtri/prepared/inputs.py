@@ -1,10 +1,11 @@
 """The read stage: the input persisted on the workers, its partitions, their rows and holders.
 
-The input is not repartitioned: the first exchange of the preparation sends from groups of
-input partitions taken together on the worker that holds them (:func:`input_groups`), each
-group at most one task's budget. A persisted input (a frame already on the workers) is used as
-it is, its partitions taken as futures. The number of sorted partitions to make is fitted to
-the workers and the budget (:func:`fitted_partitions`).
+The input is not repartitioned: the preparation's senders are groups of input partitions
+taken together on the worker that holds them (:func:`input_groups`), each group at most one
+task's budget, whose canonical edges stay there until the sort's exchange. A persisted input
+(a frame already on the workers) is used as it is, its partitions taken as futures. The
+number of sorted partitions to make is fitted to the workers and the budget
+(:func:`fitted_partitions`).
 
 An in-process run gives delayed :class:`~dtri.input.frames.EdgeArrays` partitions instead of a
 Dask DataFrame (:func:`dtri.input.frames.local_input`); the read stage computes them, in this
@@ -180,11 +181,12 @@ def split_rows(parts: list[EdgeArrays], pieces: int) -> list[EdgeArrays]:
 
 
 def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list[list[int]]:
-    """The input partitions grouped into the senders of the first exchange: by the worker
-    that holds them, so that grouping moves nothing, in index order, each group at most
-    ``limit`` rows (what one task may hold). Fewer, larger senders keep the vertex merge
-    cheap: each sender's distinct ids overlap the others' almost entirely on skewed graphs,
-    so merging them costs about one vertex set per sender."""
+    """The input partitions grouped into the senders of the preparation: by the worker that
+    holds them, so that grouping moves nothing, in index order, each group at most ``limit``
+    rows (what one task may hold). Fewer, larger senders keep the vertex merge cheap (each
+    sender's distinct ids overlap the others' almost entirely on skewed graphs, so merging
+    them costs about one vertex set per sender), and merge more of an edge's copies where
+    they are read, before the sort's exchange."""
     by_holder: dict[str | None, list[int]] = {}
     for p, holder in enumerate(holders):
         by_holder.setdefault(holder, []).append(p)

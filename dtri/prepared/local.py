@@ -19,12 +19,11 @@ from dtri.input.edges import EdgeArrays
 from dtri.kernels.bins import MAX_KEY_BITS
 from dtri.kernels.canonicalize import (
     MARKS_BYTES_PER_ID,
+    canonical_keys,
     dense_range,
     id_columns,
     ids_by_rank,
     partition_vertices,
-    split_edge_keys,
-    unique_edge_keys,
     vertex_count,
 )
 from dtri.kernels.csr import CSR, from_keys
@@ -84,7 +83,7 @@ def prepare_partition(frame: Any, orientation: str, limit: int | None = None,
         return fused
     vertices = partition_vertices(frame)
     n = vertex_count(vertices)
-    keys = unique_edge_keys(split_edge_keys(frame, vertices, 1)[0])
+    keys = canonical_keys(frame, vertices)
     degree = degree_counts(keys, n)
     oriented, order, orientation, reason = orient_whole(keys, degree, n, orientation, limit,
                                                         epsilon)

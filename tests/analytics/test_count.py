@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
@@ -115,7 +116,7 @@ def test_a_count_on_workers_reports_the_bytes_each_stage_moved(dask_client, back
     addresses = set(dask_client.scheduler_info(n_workers=-1)["workers"])
     prefixes = set(dask_client.run_on_scheduler(
         lambda dask_scheduler: list(dask_scheduler.task_prefixes)))
-    assert sum(moved["canonicalize"].values()) > 0  # an exchange: half the pieces move
+    assert sum(moved["canonicalize"].values()) > 0  # the vertex set, to the other's senders
     for stage, received in moved.items():
         assert stage == "read" or f"dtri-{stage}" in prefixes, stage
         assert set(received) <= addresses and all(value > 0 for value in received.values())
@@ -126,6 +127,22 @@ def test_a_count_on_workers_reports_the_bytes_each_stage_moved(dask_client, back
     assert result.protocol == "tcp" and result.protocol_note is None
     alone = dtri.count(edges, scheduler="synchronous", backend="cpu")
     assert alone.moved_bytes is None and alone.link_bandwidth is None
+
+
+def test_the_canonicalize_stage_moves_vertex_sets_not_edges(dask_client, backend):
+    """Each sender makes its edges unique where it read them: the canonicalize stage moves
+    only the vertex set between the workers, and the edges cross once, in the sort."""
+    rows = 200_000
+    edges = np.random.default_rng(13).integers(0, 20_000, size=(rows, 2))
+    frame = dask_client.persist(dd.from_pandas(
+        pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}), npartitions=8))
+    result = dtri.count(frame, backend=backend, npartitions=4)
+    assert result.triangles == networkx_triangles(edges)
+    assert "degree" in result.seconds  # senders on both workers
+    moved = {stage: sum(received.values()) for stage, received in result.moved_bytes.items()}
+    edge_bytes = 16 * rows
+    assert moved["canonicalize"] < edge_bytes // 50, moved
+    assert moved["sort"] > edge_bytes // 8, moved  # a fourth of the keys at least
 
 
 def test_task_names_show_the_stages(dask_client, backend):

@@ -13,7 +13,14 @@ from dtri.kernels.bins import bin_shift, radix_split
 from dtri.kernels.dispatch import array_module, column_to_array, to_host
 from dtri.kernels.join import count_closed
 from dtri.kernels.wedges import closure_keys, count_wedges
-from tests.oracles import check_analytics, messy_graphs, networkx_triangles
+from tests.oracles import (
+    check_analytics,
+    check_vertex_results,
+    edge_copies_in_every_partition,
+    messy_graphs,
+    networkx_graph,
+    networkx_triangles,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -350,6 +357,23 @@ def test_gpu_analytics_on_a_local_cuda_cluster(staging):
     options = {"rmm_pool_size": "512MiB"} if staging == "host" else {}
     check_analytics(edges, backend="gpu", workers=1, npartitions=2, memory_budget="256KiB",
                     **options)
+
+
+@pytest.mark.parametrize("staging", ["device", "host"])
+def test_gpu_edges_held_by_several_senders_meet_once_in_the_sort(staging):
+    """Every edge in every input partition, several senders each making its copy unique on
+    the GPU (the fused keys where they apply): the sort keeps each edge once, and the degree
+    counted again from the sorted partitions is exact."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frames = edge_copies_in_every_partition()
+    graph = networkx_graph(np.concatenate([f.to_numpy() for f in frames]))
+    frame = dd.from_pandas(pd.concat(frames, ignore_index=True), npartitions=4, sort=False)
+    with dtri.prepare(frame, backend="gpu", scheduler="synchronous", npartitions=2,
+                      memory_budget="64KiB", staging=staging) as prepared:
+        assert "degree" in prepared.seconds  # several senders
+        check_vertex_results(prepared, graph)
 
 
 def test_gpu_per_vertex_results_are_cudf_on_the_device_and_pandas_under_host_staging():

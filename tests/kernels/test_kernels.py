@@ -16,7 +16,7 @@ from dtri.kernels.bins import (
     key_bits,
     pack_edges,
     radix_split,
-    split_by_hash,
+    split_by_bounds,
     unpack_keys,
 )
 from dtri.kernels.canonicalize import (
@@ -84,7 +84,8 @@ def test_split_pieces_own_their_memory():
     """A piece that is a view would keep its whole batch alive after being spilled, while
     Dask counts only the piece (the capped GPU run ran its pool out that way)."""
     keys = np.arange(1000, dtype=np.int64) * 7919 % 1024
-    for pieces in (split_by_hash(keys, 4), radix_split(keys, bin_shift(5, 8), 8)):
+    for pieces in (split_by_bounds(keys, keys, [0, 256, 512, 768, 1024]),
+                   radix_split(keys, bin_shift(5, 8), 8)):
         assert len(pieces) > 1
         for piece in pieces.values():
             assert piece.base is None and piece.flags.owndata

@@ -19,9 +19,8 @@ import dtri
 from dtri.errors import ConfigurationError
 from dtri.kernels.bins import checked_key_bits, unpack_keys
 from dtri.kernels.canonicalize import (
+    canonical_keys,
     partition_vertices,
-    split_edge_keys,
-    unique_edge_keys,
     vertex_count,
     vertex_ids,
 )
@@ -46,7 +45,7 @@ def canonical(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     them."""
     frame = pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
     vertices = partition_vertices(frame)
-    keys = unique_edge_keys(split_edge_keys(frame, vertices, 1)[0])
+    keys = canonical_keys(frame, vertices)
     return keys, vertices, vertex_count(vertices)
 
 
@@ -149,6 +148,31 @@ def test_the_peeling_matches_plain_python_and_bounds_every_out_list(pairs, epsil
     assert (out_degrees(keys, rank, n) <= state.remaining).all()  # the per-vertex bound
     order = rank_and_order(degree, "adirection", state)[1]
     assert (rank[order] == np.arange(n)).all()
+
+
+@given(pairs=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=250),
+       senders=st.lists(st.integers(0, 3), max_size=250),
+       epsilon=st.sampled_from([0.0, 0.25, 1.0]))
+@settings(max_examples=100, deadline=None)
+def test_peeling_the_senders_copies_of_an_edge_keeps_every_out_list_bound(pairs, senders,
+                                                                        epsilon):
+    """The distributed preparation peels the senders' keys before the sort merges an edge's
+    copies (:func:`dtri.prepared.distributed.peel_partitions`): a vertex's remaining degree
+    counts each copy, so its distinct out-neighbours, the out-list the ranks give it, are
+    still at most its remaining degree when peeled."""
+    edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    held = np.resize(np.array(senders or [0], dtype=np.int64), len(edges))
+    frame = pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
+    vertices = partition_vertices(frame)
+    n = vertex_count(vertices)
+    copies = np.concatenate([np.zeros(0, np.int64)] + [
+        canonical_keys(frame[held == s], vertices) for s in range(4)])
+    keys = canonical_keys(frame, vertices)
+    state = peel_levels(copies, degree_counts(copies, n), n, epsilon)
+    assert state.alive == 0
+    rank = vertex_ranks(degree_counts(copies, n), "adirection", state)
+    assert sorted(rank.tolist()) == list(range(n))
+    assert (out_degrees(keys, rank, n) <= state.remaining).all()
 
 
 def test_the_epsilon_comes_from_the_dask_config():

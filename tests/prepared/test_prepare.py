@@ -37,7 +37,12 @@ from dtri.prepared.inputs import (
 )
 from dtri.prepared.local import prepare_partition
 from dtri.runtime.session import Runtime
-from tests.oracles import networkx_triangles
+from tests.oracles import (
+    check_vertex_results,
+    edge_copies_in_every_partition,
+    networkx_graph,
+    networkx_triangles,
+)
 
 
 @given(st.lists(st.integers(0, 99), max_size=200), st.integers(1, 6))
@@ -382,3 +387,25 @@ def test_count_triangles_refuses_an_estimate_or_a_plan(asked):
     with pytest.raises(ConfigurationError, match=r"exact count only.*dtri\.count"):
         dtri.count_triangles(triangle, scheduler="synchronous", **asked)
     assert dtri.count_triangles(triangle, scheduler="synchronous") == 1
+
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_an_edge_held_by_several_senders_is_counted_once(workers):
+    """Every edge is in every input partition, the partitions on different workers, so each
+    is made unique by several senders and its copies meet only in the sort's exchange: the
+    count, triangles and degree of every vertex and clustering equal NetworkX's."""
+    from distributed import Client, LocalCluster, wait
+
+    frames = edge_copies_in_every_partition()
+    graph = networkx_graph(np.concatenate([f.to_numpy() for f in frames]))
+    with (LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
+                       dashboard_address=":0") as cluster, Client(cluster) as client):
+        addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        parts = [client.scatter(frame, workers=[addresses[i % workers]])
+                 for i, frame in enumerate(frames)]
+        wait(parts)
+        frame = dd.from_delayed(parts, meta=frames[0].iloc[:0], verify_meta=False)
+        with dtri.prepare(frame, backend="cpu", npartitions=workers) as prepared:
+            assert "degree" in prepared.seconds  # the senders shared edges
+            check_vertex_results(prepared, graph)

@@ -159,7 +159,7 @@ def test_a_task_out_of_memory_is_one_line_naming_its_stage(monkeypatch, schedule
     else:
         from distributed import Client
 
-        monkeypatch.setattr("dtri.prepared.distributed.unique_edge_keys", exhausted)
+        monkeypatch.setattr("dtri.prepared.distributed.canonical_keys", exhausted)
         with Client(processes=False, n_workers=1, threads_per_worker=1,
                     dashboard_address=":0"), pytest.raises(MemoryError) as caught:
             dtri.count(dtri.input.generate.rmat(12, seed=0), backend="cpu", memory_budget="1MiB")

@@ -24,12 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # schema.py, one f
 from schema import command_line, emit, to_schema
 
 from dtri.input.generate import generated
-from dtri.kernels.canonicalize import (
-    partition_vertices,
-    split_edge_keys,
-    unique_edge_keys,
-    vertex_count,
-)
+from dtri.kernels.canonicalize import canonical_keys, partition_vertices, vertex_count
 from dtri.kernels.csr import from_keys
 from dtri.kernels.intersect import intersect
 from dtri.kernels.orient import degree_counts, orient_keys, rank_and_order
@@ -50,8 +45,7 @@ def prepare(spec: str, orientation: str) -> tuple[Any, dict[str, float]]:
     seconds: dict[str, float] = {}
     vertices = timed(seconds, "vertices", lambda: partition_vertices(frame))
     n = vertex_count(vertices)
-    keys = timed(seconds, "split", lambda: split_edge_keys(frame, vertices, 1)[0])
-    keys = timed(seconds, "unique", lambda: unique_edge_keys(keys))
+    keys = timed(seconds, "canonical_keys", lambda: canonical_keys(frame, vertices))
     degree = timed(seconds, "degree", lambda: degree_counts(keys, n))
     rank, _ = timed(seconds, "rank", lambda: rank_and_order(degree, orientation))
     oriented = timed(seconds, "orient", lambda: orient_keys(keys, rank, n))
