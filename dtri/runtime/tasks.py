@@ -176,12 +176,16 @@ class Tasks:
                     items: Sequence[Any], args: tuple, holders: Sequence[str | None],
                     key: str, fan_in: int = FAN_IN) -> Any:
         """``combine`` over ``func(item, *args)`` for every item (a vertex-wide sum or union),
-        as a tree: one leaf per item, or, where the staging folds per worker, one leaf per
+        as a tree: one leaf per item, placed on the worker holding it (``holders``: Dask
+        would otherwise move a partition to where a larger vertex-wide argument is), or, where
+        the staging folds per worker, one leaf per
         worker in ``holders`` (the worker holding each item) that folds its items on the
         device one at a time (:func:`dtri.runtime.staging.folded`)."""
-        if not self.staging.folds_per_worker:
-            leaves = [self.task(stage, func, item, *args, key=(key, i))
-                      for i, item in enumerate(items)]
+        if not self.staging.folds_per_worker:  # each leaf where its item is, not the args
+            leaves = []
+            for i, (item, holder) in enumerate(zip(items, holders, strict=True)):
+                with placed_on(holder) if holder else nullcontext():
+                    leaves.append(self.task(stage, func, item, *args, key=(key, i)))
             return self.tree(stage, combine, leaves, fan_in)
         by_holder: dict[str | None, list[int]] = {}
         for i, holder in enumerate(holders):
