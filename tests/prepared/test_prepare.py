@@ -30,9 +30,11 @@ from dtri.prepared.inputs import (
     BYTES_PER_EDGE_IN_FLIGHT,
     MIN_ROWS_PER_PARTITION,
     fitted_partitions,
+    held_partitions,
     input_groups,
     input_placement,
     persisted_partitions,
+    read_inputs,
     vertex_fan_in,
 )
 from dtri.prepared.local import prepare_partition
@@ -279,6 +281,7 @@ def test_input_placement_names_the_worker_of_each_persisted_partition():
         assert persisted_partitions(as_edge_frame(persisted, "cpu")) is not None
         # a frame made from it has its futures but other partitions: read as itself
         assert persisted_partitions(persisted[persisted.src % 3 != 0]) is None
+        assert held_partitions(persisted) is None  # futures, not values held in this process
 
 
 def test_an_input_is_read_in_blocks_one_per_worker_and_stays_persisted():
@@ -315,6 +318,80 @@ def test_a_frame_made_from_a_persisted_frame_is_counted_as_itself():
         assert dtri.count_triangles(persisted) == 2
         assert dtri.count_triangles(persisted[persisted.dst != 3]) == 1
         assert dtri.count_triangles(persisted[["src", "dst"]]) == 2
+
+
+def persisted_here(edges: np.ndarray, npartitions: int) -> dd.DataFrame:
+    """``edges`` as a Dask frame persisted in this process (by the synchronous scheduler):
+    its graph holds its partitions' values."""
+    frame = dd.from_pandas(pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}),
+                           npartitions=npartitions, sort=False)
+    (persisted,) = dask.persist(frame.optimize(), scheduler="synchronous")
+    return persisted
+
+
+def spied_dask_runs(monkeypatch) -> list[str]:
+    """The names of Dask's ``persist`` and ``compute`` as they are called from now on."""
+    calls: list[str] = []
+    for name in ("persist", "compute"):
+        real = getattr(dask, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(dask, name, spy)
+    return calls
+
+
+def test_a_frame_persisted_in_this_process_is_read_in_process_as_it_is(monkeypatch):
+    """Persisting it again named the copy by hashing every byte of its partitions (0.29 s of
+    R-MAT 21); the read stage now takes the values its graph holds, running no Dask."""
+    from dtri.options import Options
+    from dtri.runtime.session import open_runtime
+
+    edges = np.random.default_rng(5).integers(0, 60, size=(600, 2))
+    persisted = persisted_here(edges, 4)
+    layer, keys = persisted.expr.operand("layer"), persisted.expr.operand("keys")
+    assert held_partitions(persisted) == [layer[key] for key in keys]
+    assert held_partitions(persisted.optimize()) is not None  # lowering keeps it as it is
+    assert held_partitions(as_edge_frame(persisted, "cpu")) is not None
+    frame = dd.from_pandas(pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}),
+                           npartitions=4)
+    assert held_partitions(frame) is None  # not persisted
+    assert held_partitions(persisted[persisted.src % 3 != 0]) is None  # made from it
+    with open_runtime(Options(backend="cpu", scheduler="synchronous")) as runtime:
+        calls = spied_dask_runs(monkeypatch)
+        timer = runtime.timer()
+        inputs = read_inputs(persisted, runtime, runtime.tasks(), timer,
+                             runtime.budget.per_task)
+        assert calls == []  # no second persist, no task computed
+        assert all(part is layer[key]
+                   for part, key in zip(inputs.partitions, keys, strict=True))
+        assert inputs.rows == [len(layer[key]) for key in keys]
+        assert inputs.frame is persisted and "read" in timer.seconds
+    with open_runtime(Options(backend="cpu", scheduler="threads")) as runtime:
+        calls = spied_dask_runs(monkeypatch)
+        inputs = read_inputs(persisted, runtime, runtime.tasks(), runtime.timer(),
+                             runtime.budget.per_task)
+        assert "persist" not in calls  # the threads scheduler: its partitions, delayed
+        assert all(dask.is_dask_collection(part) for part in inputs.partitions)
+        assert inputs.rows == [len(layer[key]) for key in keys]
+
+
+@pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
+def test_a_frame_persisted_in_this_process_counts_exactly_in_process(monkeypatch, scheduler):
+    edges = np.random.default_rng(11).integers(0, 80, size=(900, 2))
+    persisted = persisted_here(edges, 3)
+    calls = spied_dask_runs(monkeypatch)
+    result = dtri.count(persisted, backend="cpu", scheduler=scheduler)
+    assert result.triangles == networkx_triangles(edges)
+    assert result.workers == 1 and "read" in result.seconds
+    if scheduler == "synchronous":
+        assert "persist" not in calls  # the input as it is: nothing persisted again
+    kept = persisted[persisted.src % 4 != 1]  # made from it: read through Dask, as before
+    filtered = edges[edges[:, 0] % 4 != 1]
+    assert dtri.count_triangles(kept, backend="cpu", scheduler=scheduler) == \
+        networkx_triangles(filtered)
 
 
 def test_add_counts_keeps_the_widest_dtype_whichever_partition_comes_first():
