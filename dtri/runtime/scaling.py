@@ -32,13 +32,13 @@ SECONDS_PER_ROW = "dtri.scaling-seconds-per-row"
 R-MAT 22, 24, 25 and 26 from its memory at 2.8, 1.7, 2.4 and 2.2 ns an input row
 (examples/benchmarks/results/multi-gpu-h200x2.jsonl)."""
 BYTES_PER_ROW = "dtri.scaling-bytes-per-row"
-"""``dask.config`` key: ``b``. Its default (``dtri/dtri.yaml``): the busiest of two workers
-received 8.5-9.5 bytes an input row of R-MAT 20-26 (the preparation's exchanges and the count's
-bins, ``moved_bytes`` in examples/benchmarks/results/multi-gpu-h200x2.jsonl): 18 at ``(p - 1) /
-p = 1/2``. Of four, it received 8.2 on R-MAT 26 (multi-gpu-h200x4.jsonl), where the model says
-13.5: the count's bins do not shrink with ``p`` and the preparation's do, so the model
-overstates the bytes of more than two workers and keeps fewer GPUs than it could over a slow
-link."""
+"""``dask.config`` key: ``b``. Its default (``dtri/dtri.yaml``): with the preparation exchanging
+edges once, the busiest of two H100 workers received 6.3 and 6.4 bytes an input row of R-MAT 25
+and 26 (the sort's exchange, the vertex-wide sums and the count's bin; ``moved_bytes`` in
+examples/benchmarks/results/multi-gpu-once-h100x2.jsonl, against 8.1 and 8.2 with two
+exchanges): 13 at ``(p - 1) / p = 1/2``. The count's bin does not shrink with ``p`` and the
+preparation's exchanges do, so the model may overstate the bytes of more than two workers
+and keep fewer GPUs than it could over a slow link."""
 OVERHEAD_SECONDS = "dtri.scaling-overhead-seconds"
 """``dask.config`` key: ``o``. Its default (``dtri/dtri.yaml``): two H200 over UCX took
 0.12-0.24 s longer than half of one H200's time plus their transfers on R-MAT 22-26

@@ -395,6 +395,22 @@ PRESETS: dict[str, Preset] = {
         "the earlier multi-gpu files time every allocation as a cudaMalloc); R-MAT 27 does "
         "not fit one H100, and over TCP --workers auto kept one GPU for it, which ran out of "
         "memory (no line; 889a900 takes enough GPUs to hold it)"),
+    "multi-gpu-once-h100x2": Preset(
+        "the preparation exchanging edges once against 7d4929d (two exchanges), alternated "
+        "on one host, over UCX and TCP, and --workers auto over TCP against one GPU",
+        "one host with 2 NVIDIA H100 (80 GB)", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
+                   "ucx", "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:27", "--workers", "2", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:20", "rmat:22", "rmat:24", "rmat:26", "--workers",
+                   "1,auto", "--protocols", "tcp", "--decompositions", "1d", "--repeat", "2",
+                   "--out", "{out}"),
+            script("multi_gpu.py", "rmat:26", "--workers", "2", "--protocols", "tcp",
+                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}")),
+        "issue 39, at 196d448 (the lines' commit); the 7d4929d lines ran the first and the "
+        "last command from a copy of that commit's tree on the same host, between the "
+        "196d448 runs (kind nvidia-h100-x2: the 4-GPU kind was not lent then)"),
     "saved-graph-h100": Preset(
         "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
         "counting a saved R-MAT 26 against its raw Parquet files", "one NVIDIA H100 (80 GB)", (
