@@ -197,8 +197,11 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
         work = tasks.task("orient", wedge_work, out_degree, key=("work",))
     bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
     (bounds,) = timer.submit("orient", bounds)
-    splits = [tasks.task("sort", oriented_split, k, rank, bounds, n, key=("split", p))
-              for p, k in enumerate(keys.parts)]
+    splits = []  # each where its keys are (not where the vertex-wide ranks are)
+    for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True)):
+        with placed_on(holder) if holder else nullcontext():
+            splits.append(tasks.task("sort", oriented_split, k, rank, bounds, n,
+                                     key=("split", p)))
     overlapping = keys.overlapping
     del keys
     sorted_parts = list(timer.submit("sort", *tasks.exchange(
