@@ -265,6 +265,7 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     click.echo(f"bins           {result.bins}   batches {result.batches}   "
                f"partitions {result.partitions}")
     click.echo(f"decomposition  {_decomposition_line(result.plan['decomposition'])}")
+    _print_prepare_moves(result.plan.get("moved_prepare"))
     click.echo(f"backend        {result.backend} ({result.workers} workers, memory budget "
                f"{format_bytes(result.memory_budget)}/worker, {result.orientation} orientation, "
                f"{result.order} order)")
@@ -387,6 +388,15 @@ def _decomposition_line(spread: dict[str, Any]) -> str:
     return line
 
 
+def _print_prepare_moves(predicted: dict[str, int] | None) -> None:
+    """The bytes the busiest worker is predicted to receive in each preparation stage (the
+    plan's ``moved_prepare``), where something is predicted to move."""
+    if not predicted or not any(predicted.values()):
+        return
+    click.echo("prepare moves  busiest worker receives " + "  ".join(
+        f"{stage} {format_bytes(value)}" for stage, value in predicted.items() if value))
+
+
 MOVED_STAGES_SHOWN = 3
 """Stages named in the text line of the bytes moved between workers (the most first)."""
 
@@ -442,6 +452,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
     click.echo(f"orientation    {choices['orientation']} ({choices['orientation_reason']})")
     click.echo(f"order          {choices['order']} ({choices['order_reason']})")
     click.echo(f"decomposition  {_decomposition_line(plan['decomposition'])}")
+    _print_prepare_moves(plan.get("moved_prepare"))
     if choices.get("longest_list") is not None:
         click.echo(f"lists          longest {choices['longest_list']}   hash tables up to "
                    f"{choices['hash_max_members']} members   wedges/edge "

@@ -177,6 +177,7 @@ def count(graph: PreparedGraph, *, explain: bool = False) -> CountResult:
         memory_budget=plan.memory_budget, decomposition=spread.kind, seconds=seconds,
         plan={**plan.to_dict(), "choices": graph.choices(),
               "placement": graph.runtime.reason, "decomposition": spread.to_dict(),
+              "moved_prepare": graph.predicted_moves(),
               "host_memory": (graph.runtime.host_plan.to_dict()
                               if graph.runtime.host_plan else None),
               "workers_choice": (graph.runtime.workers_choice.to_dict()

@@ -56,6 +56,7 @@ from dtri.prepared.local import (
     prepare_inputs,
     prepare_inputs_on_host,
 )
+from dtri.prepared.moved import PreparationShape, moved_prepare
 from dtri.prepared.order import choose_order, order_partitions
 from dtri.prepared.saved import (
     EDGES_FOLDER,
@@ -96,6 +97,8 @@ class PreparedFacts(NamedTuple):
     orientation: str
     reason: str
     """One line on why that orientation."""
+    largest_id: int = -1
+    """The largest input vertex id (what the bytes model's vertex sets cost)."""
 
 
 class ReleasedGraphError(DtriError):
@@ -159,6 +162,10 @@ class PreparedGraph:
     """The stages this run skipped, found finished in its checkpoint: per stage the
     ``seconds`` they took when they ran (what skipping them saved), and for a stage partly
     done the ``tasks`` reused ``of`` all (:attr:`dtri.analytics.count.CountResult.resumed`)."""
+    shape: PreparationShape | None = None
+    """What the preparation's bytes model needs of its run (:mod:`dtri.prepared.moved`);
+    ``None`` where it is not modelled (a saved graph, a subgraph, the ``adirection``
+    orientation's peeling)."""
     released: bool = False
     task_budget: int = field(init=False, repr=False)
     """Bytes one task may plan for: the runtime's, resolved once when it opened
@@ -208,6 +215,13 @@ class PreparedGraph:
                 "longest_list": longest_list(self.summaries),
                 "hash_max_members": hash_max_members(False),
                 "wedges_per_edge": self.wedges / self.edges if self.edges else 0.0}
+
+    def predicted_moves(self) -> dict[str, int]:
+        """Per preparation stage, the bytes the busiest worker is predicted to receive
+        (:func:`dtri.prepared.moved.moved_prepare`); empty where not modelled."""
+        if self.shape is None:
+            return {}
+        return moved_prepare(self.shape, [s.edges for s in self.summaries], self.vertices)
 
     def memory(self) -> MeasuredMemory:
         """The peak memory of each stage run for this graph so far (its preparation and the
@@ -502,6 +516,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     read = {"partitions": len(inputs.rows), "rows": sum(inputs.rows),
             "largest_rows": max(inputs.rows, default=0)}
     parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
+    senders: list[list[int]] = [[p] for p in range(len(inputs.rows))]  # the one task's
     if options.npartitions is None:
         check_exchange_tasks(sum(inputs.rows), parts, runtime.threads_per_worker)
     if max(inputs.rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
@@ -533,11 +548,15 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         # edge do not count: R-MAT 28 under a 16 GiB pool canonicalized in 132 s from senders
         # of four partitions, 63 s from one each
         limit = 1 if staging.on_host else task_budget // BYTES_PER_EDGE_IN_FLIGHT
-        groups = input_groups(inputs.rows, inputs.holders, limit)
+        groups = senders = input_groups(inputs.rows, inputs.holders, limit)
         # auto: degree, then the sorted partitions' longest list decides (below)
         prepared = prepare_partitions(
             inputs, groups, parts, "degree" if orientation == "auto" else orientation, tasks,
             timer, work_model, fan_in, epsilon)
+    # what the bytes model needs of the senders: their rows and the worker holding each
+    sender_rows = tuple(sum(inputs.rows[p] for p in group) for group in senders)
+    sender_holders = tuple(tasks.workers.index(holder) if holder in tasks.workers else -1
+                           for holder in (inputs.holders[group[0]] for group in senders))
     # let go of the input before the first wait: each input partition is then freed as soon as
     # the canonicalize stage has read it, not held through the preparation
     del inputs
@@ -547,12 +566,14 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         which waits for every stage before it)."""
         summary_tasks = [tasks.task("plan", stored_summary, part, key=(p,))
                          for p, part in enumerate(prepared.parts)]
-        vertices, summaries, bounds, orientation, reason = timer.compute(
+        largest = tasks.task("plan", largest_input_id, prepared.ids, key=("largest",),
+                             on_host=True)
+        vertices, summaries, bounds, orientation, reason, largest = timer.compute(
             "plan", prepared.vertices, summary_tasks, prepared.bounds, prepared.orientation,
-            prepared.reason)
+            prepared.reason, largest)
         return PreparedFacts(int(vertices), [PartitionSummary(*s) for s in summaries],
                              [0, int(vertices)] if bounds is None else list(bounds),
-                             orientation, reason)
+                             orientation, reason, int(largest))
 
     facts = summarised(prepared)
     if parts > 1 and list_limit is not None:  # auto: the longest list decides
@@ -565,6 +586,9 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         facts = facts._replace(reason=orientation_reason(facts.orientation, longest,
                                                          list_limit, prepared.rounds))
     partitions, ids, degree = prepared.parts, prepared.ids, prepared.degree
+    shape = None if facts.orientation == "adirection" else PreparationShape(
+        len(tasks.workers), sender_rows, sender_holders, fan_in, staging.folds_per_worker,
+        "wedges" if options.join == "wedges" else "intersect", facts.largest_id, parts == 1)
     del prepared
     summaries, bounds, vertices = facts.summaries, facts.bounds, facts.vertices
     check_whole_adjacency(summaries)
@@ -580,7 +604,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                          orientation=facts.orientation, orientation_reason=facts.reason,
                          order=order,
                          order_reason=order_reason, seconds=seconds, read=read,
-                         measured=runtime.stage_peaks(), moved=runtime.moves())
+                         measured=runtime.stage_peaks(), moved=runtime.moves(), shape=shape)
 
 
 def open_saved(path: str, runtime: Runtime, options: Options,
@@ -658,6 +682,11 @@ def saved_metadata(path: str, options: Options) -> dict[str, Any]:
         raise SavedGraphError(f"{path}: a saved graph {what}; {name} {given!r} would prepare "
                               "the input again: give the input itself, or leave the option out")
     return metadata
+
+
+def largest_input_id(ids: Any) -> int:
+    """The largest input vertex id of a graph's ids by rank (-1 for none)."""
+    return int(ids.max()) if ids.shape[0] else -1
 
 
 def check_whole_adjacency(summaries: list[PartitionSummary]) -> None:

@@ -17,7 +17,8 @@ JSON line per (graph, protocol, workers, decomposition), in the schema of ``sche
 dtri's; ``peers`` holds the one-worker run of the same protocol and decomposition made in
 this process on the same edges (its ``efficiency`` is t1 / (workers x t)); ``detail`` the
 workers' measured bytes (``moved_bytes``: per stage, per worker; ``busiest_moved_bytes``),
-the planner's prediction, and the cluster.
+the planner's prediction (``predicted_moved_bytes``: the busiest worker's bytes per stage
+under ``1d`` and ``2d``, and the preparation's, ``prepare``), and the cluster.
 """
 
 from __future__ import annotations
@@ -171,8 +172,9 @@ def main() -> None:
                                "workers_choice": result.plan.get("workers_choice"),
                                "devices": devices, "decomposition": result.decomposition,
                                "grid_side": spread["side"], "reason": spread["reason"],
-                               "predicted_moved_bytes": {"1d": spread["moved_1d"],
-                                                         "2d": spread["moved_2d"]},
+                               "predicted_moved_bytes": {
+                                   "1d": spread["moved_1d"], "2d": spread["moved_2d"],
+                                   "prepare": result.plan.get("moved_prepare", {})},
                                "moved_bytes": moved,
                                "busiest_moved_bytes": None if moved is None
                                else most_to_one_worker(moved),
