@@ -11,16 +11,13 @@ The preparation (:mod:`dtri.prepared.distributed`) moves two kinds of data betwe
 
 :func:`moved_prepare` replays the stages' tasks on a model of the workers and adds up, per
 stage, what each worker receives; it returns the most one worker receives in each stage, as
-:func:`dtri.analytics.cannon.moved_1d` does for the count's. A tree's task is taken to run
-where most of its inputs' bytes are (Dask's rule); where workers tie, on the one holding the
-fewest bytes of the vertex-wide arrays placed so far (Dask's next rule is the bytes a worker
-holds), then the first. Dask's ties also weigh what the model does not see (how busy each
-worker is, the keys it holds), so on several workers two roots of one stage may land together
-or apart: the model is exact in what crosses and how often, and an estimate in who receives
-it. It takes every task to run where it is placed; with several senders on a worker, Dask
-may run a sender's tree leaf or the sort's split of its keys (placed nowhere) on another,
-idle worker, which then receives the sender's data too (R-MAT 18 on 2 CPU workers, 4
-senders each: the sort's busiest worker received 12.9-17.0 MB against 8.4 MB predicted).
+:func:`dtri.analytics.cannon.moved_1d` does for the count's. A tree's task runs where most of
+its inputs are, the first of them on a tie: the rule by which
+:meth:`dtri.runtime.tasks.Tasks.tree` places it
+(:func:`dtri.runtime.tasks.gathering_worker`), so the model knows who receives each sum.
+Each tree leaf and each split of the sort runs where its sender's keys are (they are placed
+there); a single task's place (the one-task path) is taken to be where most of its input
+bytes are, Dask's rule, then the fewest bytes held.
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dtri.kernels.canonicalize import MARKS_BYTES_PER_ID, dense_range
+from dtri.runtime.tasks import gathering_worker
 
 BYTES_PER_VERTEX = 8
 """A vertex-wide count, rank, out-degree or work: int64 (the fused join's work: float64)."""
@@ -103,7 +101,8 @@ class Flow:
             placed = []
             for i in range(0, max(len(items), 1), fan_in):
                 group = items[i: i + fan_in]
-                worker = self.place(group)
+                worker = gathering_worker([source for source, _ in group])
+                assert worker is not None  # every leaf has its worker
                 for source, nbytes in group:
                     if source != worker:
                         self.receive(stage, worker, nbytes)

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from operator import getitem
-from typing import Any
+from typing import Any, TypeVar
 
 import dask
 from dask.base import tokenize
@@ -42,6 +42,8 @@ from dtri.runtime.timer import out_of_memory
 
 FAN_IN = 32
 """Inputs per task of a reduction tree."""
+Place = TypeVar("Place", bound=Hashable)
+"""A worker as a tree's placement knows it: an address, or a worker's number in a model."""
 EAGER_TOKEN = "0" * 32
 """The token in an eager task's name: its stage is read from the name as from any task's
 (:func:`dtri.runtime.stages.stage_of`), and nothing is hashed to make it."""
@@ -111,14 +113,25 @@ class Tasks:
         return dd.from_delayed(list(values), meta=meta, verify_meta=False)
 
     def tree(self, stage: str, func: Callable[..., Any], items: Sequence[Any],
-             fan_in: int = FAN_IN, on_host: bool = False) -> Any:
+             fan_in: int = FAN_IN, on_host: bool = False,
+             places: Sequence[str | None] | None = None) -> Any:
         """``func`` applied over ``items`` as a tree of fan-in ``fan_in``; ``func`` must
-        combine any number of its own results (a sum, a union)."""
+        combine any number of its own results (a sum, a union). With ``places`` (the worker
+        holding each item), each task runs where most of its inputs are, the first of them on
+        a tie (:func:`gathering_worker`): where a vertex-wide sum lands is then decided here,
+        the same way every run, rather than by Dask's tie-breaks, and the bytes model of the
+        preparation (:mod:`dtri.prepared.moved`) follows the same rule."""
         level, items = 0, list(items)
+        where: list[str | None] = list(places) if places is not None else [None] * len(items)
         while len(items) > 1 or level == 0:
-            items = [self.task(stage, func, *items[i: i + fan_in], key=(level, i),
-                               on_host=on_host)
-                     for i in range(0, max(len(items), 1), fan_in)]
+            built, built_where = [], []
+            for i in range(0, max(len(items), 1), fan_in):
+                worker = gathering_worker(where[i: i + fan_in])
+                with placed_on(worker) if worker else nullcontext():
+                    built.append(self.task(stage, func, *items[i: i + fan_in],
+                                           key=(level, i), on_host=on_host))
+                built_where.append(worker)
+            items, where = built, built_where
             level += 1
         return items[0]
 
@@ -186,7 +199,7 @@ class Tasks:
             for i, (item, holder) in enumerate(zip(items, holders, strict=True)):
                 with placed_on(holder) if holder else nullcontext():
                     leaves.append(self.task(stage, func, item, *args, key=(key, i)))
-            return self.tree(stage, combine, leaves, fan_in)
+            return self.tree(stage, combine, leaves, fan_in, places=holders)
         by_holder: dict[str | None, list[int]] = {}
         for i, holder in enumerate(holders):
             by_holder.setdefault(holder, []).append(i)
@@ -196,7 +209,15 @@ class Tasks:
                 leaves.append(self.task(stage, folded, self.staging, combine, func, args,
                                         *(items[i] for i in members), key=(key, "owner", w),
                                         on_host=True))
-        return self.tree(stage, combine, leaves, fan_in)
+        return self.tree(stage, combine, leaves, fan_in, places=list(by_holder))
+
+
+def gathering_worker(places: Sequence[Place | None]) -> Place | None:
+    """Where a task whose inputs are held at ``places`` runs: the worker holding most of
+    them, the first of those on a tie; ``None`` where no place is known."""
+    known = [place for place in places if place is not None]
+    return max(known, key=lambda place: (known.count(place), -known.index(place)),
+               default=None)
 
 
 class EagerValues(Mapping):
