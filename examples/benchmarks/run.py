@@ -411,6 +411,13 @@ PRESETS: dict[str, Preset] = {
         "issue 39, at 196d448 (the lines' commit); the 7d4929d lines ran the first and the "
         "last command from a copy of that commit's tree on the same host, between the "
         "196d448 runs (kind nvidia-h100-x2: the 4-GPU kind was not lent then)"),
+    "worker-malloc-cpu-2core": Preset(
+        "a count on a local CPU cluster whose workers keep glibc's adaptive malloc against "
+        "Dask's MALLOC_TRIM_THRESHOLD_=65536, alternated", CPU, (
+            script("worker_malloc.py", "rmat:20", "--workers", "2", "--repeat", "2",
+                   "--out", "{out}"),),
+        "at cc7bb75 (with the dtri.adaptive-malloc change not yet committed: the key existed "
+        "and each run set it), on this project's 2-core machine, quiet"),
     "saved-graph-h100": Preset(
         "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
         "counting a saved R-MAT 26 against its raw Parquet files", "one NVIDIA H100 (80 GB)", (

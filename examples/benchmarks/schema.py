@@ -82,6 +82,7 @@ BENCHMARKS = {
     "staged-triangles": "`dtri triangles -o DIR` under `staged_triangles.sh`: wall seconds",
     "transfer-probe": "one copy or transfer (the measurement lines)",
     "verify-shared": "every check of one graph against NetworkX",
+    "worker-malloc": "`dtri.count` on a local CPU cluster dtri starts: dtri's own total",
 }
 """What ``seconds`` is in each benchmark's lines (the index prints it)."""
 

@@ -195,6 +195,26 @@ def test_a_local_cluster_leaves_this_process_environment_as_it_was(monkeypatch):
     assert "OMP_NUM_THREADS" not in os.environ and os.environ["MKL_NUM_THREADS"] == "3"
 
 
+@pytest.mark.parametrize("memory_limit", [None, "2GiB"])
+def test_workers_without_a_host_limit_keep_glibc_s_adaptive_malloc(monkeypatch, memory_limit):
+    """Dask's MALLOC_TRIM_THRESHOLD_=65536 fixes glibc's mmap threshold (R-MAT 20's edges took
+    5x as long to generate in such a worker); dtri's workers keep it only where they spill by
+    their resident memory, under --memory-limit (dtri.adaptive-malloc)."""
+    import dask
+
+    from dtri.options import Options
+    from dtri.runtime.session import open_runtime
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with open_runtime(Options(backend="cpu", workers=2, memory_limit=memory_limit)) as session:
+        trims = set(session.client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values())
+    assert trims == ({None} if memory_limit is None else {"65536"})
+    with dask.config.set({"dtri.adaptive-malloc": False}), \
+            open_runtime(Options(backend="cpu", workers=1)) as session:
+        trims = set(session.client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values())
+    assert trims == {"65536"}  # Dask's own setting
+
+
 def test_slurm_gpu_job_script(slurm):
     script = _job_script(slurm, backend="gpu", nodes=2, gpus_per_node=4, cores=32,
                          memory="256GiB", partition="gpu", account="graphs",
