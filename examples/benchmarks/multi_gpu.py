@@ -180,6 +180,8 @@ def main() -> None:
                                else most_to_one_worker(moved),
                                "link_bandwidth": getattr(result, "link_bandwidth", None),
                                "edges": result.edges, "vertices": result.vertices,
+                               "partition_edges": [part["edges"] for part in
+                                                   result.plan["partitions"]],
                                "bins": result.bins, "asked_bins": args.bins,
                                "repeat": args.repeat}
                         emit(to_schema("multi-gpu", own, command=command_line()), args.out)
