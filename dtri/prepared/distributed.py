@@ -27,7 +27,6 @@ of remaining degrees over the senders' keys and one task that peels.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from operator import getitem
 from typing import Any, NamedTuple
 
@@ -130,7 +129,7 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     holders = [inputs.holders[group[0]] for group in groups]
     senders = []
     for g, (group, holder) in enumerate(zip(groups, holders, strict=True)):
-        with placed_on(holder) if holder else nullcontext():
+        with placed_on(holder):
             senders.append(tasks.task("canonicalize", concat_frames,
                                       *(inputs.partitions[p] for p in group), key=("inputs", g),
                                       on_host=True))
@@ -145,7 +144,7 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     n = tasks.task("vertices", vertex_count, vertices, key=("count",), on_host=True)
     keys = []
     for g, (sender, holder) in enumerate(zip(senders, holders, strict=True)):
-        with placed_on(holder) if holder else nullcontext():
+        with placed_on(holder):
             keys.append(tasks.task("canonicalize", canonical_keys, sender, vertices,
                                    key=("keys", g)))
     *keys, n = timer.submit("canonicalize", *keys, n)
@@ -199,7 +198,7 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     (bounds,) = timer.submit("orient", bounds)
     splits = []  # each where its keys are (not where the vertex-wide ranks are)
     for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True)):
-        with placed_on(holder) if holder else nullcontext():
+        with placed_on(holder):
             splits.append(tasks.task("sort", oriented_split, k, rank, bounds, n,
                                      key=("split", p)))
     overlapping = keys.overlapping

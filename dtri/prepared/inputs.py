@@ -16,7 +16,6 @@ process, and they go on as they are.
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dtri.input.edges import EdgeArrays
@@ -316,7 +315,7 @@ def input_rows(partitions: list[Any], holders: list[str | None], sizes: list[int
     counted = []
     for g, members in enumerate(groups):
         holder = holders[members[0]]
-        with placed_on(holder) if holder else nullcontext():
+        with placed_on(holder):
             counted.append(tasks.task("read", partition_lengths,
                                       *(partitions[p] for p in members), key=("rows", g),
                                       on_host=True))

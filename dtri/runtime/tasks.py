@@ -127,7 +127,7 @@ class Tasks:
             built, built_where = [], []
             for i in range(0, max(len(items), 1), fan_in):
                 worker = gathering_worker(where[i: i + fan_in])
-                with placed_on(worker) if worker else nullcontext():
+                with placed_on(worker):
                     built.append(self.task(stage, func, *items[i: i + fan_in],
                                            key=(level, i), on_host=on_host))
                 built_where.append(worker)
@@ -139,9 +139,7 @@ class Tasks:
         """Tasks built inside run on the owner of partition ``owner`` when it is alive (Dask
         may still move them: ``allow_other_workers``, so a lost worker's tasks run
         elsewhere)."""
-        if not self.workers:
-            return nullcontext()
-        return placed_on(self.workers[owner % len(self.workers)])
+        return placed_on(self.owner(owner))
 
     def owner(self, partition: int) -> str | None:
         """The worker that owns ``partition`` (``None`` without workers)."""
@@ -191,13 +189,12 @@ class Tasks:
         """``combine`` over ``func(item, *args)`` for every item (a vertex-wide sum or union),
         as a tree: one leaf per item, placed on the worker holding it (``holders``: Dask
         would otherwise move a partition to where a larger vertex-wide argument is), or, where
-        the staging folds per worker, one leaf per
-        worker in ``holders`` (the worker holding each item) that folds its items on the
-        device one at a time (:func:`dtri.runtime.staging.folded`)."""
+        the staging folds per worker, one leaf per worker in ``holders`` that folds its items
+        on the device one at a time (:func:`dtri.runtime.staging.folded`)."""
         if not self.staging.folds_per_worker:  # each leaf where its item is, not the args
             leaves = []
             for i, (item, holder) in enumerate(zip(items, holders, strict=True)):
-                with placed_on(holder) if holder else nullcontext():
+                with placed_on(holder):
                     leaves.append(self.task(stage, func, item, *args, key=(key, i)))
             return self.tree(stage, combine, leaves, fan_in, places=holders)
         by_holder: dict[str | None, list[int]] = {}
@@ -205,7 +202,7 @@ class Tasks:
             by_holder.setdefault(holder, []).append(i)
         leaves = []
         for w, (holder, members) in enumerate(by_holder.items()):
-            with placed_on(holder) if holder else nullcontext():
+            with placed_on(holder):
                 leaves.append(self.task(stage, folded, self.staging, combine, func, args,
                                         *(items[i] for i in members), key=(key, "owner", w),
                                         on_host=True))
@@ -242,6 +239,9 @@ class EagerValues(Mapping):
         return self.name
 
 
-def placed_on(worker: str) -> AbstractContextManager:
-    """Tasks built inside run on ``worker`` when it is alive (or elsewhere once it is not)."""
+def placed_on(worker: str | None) -> AbstractContextManager:
+    """Tasks built inside run on ``worker`` when it is alive (or elsewhere once it is not);
+    where Dask chooses when ``worker`` is ``None`` (not known: no cluster)."""
+    if worker is None:
+        return nullcontext()
     return dask.annotate(workers=[worker], allow_other_workers=True)
