@@ -17,7 +17,7 @@ its inputs are, the first of them on a tie: the rule by which
 (:func:`dtri.runtime.tasks.gathering_worker`), so the model knows who receives each sum.
 Each tree leaf and each split of the sort runs where its sender's keys are (they are placed
 there); a single task's place (the one-task path) is taken to be where most of its input
-bytes are, Dask's rule, then the fewest bytes held.
+bytes are, Dask's rule, then the first such worker.
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ BYTES_PER_VERTEX = 8
 """A vertex-wide count, rank, out-degree or work: int64 (the fused join's work: float64)."""
 BYTES_PER_KEY = 8
 """A packed edge key in the sort's pieces: int64."""
-BYTES_PER_TARGET = 4
-"""A target in a sorted partition: int32 (what its owner then holds)."""
 BYTES_PER_INPUT_ROW = 16
 """An input row: ``src`` and ``dst``, int64 each (the one-task path's inputs)."""
 PREPARE_STAGES = ("vertices", "canonicalize", "rank", "orient", "sort", "degree", "plan")
@@ -71,12 +69,10 @@ class PreparationShape:
 
 
 class Flow:
-    """Workers as the model sees them: what each received, per stage, and the bytes of the
-    vertex-wide arrays each holds (the tie-break of a tree's placement)."""
+    """Workers as the model sees them: what each received, per stage."""
 
     def __init__(self, workers: int):
         self.workers = workers
-        self.held = [0] * workers
         self.received: dict[str, list[int]] = {}
 
     def receive(self, stage: str, worker: int, nbytes: int) -> None:
@@ -84,18 +80,18 @@ class Flow:
 
     def place(self, inputs: Sequence[tuple[int, int]]) -> int:
         """The worker a task of ``inputs`` (worker, bytes) runs on: most input bytes there,
-        then the fewest bytes held, then the first."""
+        then the first."""
         local = [0] * self.workers
         for worker, nbytes in inputs:
             local[worker] += nbytes
-        return min(range(self.workers), key=lambda w: (-local[w], self.held[w], w))
+        return min(range(self.workers), key=lambda w: (-local[w], w))
 
     def tree(self, stage: str, leaves: Sequence[tuple[int, int]], out: int,
              fan_in: int) -> int:
         """A tree of fan-in ``fan_in`` over ``leaves`` (worker, bytes) whose every task makes
         ``out`` bytes (as :meth:`dtri.runtime.tasks.Tasks.tree` groups them: consecutive
         items, level by level); each task receives its inputs held elsewhere. Returns the
-        root's worker, which then holds ``out`` bytes."""
+        root's worker."""
         items, level = list(leaves), 0
         while len(items) > 1 or level == 0:
             placed = []
@@ -106,19 +102,15 @@ class Flow:
                 for source, nbytes in group:
                     if source != worker:
                         self.receive(stage, worker, nbytes)
-                        self.held[worker] += nbytes
                 placed.append((worker, out))
             items, level = placed, level + 1
-        root = items[0][0]
-        self.held[root] += out
-        return root
+        return items[0][0]
 
     def spread(self, stage: str, holder: int, nbytes: int, readers: set[int]) -> None:
         """An array of ``nbytes`` on ``holder`` read by tasks on ``readers``: one copy to each
-        reader that is not its holder, which then holds it."""
+        reader that is not its holder."""
         for worker in readers - {holder}:
             self.receive(stage, worker, nbytes)
-            self.held[worker] += nbytes
 
     def busiest(self) -> dict[str, int]:
         """Per stage, the most one worker received."""
@@ -188,10 +180,7 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
         shape.folds_per_worker
     readers = set(holders)
     per_sender = [(h, wide) for h in holders]
-    distinct, total_rows = sum(partition_edges), max(sum(rows), 1)
-    keys = [BYTES_PER_KEY * r * distinct // total_rows for r in rows]
-    for h, kept in zip(holders, keys, strict=True):  # each sender's keys, until the sort
-        flow.held[h] += kept
+    total_rows = max(sum(rows), 1)
 
     merged = vertex_set_bytes(shape.largest_id, sum(rows), n)
     sets = [(h, vertex_set_bytes(shape.largest_id, r, n)) for h, r in zip(holders, rows,
@@ -200,7 +189,6 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     flow.spread("canonicalize", where, merged, readers)
 
     ranked = flow.tree("rank", leaves_of(per_sender, folds), wide, fan_in)
-    flow.held[ranked] += 2 * wide  # the ids and degree by rank, beside the ranks
     if ranked not in readers and ranked != where:
         flow.spread("rank", where, merged, {ranked})
 
@@ -215,9 +203,6 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
         for h, r in zip(holders, rows, strict=True):
             if h != owner:  # its keys, r·m/R, times this partition's share, edges/m
                 flow.receive("sort", owner, BYTES_PER_KEY * r * edges // total_rows)
-        flow.held[owner] += BYTES_PER_TARGET * edges  # the sorted partition stays there
-    for h, kept in zip(holders, keys, strict=True):  # the senders' keys, let go
-        flow.held[h] -= kept
 
     if len(rows) > 1:
         owned = [(j % workers, wide) for j in range(len(partition_edges))]
