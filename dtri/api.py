@@ -57,7 +57,8 @@ class Session:
     the session is (``with``, or :meth:`close`). Without ``scheduler`` it uses the active
     ``distributed.Client``; failing that, it runs in this process, on the CPU or the current
     GPU (no worker processes, no Dask graph; :mod:`dtri.runtime.session`), unless ``workers``
-    or memory caps are given or the first input is too big for one task, and otherwise
+    or memory caps are given or the first input is too big for one task (on the GPU: for
+    the current GPU to hold whole), and otherwise
     starts a local cluster (one worker per GPU, or per core) and closes it with the
     session."""
 

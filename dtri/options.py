@@ -120,9 +120,9 @@ class Options:
     scheduler: str | None = _option(
         None, "cluster", "--scheduler", "Address of a running Dask scheduler (tcp://host:8786; "
         "also read from DASK_SCHEDULER_ADDRESS), or 'threads'/'synchronous'. Default: the "
-        "active distributed.Client; else on the CPU, when the input fits one task, this "
-        "process (synchronous, the kernels on every core); else a local cluster on this "
-        "machine's GPUs or cores.",
+        "active distributed.Client; else this process (synchronous), when the input fits "
+        "one task (on the CPU, the kernels on every core) or, on the GPU, when the current "
+        "GPU holds the whole graph; else a local cluster on this machine's GPUs or cores.",
         envvar="DASK_SCHEDULER_ADDRESS")
     scheduler_file: str | None = _option(
         None, "cluster", "--scheduler-file", "Scheduler file written by 'dask scheduler "

@@ -85,14 +85,19 @@ def predicted_seconds(rows: int, workers: int, bandwidth: float) -> float:
     return rows * seconds_per_row / workers + overhead + moved / bandwidth
 
 
+def resident_bytes(rows: int) -> int:
+    """Device bytes a graph of ``rows`` input rows needs while its results wait in GPU
+    memory (:data:`RESIDENT_BYTES_PER_ROW`)."""
+    return int(rows * float(dask.config.get(RESIDENT_BYTES_PER_ROW)))
+
+
 def fewest_holding(rows: int, available: int, device_memory: int | None) -> int:
     """The fewest of ``1 .. available`` workers whose GPUs, of ``device_memory`` bytes each,
     hold ``rows`` input rows in memory (:data:`RESIDENT_BYTES_PER_ROW`); 1 where the memory is
     not known (results that wait in host memory need no more)."""
     if not device_memory or device_memory <= 0:
         return 1
-    needed = rows * float(dask.config.get(RESIDENT_BYTES_PER_ROW))
-    return max(1, min(available, -(-int(needed) // int(device_memory))))
+    return max(1, min(available, -(-resident_bytes(rows) // int(device_memory))))
 
 
 def choose_workers(rows: int, available: int, bandwidth: float | None,
@@ -108,7 +113,7 @@ def choose_workers(rows: int, available: int, bandwidth: float | None,
                  for p in range(1, available + 1)}
     best = min((p for p in predicted if p >= least), key=lambda p: (predicted[p], p))
     shown = ", ".join(f"{p}: {seconds:.3g} s" for p, seconds in predicted.items())
-    resident = format_bytes(int(rows * float(dask.config.get(RESIDENT_BYTES_PER_ROW))))
+    resident = format_bytes(resident_bytes(rows))
     held = f"; it needs at least {least} to hold its {resident}" if least > 1 else ""
     reason = (f"--workers auto: {best} of {available} GPUs, predicted fastest for {rows} "
               f"input rows over a link of {format_bytes(int(bandwidth))}/s ({shown}){held}")

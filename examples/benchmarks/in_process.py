@@ -6,6 +6,7 @@ same process on the same edges.
     python examples/benchmarks/in_process.py nx --out F.jsonl G.txt.gz
     python examples/benchmarks/in_process.py joins --out F.jsonl examples/karate.txt G.txt.gz
     python examples/benchmarks/in_process.py sizes --out F.jsonl --scales 6-18
+    python examples/benchmarks/in_process.py placement --out F.jsonl --runs 2 rmat:24 rmat:26
 
 * ``cli``: ``dtri count --json PATH`` in a new process, per backend: the first process with
   empty kernel caches (``CUPY_CACHE_DIR`` and ``NUMBA_CACHE_DIR`` in a new directory: the
@@ -28,6 +29,10 @@ same process on the same edges.
 * ``sizes``: ``dtri.count`` of an R-MAT edge array in host memory (as a file is read) on the
   CPU and on the GPU, both in this process: where the GPU starts to win decides
   ``dtri.gpu-min-edges`` (``backend="auto"``).
+* ``placement``: ``dtri count --generate SPEC --backend gpu --json`` in a new process where
+  dtri places it (in this process when the current GPU holds the graph), against the same
+  command with ``--workers 1`` (a one-worker local cluster), alternated ``--runs`` times,
+  the best wall time of each (``peers.one-worker-cluster``).
 
 Every line has the one schema of ``schema.py``: ``benchmark``, ``graph``, ``device``,
 ``backend``, ``commit``, ``command``, ``seconds``, ``stage_seconds``, ``triangles``, ``peers``
@@ -107,6 +112,44 @@ def run_cli(paths: list[str], backends: list[str], runs: int, out: str | None) -
                                     else "filled", "run": run, "rc": done.returncode,
                                     "placement": result.get("placement"),
                                     "error": done.stderr.strip().splitlines()[-1:]}), out)
+
+
+# ------------------------------------------------------------------------------- placement
+
+def run_placement(graphs: list[str], runs: int, out: str | None) -> None:
+    """``dtri count --generate G --backend gpu --json`` in a new process as dtri places it
+    by default (in this process where the current GPU holds the graph), against the same
+    command with ``--workers 1`` (a one-worker local cluster), alternated ``runs`` times; the
+    best wall time of each."""
+    for graph in graphs:
+        command = ["dtri", "count", "--generate", graph, "--backend", "gpu", "--json"]
+        walls: dict[str, list[tuple[float, dict[str, Any]]]] = {"default": [], "cluster": []}
+        for _ in range(runs):
+            for name, extra in (("default", []), ("cluster", ["--workers", "1"])):
+                started = time.perf_counter()
+                done = subprocess.run([sys.executable, "-m", "dtri", *command[1:], *extra],
+                                      capture_output=True, text=True, check=False)
+                seconds = time.perf_counter() - started
+                if done.returncode != 0:
+                    raise SystemExit(f"{' '.join([*command, *extra])}: "
+                                     f"{done.stderr.strip()[-2000:]}")
+                walls[name].append((seconds, json.loads(done.stdout)))
+        (seconds, ours), (theirs_seconds, theirs) = (min(walls[name], key=lambda w: w[0])
+                                                     for name in ("default", "cluster"))
+        emit(record(benchmark="placement", graph=graph, backend="gpu",
+                    command=" ".join(command), seconds=round(seconds, 4),
+                    stage_seconds=ours.get("seconds"), triangles=ours.get("triangles"),
+                    peers={"one-worker-cluster": {
+                        "seconds": round(theirs_seconds, 4),
+                        "triangles": theirs.get("triangles"),
+                        "agrees": theirs.get("triangles") == ours.get("triangles"),
+                        "stage_seconds": theirs.get("seconds"),
+                        "command": " ".join([*command, "--workers", "1"])}},
+                    detail={"placement": ours.get("placement"),
+                            "peer_placement": theirs.get("placement"), "runs": runs,
+                            "ratio": round(seconds / theirs_seconds, 4),
+                            "walls": [round(w, 4) for w, _ in walls["default"]],
+                            "peer_walls": [round(w, 4) for w, _ in walls["cluster"]]}), out)
 
 
 # ------------------------------------------------------------------------------- session
@@ -350,7 +393,7 @@ def run_sizes(scales: list[int], repeat: int, out: str | None) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("cli", "session", "nx", "joins", "sizes"))
+    parser.add_argument("what", choices=("cli", "session", "nx", "joins", "sizes", "placement"))
     parser.add_argument("paths", nargs="*")
     parser.add_argument("--out")
     parser.add_argument("--repeat", type=int, default=20)
@@ -366,6 +409,8 @@ def main() -> None:
         run_nx(args.paths, args.repeat, args.out)
     elif args.what == "joins":
         run_joins(args.paths, args.repeat, args.out)
+    elif args.what == "placement":  # paths: generator specs
+        run_placement(args.paths, args.runs, args.out)
     else:
         first, last = (int(s) for s in args.scales.split("-"))
         run_sizes(list(range(first, last + 1)), args.repeat, args.out)

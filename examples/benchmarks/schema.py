@@ -74,6 +74,8 @@ BENCHMARKS = {
     "one-liner-per-call": "`dtri.count` with every default, median",
     "orientation": "prepare + count of the persisted edges, `auto` choices, best of `--repeat`",
     "out-of-core": "a fresh `dtri` process: wall seconds of the whole command",
+    "placement": "`dtri count --generate --json` in a new process where dtri places it: "
+                 "wall seconds of the command, best of `--runs`",
     "saved-graph": "`dtri count` of a saved prepared graph, or the rerun of a killed "
                    "`--checkpoint` count: wall seconds of the command",
     "session-per-call": "a call in an open GPU session, median",

@@ -177,9 +177,18 @@ def test_a_dask_cudf_frame_persisted_in_this_process_is_read_as_it_is(no_cluster
     assert persists == []  # the input as it is: nothing persisted again
 
 
-def test_an_input_beyond_one_task_starts_a_cluster(monkeypatch):
+def test_an_input_beyond_one_task_runs_here_where_the_gpu_holds_it_else_on_a_cluster(
+        monkeypatch):
+    import dask
+
     monkeypatch.setattr("dtri.runtime.session.in_process_budget", lambda *_: 1)
     with dtri.prepare(str(KARATE), backend="gpu") as graph:
+        assert graph.runtime.client is None and graph.runtime.eager
+        assert "fits its memory" in graph.runtime.reason
+        assert graph.count_triangles() == 45
+    # a graph the GPU cannot hold (here: at a resident size of 1 TB an edge)
+    with dask.config.set({"dtri.scaling-resident-bytes-per-row": 1 << 40}), \
+            dtri.prepare(str(KARATE), backend="gpu") as graph:
         assert graph.runtime.client is not None
         assert "local cluster" in graph.runtime.reason
         assert graph.count_triangles() == 45

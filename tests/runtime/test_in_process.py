@@ -85,6 +85,34 @@ def test_a_parquet_file_that_fits_one_task_is_counted_in_this_process(tmp_path):
         assert graph.count_triangles() == 45
 
 
+def test_an_in_process_run_reads_a_frame_once_and_cuts_a_partition_too_big_for_a_task(
+        monkeypatch):
+    """An eager run computes a Dask frame's partitions (no persist, which would hash them)
+    and cuts one bigger than a task's budget into pieces of the values read, exactly."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    import dtri.prepared.graph as prepared_graph
+
+    cut = []
+    split_rows = prepared_graph.split_rows
+    monkeypatch.setattr(prepared_graph, "split_rows",
+                        lambda parts, pieces: cut.append(pieces) or split_rows(parts, pieces))
+    rng = np.random.default_rng(7)
+    pairs = rng.integers(0, 600, size=(30_000, 2), dtype=np.int64)
+    frame = dd.from_pandas(pd.DataFrame({"src": pairs[:, 0], "dst": pairs[:, 1]}),
+                           npartitions=1)
+    with dtri.prepare(frame, backend="cpu", scheduler="synchronous",
+                      memory_budget="1MiB") as graph:
+        assert graph.runtime.eager
+        triangles = graph.triangles().compute()
+    assert cut and cut[0] > 1  # 30,000 rows of 128 B each: cut to the budget
+    expected = nx.triangles(networkx_graph(pairs))
+    assert sum(expected.values()) // 3 == int(triangles.sum()) // 3
+    assert {v: int(t) for v, t in triangles.items() if t} == \
+        {v: t for v, t in expected.items() if t}
+
+
 def test_an_input_too_big_for_one_task_or_given_workers_starts_a_local_cluster(monkeypatch):
     edges = np.loadtxt(KARATE, dtype=np.int64)
     with dtri.prepare(edges, backend="cpu", workers=2) as graph:
@@ -99,6 +127,32 @@ def test_an_input_too_big_for_one_task_or_given_workers_starts_a_local_cluster(m
     with dtri.prepare(edges, backend="cpu", memory_budget="1MiB") as graph:
         assert graph.runtime.client is None and "1.00 MiB" in graph.runtime.reason
         assert graph.count_triangles() == 45
+
+
+def test_a_gpu_graph_beyond_one_task_runs_in_process_where_the_gpu_holds_it(monkeypatch):
+    """On the GPU, a graph too big for one task but held whole by the current GPU (48 B an
+    input row, dtri.scaling-resident-bytes-per-row) runs here, in tasks of the budget: a
+    local cluster's start costs more than its GPUs save. One the GPU cannot hold, or any on
+    the CPU beyond one task, starts a cluster."""
+    from dtri.options import Options
+    from dtri.runtime import session
+
+    monkeypatch.setattr(session, "_device_memory", lambda: 80 << 30)
+    monkeypatch.setattr(session, "_device_name", lambda: "the test's GPU")
+    monkeypatch.setattr(session, "in_process_budget", lambda *_: 20 << 30)
+    options = Options.of(None, backend="gpu")
+    caps = session.options_caps(options)
+    held = (80 << 30) // 48  # the most rows the GPU holds
+    where, why = session.placement(options, "gpu", caps, held, 128)
+    assert where == "synchronous"
+    assert "fits its memory (80.00 GiB), in tasks of 20.00 GiB" in why
+    where, why = session.placement(options, "gpu", caps, held + 1, 128)
+    assert where is None and "more than one task's budget" in why
+    cpu = Options.of(None, backend="cpu")
+    assert session.placement(cpu, "cpu", caps, held, 128)[0] is None
+    # what is named still decides
+    two = Options.of(None, backend="gpu", workers=2)
+    assert session.placement(two, "gpu", caps, held, 128)[0] is None
 
 
 def test_an_unguarded_script_that_needs_a_cluster_stops_before_starting_one(tmp_path):
