@@ -426,7 +426,16 @@ PRESETS: dict[str, Preset] = {
             script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "2",
                    "--dtri-args", "--backend gpu", "--out", "{out}")),
         "issue 41, at f68d68f, on GPU 2 of a 4 x H100 host while the GPU tests and the "
-        "host-memory run used the others (CUDA_VISIBLE_DEVICES)"),
+        "host-memory run used the others (CUDA_VISIBLE_DEVICES); at 069af2c and 38d151e on "
+        "one H100; at 8bf3317 (every run in process) on GPU 0 of a 2 x H100 host, the other "
+        "idle"),
+    "placement-h100": Preset(
+        "a new process's count where dtri places it (in process where the GPU holds the "
+        "graph) against a one-worker local cluster, alternated", "one NVIDIA H100 (80 GB)", (
+            script("in_process.py", "placement", "--runs", "2", "rmat:22", "rmat:24",
+                   "rmat:26", "--out", "{out}", timeout=250),),
+        "issue 41 and the one-GPU user, at 8bf3317, on GPU 0 of a 2 x H100 host "
+        "(CUDA_VISIBLE_DEVICES=0), the other idle"),
     "host-memory-h100": Preset(
         "R-MAT 28 under a 16 GiB RMM pool with --memory-limit 32GiB against the same count "
         "without it", "one NVIDIA H100 (80 GB)", (
