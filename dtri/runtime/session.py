@@ -63,7 +63,7 @@ from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.host_meter import read_host_peaks
 from dtri.runtime.host_plan import HostPlan, host_plan
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
-from dtri.runtime.scaling import RESIDENT_BYTES_PER_ROW, WorkerChoice, resident_bytes
+from dtri.runtime.scaling import WorkerChoice
 from dtri.runtime.staging import (
     PINNED_SHARE_OF_HOST_MEMORY,
     Staging,
@@ -80,6 +80,15 @@ host's 16 cores, ``dtri.count`` of an R-MAT edge array in host memory took 3.6 m
 against 6.0 ms on the GPU at 8,192 edges, and 8.4 ms against 6.2 ms at 16,384 (a second host:
 4.6 against 6.3, 9.6 against 6.8); the GPU was ahead at every size above (40x at 16.8 M
 edges)."""
+IN_PROCESS_GPU_BYTES_PER_ROW = "dtri.in-process-gpu-bytes-per-row"
+"""``dask.config`` key: the device bytes an input row holds at the peak of an in-process GPU
+run, where every stage's results stay in GPU memory (:func:`placement`). Its default
+(``dtri/dtri.yaml``) is above what a probe saw on one H100 (80 GB): the device memory in use
+(``cudaMemGetInfo``, sampled every 2 ms, so the blocks cached by CuPy's pool and by CUDA's
+stream-ordered pool count too) rose by 73.3 B an input row for R-MAT 25 and 69.5 B for R-MAT
+26 (74.6 GB); R-MAT 24 rose by 28.4 GB, 106 B a row, most of it one task's budget. RMM's
+statistics do not see CuPy's pool, so they could not measure it; this was a probe, not a
+committed benchmark."""
 SPILL_LOGGER = logging.getLogger("distributed.spill")
 """Dask's logger of failed spills, which dtri's spill buffer logs to as well."""
 ADAPTIVE_MALLOC = "dtri.adaptive-malloc"
@@ -921,8 +930,8 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
     that one task may plan for it (a smaller one still runs here, in more partitions).
 
     On the GPU a larger input runs in this process too, in tasks of that budget, where the
-    current GPU holds the whole graph (:func:`dtri.runtime.scaling.resident_bytes`):
-    starting a local cluster costs more than its GPUs save. On one H100, ``dtri count
+    current GPU holds the whole graph (:data:`IN_PROCESS_GPU_BYTES_PER_ROW`): starting a local
+    cluster costs more than its GPUs save. On one H100, ``dtri count
     --generate rmat:26 --backend gpu`` took 22.9 s on a one-worker cluster (its start 4.1 s,
     its stages 13.7 s, with each kernel's first use on the new worker) and 3.9 s in this
     process (stages 2.3 s); two H100s over UCX count R-MAT 26 from their memory in 1.66 s
@@ -935,11 +944,11 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
     default = in_process_budget(backend, options.staging)
     budget = max(given.per_task if given else 0, default)
     if input_rows * row_bytes > budget:
-        if backend == "gpu" and (held := resident_bytes(input_rows)) <= (
-                memory := _device_memory()):
+        if backend == "gpu" and (held := input_rows * int(dask.config.get(
+                IN_PROCESS_GPU_BYTES_PER_ROW))) <= (memory := _device_memory()):
             return "synchronous", (
                 f"this process, on {_device_name()}, no cluster: the graph ({input_rows} edges, "
-                f"{format_bytes(held)} at {RESIDENT_BYTES_PER_ROW}) fits its memory "
+                f"{format_bytes(held)} at {IN_PROCESS_GPU_BYTES_PER_ROW}) fits its memory "
                 f"({format_bytes(memory)}), in tasks of {format_bytes(budget)}; a local "
                 "cluster's start costs more than more GPUs save")
         return None, (f"a local cluster: {input_rows} edges need more than one task's budget "

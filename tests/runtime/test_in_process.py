@@ -130,8 +130,8 @@ def test_an_input_too_big_for_one_task_or_given_workers_starts_a_local_cluster(m
 
 
 def test_a_gpu_graph_beyond_one_task_runs_in_process_where_the_gpu_holds_it(monkeypatch):
-    """On the GPU, a graph too big for one task but held whole by the current GPU (48 B an
-    input row, dtri.scaling-resident-bytes-per-row) runs here, in tasks of the budget: a
+    """On the GPU, a graph too big for one task but held whole by the current GPU (75 B an
+    input row, dtri.in-process-gpu-bytes-per-row) runs here, in tasks of the budget: a
     local cluster's start costs more than its GPUs save. One the GPU cannot hold, or any on
     the CPU beyond one task, starts a cluster."""
     from dtri.options import Options
@@ -142,7 +142,7 @@ def test_a_gpu_graph_beyond_one_task_runs_in_process_where_the_gpu_holds_it(monk
     monkeypatch.setattr(session, "in_process_budget", lambda *_: 20 << 30)
     options = Options.of(None, backend="gpu")
     caps = session.options_caps(options)
-    held = (80 << 30) // 48  # the most rows the GPU holds
+    held = (80 << 30) // 75  # the most rows the GPU holds
     where, why = session.placement(options, "gpu", caps, held, 128)
     assert where == "synchronous"
     assert "fits its memory (80.00 GiB), in tasks of 20.00 GiB" in why
