@@ -67,6 +67,7 @@ from dtri.prepared.saved import (
     read_metadata,
     read_partition,
     read_vertices,
+    read_whole,
     write_metadata,
     write_partition,
 )
@@ -628,6 +629,15 @@ def open_saved(path: str, runtime: Runtime, options: Options,
     tasks, timer = runtime.tasks(), runtime.timer(options.progress)
     on_device = runtime.staging.in_gpu_memory
     shown = path.rstrip("/")
+    present = bool(metadata.get("present"))
+    whole = tasks.task("open", read_whole, fs, root, bounds, [s.edges for s in summaries],
+                       metadata["order"] != "rank", present, on_device, key=("whole",),
+                       on_host=True) if tasks.eager else None
+    if whole is not None:  # in process: each kind of file read at once
+        timer.submit("open")
+        parts, ids, degree, present_array = whole
+        return opened_graph(runtime, options, metadata, parts, ids, degree, present_array,
+                            timer, started)
     parts = []
     for p in range(partitions):
         with tasks.placed(p):
@@ -635,7 +645,6 @@ def open_saved(path: str, runtime: Runtime, options: Options,
                                     bounds[p + 1], summaries[p].edges,
                                     metadata["order"] != "rank", on_device, key=(p,),
                                     on_host=True))
-    present = bool(metadata.get("present"))
     vertex = tasks.task("open", read_vertices, fs, root, shown, partitions,
                         metadata["vertices"], present, on_device, key=("vertices",),
                         on_host=True)
@@ -646,14 +655,23 @@ def open_saved(path: str, runtime: Runtime, options: Options,
     parts, (ids, degree, *rest) = list(persisted[:partitions]), persisted[partitions:]
     present_array = rest[0] if present else None
     del vertex, arrays
+    return opened_graph(runtime, options, metadata, parts, ids, degree, present_array, timer,
+                        started)
+
+
+def opened_graph(runtime: Runtime, options: Options, metadata: dict[str, Any],
+                 parts: list[Any], ids: Any, degree: Any, present: Any, timer: StageTimer,
+                 started: float) -> PreparedGraph:
+    """The prepared graph of a saved graph's partitions and vertex arrays, read."""
+    summaries = metadata["summaries"]
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
-    read = {"partitions": partitions, "rows": metadata["edges"],
+    read = {"partitions": metadata["partitions"], "rows": metadata["edges"],
             "largest_rows": max((s.edges for s in summaries), default=0)}
-    return PreparedGraph(runtime=runtime, options=options, parts=parts, bounds=bounds,
-                         summaries=summaries, vertices=int(metadata["vertices"]), ids=ids,
-                         degree=degree, present=present_array,
-                         orientation=metadata["orientation"],
+    return PreparedGraph(runtime=runtime, options=options, parts=parts,
+                         bounds=metadata["bounds"], summaries=summaries,
+                         vertices=int(metadata["vertices"]), ids=ids, degree=degree,
+                         present=present, orientation=metadata["orientation"],
                          orientation_reason=metadata["orientation_reason"],
                          order=metadata["order"], order_reason=metadata["order_reason"],
                          seconds=seconds, read=read, measured=runtime.stage_peaks(),
