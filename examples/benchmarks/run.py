@@ -428,7 +428,8 @@ PRESETS: dict[str, Preset] = {
         "issue 41, at f68d68f, on GPU 2 of a 4 x H100 host while the GPU tests and the "
         "host-memory run used the others (CUDA_VISIBLE_DEVICES); at 069af2c and 38d151e on "
         "one H100; at 8bf3317 (every run in process) on GPU 0 of a 2 x H100 host, the other "
-        "idle"),
+        "idle; at 190b54d (in process, the saved graph read in one task) the resume command "
+        "alone, on one H100"),
     "placement-h100": Preset(
         "a new process's count where dtri places it (in process where the GPU holds the "
         "graph) against a one-worker local cluster, alternated", "one NVIDIA H100 (80 GB)", (
