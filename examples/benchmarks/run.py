@@ -395,6 +395,12 @@ PRESETS: dict[str, Preset] = {
         "the earlier multi-gpu files time every allocation as a cudaMalloc); R-MAT 27 does "
         "not fit one H100, and over TCP --workers auto kept one GPU for it, which ran out of "
         "memory (no line; 889a900 takes enough GPUs to hold it)"),
+    "multi-gpu-head-h100x2": Preset(
+        "strong scaling over UCX on 1 and 2 GPUs at a0131f7 (one exchange, trees and the "
+        "sort's splits placed where their inputs are)", "one host with 2 NVIDIA H100 (80 GB)", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
+                   "ucx", "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),),
+        "issue 39, at a0131f7 (kind nvidia-h100-x2; the 4-GPU kinds were not lent)"),
     "multi-gpu-once-h100x2": Preset(
         "the preparation exchanging edges once against 7d4929d (two exchanges), alternated "
         "on one host, over UCX and TCP, and --workers auto over TCP against one GPU",
