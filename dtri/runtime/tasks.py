@@ -94,7 +94,7 @@ class Tasks:
             with using_allocator(self.allocator):
                 return func(*args)
         except MemoryError as error:
-            raise out_of_memory(stage, error) from error
+            raise out_of_memory(stage, error, in_process=True) from error
         finally:
             if meter is not None:
                 meter.finished(name)

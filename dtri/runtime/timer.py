@@ -33,13 +33,20 @@ def stage_rows(values: tuple[Any, ...]) -> int | None:
     return sum(len(value) for value in values)
 
 
-def out_of_memory(stage: str, error: MemoryError) -> OutOfMemoryError:
+def out_of_memory(stage: str, error: MemoryError, in_process: bool = False
+                  ) -> OutOfMemoryError:
     """A task's ``MemoryError`` (an RMM pool's, CuPy's, the host's) as one line a user can act
-    on."""
+    on. ``in_process``: a task of a run in this process, where every stage's results stay in
+    memory; a local cluster's workers move them to host memory and disk."""
+    what = f"a task of the {stage} stage ran out of memory ({str(error).strip() or 'MemoryError'})"
+    if in_process:
+        return OutOfMemoryError(
+            f"{what} in this process, which keeps every stage's results in memory; run on a "
+            "local cluster (--workers 1), whose workers move them to host memory and disk, or "
+            "give each task less (a smaller --memory-budget)")
     return OutOfMemoryError(
-        f"a task of the {stage} stage ran out of memory ({str(error).strip() or 'MemoryError'});"
-        " give the workers more memory (--rmm-pool-size, --memory-limit) or each task less (a "
-        "smaller --memory-budget)")
+        f"{what}; give the workers more memory (--rmm-pool-size, --memory-limit) or each task "
+        "less (a smaller --memory-budget)")
 
 
 class StageTimer:
@@ -186,7 +193,7 @@ class StageTimer:
                 with ProgressBar(out=sys.stderr):
                     results = action(*collections)
         except MemoryError as error:
-            raise out_of_memory(stage, error) from error
+            raise out_of_memory(stage, error, in_process=True) from error
         self._add(stage, stage_rows(tuple(results)))
         self._since = None
         return tuple(results)
@@ -198,7 +205,7 @@ class StageTimer:
             try:
                 values = tuple(action(*values))
             except MemoryError as error:
-                raise out_of_memory(stage, error) from error
+                raise out_of_memory(stage, error, in_process=True) from error
         if self.synchronize is not None:
             self.synchronize()
         self._add(stage, stage_rows(values))  # an eager timer's clock: never unset
