@@ -96,8 +96,8 @@ def saved(tmp_path) -> str:
 
 @pytest.mark.parametrize("order", ["rank", "degree"])
 def test_an_in_process_open_reads_every_partition_in_one_task(order, tmp_path, monkeypatch):
-    """In process, one task reads each kind of file at once (a cuDF read costs ~30 ms a
-    file), with the same graph as a read partition by partition."""
+    """In process, one task reads each kind of file at once, with the same graph as a read
+    partition by partition; where that fails, the reads partition by partition run."""
     import dtri.prepared.graph as prepared_graph
 
     edges = np.random.default_rng(5).integers(0, 300, size=(4000, 2))
