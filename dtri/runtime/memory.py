@@ -9,7 +9,7 @@ from typing import Any
 
 from dtri.runtime.host_meter import Spilled, spilled, worker_host_meter
 from dtri.runtime.meter import worker_meter
-from dtri.runtime.session import Runtime
+from dtri.runtime.session import Runtime, cluster_workers
 
 BENCH_READER = "bench"
 """The name under which a benchmark reads the workers' meters (apart from each run's own)."""
@@ -90,5 +90,5 @@ def measured_memory(runtime: Runtime) -> Iterator[dict[str, dict[str, Any]]]:
 
 def _live_workers(runtime: Runtime) -> list[str]:
     """The session's workers that are still up (a lost one is not waited for)."""
-    known = runtime.client.scheduler_info(n_workers=-1)["workers"]
+    known = cluster_workers(runtime.client)
     return [address for address in runtime.addresses if address in known]

@@ -636,7 +636,7 @@ def _fewer_gpus(cluster: Any, runtime: Runtime, input_rows: int) -> Runtime:
         cluster.scale(choice.workers)
         client = runtime.client
         deadline = time.monotonic() + WORKERS_GONE_SECONDS
-        while len(client.scheduler_info(n_workers=-1)["workers"]) > choice.workers:
+        while len(cluster_workers(client)) > choice.workers:
             if time.monotonic() > deadline:
                 raise ConfigurationError(
                     f"the local cluster did not scale down to {choice.workers} workers in "
@@ -693,11 +693,21 @@ def _smallest(values: list[Any]) -> Any:
     return min(present) if present else None
 
 
+def cluster_workers(client: Any) -> dict[str, dict[str, Any]]:
+    """The cluster's workers now, by address, with what the scheduler knows of each (threads,
+    memory limit, ...), asked of the scheduler itself. ``Client.scheduler_info`` fetches them,
+    then returns the client's cached identity, which the client's periodic update replaces
+    with one that lists no worker: read between the two, it lists none (a two-worker test's
+    memory report came back empty once in about 1,300 tests)."""
+    identity = client.sync(client.scheduler.identity, n_workers=-1)
+    return dict(identity["workers"])
+
+
 def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
-    info = client.scheduler_info(n_workers=-1)["workers"]
+    info = cluster_workers(client)
     if not info:
         client.wait_for_workers(1, timeout=60)
-        info = client.scheduler_info(n_workers=-1)["workers"]
+        info = cluster_workers(client)
     if workers:
         info = dict(list(info.items())[:workers])
     reports = list(client.run(_worker_memory, backend, workers=list(info)).values())

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 import dtri
+from dtri.runtime.session import cluster_workers
 from tests.oracles import REPO_ROOT, manifest_rows, networkx_triangles
 
 CLUSTER = REPO_ROOT / "cluster"
@@ -333,5 +334,18 @@ def test_workers_and_one_process_agree_on_shared_graphs(row, shared_data, dask_c
         assert "canonicalize" in result.seconds and "prepare" not in result.seconds, where
         assert result.triangles == published, f"{where}: {result.triangles} != {published}"
         assert result.edges == int(row["undirected_edges"]), where
-    assert spread.workers == len(dask_client.scheduler_info(n_workers=-1)["workers"])
+    assert spread.workers == len(cluster_workers(dask_client))
     assert single.workers == 1
+
+
+def test_the_cluster_s_workers_are_asked_of_the_scheduler_not_the_client_s_cache(
+        dask_client, backend, monkeypatch):
+    """The client's periodic update caches a scheduler identity that lists no worker, and
+    ``Client.scheduler_info`` returns that cache: read at the wrong moment it listed none, and
+    a run's memory report came back empty. dtri asks the scheduler itself."""
+    expected = set(dask_client.run(lambda: None))  # every worker answers
+    monkeypatch.setattr(type(dask_client), "scheduler_info",
+                        lambda self, *args, **kwargs: {"workers": {}})  # the cache
+    assert set(cluster_workers(dask_client)) == expected
+    with dtri.Session(backend=backend) as session:  # the active client's cluster
+        assert set(session.open().addresses) == expected
