@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 client.wait_for_workers(workers, timeout=args.timeout)
             except TimeoutError:  # distributed's WorkerStartTimeoutError is one
-                arrived = len(client.scheduler_info(n_workers=-1)["workers"])
+                arrived = len(client.nthreads())
                 print(f"slurm.py: error: {arrived} of {workers} workers arrived within "
                       f"{args.timeout:g} s (their jobs: {job_states(cluster)}); give a longer "
                       "--timeout, or check the partition's queue; the jobs are cancelled",

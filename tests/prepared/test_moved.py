@@ -64,7 +64,7 @@ def test_each_stage_is_predicted_within_a_quarter(cluster, budget):
     within 25 % of the most one worker measured, or both are below 1 MiB."""
     from dtri.input.generate import rmat
 
-    workers = len(cluster.scheduler_info()["workers"])
+    workers = len(cluster.nthreads())
     with dtri.Session(backend="cpu", memory_budget=budget) as session, \
             dtri.prepare(rmat(18, seed=1, npartitions=8), session=session) as graph:
         result = graph.count()

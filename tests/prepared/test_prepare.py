@@ -295,7 +295,7 @@ def test_an_input_is_read_in_blocks_one_per_worker_and_stays_persisted():
                            npartitions=7)
     with (LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
                        dashboard_address=":0") as cluster, Client(cluster) as client):
-        workers = tuple(sorted(client.scheduler_info()["workers"]))
+        workers = tuple(sorted(client.nthreads()))
         spread = spread_persist(frame.optimize(), workers, StageTimer(client))
         partitions = persisted_partitions(spread)
         assert partitions is not None  # a persisted frame, as persist gives
@@ -478,7 +478,7 @@ def test_an_edge_held_by_several_senders_is_counted_once(workers):
     graph = networkx_graph(np.concatenate([f.to_numpy() for f in frames]))
     with (LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
                        dashboard_address=":0") as cluster, Client(cluster) as client):
-        addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        addresses = sorted(client.nthreads())
         parts = [client.scatter(frame, workers=[addresses[i % workers]])
                  for i, frame in enumerate(frames)]
         wait(parts)

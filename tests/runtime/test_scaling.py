@@ -82,4 +82,4 @@ def test_a_local_cluster_is_scaled_down_to_the_choice(monkeypatch):
         scaled = session._fewer_gpus(cluster, runtime, 1 << 24)
         assert scaled.workers == 1 and len(scaled.addresses) == 1
         assert scaled.workers_choice.workers == 1 and scaled.workers_choice.available == 2
-        assert len(client.scheduler_info(n_workers=-1)["workers"]) == 1
+        assert len(client.nthreads()) == 1

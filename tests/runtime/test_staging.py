@@ -278,7 +278,7 @@ def test_the_staging_plugin_gives_each_worker_its_state_until_unregistered():
         client.register_plugin(StagingPlugin(12345, pinned=False), name=PLUGIN_NAME)
         assert client.run_on_scheduler(_has_worker_plugin, PLUGIN_NAME)
         limits = [client.submit(cache_limit, pure=False, workers=[w]).result()
-                  for w in client.scheduler_info()["workers"]]
+                  for w in client.nthreads()]
         assert limits == [12345, 12345]
         client.unregister_worker_plugin(PLUGIN_NAME)
         assert client.submit(cache_limit, pure=False).result() != 12345  # the local default

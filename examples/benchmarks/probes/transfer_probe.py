@@ -22,7 +22,7 @@ def dask_transfer(protocol: str) -> None:
                   "enable_infiniband": False}
     cluster = LocalCUDACluster(n_workers=2, protocol=protocol, **kwargs)
     client = Client(cluster)
-    workers = list(client.scheduler_info()["workers"])
+    workers = list(client.nthreads())
     print(protocol, "workers", workers, flush=True)
 
     def make(nbytes):
