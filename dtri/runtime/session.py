@@ -941,11 +941,10 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
 
     On the GPU a larger input runs in this process too, in tasks of that budget, where the
     current GPU holds the whole graph (:data:`IN_PROCESS_GPU_BYTES_PER_ROW`): starting a local
-    cluster costs more than its GPUs save. On one H100, ``dtri count
-    --generate rmat:26 --backend gpu`` took 22.9 s on a one-worker cluster (its start 4.1 s,
-    its stages 13.7 s, with each kernel's first use on the new worker) and 3.9 s in this
-    process (stages 2.3 s); two H100s over UCX count R-MAT 26 from their memory in 1.66 s
-    against one's 2.48 s."""
+    cluster costs more than its GPUs save. On one H100, ``dtri count --generate rmat:26
+    --backend gpu`` in a new process took 3.80 s in this process against 14.73 s with
+    ``--workers 1`` (``placement-h100.jsonl``); two H100s over UCX count R-MAT 26 from their
+    memory in 1.66 s against one's 2.48 s (``multi-gpu-head-h100x2.jsonl``)."""
     if (named := named_placement(options, caps)) is not None:
         return named
     if input_rows is None:
@@ -1109,7 +1108,7 @@ def _stream_ordered_allocations(wanted: bool) -> Iterator[None]:
     has its default, a ``cudaMalloc`` for each allocation and a synchronizing ``cudaFree``
     for each free; a resource the user set is kept. Arrays allocated in the block keep
     their resource when it ends. In process on one H100, opening a saved R-MAT 26 took 3.1 s
-    under the default and 0.6 s under this one."""
+    under the default and 0.6 s under this one (a probe, not a committed benchmark)."""
     if not wanted:
         yield
         return
