@@ -51,6 +51,7 @@ from dtri.kernels.cyclic import (
     round_vertex_triangles,
 )
 from dtri.options import DECOMPOSITIONS
+from dtri.runtime.tasks import partition_owner
 
 if TYPE_CHECKING:
     from dtri.prepared.graph import PreparedGraph
@@ -114,7 +115,7 @@ def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, wor
     edges = sum(s.edges for s in summaries)
     pieces = [0] * (q * q)
     for p, s in enumerate(summaries):
-        owner = p % max(workers, 1)
+        owner = partition_owner(p, workers)
         for g in range(q * q):
             if g != owner:
                 rows = class_rows(bounds[p], bounds[p + 1], g // q, q)
@@ -129,25 +130,29 @@ def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, wor
 
 def moved_1d(plan: CountPlan) -> dict[str, int]:
     """Predicted bytes the busiest worker pulls under the 1D join, per stage, from the count's
-    plan (device staging): each edge bin is built on the owner of its first partition from
-    the slices of the others (``edge-bins``), and a worker pulls every bin its partitions
-    reach that another built, once (``join``: its packed keys, 8 B an edge; ``intersect``:
-    its CSR). Each partition's edges are taken to spread evenly over its bins."""
+    plan (device staging): each worker builds its own copy of every edge bin its partitions
+    reach from the slices of the partitions that overlap it, pulling those that other workers
+    own (``edge-bins``, :func:`~dtri.analytics.plan.bin_homes`), and pulls every bin its
+    partitions reach that is another worker's partition, once (``join``: its packed keys, 8 B
+    an edge; ``intersect``: its CSR). Each partition's edges are taken to spread evenly over
+    its bins."""
     workers = max(plan.workers, 1)
     if workers == 1 or not plan.owned:
         return {"edge-bins": 0, "join": 0, "intersect": 0}
-    builder = {k: owners[0] % workers for k, owners in plan.bin_partitions.items()}
     slices = [0] * workers
-    for k, owners in plan.bin_partitions.items():
-        for p in owners[1:]:
-            if p % workers != builder[k]:
-                slices[builder[k]] += csr_bytes(plan.bin_edges[k] // len(owners), 0)
+    for k, builders in plan.builders.items():
+        owners = plan.bin_partitions[k]
+        for w in builders:
+            for p in owners:
+                if partition_owner(p, workers) != w:
+                    slices[w] += csr_bytes(plan.bin_edges[k] // len(owners), 0)
     pulled = {"join": [0] * workers, "intersect": [0] * workers}
     for stage, wanted in (("join", "wedges"), ("intersect", "intersect")):
         for w in range(workers):
             reached = {k for p, s in enumerate(plan.summaries)
-                       if p % workers == w and s.wedges and plan.strategy[p] == wanted
-                       for k in plan.reach[p] if builder[k] != w}
+                       if partition_owner(p, workers) == w and s.wedges
+                       and plan.strategy[p] == wanted for k in plan.reach[p]
+                       if k in plan.alone and partition_owner(plan.alone[k], workers) != w}
             pulled[stage][w] = sum(
                 BYTES_PER_KEY * plan.bin_edges[k] if stage == "join" else
                 csr_bytes(plan.bin_edges[k], plan.bin_sources[k][1] - plan.bin_sources[k][0])
@@ -240,7 +245,7 @@ def cyclic_blocks(graph: PreparedGraph, q: int, timer: StageTimer | None = None)
         picks = tasks.pick_pieces("cyclic-blocks", splits, dict.fromkeys(splits, grid))
         built = []
         for g in grid:
-            with tasks.placed(g):
+            with tasks.on_worker(g):
                 built.append(tasks.task("cyclic-blocks", cyclic_block,
                                         *(picks[p, g] for p in splits), key=("block", g)))
         stage_timer = graph.timer() if timer is None else timer
@@ -268,7 +273,7 @@ def cannon_rounds(graph: PreparedGraph, q: int, timer: StageTimer | None = None,
     results = []
     for g, assigned in enumerate(round_assignment(q)):
         rounds: list[Any] = []
-        with tasks.placed(g):
+        with tasks.on_worker(g):
             for t, (x, y, z) in enumerate(assigned):
                 after = rounds[t - 2] if t >= 2 else None
                 pair = tasks.task("cannon-shift", arrived, blocks[x * q + y], blocks[x * q + z],

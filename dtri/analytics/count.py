@@ -5,10 +5,11 @@ The planner (:mod:`dtri.analytics.plan`) decides the counting phase from the par
 summaries alone; this module builds its task graph, whose keys are named after their stage
 (so the Dask dashboard tells the story):
 
-* ``dtri-edge-bins-k``: bin ``k`` of the edge set, the sources ``[k << src_shift,
-  (k + 1) << src_shift)``, as CSR, built from the slices of the partitions that overlap it
-  (``dtri-edge-bins-slices-p``, cut where each partition lives); ``dtri-edge-keys-k``: its
-  packed keys, for the wedges join;
+* ``dtri-edge-bins-(k, w)``: worker ``w``'s copy of bin ``k`` of the edge set, the sources
+  ``[k << src_shift, (k + 1) << src_shift)``, as CSR, built from the slices of the partitions
+  that overlap it (``dtri-edge-bins-slices-p``, cut where each partition lives), on every
+  worker whose partitions reach it (:func:`~dtri.analytics.plan.bin_homes`);
+  ``dtri-edge-keys-(k, w)``: its packed keys, for the wedges join;
 * ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, a wedge-number range
   sized by prefix sums to fit the memory budget, radix-split into bins; it reads only the
   rows of its sources (``dtri-wedges-rows-(p, j)``, cut where the partition lives);
@@ -49,7 +50,7 @@ from dtri.kernels.join import count_closed
 from dtri.kernels.wedges import closure_keys
 from dtri.prepared.checkpoint import UnitResults, resumed_line
 from dtri.runtime.staging import Staging
-from dtri.runtime.tasks import Tasks
+from dtri.runtime.tasks import Tasks, partition_owner
 
 if TYPE_CHECKING:
     from dtri.prepared.graph import PreparedGraph
@@ -287,45 +288,46 @@ def binned_joins(plan: CountPlan, graph: PreparedGraph, timer: StageTimer,
     others write theirs as they end."""
     tasks, parts = graph.tasks, graph.parts
     bits, shift, nbins = plan.bits, plan.shift, plan.nbins
+    workers = max(plan.workers, 1)
     # placement on the partitions' owners once every worker owns one; else Dask spreads tasks
     owned = tasks if plan.owned else replace(tasks, workers=())
-    # a bin holding the sources of one partition only, which lies in no other bin, is that
-    # partition (a target of the bin's range outside the partition has no list): no copy
-    bins_of: dict[int, int] = {}
-    for owners in plan.bin_partitions.values():
-        for p in owners:
-            bins_of[p] = bins_of.get(p, 0) + 1
-    alone = {k: owners[0] for k, owners in plan.bin_partitions.items()
-             if len(owners) == 1 and bins_of[owners[0]] == 1}
-    overlapped: dict[int, list[int]] = {}  # partition -> the bins it overlaps, ascending
-    for k, owners in plan.bin_partitions.items():
-        for p in owners:
-            if k not in alone:
-                overlapped.setdefault(p, []).append(k)
+    overlapped: dict[int, list[int]] = {}  # partition -> the bins built from it, ascending
+    for k in plan.builders:
+        for p in plan.bin_partitions[k]:
+            overlapped.setdefault(p, []).append(k)
     slices = {}
     for p, bins_of_p in overlapped.items():
         with owned.placed(p):
             slices[p] = tasks.task("edge-bins", bin_slices, parts[p], tuple(bins_of_p),
                                    plan.src_shift, key=("slices", p))
     picks = tasks.pick_pieces("edge-bins", slices, overlapped)
-    edge_bins = {}
-    for k in plan.bin_sources:
-        if k not in alone:  # built on the owner of its first partition (the bytes model's)
-            with owned.placed(plan.bin_partitions[k][0]):
-                edge_bins[k] = tasks.task("edge-bins", edge_bin, *plan.bin_sources[k],
-                                          *(picks[p, k] for p in plan.bin_partitions[k]),
-                                          key=(k,))
-    needed = {("csr", k): b for k, b in edge_bins.items()} if plan.needs_csr else {}
+    edge_bins = {}  # (bin, worker): that worker's copy of the bin, from the slices
+    for k, builders in plan.builders.items():
+        for w in builders:
+            with owned.on_worker(w):
+                edge_bins[k, w] = tasks.task("edge-bins", edge_bin, *plan.bin_sources[k],
+                                             *(picks[p, k] for p in plan.bin_partitions[k]),
+                                             key=(k, w))
+    needed = {("csr", *kw): b for kw, b in edge_bins.items()} if plan.needs_csr else {}
     if plan.needs_edge_keys:
-        needed.update({("keys", k): tasks.task("edge-keys", bin_keys, b, bits, key=(k,))
-                       for k, b in edge_bins.items()})
-    persisted = dict(zip(needed, timer.submit("edge_bins", *needed.values()), strict=True)
-                     ) if needed else {}
-    for k, p in alone.items():
+        needed.update({("keys", *kw): tasks.task("edge-keys", bin_keys, b, bits, key=kw)
+                       for kw, b in edge_bins.items()})
+    persisted: dict[tuple, Any] = dict(zip(needed, timer.submit(
+        "edge_bins", *needed.values()), strict=True)) if needed else {}
+    for k, p in plan.alone.items():
         if plan.needs_csr:
             persisted["csr", k] = parts[p]
         if plan.needs_edge_keys:
             persisted["keys", k] = tasks.task("edge-keys", bin_keys, parts[p], bits, key=(k,))
+
+    def bin_for(kind: str, k: int, p: int) -> Any:
+        """Bin ``k`` as partition ``p``'s tasks read it: the bin itself where it is a
+        partition, else its copy on ``p``'s owner (the one copy where bins are not owned)."""
+        if k in plan.alone:
+            return persisted[kind, k]
+        builders = plan.builders[k]
+        here = partition_owner(p, workers)
+        return persisted[kind, k, here if here in builders else builders[0]]
 
     joins = []
     for batch in plan.batches:
@@ -341,8 +343,8 @@ def binned_joins(plan: CountPlan, graph: PreparedGraph, timer: StageTimer,
             batch_joins = []
             for k in plan.reach[p]:  # the join too: only the bin's keys travel
                 picked = tasks.task("bins", pick_bin, split, k, key=(p, j, k), on_host=True)
-                batch_joins.append(tasks.task("join", join_bin, picked, persisted["keys", k],
-                                              key=(p, j, k)))
+                batch_joins.append(tasks.task("join", join_bin, picked,
+                                              bin_for("keys", k, p), key=(p, j, k)))
             joins.extend(batch_joins if resume is None
                          else [resume.kept(tasks, ("wedges", p, j), *batch_joins)])
     for p, s in enumerate(plan.summaries):
@@ -354,7 +356,7 @@ def binned_joins(plan: CountPlan, graph: PreparedGraph, timer: StageTimer,
                     continue
                 with owned.placed(p):  # on the partition's owner: only the bin travels
                     found = tasks.task("intersect", intersect_bin, parts[p],
-                                       persisted["csr", k], plan.kernels[p], key=(p, k))
+                                       bin_for("csr", k, p), plan.kernels[p], key=(p, k))
                     joins.append(found if resume is None
                                  else resume.kept(tasks, ("intersect", p, k), found))
     return joins
@@ -425,7 +427,7 @@ def staged_joins(plan: CountPlan, graph: PreparedGraph, resume: UnitResults | No
             continue
         members = plan.bin_partitions[k]
         inputs = [*members, *(p for p in own if p not in members)]
-        with tasks.placed(w):
+        with tasks.on_worker(w):
             found = tasks.task(
                 "count", count_group, graph.staging, rows, plan.kernels[own[0]],
                 (bounds[members[0]], bounds[members[-1] + 1]), len(members),

@@ -42,6 +42,7 @@ from dtri.kernels.intersect import intersect, vertex_credits
 from dtri.kernels.strategy import CREDIT_DTYPE, cpu_kernel
 from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging
+from dtri.runtime.tasks import partition_owner
 
 if TYPE_CHECKING:
     from dtri.prepared.graph import PreparedGraph
@@ -106,7 +107,8 @@ def group_plan(graph: PreparedGraph, summaries: list[Any] | None = None) -> Grou
     for p, s in enumerate(summaries):
         if s.wedges:
             for i, piece in enumerate(pieces_of(p, s, per_partition)):
-                by_worker.setdefault((p + i) % workers, []).append(piece)
+                by_worker.setdefault((partition_owner(p, workers) + i) % workers,
+                                     []).append(piece)
     tasks = []
     for g, (first, last) in enumerate(groups):
         low, high = bounds[first], bounds[last + 1]
@@ -184,7 +186,7 @@ def run_credits(graph: PreparedGraph, mode: str, states: list[Any] | None = None
         inputs = [*members, *dict.fromkeys(p.partition for p in t.pieces
                                            if p.partition not in members)]
         pieces = tuple((inputs.index(p.partition), p.first, p.last) for p in t.pieces)
-        with tasks.placed(t.worker):
+        with tasks.on_worker(t.worker):
             result = tasks.task(
                 "credits", credit_group, graph.staging, mode, plan.chunk_rows, kernel,
                 (bounds[first], bounds[last + 1]), graph.vertices, len(members), pieces,
@@ -228,7 +230,7 @@ def vertex_totals(graph: PreparedGraph, stage: str) -> list[Any]:
                            key=("zeros", p), on_host=True) for p in range(graph.partitions)]
     splits = []
     for w, results in sorted(per_worker.items()):
-        with tasks.placed(w):
+        with tasks.on_worker(w):
             total = tasks.tree(stage, add_counts, results, on_host=True)
             splits.append(tasks.task(stage, slice_ranges, total, bounds, key=("cut", w),
                                      on_host=True))

@@ -150,7 +150,7 @@ def clique_terms(graph: PreparedGraph, supports: list[Any]) -> Any:
             inputs = [*ahead, *dict.fromkeys(p.partition for p in reaching
                                              if p.partition not in ahead)]
             pieces = tuple((inputs.index(p.partition), p.first, p.last) for p in reaching)
-            with tasks.placed(t.worker):
+            with tasks.on_worker(t.worker):
                 by_worker.setdefault(t.worker, []).append(tasks.task(
                     "graphlets-cliques", clique_group, graph.staging, budget, plan.chunk_rows,
                     (bounds[first], bounds[last + 1]), (top_low, top_high), len(members),
@@ -163,7 +163,7 @@ def clique_terms(graph: PreparedGraph, supports: list[Any]) -> Any:
                           key=("zeros",), on_host=True)
     folded = []  # summed on each worker first, so one array per worker travels
     for w, results in sorted(by_worker.items()):
-        with tasks.placed(w):
+        with tasks.on_worker(w):
             folded.append(tasks.tree("graphlets-cliques", add_counts, results, on_host=True))
     return tasks.tree("graphlets-cliques", add_counts, folded, on_host=True)
 

@@ -51,6 +51,7 @@ from dtri.kernels.dispatch import compiled_kernels_loaded
 from dtri.kernels.strategy import cpu_kernel, cpu_kernel_reason
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
 from dtri.runtime.budget import TASK_SHARES
+from dtri.runtime.tasks import partition_owner
 
 REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
@@ -308,6 +309,13 @@ class CountPlan:
     partitions (the bins are those groups: :func:`staged_plan`); ``device``: radix bins."""
     count_tasks: tuple[CountTask, ...] = field(default=(), repr=False)
     """Host staging's ``dtri-count`` tasks (empty otherwise)."""
+    alone: dict[int, int] = field(default_factory=dict, repr=False)
+    """Device staging: the bins that are one partition, each with that partition (a bin
+    holding the sources of one partition only, which lies in no other bin: nothing is
+    built, the partition is the bin; :func:`bin_homes`)."""
+    builders: dict[int, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    """Device staging: the workers (by number) that build their own copy of each other bin
+    that a partition's edges reach (:func:`bin_homes`)."""
 
     @property
     def partitions(self) -> int:
@@ -434,6 +442,40 @@ def estimated_bin_edges(summaries: Sequence[PartitionSummary],
     return {k: math.ceil(round(v, 6)) for k, v in share.items()}
 
 
+def bin_homes(summaries: Sequence[PartitionSummary], bin_partitions: dict[int, tuple[int, ...]],
+              reach: tuple[tuple[int, ...], ...], workers: int,
+              ) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
+    """Where the edge bins come from: the bins that are one partition (``alone``, bin to
+    partition), and for every other bin that a partition with wedges reaches, the workers
+    that build it (``builders``, bin to worker numbers).
+
+    Where every worker owns a partition (:func:`partitions_owned`), each worker whose
+    partitions reach a bin builds its own copy, from the slices that the partitions' owners
+    cut: a worker then pulls the slices others hold, never a copy that another worker built
+    with its own slices in it. (Built once, R-MAT 26's one bin on two H100 went whole, 4.47
+    GB, to the worker that had not built it, though 1.5 GB of it were that worker's own
+    partitions.) Otherwise each bin is built once,
+    where Dask places it; the owner of its first partition stands for that place in the
+    bytes model. A bin no partition reaches is not built."""
+    workers = max(workers, 1)
+    bins_of: dict[int, int] = {}
+    for owners in bin_partitions.values():
+        for p in owners:
+            bins_of[p] = bins_of.get(p, 0) + 1
+    alone = {k: owners[0] for k, owners in bin_partitions.items()
+             if len(owners) == 1 and bins_of[owners[0]] == 1}
+    readers: dict[int, set[int]] = {}
+    for p, s in enumerate(summaries):
+        if s.wedges:
+            for k in reach[p]:
+                readers.setdefault(k, set()).add(partition_owner(p, workers))
+    each_worker = partitions_owned(len(summaries), workers)
+    builders = {k: tuple(sorted(readers[k])) if each_worker
+                else (partition_owner(bin_partitions[k][0], workers),)
+                for k in bin_partitions if k not in alone and k in readers}
+    return alone, builders
+
+
 def csr_bytes(edges: int, sources: int) -> int:
     """An edge bin as CSR: int32 targets and int64 offsets over its source range."""
     return 4 * edges + 8 * (sources + 1)
@@ -514,7 +556,8 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                     for batch in partition_batches(p, s, task_budget, max_wedges))
     batch_size = max((b.last - b.first for b in batches), default=0)
 
-    estimates = _estimate(summaries, tuple(strategy), batches, bin_sources, bin_partitions,
+    alone, builders = bin_homes(summaries, bin_partitions, reach, workers)
+    estimates = _estimate(summaries, tuple(strategy), batches, bin_sources, alone, builders,
                           reach, bin_edges, workers)
     return CountPlan(
         vertices=vertices, edges=edge_count, wedges=wedge_count, backend=backend,
@@ -524,6 +567,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
         bin_edges=bin_edges, estimates=estimates,
         kernels=tuple(partition_kernel(j, backend, vertices) for j in strategy),
+        alone=alone, builders=builders,
     )
 
 
@@ -588,10 +632,11 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
                   for s in summaries)
     csr = [partition_csr_bytes(s) for s in summaries]
     group_csr = {k: sum(csr[p] for p in bin_partitions[k]) for k in bin_sources}
-    owners = max(workers, 1)  # partition p is owned by worker p % owners (the exchanges')
+    owners = max(workers, 1)  # each partition's owner (the exchanges')
+    owned = [[p for p in range(len(summaries)) if partition_owner(p, owners) == w]
+             for w in range(owners)]
     tasks = tuple(CountTask(k, w, own) for k in bin_sources for w in range(owners)
-                  if (own := tuple(p for p in range(w, len(summaries), owners)
-                                   if k in reach[p])))
+                  if (own := tuple(p for p in owned[w] if k in reach[p])))
     rows = min(chunk_rows(task_budget), max((s.edges for s in summaries), default=0))
     count = StageEstimate(
         tasks=len(tasks),
@@ -644,16 +689,16 @@ def _intersect_peak(summary: PartitionSummary, reached: tuple[int, ...],
 
 def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...],
               batches: tuple[WedgeBatch, ...],
-              bin_sources: dict[int, tuple[int, int]],
-              bin_partitions: dict[int, tuple[int, ...]], reach: tuple[tuple[int, ...], ...],
+              bin_sources: dict[int, tuple[int, int]], alone: dict[int, int],
+              builders: dict[int, tuple[int, ...]], reach: tuple[tuple[int, ...], ...],
               bin_edges: dict[int, int], workers: int) -> dict[str, StageEstimate]:
     """Tasks, largest task's peak memory and bytes pulled from other workers, per task kind.
 
-    * ``edge-bins``: peak = the bin as CSR (int32 targets, int64 offsets per source) and its
-      slices, twice the CSR; pulls its slices of the partitions that overlap it, about its
-      CSR.
+    * ``edge-bins``: one task per copy of a bin (:func:`bin_homes`); peak = the bin as CSR
+      (int32 targets, int64 offsets per source) and its slices, twice the CSR; pulls its
+      slices of the partitions that overlap it, about its CSR.
     * ``edge-keys``: (the wedges join) peak = the bin as CSR + its packed keys (× 8); local to
-      its edge bin.
+      its edge bin; one per copy of a bin, and one per bin that is a partition.
     * ``wedges``: peak = the batch's rows × ``BYTES_PER_ROW`` (32) + its wedges ×
       ``BYTES_PER_WEDGE`` (96) (:func:`batch_bytes`): it reads only the rows of the
       checkpoint intervals its wedges lie in, cut from the partition where the partition
@@ -662,9 +707,11 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
     * ``bins``: one bin of a batch, picked where the batch lives; peak ≤ the batch's keys.
     * ``join``: peak = the bin's closure keys (≤ the batch's, × 8) + the bin's edge keys;
       pulls both: every batch's closure keys once in all (wedges × 8) and one edge bin per
-      task.
-    * ``intersect``: peak = partition edges × 16 + the bin as CSR; pulls the bin, and the
-      partition too unless every worker owns a partition (then tasks run on its owner).
+      task, unless every worker owns a partition (then it joins its worker's copy of the
+      bin, and pulls only a bin that is another worker's partition).
+    * ``intersect``: peak = partition edges × 16 + the bin as CSR; pulls the bin and the
+      partition, unless every worker owns a partition (then tasks run on its owner, beside
+      its copy of the bin: as ``join``).
     * ``reduce``: counts only.
     """
     remote = 1 if workers > 1 else 0  # one worker: nothing moves
@@ -676,13 +723,19 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
     estimates: dict[str, StageEstimate] = {}
 
     binned = bool(batches) or uses_csr
+    copies = [k for k, workers_of in builders.items() for _ in workers_of]
     estimates["edge-bins"] = StageEstimate(
-        tasks=len(bin_sources) if binned else 0,
-        peak_bytes=2 * max(csr.values(), default=0) if binned else 0,
-        moved_bytes=remote * sum(csr.values()) if binned else 0,
+        tasks=len(copies) if binned else 0,
+        peak_bytes=2 * max((csr[k] for k in copies), default=0) if binned else 0,
+        moved_bytes=remote * sum(csr[k] for k in copies) if binned else 0,
     )
+
+    def pulled(k: int) -> bool:
+        """Whether a join task pulls bin ``k`` (upper bound): not where it has its own."""
+        return not owned or k in alone
+
     estimates["edge-keys"] = StageEstimate(
-        tasks=len(bin_sources) if batches else 0,
+        tasks=len(copies) + len(alone) if batches else 0,
         peak_bytes=max((keys[k] + csr[k] for k in bin_sources), default=0) if batches else 0,
         moved_bytes=0,
     )
@@ -703,14 +756,15 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
         peak_bytes=max((BYTES_PER_KEY * (last - first) + keys[k]
                         for _, first, last, k in pairs), default=0),
         moved_bytes=remote * (sum(BYTES_PER_KEY * (b.last - b.first) for b in batches)
-                              + sum(keys[k] for *_, k in pairs)),
+                              + sum(keys[k] for *_, k in pairs if pulled(k))),
     )
     fused = [(p, k) for p, s in enumerate(summaries)
              if strategy[p] == "intersect" and s.wedges for k in reach[p]]
     estimates["intersect"] = StageEstimate(
         tasks=len(fused),
         peak_bytes=max((part[p] + csr[k] for p, k in fused), default=0),  # _intersect_peak
-        moved_bytes=remote * sum(csr[k] + (0 if owned else part[p]) for p, k in fused),
+        moved_bytes=remote * sum(csr[k] * pulled(k) + (0 if owned else part[p])
+                                 for p, k in fused),
     )
     counts = len(pairs) + len(fused)
     estimates["reduce"] = StageEstimate(

@@ -63,7 +63,8 @@ def fitted_partitions(rows: int, runtime: Runtime, task_budget: int) -> int:
     """How many sorted partitions to make: enough that each fits one task's budget, and one
     per worker when the graph is large enough for the workers to share its preparation; one
     partition otherwise. Several partitions come in a multiple of the workers, since each
-    worker owns the partitions ``w, w + workers, ...`` (three on two workers would leave one
+    worker owns one partition of every round of ``workers``
+    (:func:`~dtri.runtime.tasks.partition_owner`; three on two workers would leave one
     worker with twice the other's share).
 
     One partition takes the one-task path (:mod:`dtri.prepared.local`); the analytics still

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dtri.kernels.canonicalize import MARKS_BYTES_PER_ID, dense_range
-from dtri.runtime.tasks import gathering_worker
+from dtri.runtime.tasks import gathering_worker, partition_owner
 
 BYTES_PER_VERTEX = 8
 """A vertex-wide count, rank, out-degree or work: int64 (the fused join's work: float64)."""
@@ -45,7 +45,8 @@ class PreparationShape:
     reading the workers' data)."""
 
     workers: int
-    """Workers of the run; sorted partition ``p`` is owned by worker ``p mod workers``."""
+    """Workers of the run; sorted partition ``p`` is owned by worker
+    :func:`~dtri.runtime.tasks.partition_owner` ``(p, workers)``."""
     sender_rows: tuple[int, ...]
     """Input rows of each sender (a group of input partitions on one worker); on the one-task
     path, of each input partition."""
@@ -199,12 +200,12 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
         flow.tree("orient", leaves_of(per_sender, folds), wide, fan_in)
 
     for j, edges in enumerate(partition_edges):
-        owner = j % workers
+        owner = partition_owner(j, workers)
         for h, r in zip(holders, rows, strict=True):
             if h != owner:  # its keys, r·m/R, times this partition's share, edges/m
                 flow.receive("sort", owner, BYTES_PER_KEY * r * edges // total_rows)
 
     if len(rows) > 1:
-        owned = [(j % workers, wide) for j in range(len(partition_edges))]
+        owned = [(partition_owner(j, workers), wide) for j in range(len(partition_edges))]
         flow.tree("degree", leaves_of(owned, folds), wide, fan_in)
     return {**dict.fromkeys(stages, 0), **flow.busiest()}

@@ -137,7 +137,7 @@ def test_three_workers_are_too_few_for_a_grid():
     bounds = [100 * p for p in range(7)]
     chosen = choose_decomposition("auto", plan_of(summaries, 600, 3), bounds)
     assert (chosen.kind, chosen.side) == ("1d", 1)
-    assert chosen.moved_2d == {} and chosen.moved_1d["intersect"] > 0
+    assert chosen.moved_2d == {} and chosen.moved_1d["edge-bins"] > 0
     assert grid_side(3) == 1 and grid_side(4) == 2 and grid_side(15) == 3
 
 
@@ -238,3 +238,27 @@ def test_on_four_workers_the_bytes_model_is_within_a_quarter_of_the_measure(four
     assert abs(predicted_1d - measured_1d) <= 0.25 * measured_1d, (predicted_1d, moved["1d"])
     assert measured_2d < measured_1d
     assert set(moved["2d"]).isdisjoint(count_1d) and set(moved["1d"]).isdisjoint(count_2d)
+
+
+def test_every_worker_builds_its_own_copy_of_a_bin_from_the_others_slices():
+    # one bin on two workers (R-MAT 26's case on two H100): each worker pulls the slices the
+    # other owns, not a copy the other built with its own slices in it
+    summaries = [PartitionSummary(1000, 5000, 100 * p, 100 * p + 99, 799) for p in range(8)]
+    plan = plan_of(summaries, 800, 2)
+    assert plan.nbins == 1 and plan.alone == {} and plan.builders == {0: (0, 1)}
+    assert plan.estimates["edge-bins"].tasks == 2
+    one = moved_1d(plan)
+    # four of the eight partitions' slices to each worker: 1000 int32 targets and, in the
+    # model, one offset each
+    assert one == {"edge-bins": 4 * (4 * 1000 + 8), "join": 0, "intersect": 0}
+
+
+def test_a_bin_that_is_a_partition_is_not_built_and_travels_whole():
+    summaries = [PartitionSummary(1000, 5000, 128 * p, 128 * p + 127, 511) for p in range(4)]
+    plan = build_plan(summaries, 512, workers=2, threads_per_worker=1, backend="gpu",
+                      task_budget=1 << 40, join="intersect", bins=4)
+    assert plan.alone == {0: 0, 1: 1, 2: 2, 3: 3} and plan.builders == {}
+    assert plan.estimates["edge-bins"].tasks == 0
+    # worker 0 owns partitions 0 and 3, whose lists reach every bin: it pulls bins 1 and 2,
+    # partitions of worker 1 (whose partitions 1 and 2 pull bin 3 only)
+    assert moved_1d(plan)["intersect"] == 2 * (4 * 1000 + 8 * 129)

@@ -83,3 +83,15 @@ def test_a_local_cluster_is_scaled_down_to_the_choice(monkeypatch):
         assert scaled.workers == 1 and len(scaled.addresses) == 1
         assert scaled.workers_choice.workers == 1 and scaled.workers_choice.available == 2
         assert len(client.nthreads()) == 1
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+def test_partitions_are_dealt_back_and_forth_one_per_worker_a_round(workers):
+    from dtri.runtime.tasks import partition_owner
+
+    owners = [partition_owner(p, workers) for p in range(4 * workers)]
+    assert owners[:workers] == list(range(workers))  # partition w is worker w's
+    for turn in range(4):
+        dealt = owners[turn * workers: (turn + 1) * workers]
+        assert sorted(dealt) == list(range(workers))
+        assert dealt == (sorted(dealt) if turn % 2 == 0 else sorted(dealt, reverse=True))
