@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from dask.utils import format_bytes
 
-from dtri.analytics.plan import BYTES_PER_KEY, CountPlan, build_plan, csr_bytes
+from dtri.analytics.plan import BYTES_PER_KEY, CountPlan, bin_share, build_plan, csr_bytes
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.csr import as_csr
 from dtri.kernels.cyclic import (
@@ -135,17 +135,18 @@ def moved_1d(plan: CountPlan) -> dict[str, int]:
     own (``edge-bins``, :func:`~dtri.analytics.plan.bin_homes`), and pulls every bin its
     partitions reach that is another worker's partition, once (``join``: its packed keys, 8 B
     an edge; ``intersect``: its CSR). Each partition's edges are taken to spread evenly over
-    its bins."""
+    its source ranks: a slice holds the partition's share of the bin's sources, with one
+    offset per source rank (:func:`~dtri.analytics.plan.bin_share`)."""
     workers = max(plan.workers, 1)
     if workers == 1 or not plan.owned:
         return {"edge-bins": 0, "join": 0, "intersect": 0}
     slices = [0] * workers
     for k, builders in plan.builders.items():
-        owners = plan.bin_partitions[k]
-        for w in builders:
-            for p in owners:
+        for p in plan.bin_partitions[k]:
+            edges, rows = bin_share(plan.summaries[p], plan.bin_sources[k])
+            for w in builders:
                 if partition_owner(p, workers) != w:
-                    slices[w] += csr_bytes(plan.bin_edges[k] // len(owners), 0)
+                    slices[w] += csr_bytes(math.ceil(edges), rows)
     pulled = {"join": [0] * workers, "intersect": [0] * workers}
     for stage, wanted in (("join", "wedges"), ("intersect", "intersect")):
         for w in range(workers):

@@ -431,15 +431,19 @@ def estimated_bin_edges(summaries: Sequence[PartitionSummary],
     for s in summaries:
         if not s.edges:
             continue
-        span = s.last_src - s.first_src + 1
         for k in range(s.first_src >> src_shift, (s.last_src >> src_shift) + 1):
-            if k not in bin_sources:
-                continue
-            low, high = bin_sources[k]
-            overlap = min(high, s.last_src + 1) - max(low, s.first_src)
-            if overlap > 0:
-                share[k] += s.edges * overlap / span
+            if k in bin_sources:
+                share[k] += bin_share(s, bin_sources[k])[0]
     return {k: math.ceil(round(v, 6)) for k, v in share.items()}
+
+
+def bin_share(summary: PartitionSummary, sources: tuple[int, int]) -> tuple[float, int]:
+    """A partition's estimated edges among the sources ``[low, high)`` of a bin, its edges
+    taken to spread evenly over its source ranks, and the source ranks the two share."""
+    low, high = sources
+    overlap = max(min(high, summary.last_src + 1) - max(low, summary.first_src), 0)
+    span = summary.last_src - summary.first_src + 1
+    return (summary.edges * overlap / span if summary.edges else 0.0), overlap
 
 
 def bin_homes(summaries: Sequence[PartitionSummary], bin_partitions: dict[int, tuple[int, ...]],

@@ -248,9 +248,9 @@ def test_every_worker_builds_its_own_copy_of_a_bin_from_the_others_slices():
     assert plan.nbins == 1 and plan.alone == {} and plan.builders == {0: (0, 1)}
     assert plan.estimates["edge-bins"].tasks == 2
     one = moved_1d(plan)
-    # four of the eight partitions' slices to each worker: 1000 int32 targets and, in the
-    # model, one offset each
-    assert one == {"edge-bins": 4 * (4 * 1000 + 8), "join": 0, "intersect": 0}
+    # four of the eight partitions' slices to each worker: 1000 int32 targets and an int64
+    # offset for each of its 100 sources and one more
+    assert one == {"edge-bins": 4 * (4 * 1000 + 8 * 101), "join": 0, "intersect": 0}
 
 
 def test_a_bin_that_is_a_partition_is_not_built_and_travels_whole():
