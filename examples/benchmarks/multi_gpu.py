@@ -5,6 +5,11 @@ Usage (on a GPU host)::
     python examples/benchmarks/multi_gpu.py rmat:24 rmat:25 --workers 1,2,auto \\
         --protocols tcp,ucx --decompositions 1d,2d --repeat 2 [--devices 0,1,0,1] [--out FILE]
 
+With ``--cli``, each line is instead the whole command a user types, ``dtri count --generate
+GRAPH --backend gpu --workers W --protocol P --decomposition D --json``, in a new process (its
+cluster's start, the generation and the imports included), the best wall time of ``--repeat``
+(family ``multi-gpu-cli``); its peer is the same command on the first worker count listed.
+
 For each protocol and worker count, one local cluster of dask-cuda workers (``--devices``:
 the GPUs of the workers in turn, so ``0,1,0,1`` puts four workers on two GPUs: a 2 x 2 grid
 whose bytes are those of four GPUs, though not its speed); ``auto``: no cluster of its own,
@@ -112,6 +117,69 @@ def timed_counts(graph: str, decompositions: list[str], repeat: int, seed: int,
     return results
 
 
+def cli_run(graph: str, workers: int | str, protocol: str, decomposition: str, seed: int,
+            timeout: float) -> dict[str, Any] | None:
+    """``dtri count --generate graph ... --json`` in a new process: its wall seconds and its
+    JSON result; ``None`` where it failed (its last line printed)."""
+    import json
+    import subprocess
+
+    command = [sys.executable, "-m", "dtri", "count", "--generate", graph, "--seed", str(seed),
+               "--backend", "gpu", "--workers", str(workers), "--protocol", protocol,
+               "--decomposition", decomposition, "--json"]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        print(f"skipped: {graph} on {workers} workers: over {timeout:.0f} s", file=sys.stderr)
+        return None
+    seconds = time.perf_counter() - started
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        print(f"skipped: {graph} on {workers} workers: {last}", file=sys.stderr)
+        return None
+    return {"seconds": seconds, "result": json.loads(done.stdout)}
+
+
+def cli_lines(args: argparse.Namespace) -> None:
+    """The ``--cli`` lines (see the module docstring)."""
+    counts = [w if w == "auto" else int(w) for w in args.workers.split(",")]
+    for protocol in args.protocols.split(","):
+        for decomposition in args.decompositions.split(","):
+            for graph in args.graphs:
+                first: dict[str, Any] | None = None
+                for workers in counts:
+                    runs = [run for _ in range(args.repeat)
+                            if (run := cli_run(graph, workers, protocol, decomposition,
+                                               args.seed, args.timeout)) is not None]
+                    if not runs:
+                        continue
+                    best = min(runs, key=lambda run: run["seconds"])
+                    result = best["result"]
+                    if len({run["result"]["triangles"] for run in runs}) > 1:
+                        raise SystemExit(f"{graph}: counts differ between runs")
+                    peers = {} if first is None else {"fewest-workers": {
+                        "workers": first["result"]["workers"],
+                        "seconds": round(first["seconds"], 6),
+                        "triangles": first["result"]["triangles"],
+                        "agrees": first["result"]["triangles"] == result["triangles"],
+                        "ratio": round(best["seconds"] / first["seconds"], 3)}}
+                    first = first or best
+                    own = {"graph": graph, "seconds": round(best["seconds"], 6),
+                           "stage_seconds": result["seconds"],
+                           "triangles": result["triangles"], "peers": peers,
+                           "workers": result["workers"], "asked_workers": workers,
+                           "protocol": result.get("protocol"),
+                           "placement": result.get("placement"),
+                           "decomposition": result.get("decomposition"),
+                           "moved_bytes": result.get("moved_bytes"),
+                           "edges": result["edges"], "vertices": result["vertices"],
+                           "runs": [round(run["seconds"], 3) for run in runs],
+                           "repeat": args.repeat}
+                    emit(to_schema("multi-gpu-cli", own, command=command_line()), args.out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("graphs", nargs="+")
@@ -126,8 +194,15 @@ def main() -> None:
                         help="each dask-cuda worker's spill threshold (default dask-cuda's)")
     parser.add_argument("--bins", type=int, default=None,
                         help="dtri's --bins (default: the planner's)")
+    parser.add_argument("--cli", action="store_true",
+                        help="time the whole dtri count command in a new process")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="--cli: seconds one command may take")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    if args.cli:
+        cli_lines(args)
+        return
 
     from distributed import Client
 

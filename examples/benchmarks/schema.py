@@ -69,6 +69,8 @@ BENCHMARKS = {
     "k-truss": "`dtri.prepare` + `k_truss(k)`, best of `--repeat`",
     "kernel-probe": "the fused join under one tuning, best of `--repeat`",
     "multi-gpu": "prepare + count of edges persisted on the workers, best of `--repeat`",
+    "multi-gpu-cli": "`dtri count --generate --workers W --json` in a new process: wall "
+                     "seconds of the command, best of `--repeat`",
     "nx-backend": "`nx.triangles(G, backend='dtri')`, conversion included, best of `--repeat`",
     "nx-backend-per-call": "`nx.<analytic>(G, backend='dtri')`, median",
     "one-liner-per-call": "`dtri.count` with every default, median",
@@ -325,6 +327,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
                               if "scale" in own else None),
     "kernel-probe": _gpu("kernel-probe", {"stage_seconds": "prepare_seconds"}),
     "multi-gpu": _gpu("multi-gpu"),
+    "multi-gpu-cli": _gpu("multi-gpu-cli"),
     "saved-graph": lambda own: take(own, benchmark="saved-graph"),
     "host-memory": lambda own: take(own, benchmark="host-memory"),
     "copy-probe": _gpu("copy-probe"),
