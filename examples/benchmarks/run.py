@@ -395,6 +395,34 @@ PRESETS: dict[str, Preset] = {
         "the earlier multi-gpu files time every allocation as a cudaMalloc); R-MAT 27 does "
         "not fit one H100, and over TCP --workers auto kept one GPU for it, which ran out of "
         "memory (no line; 889a900 takes enough GPUs to hold it)"),
+    "multi-gpu-owners-h200x2": Preset(
+        "strong scaling over UCX on 1 and 2 GPUs with the partitions dealt back and forth and "
+        "a copy of each edge bin built on every worker that reads it (708d7da), against "
+        "99b471e on the same host", "one host with 2 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
+                   "ucx", "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:26", "--workers", "1,2", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}")),
+        "issue 39 (kind nvidia-h100-x2, which came as 2 x H200): the first command at 708d7da, "
+        "the second right after it from a copy of 99b471e's tree (its lines' commit)"),
+    "multi-gpu-head-h200x4": Preset(
+        "strong and weak scaling over UCX on 1, 2 and 4 GPUs, R-MAT 27 on 2 and 4, and 1D "
+        "against 2D over TCP on four", "one host with 4 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2,4", "--protocols",
+                   "ucx", "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:27", "--workers", "2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:26", "--workers", "4", "--protocols", "tcp",
+                   "--decompositions", "1d,2d", "--repeat", "1", "--out", "{out}")),
+        "issue 39, at ae9f727 (kind nvidia-h100-x4, which came as 4 x H200)"),
+    "multi-gpu-cli-h200x4": Preset(
+        "R-MAT 28 end to end on four GPUs: the whole dtri count command in a new process",
+        "one host with 4 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:28", "--cli", "--workers", "4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "1", "--timeout", "200", "--out",
+                   "{out}"),),
+        "issue 39, at ae9f727 (kind nvidia-h100-x4, which came as 4 x H200); one run, no "
+        "one-GPU peer (issue 39 gives 97 s for R-MAT 28 on one H200 under a 16 GiB pool)"),
     "multi-gpu-head-h100x2": Preset(
         "strong scaling over UCX on 1 and 2 GPUs at a0131f7 (one exchange, trees and the "
         "sort's splits placed where their inputs are)", "one host with 2 NVIDIA H100 (80 GB)", (
