@@ -349,3 +349,19 @@ def test_the_cluster_s_workers_are_asked_of_the_scheduler_not_the_client_s_cache
     assert set(cluster_workers(dask_client)) == expected
     with dtri.Session(backend=backend) as session:  # the active client's cluster
         assert set(session.open().addresses) == expected
+
+
+def test_the_input_frames_are_imported_ahead_while_the_cluster_starts(monkeypatch):
+    from dtri.runtime import session
+
+    monkeypatch.delitem(sys.modules, "colorsys", raising=False)
+    monkeypatch.setitem(session.IMPORTED_AHEAD, "cpu", ("colorsys",))
+    thread = session.import_ahead("cpu")
+    thread.join(timeout=60)
+    assert not thread.is_alive() and thread.daemon and "colorsys" in sys.modules
+    # a module that does not import stops the thread quietly: its import raises where needed
+    monkeypatch.delitem(sys.modules, "colorsys")
+    monkeypatch.setitem(session.IMPORTED_AHEAD, "cpu", ("dtri_no_such_module", "colorsys"))
+    thread = session.import_ahead("cpu")
+    thread.join(timeout=60)
+    assert not thread.is_alive() and "colorsys" not in sys.modules
