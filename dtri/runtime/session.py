@@ -562,7 +562,7 @@ def import_ahead(backend: str) -> threading.Thread:
     """Import :data:`IMPORTED_AHEAD` on a thread of its own, started as the local cluster
     starts: the cluster waits seconds on its worker processes (four GPU workers: 5 to 9 s,
     a probe on 4 x H200), in which this process would otherwise sit idle before importing
-    the same modules (cuDF and dask-cuDF about 3.5 s there; Dask's DataFrame 1.3 s on this
+    the same modules (cuDF alone 2.5 s there; Dask's DataFrame 1.3 s on this
     2-core machine). A thread that imports a module another is importing waits for it, as
     Python's import locks make it; a failed import here is left for the import that needs
     it to raise."""
