@@ -191,10 +191,10 @@ class Peeling:
         self.peeled = list(persisted[: len(kept)])
         for p, finished in enumerate(persisted[len(kept):]):
             self.finished[p].append(finished)
-        (summaries,) = self.timer.compute("truss", [
+        summaries = self.timer.compute("truss", *(
             tasks.task("truss", stored_summary, tasks.task("truss", part_of, peeled,
                                                       key=("part", r, p), on_host=True),
-                       key=("summary", r, p)) for p, peeled in enumerate(self.peeled)])
+                       key=("summary", r, p)) for p, peeled in enumerate(self.peeled)))
         self.summaries = [PartitionSummary(*s) for s in summaries]
         self.edges = sum(s.edges for s in self.summaries)
 
@@ -225,9 +225,9 @@ def k_truss(graph: PreparedGraph, k: int) -> PreparedGraph:
     present = tasks.task("k-truss", has_edges, degree, key=("present",))
     timer = peeling.timer
     *parts, degree, present = timer.submit("k-truss", *parts, degree, present)
-    (summaries,) = timer.compute("k-truss", [tasks.task("k-truss", stored_summary, part,
-                                                        key=(p,))
-                                             for p, part in enumerate(parts)])
+    summaries = timer.compute("k-truss", *(tasks.task("k-truss", stored_summary, part,
+                                                      key=(p,))
+                                           for p, part in enumerate(parts)))
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
     return graph.peeled_to(parts, [PartitionSummary(*s) for s in summaries], degree, present,

@@ -569,9 +569,11 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                          for p, part in enumerate(prepared.parts)]
         largest = tasks.task("plan", largest_input_id, prepared.ids, key=("largest",),
                              on_host=True)
-        vertices, summaries, bounds, orientation, reason, largest = timer.compute(
-            "plan", prepared.vertices, summary_tasks, prepared.bounds, prepared.orientation,
-            prepared.reason, largest)
+        # each summary its own collection: a list would be gathered on a worker by a task
+        # of its own first (Dask's finalize), a hop between the workers and the client
+        vertices, bounds, orientation, reason, largest, *summaries = timer.compute(
+            "plan", prepared.vertices, prepared.bounds, prepared.orientation, prepared.reason,
+            largest, *summary_tasks)
         return PreparedFacts(int(vertices), [PartitionSummary(*s) for s in summaries],
                              [0, int(vertices)] if bounds is None else list(bounds),
                              orientation, reason, int(largest))

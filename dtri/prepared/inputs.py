@@ -323,7 +323,7 @@ def input_rows(partitions: list[Any], holders: list[str | None], sizes: list[int
                                       *(partitions[p] for p in members), key=("rows", g),
                                       on_host=True))
     rows = [0] * len(partitions)
-    for members, lengths in zip(groups, timer.compute("read", counted)[0], strict=True):
+    for members, lengths in zip(groups, timer.compute("read", *counted), strict=True):
         for p, length in zip(members, lengths, strict=True):
             rows[p] = length
     return rows
