@@ -395,6 +395,21 @@ PRESETS: dict[str, Preset] = {
         "the earlier multi-gpu files time every allocation as a cudaMalloc); R-MAT 27 does "
         "not fit one H100, and over TCP --workers auto kept one GPU for it, which ran out of "
         "memory (no line; 889a900 takes enough GPUs to hold it)"),
+    "multi-gpu-summaries-h200x2": Preset(
+        "strong scaling over UCX on 1 and 2 GPUs with the partitions' summaries gathered one "
+        "collection each (01d16b6)", "one host with 2 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
+                   "ucx", "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),),
+        "issue 39, at 01d16b6 (kind nvidia-h100-x2, which came as 2 x H200)"),
+    "multi-gpu-cli-ab-h200x2": Preset(
+        "the whole dtri count command on two GPUs with the input frames imported while the "
+        "cluster starts (01d16b6) against ae9f727, alternated", "one host with 2 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:26", "--cli", "--workers", "2", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "1", "--timeout", "90", "--out",
+                   "{out}"),),
+        "issue 39: the command four times, alternating 01d16b6 and a copy of ae9f727's tree "
+        "(each line's commit); the first line (31.7 s) was the host's first dtri process, its "
+        "caches cold, so only the second pair compares"),
     "multi-gpu-owners-h200x2": Preset(
         "strong scaling over UCX on 1 and 2 GPUs with the partitions dealt back and forth and "
         "a copy of each edge bin built on every worker that reads it (708d7da), against "
