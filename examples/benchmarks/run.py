@@ -133,6 +133,14 @@ PRESETS: dict[str, Preset] = {
         "the counts must be equal; nothing else busy. Since the host memory plan (issue 41) "
         "--memory-limit is a worker's whole resident memory, and 15MB is refused (the least "
         "that works is named): host-memory-cpu-2core is its successor"),
+    "host-memory-bins-cpu-2core": Preset(
+        "host memory with a copy of each edge bin on every worker that reads it (871f3ef) "
+        "against one copy (99b471e): R-MAT 20 on two CPU workers under --memory-limit 1GiB",
+        CPU, (
+            script("host_memory.py", "run", "rmat:20", "--backend", "cpu", "--workers", "2",
+                   "--memory-limit", "1GiB", "--repeat", "1", "--out", "{out}"),),
+        "issue 39's bin copies checked against issue 41's bound: the command at 871f3ef, then "
+        "from a copy of 99b471e's tree (each line's commit), one after the other"),
     "host-memory-cpu-2core": Preset(
         "host memory bounded: R-MAT 22 on two workers under --memory-limit 2GiB against the "
         "same count without it, with the idle workers' resident memory", CPU, (
