@@ -280,6 +280,9 @@ class Runtime:
     host_plan: HostPlan | None = None
     """How each worker's host memory limit is shared out, where dtri started the workers
     with one (:mod:`dtri.runtime.host_plan`)."""
+    start_seconds: float | None = None
+    """Seconds from starting the local cluster that dtri started for this run to knowing its
+    workers (``--workers auto``'s choice included); ``None`` where it started none."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", Backend(self.backend))
@@ -1024,6 +1027,8 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
     with _opened(backend, scheduler, options.scheduler_file, options.worker_count,
                  options.protocol, caps, given, input_rows, options.staging) as runtime:
         chosen = f"; {runtime.workers_choice.reason}" if runtime.workers_choice else ""
+        if runtime.start_seconds is not None:
+            chosen += f"; the cluster started in {runtime.start_seconds:.1f} s"
         staging = resolve_staging(options.staging, backend, runtime.capped)
         runtime = replace(runtime, staged=staging.where,
                           budget=resolve_budget(given, runtime.worker_memory,
@@ -1251,6 +1256,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             if plan is not None:
                 stack.enter_context(dask.config.set(plan.dask_config()))
             restore_environ = stack.enter_context(_environ_kept())
+            starting = time.perf_counter()
             import_ahead(backend)
             cluster = _start_local_cluster(backend, workers, chosen.name, caps, plan)
             restore_environ()
@@ -1266,4 +1272,5 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             runtime = replace(runtime, protocol_note=chosen.note, host_plan=plan)
             if backend == "gpu" and workers is None and runtime.workers > 1 and input_rows:
                 runtime = _fewer_gpus(cluster, runtime, input_rows)
+            runtime = replace(runtime, start_seconds=round(time.perf_counter() - starting, 3))
         yield runtime

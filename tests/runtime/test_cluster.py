@@ -365,3 +365,22 @@ def test_the_input_frames_are_imported_ahead_while_the_cluster_starts(monkeypatc
     thread = session.import_ahead("cpu")
     thread.join(timeout=60)
     assert not thread.is_alive() and "colorsys" not in sys.modules
+
+
+def test_a_cluster_started_for_the_run_says_how_long_its_start_took():
+    import re
+
+    import numpy as np
+    from distributed import Client, LocalCluster
+
+    edges = np.random.default_rng(3).integers(0, 50, size=(300, 2))
+    result = dtri.count(edges, backend="cpu", workers=2)
+    assert result.triangles == networkx_triangles(edges)
+    assert re.search(r"local cluster of 2 workers.*; the cluster started in \d+\.\d s$",
+                     result.placement)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster):
+        running = dtri.count(edges, backend="cpu")
+    assert running.triangles == result.triangles
+    assert "started in" not in running.placement  # a running cluster: not started here
