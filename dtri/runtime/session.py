@@ -949,11 +949,15 @@ def named_placement(options: Options, caps: MemoryCaps) -> tuple[str | None, str
         return scheduler, f"in this process, on Dask's {scheduler} scheduler (--scheduler)"
     if scheduler or options.scheduler_file:
         return scheduler, f"the Dask cluster at {scheduler or options.scheduler_file}"
+    active = active_client() is not None
     if options.worker_count is not None:
+        if active:  # its first workers: _describe_client
+            return None, (f"the active distributed.Client's cluster, {options.worker_count} "
+                          "of its workers (--workers)")
         return None, f"a local cluster of {options.worker_count} workers (--workers)"
     if caps.given():
         return None, f"a local cluster, for {', '.join(caps.given())} to shape its workers"
-    if active_client() is not None:
+    if active:
         return None, "the active distributed.Client's cluster"
     return None
 

@@ -368,19 +368,26 @@ def test_the_input_frames_are_imported_ahead_while_the_cluster_starts(monkeypatc
 
 
 def test_a_cluster_started_for_the_run_says_how_long_its_start_took():
+    import json
     import re
 
-    import numpy as np
     from distributed import Client, LocalCluster
 
-    edges = np.random.default_rng(3).integers(0, 50, size=(300, 2))
-    result = dtri.count(edges, backend="cpu", workers=2)
-    assert result.triangles == networkx_triangles(edges)
-    assert re.search(r"local cluster of 2 workers.*; the cluster started in \d+\.\d s$",
-                     result.placement)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+    # in a new process: this one may hold an active client, which a run would use instead
+    done = subprocess.run([sys.executable, "-m", "dtri", "count", "--generate", "rmat:8",
+                           "--backend", "cpu", "--workers", "2", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+                          check=True)
+    result = json.loads(done.stdout)
+    assert re.search(r"^a local cluster of 2 workers .*; the cluster started in \d+\.\d s$",
+                     result["placement"]), result["placement"]
+    edges = pd.DataFrame({"src": [0, 1, 0, 2], "dst": [1, 2, 2, 3]})
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster):
-        running = dtri.count(edges, backend="cpu")
-    assert running.triangles == result.triangles
-    assert "started in" not in running.placement  # a running cluster: not started here
+        running = dtri.count(edges, backend="cpu", workers=1)
+    assert running.triangles == 1 and running.workers == 1
+    # the active client's cluster, as the run used it: none started, so no start time
+    assert running.placement.startswith("the active distributed.Client's cluster, 1 of its "
+                                        "workers (--workers)")
+    assert "started in" not in running.placement
