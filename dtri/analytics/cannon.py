@@ -144,8 +144,9 @@ def moved_1d(plan: CountPlan) -> dict[str, int]:
     for k, builders in plan.builders.items():
         for p in plan.bin_partitions[k]:
             edges, rows = bin_share(plan.summaries[p], plan.bin_sources[k])
+            owner = partition_owner(p, workers)
             for w in builders:
-                if partition_owner(p, workers) != w:
+                if w != owner:
                     slices[w] += csr_bytes(math.ceil(edges), rows)
     pulled = {"join": [0] * workers, "intersect": [0] * workers}
     for stage, wanted in (("join", "wedges"), ("intersect", "intersect")):
