@@ -64,9 +64,16 @@ def vertex_ranks(degree: Any, orientation: str, peeling: Peeling | None = None) 
         return peel_ranks(peeling, degree)
     xp = array_module(degree)
     order = xp.argsort(degree, kind="stable")  # ids ascend already: (degree, id) order
-    rank = xp.empty(degree.shape[0], dtype=xp.int64)
-    rank[order] = xp.arange(degree.shape[0], dtype=xp.int64)
+    kind = rank_dtype(xp, degree.shape[0])
+    rank = xp.empty(degree.shape[0], dtype=kind)
+    rank[order] = xp.arange(degree.shape[0], dtype=kind)
     return rank
+
+
+def rank_dtype(xp: Any, vertices: int) -> Any:
+    """The dtype of ranks ``0 .. vertices - 1``: int32 where they fit, which halves the bytes
+    of the ranks sent to every sender, else int64."""
+    return xp.int32 if vertices <= 2**31 else xp.int64
 
 
 def rank_and_order(degree: Any, orientation: str, peeling: Peeling | None = None,
@@ -187,7 +194,7 @@ def peel_ranks(peeling: Peeling, degree: Any) -> Any:
         return ids
     order = xp.lexsort(xp.stack([ids, degree.astype(xp.int64, copy=False),
                                  peeling.remaining, peeling.level]))
-    rank = xp.empty(vertices, dtype=xp.int64)
+    rank = xp.empty(vertices, dtype=rank_dtype(xp, vertices))
     rank[order] = ids
     return rank
 
@@ -259,8 +266,10 @@ one) or its lists' intersections (the fused join walks the shorter list of each 
 
 
 def wedge_work(out_degree: Any) -> Any:
-    """Work per source for the wedges join: its edges plus its wedges, C(d+, 2)."""
-    return out_degree + out_degree * (out_degree - 1) // 2
+    """Work per source for the wedges join: its edges plus its wedges, C(d+, 2) (int64, from
+    out-degrees of any integer type)."""
+    degree = out_degree.astype(array_module(out_degree).int64, copy=False)
+    return degree + degree * (degree - 1) // 2
 
 
 INTERSECT_EDGE_COST = 1024
@@ -270,9 +279,12 @@ source ranges timed alone): an edge costs 0.94 ns of passes over the edge arrays
 0.00085 ns (examples/benchmarks/results/intersect-balance-h200.jsonl)."""
 
 
-def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
+def intersection_work(oriented: Any, out_degree: Any, vertices: int,
+                      edge_cost: float = INTERSECT_EDGE_COST) -> Any:
     """Work per source for the fused join, within one partition's oriented keys: for each
-    edge ``u -> v``, :data:`INTERSECT_EDGE_COST` plus shorter × log2(longer + 1) of the lists
+    edge ``u -> v``, ``edge_cost`` (default :data:`INTERSECT_EDGE_COST`; more where the
+    edges' exchange counts too: :func:`exchange_edge_cost`) plus shorter × log2(longer + 1) of
+    the lists
     it intersects, taking ``u``'s later siblings as ``(d+(u) - 1) / 2`` (their mean; the sort
     has not happened yet) against ``d+(v)``. Hubs have many wedges but short intersections, so
     this, not C(d+, 2), balances the fused join's partitions (within a few per cent on RMAT,
@@ -281,7 +293,26 @@ def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
     src, dst = unpack_keys(oriented, checked_key_bits(vertices))
     later, target = (out_degree[src] - 1) / 2, out_degree[dst]
     steps = xp.minimum(later, target) * xp.log2(xp.maximum(later, target) + 1)
-    return xp.bincount(src, weights=steps + INTERSECT_EDGE_COST, minlength=vertices)
+    return xp.bincount(src, weights=steps + edge_cost, minlength=vertices)
+
+
+def exchange_edge_cost() -> float:
+    """What the balance of the sorted partitions adds to an edge's cost when they span
+    several workers (``dtri.exchange-edge-cost`` in ``dask.config``, in steps of binary
+    search): the edge's share of the sort's exchange and of the edge bins, which the fused
+    join's own cost (:data:`INTERSECT_EDGE_COST`) leaves out."""
+    import dask
+
+    from dtri.errors import ConfigurationError
+
+    value = dask.config.get("dtri.exchange-edge-cost")
+    try:
+        cost = float(value)
+    except (TypeError, ValueError):
+        cost = -1.0
+    if not cost >= 0 or cost == float("inf"):
+        raise ConfigurationError(f"dtri.exchange-edge-cost must be a number >= 0, got {value!r}")
+    return cost
 
 
 def source_bounds(work: Any, parts: int) -> list[int]:
@@ -315,10 +346,11 @@ def oriented_out_degree(keys: Any, rank: Any | None, vertices: int) -> Any:
     return out_degree_counts(orient_keys(keys, rank, vertices), vertices)
 
 
-def oriented_intersection_work(keys: Any, rank: Any | None, out_degree: Any,
-                               vertices: int) -> Any:
+def oriented_intersection_work(keys: Any, rank: Any | None, out_degree: Any, vertices: int,
+                               edge_cost: float = INTERSECT_EDGE_COST) -> Any:
     """:func:`intersection_work` of a partition's canonical keys, oriented first."""
-    return intersection_work(orient_keys(keys, rank, vertices), out_degree, vertices)
+    return intersection_work(orient_keys(keys, rank, vertices), out_degree, vertices,
+                             edge_cost)
 
 
 def oriented_split(keys: Any, rank: Any | None, bounds: list[int], vertices: int,

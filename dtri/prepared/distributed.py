@@ -38,15 +38,17 @@ from dtri.kernels.canonicalize import (
     partition_vertices,
     vertex_count,
 )
-from dtri.kernels.counting import add_counts
+from dtri.kernels.counting import add_counts, narrow_counts, wide_counts
 from dtri.kernels.csr import as_csr, edge_degrees, from_keys, keys_of, stored
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.orient import (
+    INTERSECT_EDGE_COST,
     PEEL_ROUNDS,
     WORK_MODELS,
     adirection_epsilon,
     by_rank,
     degree_counts,
+    exchange_edge_cost,
     orientation_reason,
     oriented_intersection_work,
     oriented_out_degree,
@@ -186,12 +188,15 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     sender that held it)."""
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
                                           epsilon, fan_in)
-    out_degree = tasks.reduce_over("orient", oriented_out_degree, add_counts, keys.parts,
+    out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.parts,
                                    (rank, n), keys.holders, "out", fan_in)
     del vertices
     if work_model == "intersect":
+        spread = len({tasks.owner(p) for p in range(parts)}) > 1
+        edge_cost = INTERSECT_EDGE_COST + (exchange_edge_cost() if spread else 0)
         work = tasks.reduce_over("orient", oriented_intersection_work, add_counts, keys.parts,
-                                 (rank, out_degree, n), keys.holders, "work", fan_in)
+                                 (rank, out_degree, n, edge_cost), keys.holders, "work",
+                                 fan_in)
     else:
         work = tasks.task("orient", wedge_work, out_degree, key=("work",))
     bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
@@ -207,8 +212,10 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
         "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
     if overlapping:
         owners = [tasks.owner(p) for p in range(parts)]
-        (degree,) = timer.submit("degree", tasks.reduce_over(
-            "degree", edge_degrees, add_counts, sorted_parts, (n,), owners, "degree", fan_in))
+        degree = tasks.reduce_over("degree", partition_degrees, add_counts, sorted_parts, (n,),
+                                   owners, "degree", fan_in)
+        (degree,) = timer.submit("degree", tasks.task("degree", wide_counts, degree,
+                                                      key=("wide",)))
     return Prepared(sorted_parts, n, ids, degree, bounds, orientation,
                     orientation_reason(orientation, rounds=rounds), rounds)
 
@@ -219,7 +226,7 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
     """The ``rank`` stage (and for ``adirection`` the ``direct`` stage before it): the rank of
     every vertex, and by rank its input id and degree (persisted; the degree counts an edge
     once for each sender that holds it), and the peeling's rounds (``None`` without one)."""
-    degree = tasks.reduce_over("rank", degree_counts, add_counts, keys.parts, (n,),
+    degree = tasks.reduce_over("rank", sender_degrees, add_counts, keys.parts, (n,),
                                keys.holders, "degree", fan_in)
     peeling = rounds = None
     if orientation == "adirection":
@@ -231,8 +238,34 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
     rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
     order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
     ids = tasks.task("rank", ids_by_rank, vertices, order, key=("ids",))
-    degree = tasks.task("rank", by_rank, degree, order, key=("degree",))
+    degree = tasks.task("rank", degrees_by_rank, degree, order, key=("degree",))
     return (*timer.submit("rank", rank, ids, degree), rounds)
+
+
+# The vertex-wide trees send int32 counts where they fit (:func:`dtri.kernels.counting.
+# narrow_counts`): a count within one sender's distinct edges, or one sorted partition's, is
+# at most its edges, since no edge is a self-loop. The sums stay int32 while they fit
+# (:func:`~dtri.kernels.counting.add_counts`), and the degrees the analytics read are int64.
+
+def sender_degrees(keys: Any, vertices: int) -> Any:
+    """:func:`~dtri.kernels.orient.degree_counts` of a sender's keys, int32 where they fit."""
+    return narrow_counts(degree_counts(keys, vertices), int(keys.shape[0]))
+
+
+def sender_out_degrees(keys: Any, rank: Any | None, vertices: int) -> Any:
+    """:func:`~dtri.kernels.orient.oriented_out_degree` of a sender's keys, int32 where they
+    fit."""
+    return narrow_counts(oriented_out_degree(keys, rank, vertices), int(keys.shape[0]))
+
+
+def partition_degrees(part: Any, vertices: int) -> Any:
+    """:func:`~dtri.kernels.csr.edge_degrees` of a sorted partition, int32 where they fit."""
+    return narrow_counts(edge_degrees(part, vertices), as_csr(part).edges)
+
+
+def degrees_by_rank(degree: Any, order: Any | None) -> Any:
+    """The degree of every rank (int64), from the summed degrees by dense id."""
+    return wide_counts(by_rank(degree, order))
 
 
 def peel_partitions(keys: CanonicalKeys, degree: Any, vertices: Any, tasks: Tasks,

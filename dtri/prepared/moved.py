@@ -4,8 +4,9 @@ The preparation (:mod:`dtri.prepared.distributed`) moves two kinds of data betwe
 
 * vertex-wide arrays, summed or merged by trees (:meth:`dtri.runtime.tasks.Tasks.reduce_over`)
   and then read by every worker that holds a sender: the vertex set (marks, one byte per id up
-  to the largest, or ascending int64 ids), and int64 or float64 arrays of one entry per
-  vertex (degrees, ranks, out-degrees, work: ``8 n`` bytes);
+  to the largest, or ascending int64 ids), and arrays of one entry per vertex: degrees, ranks
+  and out-degrees as int32 where they fit (``4 n`` bytes; :func:`dtri.kernels.counting.
+  narrow_counts`), the fused join's work as float64 (``8 n``);
 * the edges, once, in the sort's exchange: each sender's oriented int64 keys, cut by source
   range, piece ``j`` to the owner of sorted partition ``j``.
 
@@ -27,10 +28,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dtri.kernels.canonicalize import MARKS_BYTES_PER_ID, dense_range
+from dtri.kernels.counting import INT32_MAX
 from dtri.runtime.tasks import gathering_worker, partition_owner
 
 BYTES_PER_VERTEX = 8
-"""A vertex-wide count, rank, out-degree or work: int64 (the fused join's work: float64)."""
+"""A vertex-wide int64 count or rank, or the fused join's work (float64)."""
+BYTES_PER_NARROW_VERTEX = 4
+"""A vertex-wide count, rank or out-degree as the trees send it where it fits: int32."""
 BYTES_PER_KEY = 8
 """A packed edge key in the sort's pieces: int64."""
 BYTES_PER_INPUT_ROW = 16
@@ -144,15 +148,17 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
                   vertices: int) -> dict[str, int]:
     """Predicted bytes the busiest worker receives in each stage of the preparation (see the
     module docstring), for a graph of ``vertices`` vertices whose sorted partitions hold
-    ``partition_edges`` edges. The terms, stage by stage (``n`` vertices, ``V = 8 n``):
+    ``partition_edges`` edges. The terms, stage by stage (``n`` vertices; ``V = 4 n``, the
+    counts and ranks as int32, or ``8 n`` past 2**31 vertices or a sender's edges; ``W = 8 n``,
+    the work):
 
     * ``vertices``: the tree over each sender's vertex set (:func:`vertex_set_bytes`);
     * ``canonicalize``: the merged vertex set, one copy to each worker holding a sender;
-    * ``rank``: the tree of the senders' degree counts (int64, ``V`` each); the ranks are
-      made where its root is, beside the vertex set;
+    * ``rank``: the tree of the senders' degree counts (``V`` each); the ranks are made
+      where its root is, beside the vertex set;
     * ``orient``: the ranks (``V``), one copy to each worker holding a sender; the tree of
       out-degrees (``V`` each); with the fused join's work model, the out-degrees (``V``)
-      to each worker holding a sender, then the tree of work (float64, ``V`` each);
+      to each worker holding a sender, then the tree of work (``W`` each);
     * ``sort``: each sender's keys (int64), taken as its input rows times the graph's
       distinct edges per input row, cut in proportion to the sorted partitions' edges;
       piece ``j`` goes to the owner of partition ``j`` from every sender elsewhere;
@@ -177,8 +183,10 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
             if h != worker:
                 flow.receive("prepare", worker, BYTES_PER_INPUT_ROW * r)
         return {"prepare": 0, **flow.busiest()}
-    n, wide, fan_in, folds = vertices, BYTES_PER_VERTEX * vertices, shape.fan_in, \
-        shape.folds_per_worker
+    n, fan_in, folds = vertices, shape.fan_in, shape.folds_per_worker
+    fits = vertices <= INT32_MAX + 1 and max(rows, default=0) <= INT32_MAX
+    wide = (BYTES_PER_NARROW_VERTEX if fits else BYTES_PER_VERTEX) * vertices
+    work = BYTES_PER_VERTEX * vertices
     readers = set(holders)
     per_sender = [(h, wide) for h in holders]
     total_rows = max(sum(rows), 1)
@@ -197,7 +205,7 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     out = flow.tree("orient", leaves_of(per_sender, folds), wide, fan_in)
     if shape.work_model == "intersect":
         flow.spread("orient", out, wide, readers)
-        flow.tree("orient", leaves_of(per_sender, folds), wide, fan_in)
+        flow.tree("orient", leaves_of([(h, work) for h in holders], folds), work, fan_in)
 
     for j, edges in enumerate(partition_edges):
         owner = partition_owner(j, workers)

@@ -16,22 +16,29 @@ FLOOR = 1 << 20
 
 def test_the_terms_of_two_folding_workers():
     """R-MAT 26's shape on two GPU workers (leaves folded per worker): the merged marks once,
-    to the worker without them, then one vertex-wide array per tree and per copy: in the
-    orient stage 2 to each worker (the roots land with the ranks, on the first worker, which
-    receives the other's two leaves; the other receives the ranks and the out-degrees); the
-    sort's pieces in proportion to the partitions."""
-    n, wide = 32_804_535, 8 * 32_804_535
+    to the worker without them, then one vertex-wide array per tree and per copy, int32 but
+    the work (float64): in the orient stage the roots land with the ranks, on the first worker,
+    which receives the other's two leaves (out-degrees, work); the other receives the ranks
+    and the out-degrees; the sort's pieces in proportion to the partitions."""
+    n, wide, work = 32_804_535, 4 * 32_804_535, 8 * 32_804_535
     shape = PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True, "intersect",
                              (1 << 26) - 1)
     predicted = moved_prepare(shape, [100, 300], n)
     assert predicted["vertices"] == predicted["canonicalize"] == 1 << 26
     assert predicted["rank"] == predicted["degree"] == wide
-    assert predicted["orient"] == 2 * wide
+    assert predicted["orient"] == wide + work
     assert predicted["sort"] == 8 * (1 << 29) * 300 // (1 << 30)  # partition 1 from worker 0
     assert predicted["plan"] == 0
     wedges = moved_prepare(PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True,
                                             "wedges", (1 << 26) - 1), [100, 300], n)
     assert wedges["orient"] == wide  # no tree of work: the ranks, or the out-degrees' leaf
+
+
+def test_counts_past_int32_cross_as_int64():
+    """More than 2**31 vertices: the counts and ranks cross as int64."""
+    n = 2**31 + 1
+    shape = PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True, "wedges", n - 1)
+    assert moved_prepare(shape, [100, 300], n)["rank"] == 8 * n
 
 
 def test_one_worker_moves_nothing_and_one_task_moves_only_its_inputs():

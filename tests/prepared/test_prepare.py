@@ -104,6 +104,31 @@ def test_intersection_work_balances_hubs_by_their_short_lists():
     assert by_intersection[1] == 401  # 400 for the hub + 400 light sources = half of 1600
 
 
+def test_an_exchange_cost_moves_the_cut_toward_the_edges_of_the_light_sources():
+    """Sources 0 .. 49 point at sinks (many edges, no intersection work); sources 50 .. 59 at
+    the lists of 60 .. 79 (their work is mostly search steps): the more an edge costs, the
+    fewer sources the first of two ranges holds."""
+    import dask
+
+    from dtri.errors import ConfigurationError
+    from dtri.kernels.orient import exchange_edge_cost
+
+    light = [(u << 8) | (200 + t) for u in range(50) for t in range(20)]
+    searching = [(u << 8) | (60 + t) for u in range(50, 60) for t in range(20)]
+    lists = [(u << 8) | (100 + t) for u in range(60, 80) for t in range(20)]
+    keys = np.array(light + searching + lists, dtype=np.int64)
+    out_degree = np.bincount(keys >> 8, minlength=1 << 8)
+    cuts = [source_bounds(intersection_work(keys, out_degree, 1 << 8, cost), 2)[1]
+            for cost in (0, 40, 64 * INTERSECT_EDGE_COST)]  # a search: 41.7 steps an edge
+    assert cuts[0] in range(50, 61)  # the search steps alone: within the searching sources
+    assert cuts[0] > cuts[1] > cuts[2]
+    assert cuts[2] in range(38, 43)  # edges alone: 800 of 1600, source 40
+    assert exchange_edge_cost() == 0  # dtri.yaml's default
+    with dask.config.set({"dtri.exchange-edge-cost": "lots"}), \
+            pytest.raises(ConfigurationError, match="exchange-edge-cost"):
+        exchange_edge_cost()
+
+
 def test_prepare_partition_orients_low_to_high_rank():
     frame = pd.DataFrame({"src": [10, 20, 30, 10, 10**15], "dst": [20, 30, 10, 10, 10]})
     part, vertices, ids, degree, orientation, reason = prepare_partition(frame, "degree")
@@ -400,10 +425,33 @@ def test_add_counts_keeps_the_widest_dtype_whichever_partition_comes_first():
     assert total.dtype == np.float64 and total.tolist() == [0.5, 1.0, 2.5]
 
 
+def test_narrow_counts_sum_in_int32_while_they_fit_and_in_int64_past_it():
+    """The vertex-wide trees send int32 counts: a sum that passes 2**31 - 1 comes back int64,
+    exact, and a bound past int32 keeps the counts as they are."""
+    from dtri.kernels.counting import INT32_MAX, narrow_counts, wide_counts
+
+    small = narrow_counts(np.array([1, 2, 3], dtype=np.int64), 3)
+    assert small.dtype == np.int32
+    assert add_counts(small, small).dtype == np.int32
+    assert add_counts(small, small).tolist() == [2, 4, 6]
+    big = narrow_counts(np.array([INT32_MAX, 1, 0], dtype=np.int64), INT32_MAX)
+    total = add_counts(big, big, small)
+    assert total.dtype == np.int64 and total.tolist() == [2 * INT32_MAX + 1, 4, 3]
+    assert narrow_counts(np.zeros(2, dtype=np.int64), INT32_MAX + 1).dtype == np.int64
+    assert add_counts(small[:0], small[:0]).dtype == np.int32
+    assert wide_counts(small).dtype == np.int64
+
+
+def test_wedge_work_of_int32_out_degrees_does_not_overflow():
+    out_degree = np.array([100_000, 2], dtype=np.int32)  # C(10**5, 2) > 2**31
+    assert wedge_work(out_degree).tolist() == [100_000 + 100_000 * 99_999 // 2, 3]
+
+
 def test_rank_order_inverts_the_ranks():
     degree = np.array([3, 1, 2], dtype=np.int64)  # dense 1 has the lowest degree: rank 0
     rank, order = rank_and_order(degree, "degree")
     assert rank.tolist() == [2, 0, 1] and order.tolist() == [1, 2, 0]
+    assert rank.dtype == order.dtype == np.int32  # half the bytes sent to every sender
     assert rank_and_order(degree, "id") == (None, None)  # id orientation: rank = dense id
 
 
@@ -486,3 +534,5 @@ def test_an_edge_held_by_several_senders_is_counted_once(workers):
         with dtri.prepare(frame, backend="cpu", npartitions=workers) as prepared:
             assert "degree" in prepared.seconds  # the senders shared edges
             check_vertex_results(prepared, graph)
+            (degree,) = dask.compute(prepared.degree)  # summed in int32, read as int64
+            assert degree.dtype == np.int64

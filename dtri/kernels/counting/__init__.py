@@ -42,10 +42,34 @@ def weighted_counts(ids: Any, weights: Any, vertices: int, out: Any = None) -> A
     return out
 
 
+INT32_MAX = 2**31 - 1
+"""The largest count an int32 array holds."""
+
+
+def narrow_counts(counts: Any, most: int) -> Any:
+    """``counts`` as int32 where no count can pass ``most`` (a bound the caller knows, such as
+    the ids counted), else as they are. A vertex-wide tree sends half the bytes."""
+    if most > INT32_MAX or counts.dtype.kind not in "iu":
+        return counts
+    return counts.astype(array_module(counts).int32, copy=False)
+
+
+def wide_counts(counts: Any) -> Any:
+    """``counts`` as int64, as the analytics read them (:func:`narrow_counts` undone)."""
+    return counts.astype(array_module(counts).int64, copy=False)
+
+
 def add_counts(*counts: Any) -> Any:
     """Element-wise sum of per-partition count arrays of equal length, in the widest of their
-    dtypes (CuPy's ``bincount`` of an empty partition returns ints even with float weights)."""
-    total = counts[0].astype(array_module(counts[0]).result_type(*counts))
+    dtypes (CuPy's ``bincount`` of an empty partition returns ints even with float weights).
+    int32 counts (:func:`narrow_counts`) are added in int64 and stay int32 where the sums
+    fit."""
+    xp = array_module(counts[0])
+    kind = xp.result_type(*counts)
+    narrow = kind == xp.int32 and len(counts) > 1
+    total = counts[0].astype(xp.int64 if narrow else kind)
     for more in counts[1:]:
         total += more
+    if narrow and (not total.shape[0] or int(total.max()) <= INT32_MAX):
+        return total.astype(xp.int32)
     return total

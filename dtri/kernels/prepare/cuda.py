@@ -28,7 +28,7 @@ _dense_keys = cupy.ElementwiseKernel(
     """, "dtri_dense_keys")
 
 _oriented = cupy.ElementwiseKernel(
-    "int64 key, raw int64 rank, int32 bits", "int64 out",
+    "int64 key, raw R rank, int32 bits", "int64 out",
     """
     const long long a = rank[key >> bits], b = rank[key & ((1LL << bits) - 1)];
     out = a < b ? (a << bits) | b : (b << bits) | a;
@@ -45,6 +45,6 @@ def dense_edge_keys(src: Any, dst: Any, table: Any, bits: int) -> Any:
 
 def oriented_keys(keys: Any, rank: Any, bits: int) -> Any:
     """Packed keys re-pointed from lower to higher rank: ``(min << bits) | max`` of the
-    ends' ranks."""
+    ends' ranks (``rank``: int32 or int64)."""
     with first_use(_used, ("oriented", cupy.cuda.runtime.getDevice())):
         return _oriented(keys, rank, cupy.int32(bits))
