@@ -279,12 +279,9 @@ source ranges timed alone): an edge costs 0.94 ns of passes over the edge arrays
 0.00085 ns (examples/benchmarks/results/intersect-balance-h200.jsonl)."""
 
 
-def intersection_work(oriented: Any, out_degree: Any, vertices: int,
-                      edge_cost: float = INTERSECT_EDGE_COST) -> Any:
+def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
     """Work per source for the fused join, within one partition's oriented keys: for each
-    edge ``u -> v``, ``edge_cost`` (default :data:`INTERSECT_EDGE_COST`; more where the
-    edges' exchange counts too: :func:`exchange_edge_cost`) plus shorter × log2(longer + 1) of
-    the lists
+    edge ``u -> v``, :data:`INTERSECT_EDGE_COST` plus shorter × log2(longer + 1) of the lists
     it intersects, taking ``u``'s later siblings as ``(d+(u) - 1) / 2`` (their mean; the sort
     has not happened yet) against ``d+(v)``. Hubs have many wedges but short intersections, so
     this, not C(d+, 2), balances the fused join's partitions (within a few per cent on RMAT,
@@ -293,26 +290,7 @@ def intersection_work(oriented: Any, out_degree: Any, vertices: int,
     src, dst = unpack_keys(oriented, checked_key_bits(vertices))
     later, target = (out_degree[src] - 1) / 2, out_degree[dst]
     steps = xp.minimum(later, target) * xp.log2(xp.maximum(later, target) + 1)
-    return xp.bincount(src, weights=steps + edge_cost, minlength=vertices)
-
-
-def exchange_edge_cost() -> float:
-    """What the balance of the sorted partitions adds to an edge's cost when they span
-    several workers (``dtri.exchange-edge-cost`` in ``dask.config``, in steps of binary
-    search): the edge's share of the sort's exchange and of the edge bins, which the fused
-    join's own cost (:data:`INTERSECT_EDGE_COST`) leaves out."""
-    import dask
-
-    from dtri.errors import ConfigurationError
-
-    value = dask.config.get("dtri.exchange-edge-cost")
-    try:
-        cost = float(value)
-    except (TypeError, ValueError):
-        cost = -1.0
-    if not cost >= 0 or cost == float("inf"):
-        raise ConfigurationError(f"dtri.exchange-edge-cost must be a number >= 0, got {value!r}")
-    return cost
+    return xp.bincount(src, weights=steps + INTERSECT_EDGE_COST, minlength=vertices)
 
 
 def source_bounds(work: Any, parts: int) -> list[int]:
@@ -346,11 +324,10 @@ def oriented_out_degree(keys: Any, rank: Any | None, vertices: int) -> Any:
     return out_degree_counts(orient_keys(keys, rank, vertices), vertices)
 
 
-def oriented_intersection_work(keys: Any, rank: Any | None, out_degree: Any, vertices: int,
-                               edge_cost: float = INTERSECT_EDGE_COST) -> Any:
+def oriented_intersection_work(keys: Any, rank: Any | None, out_degree: Any,
+                               vertices: int) -> Any:
     """:func:`intersection_work` of a partition's canonical keys, oriented first."""
-    return intersection_work(orient_keys(keys, rank, vertices), out_degree, vertices,
-                             edge_cost)
+    return intersection_work(orient_keys(keys, rank, vertices), out_degree, vertices)
 
 
 def oriented_split(keys: Any, rank: Any | None, bounds: list[int], vertices: int,

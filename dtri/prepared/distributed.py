@@ -42,13 +42,11 @@ from dtri.kernels.counting import add_counts, narrow_counts, wide_counts
 from dtri.kernels.csr import as_csr, edge_degrees, from_keys, keys_of, stored
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.orient import (
-    INTERSECT_EDGE_COST,
     PEEL_ROUNDS,
     WORK_MODELS,
     adirection_epsilon,
     by_rank,
     degree_counts,
-    exchange_edge_cost,
     orientation_reason,
     oriented_intersection_work,
     oriented_out_degree,
@@ -192,11 +190,8 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
                                    (rank, n), keys.holders, "out", fan_in)
     del vertices
     if work_model == "intersect":
-        spread = len({tasks.owner(p) for p in range(parts)}) > 1
-        edge_cost = INTERSECT_EDGE_COST + (exchange_edge_cost() if spread else 0)
         work = tasks.reduce_over("orient", oriented_intersection_work, add_counts, keys.parts,
-                                 (rank, out_degree, n, edge_cost), keys.holders, "work",
-                                 fan_in)
+                                 (rank, out_degree, n), keys.holders, "work", fan_in)
     else:
         work = tasks.task("orient", wedge_work, out_degree, key=("work",))
     bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))

@@ -104,31 +104,6 @@ def test_intersection_work_balances_hubs_by_their_short_lists():
     assert by_intersection[1] == 401  # 400 for the hub + 400 light sources = half of 1600
 
 
-def test_an_exchange_cost_moves_the_cut_toward_the_edges_of_the_light_sources():
-    """Sources 0 .. 49 point at sinks (many edges, no intersection work); sources 50 .. 59 at
-    the lists of 60 .. 79 (their work is mostly search steps): the more an edge costs, the
-    fewer sources the first of two ranges holds."""
-    import dask
-
-    from dtri.errors import ConfigurationError
-    from dtri.kernels.orient import exchange_edge_cost
-
-    light = [(u << 8) | (200 + t) for u in range(50) for t in range(20)]
-    searching = [(u << 8) | (60 + t) for u in range(50, 60) for t in range(20)]
-    lists = [(u << 8) | (100 + t) for u in range(60, 80) for t in range(20)]
-    keys = np.array(light + searching + lists, dtype=np.int64)
-    out_degree = np.bincount(keys >> 8, minlength=1 << 8)
-    cuts = [source_bounds(intersection_work(keys, out_degree, 1 << 8, cost), 2)[1]
-            for cost in (0, 40, 64 * INTERSECT_EDGE_COST)]  # a search: 41.7 steps an edge
-    assert cuts[0] in range(50, 61)  # the search steps alone: within the searching sources
-    assert cuts[0] > cuts[1] > cuts[2]
-    assert cuts[2] in range(38, 43)  # edges alone: 800 of 1600, source 40
-    assert exchange_edge_cost() == 0  # dtri.yaml's default
-    with dask.config.set({"dtri.exchange-edge-cost": "lots"}), \
-            pytest.raises(ConfigurationError, match="exchange-edge-cost"):
-        exchange_edge_cost()
-
-
 def test_prepare_partition_orients_low_to_high_rank():
     frame = pd.DataFrame({"src": [10, 20, 30, 10, 10**15], "dst": [20, 30, 10, 10, 10]})
     part, vertices, ids, degree, orientation, reason = prepare_partition(frame, "degree")
