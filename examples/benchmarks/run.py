@@ -446,6 +446,32 @@ PRESETS: dict[str, Preset] = {
                    "{out}"),),
         "issue 39, at ae9f727 (kind nvidia-h100-x4, which came as 4 x H200); one run, no "
         "one-GPU peer (issue 39 gives 97 s for R-MAT 28 on one H200 under a 16 GiB pool)"),
+    "multi-gpu-narrow-h200x4": Preset(
+        "strong scaling over UCX on 1, 2 and 4 GPUs with the vertex-wide trees in int32, "
+        "against 0cb3a4f's int64 trees (R-MAT 26), and R-MAT 27 on 1, 2 and 4",
+        "one host with 4 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:26", "--workers", "1,2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:26", "--workers", "1,2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:27", "--workers", "1,2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:27", "--workers", "1,2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}")),
+        "issue 39 (kind nvidia-h100-x4, which came as 4 x H200), one session: the first "
+        "command at c7e363e, the second right after it from a copy of 0cb3a4f's tree (its "
+        "lines' commit), the R-MAT 27 command twice at c7e363e. Between the R-MAT 27 runs, and "
+        "after the R-MAT 26 ones, the same commands ran with DASK_DTRI__EXCHANGE_EDGE_COST="
+        "2048, a knob that 78a9c36 removed again: those lines are not kept"),
+    "multi-gpu-cli-ahead-h200x4": Preset(
+        "R-MAT 28 end to end on four GPUs with the input's modules imported while the "
+        "cluster starts: the whole dtri count command in a new process, best of two",
+        "one host with 4 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:28", "--cli", "--workers", "4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "2", "--timeout", "90", "--out",
+                   "{out}"),),
+        "issue 39, at c7e363e (kind nvidia-h100-x4, which came as 4 x H200); no one-GPU peer "
+        "(host-memory-h200 has R-MAT 28 on one of this host's GPUs under a 16 GiB pool)"),
     "multi-gpu-head-h100x2": Preset(
         "strong scaling over UCX on 1 and 2 GPUs at a0131f7 (one exchange, trees and the "
         "sort's splits placed where their inputs are)", "one host with 2 NVIDIA H100 (80 GB)", (
@@ -503,6 +529,25 @@ PRESETS: dict[str, Preset] = {
         "issue 41, at f68d68f, on GPU 3 of a 4 x H100 host beside other runs; the limited "
         "run was stopped at 285 s (the device time left), so it has no count: the line "
         "records that, and the unlimited run's 138 GB resident"),
+    "saved-graph-h200": Preset(
+        "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
+        "counting a saved R-MAT 26 against its raw Parquet files",
+        "one NVIDIA H200 of a 4 x H200 host", (
+            script("saved_graph.py", "resume", "rmat:26", "--kill-at", "0.5", "--dtri-args",
+                   "--backend gpu --memory-budget 4GiB", "--out", "{out}"),
+            script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "2",
+                   "--dtri-args", "--backend gpu", "--out", "{out}")),
+        "issue 41, at c7e363e, on GPU 2 (CUDA_VISIBLE_DEVICES) while the GPU tests ran on "
+        "GPUs 0-1 and host-memory-h200 on GPU 3"),
+    "host-memory-h200": Preset(
+        "R-MAT 28 under a 16 GiB RMM pool with --memory-limit 32GiB against the same count "
+        "without it", "one NVIDIA H200 of a 4 x H200 host", (
+            script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--memory-limit",
+                   "32GiB", "--repeat", "1", "--timeout", "285", "--spill-directory",
+                   "/tmp/spill28", "--out", "{out}", "--", "--rmm-pool-size", "16GiB"),),
+        "issue 41, at c7e363e, on GPU 3 beside the runs of saved-graph-h200 and the GPU "
+        "tests; the limited run was stopped at 285 s, in its canonicalize stage, so it has "
+        "no count: the line records that, and the unlimited run's 143 GB resident"),
     "saved-graph-cpu-2core": Preset(
         "counting a saved prepared graph against its raw Parquet files, and a --checkpoint "
         "count killed with SIGKILL mid-join then run again", CPU, (
