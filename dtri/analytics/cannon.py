@@ -131,8 +131,10 @@ def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, wor
 def moved_1d(plan: CountPlan) -> dict[str, int]:
     """Predicted bytes the busiest worker pulls under the 1D join, per stage, from the count's
     plan (device staging): each worker builds its own copy of every edge bin its partitions
-    reach from the slices of the partitions that overlap it, pulling those that other workers
-    own (``edge-bins``, :func:`~dtri.analytics.plan.bin_homes`), and pulls every bin its
+    reach from the slices of the partitions that overlap it and hold sources its edges can
+    reach, pulling those that other workers own (``edge-bins``,
+    :func:`~dtri.analytics.plan.bin_homes`, :func:`~dtri.analytics.plan.copy_partitions`),
+    and pulls every bin its
     partitions reach that is another worker's partition, once (``join``: its packed keys, 8 B
     an edge; ``intersect``: its CSR). Each partition's edges are taken to spread evenly over
     its source ranks: a slice holds the partition's share of the bin's sources, with one
@@ -141,13 +143,11 @@ def moved_1d(plan: CountPlan) -> dict[str, int]:
     if workers == 1 or not plan.owned:
         return {"edge-bins": 0, "join": 0, "intersect": 0}
     slices = [0] * workers
-    for k, builders in plan.builders.items():
-        for p in plan.bin_partitions[k]:
-            edges, rows = bin_share(plan.summaries[p], plan.bin_sources[k])
-            owner = partition_owner(p, workers)
-            for w in builders:
-                if w != owner:
-                    slices[w] += csr_bytes(math.ceil(edges), rows)
+    for (k, w), parts in plan.copy_parts.items():
+        for p in parts:
+            if partition_owner(p, workers) != w:
+                edges, rows = bin_share(plan.summaries[p], plan.bin_sources[k])
+                slices[w] += csr_bytes(math.ceil(edges), rows)
     pulled = {"join": [0] * workers, "intersect": [0] * workers}
     for stage, wanted in (("join", "wedges"), ("intersect", "intersect")):
         for w in range(workers):

@@ -8,7 +8,8 @@ summaries alone; this module builds its task graph, whose keys are named after t
 * ``dtri-edge-bins-(k, w)``: worker ``w``'s copy of bin ``k`` of the edge set, the sources
   ``[k << src_shift, (k + 1) << src_shift)``, as CSR, built from the slices of the partitions
   that overlap it (``dtri-edge-bins-slices-p``, cut where each partition lives), on every
-  worker whose partitions reach it (:func:`~dtri.analytics.plan.bin_homes`);
+  worker whose partitions reach it (:func:`~dtri.analytics.plan.bin_homes`); only the slices
+  whose sources that worker's edges can reach (:func:`~dtri.analytics.plan.copy_partitions`);
   ``dtri-edge-keys-(k, w)``: its packed keys, for the wedges join;
 * ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, a wedge-number range
   sized by prefix sums to fit the memory budget, radix-split into bins; it reads only the
@@ -294,7 +295,8 @@ def binned_joins(plan: CountPlan, graph: PreparedGraph, timer: StageTimer,
     overlapped: dict[int, list[int]] = {}  # partition -> the bins built from it, ascending
     for k in plan.builders:
         for p in plan.bin_partitions[k]:
-            overlapped.setdefault(p, []).append(k)
+            if any(p in plan.copy_parts[k, w] for w in plan.builders[k]):
+                overlapped.setdefault(p, []).append(k)
     slices = {}
     for p, bins_of_p in overlapped.items():
         with owned.placed(p):
@@ -306,7 +308,7 @@ def binned_joins(plan: CountPlan, graph: PreparedGraph, timer: StageTimer,
         for w in builders:
             with owned.on_worker(w):
                 edge_bins[k, w] = tasks.task("edge-bins", edge_bin, *plan.bin_sources[k],
-                                             *(picks[p, k] for p in plan.bin_partitions[k]),
+                                             *(picks[p, k] for p in plan.copy_parts[k, w]),
                                              key=(k, w))
     needed = {("csr", *kw): b for kw, b in edge_bins.items()} if plan.needs_csr else {}
     if plan.needs_edge_keys:

@@ -316,6 +316,11 @@ class CountPlan:
     builders: dict[int, tuple[int, ...]] = field(default_factory=dict, repr=False)
     """Device staging: the workers (by number) that build their own copy of each other bin
     that a partition's edges reach (:func:`bin_homes`)."""
+    copy_parts: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict,
+                                                               repr=False)
+    """Device staging: for each copy ``(bin, worker)`` of :attr:`builders`, the partitions
+    whose slices it is built from, those that hold sources its readers' edges can reach
+    (:func:`copy_partitions`)."""
 
     @property
     def partitions(self) -> int:
@@ -480,6 +485,39 @@ def bin_homes(summaries: Sequence[PartitionSummary], bin_partitions: dict[int, t
     return alone, builders
 
 
+def copy_partitions(summaries: Sequence[PartitionSummary],
+                    bin_sources: dict[int, tuple[int, int]],
+                    bin_partitions: dict[int, tuple[int, ...]],
+                    reach: tuple[tuple[int, ...], ...], builders: dict[int, tuple[int, ...]],
+                    workers: int) -> dict[tuple[int, int], tuple[int, ...]]:
+    """The partitions each copy of a bin (:func:`bin_homes`) is built from: those that hold
+    sources its readers' edges can reach. A target lies above its partition's first source
+    and at most at its largest target (:func:`reaches`), so a copy read only by partitions
+    of high ranks leaves out the slices of the low ranks, whose lists none of its edges
+    point into. A left-out slice's sources are lists without edges in the copy.
+
+    With the sorted partitions dealt to their workers, most of a graph's edges lie in the
+    low ranks' lists, which only their own partitions read: on four workers, R-MAT's
+    partition 0 holds more than half of the edges, and the other three workers need none of
+    it. A copy's readers are its worker's partitions that reach the bin where every worker
+    owns a partition, else every partition that reaches it (one copy, read by all)."""
+    workers = max(workers, 1)
+    each_worker = partitions_owned(len(summaries), workers)
+    copies: dict[tuple[int, int], tuple[int, ...]] = {}
+    for k, built_on in builders.items():
+        low, high = bin_sources[k]
+        for w in built_on:
+            readers = [s for p, s in enumerate(summaries) if s.wedges and k in reach[p]
+                       and (not each_worker or partition_owner(p, workers) == w)]
+            first = max(low, min((s.first_src + 1 for s in readers), default=high))
+            last = min(high, max((s.last_dst + 1 for s in readers), default=low))
+            copies[k, w] = tuple(p for p in bin_partitions[k]
+                                 if summaries[p].first_src < last
+                                 and summaries[p].last_src >= first) \
+                or bin_partitions[k][-1:]  # the reached sources have no lists: any slice
+    return copies
+
+
 def csr_bytes(edges: int, sources: int) -> int:
     """An edge bin as CSR: int32 targets and int64 offsets over its source range."""
     return 4 * edges + 8 * (sources + 1)
@@ -561,7 +599,9 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     batch_size = max((b.last - b.first for b in batches), default=0)
 
     alone, builders = bin_homes(summaries, bin_partitions, reach, workers)
-    estimates = _estimate(summaries, tuple(strategy), batches, bin_sources, alone, builders,
+    copy_parts = copy_partitions(summaries, bin_sources, bin_partitions, reach, builders,
+                                 workers)
+    estimates = _estimate(summaries, tuple(strategy), batches, bin_sources, alone, copy_parts,
                           reach, bin_edges, workers)
     return CountPlan(
         vertices=vertices, edges=edge_count, wedges=wedge_count, backend=backend,
@@ -571,7 +611,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
         bin_edges=bin_edges, estimates=estimates,
         kernels=tuple(partition_kernel(j, backend, vertices) for j in strategy),
-        alone=alone, builders=builders,
+        alone=alone, builders=builders, copy_parts=copy_parts,
     )
 
 
@@ -694,13 +734,15 @@ def _intersect_peak(summary: PartitionSummary, reached: tuple[int, ...],
 def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...],
               batches: tuple[WedgeBatch, ...],
               bin_sources: dict[int, tuple[int, int]], alone: dict[int, int],
-              builders: dict[int, tuple[int, ...]], reach: tuple[tuple[int, ...], ...],
+              copy_parts: dict[tuple[int, int], tuple[int, ...]],
+              reach: tuple[tuple[int, ...], ...],
               bin_edges: dict[int, int], workers: int) -> dict[str, StageEstimate]:
     """Tasks, largest task's peak memory and bytes pulled from other workers, per task kind.
 
     * ``edge-bins``: one task per copy of a bin (:func:`bin_homes`); peak = the bin as CSR
-      (int32 targets, int64 offsets per source) and its slices, twice the CSR; pulls its
-      slices of the partitions that overlap it, about its CSR.
+      (int32 targets, int64 offsets per source) and its slices, twice the CSR; pulls the
+      slices it is built from (:func:`copy_partitions`): their shares of the bin's edges
+      (:func:`bin_share`), as CSR.
     * ``edge-keys``: (the wedges join) peak = the bin as CSR + its packed keys (× 8); local to
       its edge bin; one per copy of a bin, and one per bin that is a partition.
     * ``wedges``: peak = the batch's rows × ``BYTES_PER_ROW`` (32) + its wedges ×
@@ -727,11 +769,15 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
     estimates: dict[str, StageEstimate] = {}
 
     binned = bool(batches) or uses_csr
-    copies = [k for k, workers_of in builders.items() for _ in workers_of]
+    copies = [k for k, _ in copy_parts]
+    built = sum(csr_bytes(math.ceil(sum(bin_share(summaries[p], bin_sources[k])[0]
+                                        for p in parts)),
+                          bin_sources[k][1] - bin_sources[k][0])
+                for (k, _), parts in copy_parts.items())
     estimates["edge-bins"] = StageEstimate(
         tasks=len(copies) if binned else 0,
         peak_bytes=2 * max((csr[k] for k in copies), default=0) if binned else 0,
-        moved_bytes=remote * sum(csr[k] for k in copies) if binned else 0,
+        moved_bytes=remote * built if binned else 0,
     )
 
     def pulled(k: int) -> bool:
