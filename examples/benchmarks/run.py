@@ -463,6 +463,24 @@ PRESETS: dict[str, Preset] = {
         "lines' commit), the R-MAT 27 command twice at c7e363e. Between the R-MAT 27 runs, and "
         "after the R-MAT 26 ones, the same commands ran with DASK_DTRI__EXCHANGE_EDGE_COST="
         "2048, a knob that 78a9c36 removed again: those lines are not kept"),
+    "multi-gpu-copies-h200x4": Preset(
+        "each worker's copy of an edge bin without the slices its edges cannot reach, "
+        "against c7e363e's whole copies: R-MAT 27 over UCX and R-MAT 26 over TCP on four, "
+        "then R-MAT 25 and 26 over UCX on 1, 2 and 4 GPUs",
+        "one host with 4 NVIDIA H200", (
+            script("multi_gpu.py", "rmat:27", "--workers", "1,2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:27", "--workers", "1,2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:26", "--workers", "4", "--protocols", "tcp",
+                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:26", "--workers", "4", "--protocols", "tcp",
+                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}"),
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2,4", "--protocols",
+                   "ucx", "--decompositions", "1d", "--repeat", "3", "--out", "{out}")),
+        "issue 39 (kind nvidia-h100-x4, which came as 4 x H200), one session: the first, "
+        "third and fifth commands at f4e0c52, the second and fourth right after the one "
+        "before them from a copy of c7e363e's tree (their lines' commit)"),
     "multi-gpu-cli-ahead-h200x4": Preset(
         "R-MAT 28 end to end on four GPUs with the input's modules imported while the "
         "cluster starts: the whole dtri count command in a new process, best of two",
