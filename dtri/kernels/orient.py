@@ -301,6 +301,8 @@ def source_bounds(work: Any, parts: int) -> list[int]:
     n = int(work.shape[0])
     if parts == 1 or n == 0:
         return [0] + [n] * parts
+    if work.dtype == xp.float32:  # summed in float64: a float32 running sum drifts
+        work = work.astype(xp.float64)
     prefix = xp.concatenate([xp.zeros(1, dtype=work.dtype), xp.cumsum(work)])
     total = prefix[-1].item()
     targets = xp.asarray([total * j / parts for j in range(1, parts)], dtype=xp.float64)

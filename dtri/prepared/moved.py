@@ -6,7 +6,7 @@ The preparation (:mod:`dtri.prepared.distributed`) moves two kinds of data betwe
   and then read by every worker that holds a sender: the vertex set (marks, one byte per id up
   to the largest, or ascending int64 ids), and arrays of one entry per vertex: degrees, ranks
   and out-degrees as int32 where they fit (``4 n`` bytes; :func:`dtri.kernels.counting.
-  narrow_counts`), the fused join's work as float64 (``8 n``);
+  narrow_counts`), the fused join's work as float32 (``4 n``);
 * the edges, once, in the sort's exchange: each sender's oriented int64 keys, cut by source
   range, piece ``j`` to the owner of sorted partition ``j``.
 
@@ -32,9 +32,10 @@ from dtri.kernels.counting import INT32_MAX
 from dtri.runtime.tasks import gathering_worker, partition_owner
 
 BYTES_PER_VERTEX = 8
-"""A vertex-wide int64 count or rank, or the fused join's work (float64)."""
+"""A vertex-wide int64 count or rank."""
 BYTES_PER_NARROW_VERTEX = 4
-"""A vertex-wide count, rank or out-degree as the trees send it where it fits: int32."""
+"""A vertex-wide count, rank or out-degree as the trees send it where it fits (int32), or
+the fused join's work (float32)."""
 BYTES_PER_KEY = 8
 """A packed edge key in the sort's pieces: int64."""
 BYTES_PER_INPUT_ROW = 16
@@ -149,8 +150,8 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     """Predicted bytes the busiest worker receives in each stage of the preparation (see the
     module docstring), for a graph of ``vertices`` vertices whose sorted partitions hold
     ``partition_edges`` edges. The terms, stage by stage (``n`` vertices; ``V = 4 n``, the
-    counts and ranks as int32, or ``8 n`` past 2**31 vertices or a sender's edges; ``W = 8 n``,
-    the work):
+    counts and ranks as int32, or ``8 n`` past 2**31 vertices or a sender's edges; ``W = 4 n``,
+    the work, float32):
 
     * ``vertices``: the tree over each sender's vertex set (:func:`vertex_set_bytes`);
     * ``canonicalize``: the merged vertex set, one copy to each worker holding a sender;
@@ -186,7 +187,7 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     n, fan_in, folds = vertices, shape.fan_in, shape.folds_per_worker
     fits = vertices <= INT32_MAX + 1 and max(rows, default=0) <= INT32_MAX
     wide = (BYTES_PER_NARROW_VERTEX if fits else BYTES_PER_VERTEX) * vertices
-    work = BYTES_PER_VERTEX * vertices
+    work = BYTES_PER_NARROW_VERTEX * vertices
     readers = set(holders)
     per_sender = [(h, wide) for h in holders]
     total_rows = max(sum(rows), 1)

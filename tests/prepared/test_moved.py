@@ -16,11 +16,11 @@ FLOOR = 1 << 20
 
 def test_the_terms_of_two_folding_workers():
     """R-MAT 26's shape on two GPU workers (leaves folded per worker): the merged marks once,
-    to the worker without them, then one vertex-wide array per tree and per copy, int32 but
-    the work (float64): in the orient stage the roots land with the ranks, on the first worker,
+    to the worker without them, then one vertex-wide array per tree and per copy, int32 (the
+    work float32): in the orient stage the roots land with the ranks, on the first worker,
     which receives the other's two leaves (out-degrees, work); the other receives the ranks
     and the out-degrees; the sort's pieces in proportion to the partitions."""
-    n, wide, work = 32_804_535, 4 * 32_804_535, 8 * 32_804_535
+    n, wide, work = 32_804_535, 4 * 32_804_535, 4 * 32_804_535
     shape = PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True, "intersect",
                              (1 << 26) - 1)
     predicted = moved_prepare(shape, [100, 300], n)

@@ -417,6 +417,13 @@ def test_narrow_counts_sum_in_int32_while_they_fit_and_in_int64_past_it():
     assert wide_counts(small).dtype == np.int64
 
 
+def test_float32_work_cuts_where_float64_work_does():
+    """The fused join's work travels as float32; its prefix sums run in float64, so a long
+    array of it cuts the sources where the float64 work does."""
+    work = np.random.default_rng(0).pareto(1.5, 1 << 20) * 1024 + 1024
+    assert source_bounds(work.astype(np.float32), 8) == source_bounds(work, 8)
+
+
 def test_wedge_work_of_int32_out_degrees_does_not_overflow():
     out_degree = np.array([100_000, 2], dtype=np.int32)  # C(10**5, 2) > 2**31
     assert wedge_work(out_degree).tolist() == [100_000 + 100_000 * 99_999 // 2, 3]
