@@ -481,6 +481,13 @@ PRESETS: dict[str, Preset] = {
         "issue 39 (kind nvidia-h100-x4, which came as 4 x H200), one session: the first, "
         "third and fifth commands at f4e0c52, the second and fourth right after the one "
         "before them from a copy of c7e363e's tree (their lines' commit)"),
+    "multi-gpu-work32-h200": Preset(
+        "R-MAT 26 on one GPU with the fused join's work sent as float32: the sorted "
+        "partitions' edges are those of the float64 work's runs (multi-gpu-narrow-h200x4)",
+        "one NVIDIA H200", (
+            script("multi_gpu.py", "rmat:26", "--workers", "1", "--protocols", "tcp",
+                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),),
+        "issue 39, at 32bed18 (kind nvidia-h200), a check of the cuts, not a timing"),
     "multi-gpu-cli-ahead-h200x4": Preset(
         "R-MAT 28 end to end on four GPUs with the input's modules imported while the "
         "cluster starts: the whole dtri count command in a new process, best of two",
