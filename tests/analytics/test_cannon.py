@@ -268,6 +268,18 @@ def test_a_copy_of_a_bin_leaves_out_the_slices_its_edges_cannot_reach():
     assert plan_of(low, 400, 4).copy_parts[0, 0] == (0, 1)
 
 
+def test_one_copy_read_by_every_partition_leaves_out_what_none_of_them_reaches():
+    """Fewer partitions than workers: one copy of the bin, where its first partition lives,
+    read by every partition with wedges. Partition 0 has edges but no wedges (it reads no
+    bin), so the copy starts above partition 1's first source and leaves partition 0 out."""
+    summaries = [PartitionSummary(1000, 0, 0, 99, 299), PartitionSummary(1000, 5000, 100, 199, 299),
+                 PartitionSummary(1000, 5000, 200, 299, 299)]
+    plan = build_plan(summaries, 300, workers=4, threads_per_worker=1, backend="gpu",
+                      task_budget=1 << 40, join="intersect", bins=1)
+    assert not plan.owned and plan.builders == {0: (0,)}
+    assert plan.copy_parts == {(0, 0): (1, 2)}
+
+
 def test_a_bin_that_is_a_partition_is_not_built_and_travels_whole():
     summaries = [PartitionSummary(1000, 5000, 128 * p, 128 * p + 127, 511) for p in range(4)]
     plan = build_plan(summaries, 512, workers=2, threads_per_worker=1, backend="gpu",
