@@ -86,6 +86,21 @@ def bench_gpu_workers(pairs: list[tuple[int, str]]) -> tuple[Command, ...]:
                  for workers, graph in pairs)
 
 
+def multi_gpu(*graphs: str, workers: str, protocols: str, decompositions: str, repeat: int,
+              cli: bool = False, devices: str | None = None,
+              device_memory_limit: str | None = None, cli_timeout: int | None = None,
+              ) -> Command:
+    """``multi_gpu.py`` (issue 39), its options in the order its results' commands give
+    them; ``cli_timeout`` is its own ``--timeout``, the seconds one ``--cli`` command may
+    take."""
+    return script("multi_gpu.py", *graphs, *(["--cli"] if cli else []), "--workers", workers,
+                  *(["--devices", devices] if devices else []), "--protocols", protocols,
+                  "--decompositions", decompositions, "--repeat", str(repeat),
+                  *(["--device-memory-limit", device_memory_limit]
+                    if device_memory_limit else []),
+                  *(["--timeout", str(cli_timeout)] if cli_timeout else []), "--out", "{out}")
+
+
 def orientation(*args: str, timeout: int | None = None) -> Command:
     return script("orientation_bench.py", *args, timeout=timeout)
 
@@ -345,15 +360,12 @@ PRESETS: dict[str, Preset] = {
     "multi-gpu-h200x2": Preset(
         "strong scaling by protocol and worker count, with each worker's moved bytes",
         "one host with 2 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:22", "rmat:24", "--workers", "4", "--devices",
-                   "0,1,0,1", "--protocols", "tcp", "--decompositions", "1d,2d", "--repeat", "1",
-                   "--out", "{out}"),
-            script("multi_gpu.py", "rmat:20", "rmat:22", "rmat:24", "rmat:25", "rmat:26",
-                   "--workers", "1,2,auto", "--protocols", "tcp", "--decompositions", "1d",
-                   "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:22", "rmat:24", "rmat:25", "rmat:26", "--workers",
-                   "1,2", "--protocols", "ucx", "--decompositions", "1d", "--repeat", "2",
-                   "--out", "{out}")),
+            multi_gpu("rmat:22", "rmat:24", workers="4", devices="0,1,0,1", protocols="tcp",
+                      decompositions="1d,2d", repeat=1),
+            multi_gpu("rmat:20", "rmat:22", "rmat:24", "rmat:25", "rmat:26", workers="1,2,auto",
+                      protocols="tcp", decompositions="1d", repeat=2),
+            multi_gpu("rmat:22", "rmat:24", "rmat:25", "rmat:26", workers="1,2", protocols="ucx",
+                      decompositions="1d", repeat=2)),
         "at de951cb (issue 39), distributed-ucxx installed; the first command puts four plain "
         "Dask workers on the two GPUs for the bytes of a 2 x 2 grid (its times are not four "
         "GPUs'); its auto lines ran before b7ad396, which sizes a dtri.Session's cluster by "
@@ -361,25 +373,22 @@ PRESETS: dict[str, Preset] = {
     "multi-gpu-h200x4": Preset(
         "strong scaling on 4 GPUs by decomposition, and --workers auto", "one host with 4 "
         "NVIDIA H200", (
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,4", "--protocols",
-                   "ucx", "--decompositions", "1d,2d", "--repeat", "1", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:24", "--workers", "4", "--protocols", "tcp",
-                   "--decompositions", "1d,2d", "--repeat", "1", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "auto", "--protocols",
-                   "tcp,ucx", "--decompositions", "1d", "--repeat", "1", "--out", "{out}")),
+            multi_gpu("rmat:25", "rmat:26", workers="1,4", protocols="ucx", decompositions="1d,2d",
+                      repeat=1),
+            multi_gpu("rmat:24", workers="4", protocols="tcp", decompositions="1d,2d", repeat=1),
+            multi_gpu("rmat:25", "rmat:26", workers="auto", protocols="tcp,ucx",
+                      decompositions="1d", repeat=1)),
         "at b7ad396 (issue 39), distributed-ucxx installed; one run each (the device time "
         "left): the one-worker R-MAT 25 1d line (14.6 s) is that cluster's first count, its "
         "kernels compiled, and the auto lines are each a fresh cluster's first count"),
     "multi-gpu-h100x4": Preset(
         "strong scaling on 4 GPUs by decomposition after the balanced 2D rounds, and R-MAT 27 "
         "on four", "one host with 4 NVIDIA H100 (80 GB)", (
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,4", "--protocols",
-                   "ucx", "--decompositions", "1d,2d", "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:27", "--workers", "4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,4", "--protocols",
-                   "ucx", "--decompositions", "1d,2d", "--repeat", "2",
-                   "--device-memory-limit", "0.95", "--out", "{out}")),
+            multi_gpu("rmat:25", "rmat:26", workers="1,4", protocols="ucx", decompositions="1d,2d",
+                      repeat=2),
+            multi_gpu("rmat:27", workers="4", protocols="ucx", decompositions="1d", repeat=1),
+            multi_gpu("rmat:25", "rmat:26", workers="1,4", protocols="ucx", decompositions="1d,2d",
+                      repeat=2, device_memory_limit="0.95")),
         "at f68d68f (issue 39), distributed-ucxx installed; R-MAT 27 did not fit one H100, so "
         "its line has no one-worker peer; the last command at fe4d7ac, dask-cuda's spill "
         "threshold raised from 80% to 95% of each GPU: the same times"),
@@ -387,17 +396,13 @@ PRESETS: dict[str, Preset] = {
         "strong and weak scaling on 4 GPUs with the workers' RMM pool (as dtri's own clusters "
         "have it), 2D on four, and --workers auto over TCP against one GPU", "one host with 4 "
         "NVIDIA H100 (80 GB)", (
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2,4", "--protocols",
-                   "ucx", "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:27", "--workers", "2,4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:26", "--workers", "4", "--protocols", "ucx",
-                   "--decompositions", "2d", "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:20", "rmat:22", "rmat:24", "rmat:25", "rmat:26",
-                   "--workers", "1,auto", "--protocols", "tcp", "--decompositions", "1d",
-                   "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:27", "--workers", "auto", "--protocols", "tcp",
-                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}")),
+            multi_gpu("rmat:25", "rmat:26", workers="1,2,4", protocols="ucx", decompositions="1d",
+                      repeat=2),
+            multi_gpu("rmat:27", workers="2,4", protocols="ucx", decompositions="1d", repeat=2),
+            multi_gpu("rmat:26", workers="4", protocols="ucx", decompositions="2d", repeat=2),
+            multi_gpu("rmat:20", "rmat:22", "rmat:24", "rmat:25", "rmat:26", workers="1,auto",
+                      protocols="tcp", decompositions="1d", repeat=2),
+            multi_gpu("rmat:27", workers="auto", protocols="tcp", decompositions="1d", repeat=1)),
         "issue 39, at 7d4929d (the lines' commit), distributed-ucxx installed; before it "
         "multi_gpu.py started its clusters without the RMM pool that dtri gives its own (so "
         "the earlier multi-gpu files time every allocation as a cudaMalloc); R-MAT 27 does "
@@ -406,15 +411,14 @@ PRESETS: dict[str, Preset] = {
     "multi-gpu-summaries-h200x2": Preset(
         "strong scaling over UCX on 1 and 2 GPUs with the partitions' summaries gathered one "
         "collection each (01d16b6)", "one host with 2 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
-                   "ucx", "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),),
+            multi_gpu("rmat:25", "rmat:26", workers="1,2", protocols="ucx", decompositions="1d",
+                      repeat=3),),
         "issue 39, at 01d16b6 (kind nvidia-h100-x2, which came as 2 x H200)"),
     "multi-gpu-cli-ab-h200x2": Preset(
         "the whole dtri count command on two GPUs with the input frames imported while the "
         "cluster starts (01d16b6) against ae9f727, alternated", "one host with 2 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:26", "--cli", "--workers", "2", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "1", "--timeout", "90", "--out",
-                   "{out}"),),
+            multi_gpu("rmat:26", cli=True, workers="2", protocols="ucx", decompositions="1d",
+                      repeat=1, cli_timeout=90),),
         "issue 39: the command four times, alternating 01d16b6 and a copy of ae9f727's tree "
         "(each line's commit); the first line (31.7 s) was the host's first dtri process, its "
         "caches cold, so only the second pair compares"),
@@ -422,42 +426,34 @@ PRESETS: dict[str, Preset] = {
         "strong scaling over UCX on 1 and 2 GPUs with the partitions dealt back and forth and "
         "a copy of each edge bin built on every worker that reads it (708d7da), against "
         "99b471e on the same host", "one host with 2 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
-                   "ucx", "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:26", "--workers", "1,2", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}")),
+            multi_gpu("rmat:25", "rmat:26", workers="1,2", protocols="ucx", decompositions="1d",
+                      repeat=3),
+            multi_gpu("rmat:26", workers="1,2", protocols="ucx", decompositions="1d", repeat=3)),
         "issue 39 (kind nvidia-h100-x2, which came as 2 x H200): the first command at 708d7da, "
         "the second right after it from a copy of 99b471e's tree (its lines' commit)"),
     "multi-gpu-head-h200x4": Preset(
         "strong and weak scaling over UCX on 1, 2 and 4 GPUs, R-MAT 27 on 2 and 4, and 1D "
         "against 2D over TCP on four", "one host with 4 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2,4", "--protocols",
-                   "ucx", "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:27", "--workers", "2,4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:26", "--workers", "4", "--protocols", "tcp",
-                   "--decompositions", "1d,2d", "--repeat", "1", "--out", "{out}")),
+            multi_gpu("rmat:25", "rmat:26", workers="1,2,4", protocols="ucx", decompositions="1d",
+                      repeat=2),
+            multi_gpu("rmat:27", workers="2,4", protocols="ucx", decompositions="1d", repeat=2),
+            multi_gpu("rmat:26", workers="4", protocols="tcp", decompositions="1d,2d", repeat=1)),
         "issue 39, at ae9f727 (kind nvidia-h100-x4, which came as 4 x H200)"),
     "multi-gpu-cli-h200x4": Preset(
         "R-MAT 28 end to end on four GPUs: the whole dtri count command in a new process",
         "one host with 4 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:28", "--cli", "--workers", "4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "1", "--timeout", "200", "--out",
-                   "{out}"),),
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=1, cli_timeout=200),),
         "issue 39, at ae9f727 (kind nvidia-h100-x4, which came as 4 x H200); one run, no "
         "one-GPU peer (issue 39 gives 97 s for R-MAT 28 on one H200 under a 16 GiB pool)"),
     "multi-gpu-narrow-h200x4": Preset(
         "strong scaling over UCX on 1, 2 and 4 GPUs with the vertex-wide trees in int32, "
         "against 0cb3a4f's int64 trees (R-MAT 26), and R-MAT 27 on 1, 2 and 4",
         "one host with 4 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:26", "--workers", "1,2,4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:26", "--workers", "1,2,4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:27", "--workers", "1,2,4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:27", "--workers", "1,2,4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}")),
+            multi_gpu("rmat:26", workers="1,2,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:26", workers="1,2,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:27", workers="1,2,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:27", workers="1,2,4", protocols="ucx", decompositions="1d", repeat=3)),
         "issue 39 (kind nvidia-h100-x4, which came as 4 x H200), one session: the first "
         "command at c7e363e, the second right after it from a copy of 0cb3a4f's tree (its "
         "lines' commit), the R-MAT 27 command twice at c7e363e. Between the R-MAT 27 runs, and "
@@ -468,16 +464,12 @@ PRESETS: dict[str, Preset] = {
         "against c7e363e's whole copies: R-MAT 27 over UCX and R-MAT 26 over TCP on four, "
         "then R-MAT 25 and 26 over UCX on 1, 2 and 4 GPUs",
         "one host with 4 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:27", "--workers", "1,2,4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:27", "--workers", "1,2,4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "3", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:26", "--workers", "4", "--protocols", "tcp",
-                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:26", "--workers", "4", "--protocols", "tcp",
-                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2,4", "--protocols",
-                   "ucx", "--decompositions", "1d", "--repeat", "3", "--out", "{out}")),
+            multi_gpu("rmat:27", workers="1,2,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:27", workers="1,2,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:26", workers="4", protocols="tcp", decompositions="1d", repeat=1),
+            multi_gpu("rmat:26", workers="4", protocols="tcp", decompositions="1d", repeat=1),
+            multi_gpu("rmat:25", "rmat:26", workers="1,2,4", protocols="ucx", decompositions="1d",
+                      repeat=3)),
         "issue 39 (kind nvidia-h100-x4, which came as 4 x H200), one session: the first, "
         "third and fifth commands at f4e0c52, the second and fourth right after the one "
         "before them from a copy of c7e363e's tree (their lines' commit)"),
@@ -485,37 +477,32 @@ PRESETS: dict[str, Preset] = {
         "R-MAT 26 on one GPU with the fused join's work sent as float32: the sorted "
         "partitions' edges are those of the float64 work's runs (multi-gpu-narrow-h200x4)",
         "one NVIDIA H200", (
-            script("multi_gpu.py", "rmat:26", "--workers", "1", "--protocols", "tcp",
-                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),),
+            multi_gpu("rmat:26", workers="1", protocols="tcp", decompositions="1d", repeat=2),),
         "issue 39, at 32bed18 (kind nvidia-h200), a check of the cuts, not a timing"),
     "multi-gpu-cli-ahead-h200x4": Preset(
         "R-MAT 28 end to end on four GPUs with the input's modules imported while the "
         "cluster starts: the whole dtri count command in a new process, best of two",
         "one host with 4 NVIDIA H200", (
-            script("multi_gpu.py", "rmat:28", "--cli", "--workers", "4", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "2", "--timeout", "90", "--out",
-                   "{out}"),),
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=2, cli_timeout=90),),
         "issue 39, at c7e363e (kind nvidia-h100-x4, which came as 4 x H200); no one-GPU peer "
         "(host-memory-h200 has R-MAT 28 on one of this host's GPUs under a 16 GiB pool)"),
     "multi-gpu-head-h100x2": Preset(
         "strong scaling over UCX on 1 and 2 GPUs at a0131f7 (one exchange, trees and the "
         "sort's splits placed where their inputs are)", "one host with 2 NVIDIA H100 (80 GB)", (
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
-                   "ucx", "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),),
+            multi_gpu("rmat:25", "rmat:26", workers="1,2", protocols="ucx", decompositions="1d",
+                      repeat=2),),
         "issue 39, at a0131f7 (kind nvidia-h100-x2; the 4-GPU kinds were not lent)"),
     "multi-gpu-once-h100x2": Preset(
         "the preparation exchanging edges once against 7d4929d (two exchanges), alternated "
         "on one host, over UCX and TCP, and --workers auto over TCP against one GPU",
         "one host with 2 NVIDIA H100 (80 GB)", (
-            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
-                   "ucx", "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:27", "--workers", "2", "--protocols", "ucx",
-                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}"),
-            script("multi_gpu.py", "rmat:20", "rmat:22", "rmat:24", "rmat:26", "--workers",
-                   "1,auto", "--protocols", "tcp", "--decompositions", "1d", "--repeat", "2",
-                   "--out", "{out}"),
-            script("multi_gpu.py", "rmat:26", "--workers", "2", "--protocols", "tcp",
-                   "--decompositions", "1d", "--repeat", "1", "--out", "{out}")),
+            multi_gpu("rmat:25", "rmat:26", workers="1,2", protocols="ucx", decompositions="1d",
+                      repeat=2),
+            multi_gpu("rmat:27", workers="2", protocols="ucx", decompositions="1d", repeat=2),
+            multi_gpu("rmat:20", "rmat:22", "rmat:24", "rmat:26", workers="1,auto", protocols="tcp",
+                      decompositions="1d", repeat=2),
+            multi_gpu("rmat:26", workers="2", protocols="tcp", decompositions="1d", repeat=1)),
         "issue 39, at 196d448 (the lines' commit); the 7d4929d lines ran the first and the "
         "last command from a copy of that commit's tree on the same host, between the "
         "196d448 runs (kind nvidia-h100-x2: the 4-GPU kind was not lent then)"),
