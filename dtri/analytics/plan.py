@@ -503,14 +503,20 @@ def copy_partitions(summaries: Sequence[PartitionSummary],
     owns a partition, else every partition that reaches it (one copy, read by all)."""
     workers = max(workers, 1)
     each_worker = partitions_owned(len(summaries), workers)
+    spans: dict[tuple[int, int], tuple[int, int]] = {}  # a copy's readers' targets
+    for p, s in enumerate(summaries):
+        if s.wedges:
+            for k in reach[p]:
+                if k in builders:  # the copy p reads, as binned_joins' bin_for picks it
+                    w = partition_owner(p, workers) if each_worker else builders[k][0]
+                    first, last = spans.get((k, w), (s.first_src + 1, s.last_dst + 1))
+                    spans[k, w] = (min(first, s.first_src + 1), max(last, s.last_dst + 1))
     copies: dict[tuple[int, int], tuple[int, ...]] = {}
     for k, built_on in builders.items():
         low, high = bin_sources[k]
         for w in built_on:
-            readers = [s for p, s in enumerate(summaries) if s.wedges and k in reach[p]
-                       and (not each_worker or partition_owner(p, workers) == w)]
-            first = max(low, min((s.first_src + 1 for s in readers), default=high))
-            last = min(high, max((s.last_dst + 1 for s in readers), default=low))
+            first, last = spans.get((k, w), (high, low))
+            first, last = max(low, first), min(high, last)
             copies[k, w] = tuple(p for p in bin_partitions[k]
                                  if summaries[p].first_src < last
                                  and summaries[p].last_src >= first) \
