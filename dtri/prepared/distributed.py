@@ -58,6 +58,7 @@ from dtri.kernels.orient import (
     wedge_work,
 )
 from dtri.prepared.inputs import Inputs, concat_frames
+from dtri.prepared.moved import BYTES_PER_INPUT_ROW, BYTES_PER_KEY
 from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
 
@@ -95,6 +96,14 @@ class CanonicalKeys(NamedTuple):
     overlapping: bool
     """Whether two senders may hold the same edge (several input groups): the sort's
     receivers then keep each edge once, and the degrees are counted again after it."""
+    rows: list[int] | None = None
+    """Each sender's rows, at least its keys (``None``: not known)."""
+
+    @property
+    def sizes(self) -> list[int] | None:
+        """Each sender's bytes of keys at most, for the folds' cuts
+        (:meth:`dtri.runtime.tasks.Tasks.reduce_over`)."""
+        return None if self.rows is None else [r * BYTES_PER_KEY for r in self.rows]
 
 
 def sorted_partition(vertices: int, bounds: list[int], unique: bool, j: int,
@@ -127,6 +136,7 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     if work_model not in WORK_MODELS:
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
     holders = [inputs.holders[group[0]] for group in groups]
+    rows = [sum(inputs.rows[p] for p in group) for group in groups]
     senders = []
     for g, (group, holder) in enumerate(zip(groups, holders, strict=True)):
         with placed_on(holder):
@@ -134,7 +144,8 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
                                       *(inputs.partitions[p] for p in group), key=("inputs", g),
                                       on_host=True))
     vertices = tasks.reduce_over("vertices", partition_vertices, merge_vertices, senders, (),
-                                 holders, "ids", fan_in)
+                                 holders, "ids", fan_in,
+                                 [r * BYTES_PER_INPUT_ROW for r in rows])
     # handed over before the keys are built on it: a delayed object carries the graph of
     # everything it depends on, and every sender's task would copy the vertex tree's (for
     # the exchange this fed, 29 s of the client's time for 269 senders of RMAT 26). Only the
@@ -149,25 +160,25 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
                                    key=("keys", g)))
     *keys, n = timer.submit("canonicalize", *keys, n)
     del senders
-    return sorted_by(orientation, CanonicalKeys(keys, holders, len(keys) > 1), vertices, n,
+    return sorted_by(orientation, CanonicalKeys(keys, holders, len(keys) > 1, rows), vertices, n,
                      parts, tasks, timer, work_model, fan_in, epsilon)
 
 
 def directed_again(prepared: Prepared, orientation: str, tasks: Tasks, timer: StageTimer,
                    work_model: str = "wedges", fan_in: int = FAN_IN,
-                   epsilon: float | None = None) -> Prepared:
+                   epsilon: float | None = None, rows: list[int] | None = None) -> Prepared:
     """The edges of ``prepared`` (sorted partitions of any orientation) ranked, oriented and
     sorted again by ``orientation``, from the partitions themselves rather than the input,
     which is not held for this: each partition's edges, as pairs of ranks, are the canonical
     keys of the ranked graph (low rank first), whose vertex ``r`` is input id ``ids[r]``; no
     two partitions share an edge. Timed as the ``redirect`` stage, then the stages of
-    :func:`sorted_by`."""
+    :func:`sorted_by`. ``rows``: each partition's edges, where known."""
     n = prepared.vertices
     keys = [tasks.task("redirect", rank_keys, part, n, key=(p,))
             for p, part in enumerate(prepared.parts)]
     keys = list(timer.submit("redirect", *keys))
     owners = [tasks.owner(p) for p in range(len(keys))]
-    return sorted_by(orientation, CanonicalKeys(keys, owners, False), prepared.ids, n,
+    return sorted_by(orientation, CanonicalKeys(keys, owners, False, rows), prepared.ids, n,
                      len(keys), tasks, timer, work_model, fan_in, epsilon)
 
 
@@ -187,11 +198,12 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
                                           epsilon, fan_in)
     out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.parts,
-                                   (rank, n), keys.holders, "out", fan_in)
+                                   (rank, n), keys.holders, "out", fan_in, keys.sizes)
     del vertices
     if work_model == "intersect":
         work = tasks.reduce_over("orient", sender_work, add_counts, keys.parts,
-                                 (rank, out_degree, n), keys.holders, "work", fan_in)
+                                 (rank, out_degree, n), keys.holders, "work", fan_in,
+                                 keys.sizes)
     else:
         work = tasks.task("orient", wedge_work, out_degree, key=("work",))
     bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
@@ -222,7 +234,7 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
     every vertex, and by rank its input id and degree (persisted; the degree counts an edge
     once for each sender that holds it), and the peeling's rounds (``None`` without one)."""
     degree = tasks.reduce_over("rank", sender_degrees, add_counts, keys.parts, (n,),
-                               keys.holders, "degree", fan_in)
+                               keys.holders, "degree", fan_in, keys.sizes)
     peeling = rounds = None
     if orientation == "adirection":
         (degree,) = timer.submit("rank", degree)
@@ -300,5 +312,5 @@ def peel_partitions(keys: CanonicalKeys, degree: Any, vertices: Any, tasks: Task
         level = tasks.task("direct", getitem, state, 0, key=("level", r), on_host=True)
         remaining = tasks.reduce_over("direct", remaining_counts, add_counts, keys.parts,
                                       (level, vertices), keys.holders, f"remaining-{r}",
-                                      fan_in)
+                                      fan_in, keys.sizes)
     raise AssertionError("the last round peels every vertex left")

@@ -584,7 +584,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         if auto_orientation(longest, list_limit) == "adirection":  # lists too long: again
             # the degree-sorted partitions are freed as they are read
             prepared = directed_again(prepared, "adirection", tasks, timer, work_model,
-                                      fan_in, epsilon)
+                                      fan_in, epsilon, [s.edges for s in facts.summaries])
             facts = summarised(prepared)
         facts = facts._replace(reason=orientation_reason(facts.orientation, longest,
                                                          list_limit, prepared.rounds))
@@ -597,7 +597,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     check_whole_adjacency(summaries)
     order, order_reason = choose_order(options.order, summaries)
     partitions = order_partitions(partitions, bounds, vertices, degree, order, tasks, timer,
-                                  fan_in)
+                                  fan_in, [s.edges for s in summaries])
     if order != "rank":
         timer.settle()
     seconds = dict(timer.seconds)

@@ -13,6 +13,7 @@ from typing import Any
 from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import as_csr, longest_list, stored
 from dtri.kernels.order import in_work, schedule
+from dtri.prepared.moved import BYTES_PER_KEY
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 
@@ -44,14 +45,16 @@ def choose_order(order: str, summaries: list[Any]) -> tuple[str, str]:
 
 
 def order_partitions(parts: list[Any], bounds: list[int], vertices: int, degree: Any,
-                     order: str, tasks: Tasks, timer: StageTimer, fan_in: int) -> list[Any]:
+                     order: str, tasks: Tasks, timer: StageTimer, fan_in: int,
+                     rows: list[int] | None = None) -> list[Any]:
     """The partitions with their schedules in ``order`` (the ``order`` stage); as they are
-    for ``rank``."""
+    for ``rank``. ``rows``: each partition's edges, where known."""
     if order == "rank":
         return parts
     owners = [tasks.owner(p) for p in range(len(parts))]
     work = tasks.reduce_over("order", in_work_of, add_counts, parts, (vertices,), owners,
-                             "work", fan_in)
+                             "work", fan_in,
+                             None if rows is None else [r * BYTES_PER_KEY for r in rows])
     ordered = []
     for p, part in enumerate(parts):
         with tasks.placed(p):

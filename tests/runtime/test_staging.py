@@ -175,6 +175,42 @@ def test_vertex_wide_sums_fold_per_worker_where_a_worker_runs_one_task_on_the_gp
         assert np.array_equal(total.compute(scheduler="sync"), np.full(4, -15))
 
 
+def test_fold_groups_cut_a_workers_items_in_order_to_a_tasks_budget():
+    from dtri.runtime.tasks import fold_groups
+
+    sizes = [4, 4, 4, 9, 1, 1, 3]
+    assert fold_groups([0, 1, 2, 3, 4, 5, 6], sizes, 8) == [[0, 1], [2], [3], [4, 5, 6]]
+    assert fold_groups([1, 3, 5], sizes, 100) == [[1, 3, 5]]
+    assert fold_groups([2, 4], sizes, 0) == [[2], [4]]  # at least one item each
+    assert fold_groups([0, 1], None, 8) == [[0, 1]]  # sizes or budget not known: one fold
+    assert fold_groups([0, 1], sizes, None) == [[0, 1]]
+
+
+def test_a_fold_whose_items_pass_the_task_budget_is_cut_and_summed_on_its_worker():
+    """A task's inputs come to its worker together (from disk past a host limit) and stay
+    until it ends, so no fold takes more bytes than one task's budget. Each worker's cut
+    folds are summed there first: one partial per worker crosses, as with one fold."""
+    from dtri.kernels.counting import add_counts
+    from dtri.runtime.tasks import Tasks
+
+    workers = ("tcp://a:1", "tcp://b:2")
+    items = [np.full(4, i) for i in range(10)]
+    holders = [workers[0]] * 7 + [workers[1]] * 3
+    for budget, folds in ((None, 2), (1000, 2), (300, 4), (250, 6), (50, 10)):
+        tasks = Tasks(Staging("host", "cpu"), workers, task_budget=budget)
+        total = tasks.reduce_over("rank", np.negative, add_counts, items, (), holders,
+                                  "degree", sizes=[100] * 10)
+        graph = dict(total.__dask_graph__())
+        leaves = {name: task for name, task in graph.items() if "-degree-owner-" in name}
+        assert len(leaves) == folds
+        # folded(staging, combine, func, args, *items): each fold's items within the budget
+        taken = sorted(len(task.args) - 4 for task in leaves.values())
+        assert sum(taken) == 10 and all(n * 100 <= max(budget or 1000, 100) for n in taken)
+        (root,) = [name for name in graph if name == total.key]
+        assert len(graph[root].dependencies) == 2  # one partial from each worker
+        assert np.array_equal(total.compute(scheduler="sync"), np.full(4, -45))
+
+
 def test_moving_back_keeps_tuples_named_tuples_lists_and_dicts():
     csr = csr_of(*oriented(5))
     value = {"a": [csr, (1, None)], "b": "text"}
@@ -361,3 +397,41 @@ def test_a_task_moving_its_own_data_goes_on_on_the_host_when_the_device_is_short
     assert pickle.loads(pickle.dumps(task))(Staging("host", "cpu"), np.arange(3)) == 3
     assert staged.wrap(getitem, on_host=True) is getitem  # pickers stay as they are
     assert Staging("host", "cpu").wrap(moves_its_own, True, True) is moves_its_own
+
+
+def test_a_stored_result_weighs_the_resident_memory_it_adds_not_its_arena_pages():
+    """Results in the arena's page-locked pool add nothing to the worker's resident memory
+    (the plan counts the pool's pages already); pageable ones add their size."""
+    import pandas as pd
+
+    from dtri.runtime.staging import leased, pageable_bytes
+
+    arena = HostArena(LendingResource(4 * ARENA_MIN_BYTES))
+    pinned = arena.empty((ARENA_MIN_BYTES // 8,), np.int64)
+    plain = np.zeros(1000, np.int64)
+    assert leased(pinned) and leased(pinned[3:9]) and not leased(plain)
+    assert pageable_bytes(pinned) == 0 and pageable_bytes(pinned[::2]) == 0
+    assert pageable_bytes(plain) == 8000
+    assert pageable_bytes((pinned, plain, [plain[:10], {"a": pinned}])) == 8080
+    frame = pd.DataFrame({"src": plain, "dst": plain})
+    assert pageable_bytes(frame) >= 16000  # Dask's sizeof for what is not an array
+
+
+def test_a_workers_host_buffer_keeps_arena_results_without_spilling_them():
+    import zict
+
+    from dtri.runtime.session import weigh_stored_results
+    from dtri.runtime.staging import pageable_bytes
+
+    arena = HostArena(LendingResource(4 * ARENA_MIN_BYTES))
+    fast, slow = {}, {}
+    buffer = zict.Buffer(fast, slow, n=ARENA_MIN_BYTES, weight=lambda k, v: v.nbytes)
+    weigh_stored_results(buffer, lambda key, value: pageable_bytes(value))
+    for i in range(3):  # three pool-sized results: none weighs, none goes to disk
+        buffer[("pinned", i)] = arena.empty((ARENA_MIN_BYTES // 8,), np.int64)
+    assert sorted(fast) == [("pinned", i) for i in range(3)] and not slow
+    buffer["plain"] = np.zeros(ARENA_MIN_BYTES // 8 + 1, np.int64)  # above the limit alone
+    assert "plain" in slow
+    buffer["small"] = np.zeros(16, np.int64)
+    assert "small" in fast and buffer.fast.total_weight == 128
+    weigh_stored_results({}, lambda key, value: 0)  # a store without a limit: nothing to do
