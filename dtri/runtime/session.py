@@ -642,7 +642,8 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         )
 
 
-def _device_host_file(caps: MemoryCaps, plan: HostPlan) -> tuple[type, dict[str, Any]]:
+def _device_host_file(caps: MemoryCaps,
+                      plan: HostPlan) -> tuple[Callable[..., Any], dict[str, Any]]:
     """dask-cuda's store of a GPU worker (what ``LocalCUDACluster`` would make), holding the
     stored results that ``plan`` gives host memory there instead of the whole memory limit:
     dask-cuda's own keeps results in host memory up to the limit, beyond the process's
@@ -651,8 +652,14 @@ def _device_host_file(caps: MemoryCaps, plan: HostPlan) -> tuple[type, dict[str,
     from dask_cuda.utils import parse_device_memory_limit
 
     device = parse_device_memory_limit(caps.device_memory_limit or "default", device_index=0)
-    return _staged_device_host_file(), {"device_memory_limit": device,
-                                        "memory_limit": plan.stored}
+    return staged_device_host_file, {"device_memory_limit": device, "memory_limit": plan.stored}
+
+
+def staged_device_host_file(worker_local_directory: str, **kwargs: Any) -> Any:
+    """A GPU worker's store (:func:`_staged_device_host_file`), made in the worker: the
+    class is built there, since a nanny pickles what it passes to its worker, and a class
+    made in a function does not pickle."""
+    return _staged_device_host_file()(worker_local_directory, **kwargs)
 
 
 @functools.cache

@@ -5,6 +5,7 @@ graph runs here and is checked against NetworkX; tests/gpu/test_gpu.py runs it o
 from __future__ import annotations
 
 import gc
+import inspect
 import pickle
 from itertools import pairwise
 from operator import getitem
@@ -435,3 +436,14 @@ def test_a_workers_host_buffer_keeps_arena_results_without_spilling_them():
     buffer["small"] = np.zeros(16, np.int64)
     assert "small" in fast and buffer.fast.total_weight == 128
     weigh_stored_results({}, lambda key, value: 0)  # a store without a limit: nothing to do
+
+
+def test_a_gpu_workers_store_is_made_by_a_function_that_pickles_to_the_worker():
+    """A nanny pickles its worker's ``data`` spec: a class made in a function would not
+    pickle (no worker then starts), so the spec names a module-level function."""
+    from dtri.runtime import session
+
+    assert pickle.loads(pickle.dumps(session.staged_device_host_file)) is \
+        session.staged_device_host_file
+    assert "worker_local_directory" in inspect.signature(
+        session.staged_device_host_file).parameters
