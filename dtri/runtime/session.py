@@ -68,7 +68,6 @@ from dtri.runtime.scaling import WorkerChoice
 from dtri.runtime.staging import (
     PINNED_SHARE_OF_HOST_MEMORY,
     Staging,
-    pageable_bytes,
     resolve_staging,
 )
 from dtri.runtime.tasks import Tasks
@@ -642,54 +641,16 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         )
 
 
-def _device_host_file(caps: MemoryCaps,
-                      plan: HostPlan) -> tuple[Callable[..., Any], dict[str, Any]]:
+def _device_host_file(caps: MemoryCaps, plan: HostPlan) -> tuple[type, dict[str, Any]]:
     """dask-cuda's store of a GPU worker (what ``LocalCUDACluster`` would make), holding the
     stored results that ``plan`` gives host memory there instead of the whole memory limit:
     dask-cuda's own keeps results in host memory up to the limit, beyond the process's
-    other memory (its page-locked pool, its libraries). Its results are weighed by the
-    resident memory they add (:func:`_staged_device_host_file`)."""
+    other memory (its page-locked pool, its libraries)."""
+    from dask_cuda.device_host_file import DeviceHostFile
     from dask_cuda.utils import parse_device_memory_limit
 
     device = parse_device_memory_limit(caps.device_memory_limit or "default", device_index=0)
-    return staged_device_host_file, {"device_memory_limit": device, "memory_limit": plan.stored}
-
-
-def staged_device_host_file(worker_local_directory: str, **kwargs: Any) -> Any:
-    """A GPU worker's store (:func:`_staged_device_host_file`), made in the worker: the
-    class is built there, since a nanny pickles what it passes to its worker, and a class
-    made in a function does not pickle."""
-    return _staged_device_host_file()(worker_local_directory, **kwargs)
-
-
-@functools.cache
-def _staged_device_host_file() -> type:
-    """dask-cuda's ``DeviceHostFile``, whose host memory weighs each result by the resident
-    memory it adds (:func:`dtri.runtime.staging.pageable_bytes`), not by its size. Under
-    host staging the results leaving the device land in the page-locked pool, whose pages
-    the plan counts already (its ``staging`` share). Weighed by size, those results used up
-    the ``stored`` share as well, and the worker spilled to disk while the pool and the
-    share each held memory that nothing used."""
-    from dask_cuda.device_host_file import DeviceHostFile
-
-    def weight(key: Any, value: Any) -> int:
-        return pageable_bytes(value)
-
-    class StagedDeviceHostFile(DeviceHostFile):
-        def __init__(self, worker_local_directory: str, **kwargs: Any):
-            super().__init__(worker_local_directory, **kwargs)
-            weigh_stored_results(self.host_buffer, weight)
-
-    return StagedDeviceHostFile
-
-
-def weigh_stored_results(buffer: Any, weight: Callable[[Any, Any], int]) -> None:
-    """A zict ``Buffer`` (a worker's host memory before its disk) made to weigh the results
-    it keeps with ``weight``; nothing for a plain mapping (no limit)."""
-    import zict
-
-    if isinstance(buffer, zict.Buffer):
-        buffer.weight = buffer.fast.weight = weight
+    return DeviceHostFile, {"device_memory_limit": device, "memory_limit": plan.stored}
 
 
 def _fewer_gpus(cluster: Any, runtime: Runtime, input_rows: int) -> Runtime:

@@ -390,31 +390,6 @@ class _Lease:
                                     "typestr": dtype.str, "version": 3}
 
 
-def pageable_bytes(value: Any) -> int:
-    """The bytes a stored result adds to its worker's resident memory: its size (Dask's
-    ``sizeof``) less that of the NumPy arrays, and views of them, whose memory a
-    :class:`HostArena` lent. The page-locked pool's pages are resident whether results fill
-    them or not (the ``staging`` share of :mod:`dtri.runtime.host_plan`), so a result held
-    there takes nothing more; one in pageable memory takes its size."""
-    if isinstance(value, np.ndarray):
-        return 0 if leased(value) else value.nbytes
-    if isinstance(value, tuple | list):
-        return sum(pageable_bytes(item) for item in value)
-    if isinstance(value, dict):
-        return sum(pageable_bytes(item) for item in value.values())
-    from dask.sizeof import sizeof
-
-    return int(sizeof(value))
-
-
-def leased(array: np.ndarray) -> bool:
-    """Whether ``array``'s memory is a :class:`HostArena`'s (the array or what it views)."""
-    base: Any = array
-    while isinstance(base, np.ndarray):
-        base = base.base
-    return isinstance(base, _Lease)
-
-
 PINNED_SHARE_OF_HOST_MEMORY = 0.4
 """The page-locked pool of a worker holds at most this share of its host memory limit. Dask
 moves stored results to disk above 60 % of the limit (``target``) and 70 % of the process's

@@ -5,7 +5,6 @@ graph runs here and is checked against NetworkX; tests/gpu/test_gpu.py runs it o
 from __future__ import annotations
 
 import gc
-import inspect
 import pickle
 from itertools import pairwise
 from operator import getitem
@@ -399,51 +398,3 @@ def test_a_task_moving_its_own_data_goes_on_on_the_host_when_the_device_is_short
     assert staged.wrap(getitem, on_host=True) is getitem  # pickers stay as they are
     assert Staging("host", "cpu").wrap(moves_its_own, True, True) is moves_its_own
 
-
-def test_a_stored_result_weighs_the_resident_memory_it_adds_not_its_arena_pages():
-    """Results in the arena's page-locked pool add nothing to the worker's resident memory
-    (the plan counts the pool's pages already); pageable ones add their size."""
-    import pandas as pd
-
-    from dtri.runtime.staging import leased, pageable_bytes
-
-    arena = HostArena(LendingResource(4 * ARENA_MIN_BYTES))
-    pinned = arena.empty((ARENA_MIN_BYTES // 8,), np.int64)
-    plain = np.zeros(1000, np.int64)
-    assert leased(pinned) and leased(pinned[3:9]) and not leased(plain)
-    assert pageable_bytes(pinned) == 0 and pageable_bytes(pinned[::2]) == 0
-    assert pageable_bytes(plain) == 8000
-    assert pageable_bytes((pinned, plain, [plain[:10], {"a": pinned}])) == 8080
-    frame = pd.DataFrame({"src": plain, "dst": plain})
-    assert pageable_bytes(frame) >= 16000  # Dask's sizeof for what is not an array
-
-
-def test_a_workers_host_buffer_keeps_arena_results_without_spilling_them():
-    import zict
-
-    from dtri.runtime.session import weigh_stored_results
-    from dtri.runtime.staging import pageable_bytes
-
-    arena = HostArena(LendingResource(4 * ARENA_MIN_BYTES))
-    fast, slow = {}, {}
-    buffer = zict.Buffer(fast, slow, n=ARENA_MIN_BYTES, weight=lambda k, v: v.nbytes)
-    weigh_stored_results(buffer, lambda key, value: pageable_bytes(value))
-    for i in range(3):  # three pool-sized results: none weighs, none goes to disk
-        buffer[("pinned", i)] = arena.empty((ARENA_MIN_BYTES // 8,), np.int64)
-    assert sorted(fast) == [("pinned", i) for i in range(3)] and not slow
-    buffer["plain"] = np.zeros(ARENA_MIN_BYTES // 8 + 1, np.int64)  # above the limit alone
-    assert "plain" in slow
-    buffer["small"] = np.zeros(16, np.int64)
-    assert "small" in fast and buffer.fast.total_weight == 128
-    weigh_stored_results({}, lambda key, value: 0)  # a store without a limit: nothing to do
-
-
-def test_a_gpu_workers_store_is_made_by_a_function_that_pickles_to_the_worker():
-    """A nanny pickles its worker's ``data`` spec: a class made in a function would not
-    pickle (no worker then starts), so the spec names a module-level function."""
-    from dtri.runtime import session
-
-    assert pickle.loads(pickle.dumps(session.staged_device_host_file)) is \
-        session.staged_device_host_file
-    assert "worker_local_directory" in inspect.signature(
-        session.staged_device_host_file).parameters
