@@ -298,7 +298,7 @@ class Runtime:
     def tasks(self) -> Tasks:
         """The task builder of a stage of this run."""
         return Tasks(self.staging, self.addresses, self.eager, self.meter, self.allocator,
-                     self.budget.per_task)
+                     self.budget.per_task if self.host_plan is not None else None)
 
     def timer(self, progress: bool = False) -> StageTimer:
         """A stage timer for this run (eager runs on the GPU wait for its queued work at the

@@ -197,7 +197,7 @@ def test_a_fold_whose_items_pass_the_task_budget_is_cut_and_summed_on_its_worker
     items = [np.full(4, i) for i in range(10)]
     holders = [workers[0]] * 7 + [workers[1]] * 3
     for budget, folds in ((None, 2), (1000, 2), (300, 4), (250, 6), (50, 10)):
-        tasks = Tasks(Staging("host", "cpu"), workers, task_budget=budget)
+        tasks = Tasks(Staging("host", "cpu"), workers, fold_budget=budget)
         total = tasks.reduce_over("rank", np.negative, add_counts, items, (), holders,
                                   "degree", sizes=[100] * 10)
         graph = dict(total.__dask_graph__())
@@ -209,6 +209,17 @@ def test_a_fold_whose_items_pass_the_task_budget_is_cut_and_summed_on_its_worker
         (root,) = [name for name in graph if name == total.key]
         assert len(graph[root].dependencies) == 2  # one partial from each worker
         assert np.array_equal(total.compute(scheduler="sync"), np.full(4, -45))
+
+
+def test_folds_are_cut_only_where_the_workers_spill_past_a_host_limit():
+    from dtri.runtime.host_plan import HostPlan
+
+    caps = MemoryCaps(rmm_pool_size=8 << 30)
+    unlimited = Runtime("gpu", None, 1, 1, 8 << 30, caps=caps, staged="host")
+    assert unlimited.tasks().fold_budget is None  # its items stay in memory anyway
+    plan = HostPlan(32 << 30, 3 << 30, 12 << 30, 4 << 30, 4 << 30)
+    limited = Runtime("gpu", None, 1, 1, 8 << 30, caps=caps, staged="host", host_plan=plan)
+    assert limited.tasks().fold_budget == limited.budget.per_task == 4 << 30
 
 
 def test_moving_back_keeps_tuples_named_tuples_lists_and_dicts():
