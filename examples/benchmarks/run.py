@@ -560,6 +560,26 @@ PRESETS: dict[str, Preset] = {
         "issue 41, at c7e363e, on GPU 3 beside the runs of saved-graph-h200 and the GPU "
         "tests; the limited run was stopped at 285 s, in its canonicalize stage, so it has "
         "no count: the line records that, and the unlimited run's 143 GB resident"),
+    "host-memory-folds-h100": Preset(
+        "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB against the same count "
+        "without it, for the folds cut to a task's budget and two tries taken out again",
+        "one NVIDIA H100 (80 GB), kind nvidia-h100-x1", (
+            script("host_memory.py", "run", "rmat:26", "--backend", "gpu", "--memory-limit",
+                   "12GiB", "--repeat", "1", "--timeout", "300", "--spill-directory",
+                   "/tmp/spill26", "--out", "{out}", "--", "--rmm-pool-size", "4GiB"),),
+        "issue 41: b04e1fd (before, from a copy of its tree) and be01cc8 (the folds cut) "
+        "back to back on one host; 2c84124 (stored results weighed without their page-locked "
+        "pages, reverted in be01cc8) and 9383ea9 (worker-overhead-gpu 1.5 GiB, reverted in "
+        "318d90d) on two other H100 hosts. be01cc8's unlimited line was its host's first dtri "
+        "process (its kernels compiled then), and cut every fold, as d5c830f no longer does "
+        "without a limit"),
+    "host-memory-overhead-h100": Preset(
+        "an idle GPU worker's resident memory after a count of R-MAT 16: what "
+        "dtri.worker-overhead-gpu must hold", "one NVIDIA H100 (80 GB), kind nvidia-h100-x1", (
+            script("host_memory.py", "overhead", "--backend", "gpu", "--workers", "1", "--out",
+                   "{out}"),),
+        "issue 41, at 268eaf0 and 2c84124 on two H100 hosts (no host limit: the worker "
+        "store those commits changed is not made)"),
     "saved-graph-cpu-2core": Preset(
         "counting a saved prepared graph against its raw Parquet files, and a --checkpoint "
         "count killed with SIGKILL mid-join then run again", CPU, (
