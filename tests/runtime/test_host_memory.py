@@ -197,6 +197,37 @@ def test_a_count_that_spills_is_exact_and_reports_its_spills(spilled_count):
     assert plan["limit"] == LIMIT and plan["stored"] == BUDGET
 
 
+def test_under_host_staging_a_spilling_workers_folds_keep_to_a_tasks_budget(monkeypatch):
+    """Under host staging a worker folds its partitions' vertex-wide sums on itself; under a
+    host limit each fold takes at most one task's budget of partitions (their inputs come
+    back from disk together), and the count is exact."""
+    from dtri.input.generate import rmat
+    from dtri.runtime import tasks
+
+    budget = 256 * 1024
+    seen: list[tuple[list[list[int]], list[int] | None, int | None]] = []
+
+    def recorded(members, sizes, fold_budget):
+        groups = fold_groups(members, sizes, fold_budget)
+        seen.append((groups, None if sizes is None else list(sizes), fold_budget))
+        return groups
+
+    fold_groups = tasks.fold_groups
+    monkeypatch.setattr(tasks, "fold_groups", recorded)
+    result = CliRunner().invoke(main, [
+        "count", "--generate", "rmat:12", "--backend", "cpu", "--workers", "1",
+        "--staging", "host", "--memory-limit", str(worker_overhead("cpu") + 2 * budget),
+        "--memory-budget", str(budget), "--json"])
+    assert result.exit_code == 0, result.output
+    edges = rmat(12, seed=0, npartitions=1).compute(scheduler="sync")
+    assert json.loads(result.output)["triangles"] == networkx_triangles(edges.to_numpy())
+    assert seen and all(fold_budget == budget for _, _, fold_budget in seen)
+    assert any(len(groups) > 1 for groups, _, _ in seen)  # the folds were cut
+    for groups, sizes, _ in seen:
+        if sizes is not None:
+            assert all(len(g) == 1 or sum(sizes[i] for i in g) <= budget for g in groups)
+
+
 def test_the_host_report_is_sane_in_json(spilled_count):
     peaks, workers = spilled_count["peak_host_bytes"], spilled_count["worker_host_bytes"]
     assert {"read", "canonicalize", "sort", "overall"} <= set(peaks)
