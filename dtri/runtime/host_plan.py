@@ -53,7 +53,7 @@ project's 2-core machine once it had run a count (numba's kernels loaded), round
 An idle GPU worker held 0.83 and 1.06 GB on one H100 after a count (the CUDA context and the
 libraries of cuDF, RMM and CuPy; ``host-memory-overhead-h100.jsonl``), but the tasks of a join
 hold more than their budget on the host: at 1.5 GiB, R-MAT 26 under a 12 GiB limit peaked at
-12.74 GiB in its join (``host-memory-folds-h100.jsonl``, 9383ea9), and at 3 GiB at 8.96 GiB."""
+12.74 GiB in its join (``host-memory-folds-h100.jsonl``, 9383ea9); at 3 GiB, at 8.96 GiB."""
 MEGABYTE = 1 << 20
 
 
