@@ -570,9 +570,10 @@ PRESETS: dict[str, Preset] = {
         "issue 41: b04e1fd (before, from a copy of its tree) and be01cc8 (the folds cut) "
         "back to back on one host; 2c84124 (stored results weighed without their page-locked "
         "pages, reverted in be01cc8) and 9383ea9 (worker-overhead-gpu 1.5 GiB, reverted in "
-        "318d90d) on two other H100 hosts. be01cc8's unlimited line was its host's first dtri "
-        "process (its kernels compiled then), and cut every fold, as d5c830f no longer does "
-        "without a limit"),
+        "318d90d) on two other H100 hosts, 9383ea9's after one count of R-MAT 20 (`dtri count "
+        "--generate rmat:20 --backend gpu --rmm-pool-size 4GiB`) had compiled the kernels. "
+        "be01cc8's unlimited line was its host's first dtri process (its kernels compiled "
+        "then), and cut every fold, as d5c830f no longer does without a limit"),
     "host-memory-overhead-h100": Preset(
         "an idle GPU worker's resident memory after a count of R-MAT 16: what "
         "dtri.worker-overhead-gpu must hold", "one NVIDIA H100 (80 GB), kind nvidia-h100-x1", (
