@@ -299,7 +299,7 @@ def _read_on_device(fs: Any, paths: list[str], columns: list[str]) -> dict[str, 
     import pylibcudf as plc
 
     options = plc.io.parquet.ParquetReaderOptions.builder(
-        plc.io.SourceInfo(locals_)).columns(columns).build()
+        plc.io.SourceInfo(locals_)).column_names(columns).build()
     read = plc.io.parquet.read_parquet(options)
     found = dict(zip(read.column_names(include_children=False), read.columns, strict=True))
     missing = [name for name in columns if name not in found]
