@@ -524,7 +524,9 @@ PRESETS: dict[str, Preset] = {
         "host-memory run used the others (CUDA_VISIBLE_DEVICES); at 069af2c and 38d151e on "
         "one H100; at 8bf3317 (every run in process) on GPU 0 of a 2 x H100 host, the other "
         "idle; at 190b54d (in process, the saved graph read in one task) the resume command "
-        "alone, on one H100"),
+        "alone, on one H100; at 321a458 (Parquet on the device through pylibcudf, without "
+        "cuDF's import) and then c5a6e18 (before, from a copy of its tree) on one H100 (kind "
+        "nvidia-h100-x1), 321a458's after one count of R-MAT 20 had compiled the kernels"),
     "placement-h100": Preset(
         "a new process's count where dtri places it (in process where the GPU holds the "
         "graph) against a one-worker local cluster, alternated", "one NVIDIA H100 (80 GB)", (
