@@ -364,8 +364,8 @@ def read_whole(fs: Any, root: str, bounds: list[int], edges: list[int], schedule
     one task, two reads where partition by partition there are three a partition (R-MAT 26
     checkpointed under a 4 GiB budget has 32 partitions). On one H100 its open stage took
     4.02 s against 4.50 s file by file (two hosts, when cuDF read them, its import of about
-    1.6 s within both). ``None`` where a file cannot be read or the rows do not agree with the metadata:
-    the reads file by file then name the damaged one."""
+    1.6 s within both). ``None`` where a file cannot be read or the rows do not agree with
+    the metadata: the reads file by file then name the damaged one."""
     xp = _array_module(on_device)
     partitions = len(edges)
     names = ["id", "degree", "out_degree", *(["schedule"] if schedule else []),

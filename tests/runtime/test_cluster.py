@@ -391,3 +391,23 @@ def test_a_cluster_started_for_the_run_says_how_long_its_start_took():
     assert running.placement.startswith("the active distributed.Client's cluster, 1 of its "
                                         "workers (--workers)")
     assert "started in" not in running.placement
+
+
+@pytest.mark.parametrize(("direct", "given", "expected"), [
+    (False, None, "false"), (True, None, "true"), (False, "true", "true")])
+def test_device_writes_go_through_the_page_cache_unless_told(monkeypatch, direct, given,
+                                                              expected):
+    """KvikIO writes a GPU run's Parquet files past the page cache by default, so the next
+    process reads them from the disk; dtri sets KVIKIO_AUTO_DIRECT_IO_WRITE from
+    dtri.direct-device-writes where the environment leaves it unset, and keeps a user's."""
+    import dask
+
+    from dtri.runtime.session import KVIKIO_DIRECT_WRITES, set_device_writes
+
+    if given is None:
+        monkeypatch.delenv(KVIKIO_DIRECT_WRITES, raising=False)
+    else:
+        monkeypatch.setenv(KVIKIO_DIRECT_WRITES, given)
+    with dask.config.set({"dtri.direct-device-writes": direct}):
+        set_device_writes()
+    assert os.environ[KVIKIO_DIRECT_WRITES] == expected
