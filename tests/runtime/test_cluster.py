@@ -404,10 +404,9 @@ def test_device_writes_go_through_the_page_cache_unless_told(monkeypatch, direct
 
     from dtri.runtime.session import KVIKIO_DIRECT_WRITES, set_device_writes
 
+    monkeypatch.setenv(KVIKIO_DIRECT_WRITES, given or "")  # given back as it was at the end
     if given is None:
-        monkeypatch.delenv(KVIKIO_DIRECT_WRITES, raising=False)
-    else:
-        monkeypatch.setenv(KVIKIO_DIRECT_WRITES, given)
+        monkeypatch.delenv(KVIKIO_DIRECT_WRITES)
     with dask.config.set({"dtri.direct-device-writes": direct}):
         set_device_writes()
     assert os.environ[KVIKIO_DIRECT_WRITES] == expected
