@@ -527,10 +527,10 @@ PRESETS: dict[str, Preset] = {
         "alone, on one H100; at 321a458 (Parquet on the device through pylibcudf, without "
         "cuDF's import) and then c5a6e18 (before, from a copy of its tree) on one H100 (kind "
         "nvidia-h100-x1), 321a458's after one count of R-MAT 20 had compiled the kernels; "
-        "at e204e96 (the device's writes through the page cache) on two other H100 hosts, "
-        "each after one count of R-MAT 20: the first resume line (whose run without a "
-        "checkpoint took 8.73 s, against 4.65 s to 6.23 s elsewhere: a slow host), then the "
-        "count and the resume on the second host"),
+        "at e204e96 (the device's writes through the page cache) on one other H100 host, "
+        "after one count of R-MAT 20: the first resume line (whose run without a checkpoint "
+        "took 8.73 s, against 4.65 s to 6.23 s elsewhere: the host was slow then), then, "
+        "after probes and the GPU tests, the count and the resume again"),
     "placement-h100": Preset(
         "a new process's count where dtri places it (in process where the GPU holds the "
         "graph) against a one-worker local cluster, alternated", "one NVIDIA H100 (80 GB)", (
