@@ -58,7 +58,7 @@ from dtri.kernels.orient import (
     wedge_work,
 )
 from dtri.prepared.inputs import Inputs, concat_frames
-from dtri.prepared.moved import BYTES_PER_INPUT_ROW, BYTES_PER_KEY
+from dtri.prepared.moved import BYTES_PER_INPUT_ROW, key_bytes
 from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
 
@@ -103,7 +103,7 @@ class CanonicalKeys(NamedTuple):
     def sizes(self) -> list[int] | None:
         """Each sender's bytes of keys at most, for the folds' cuts
         (:meth:`dtri.runtime.tasks.Tasks.reduce_over`)."""
-        return None if self.rows is None else [r * BYTES_PER_KEY for r in self.rows]
+        return key_bytes(self.rows)
 
 
 def sorted_partition(vertices: int, bounds: list[int], unique: bool, j: int,

@@ -23,7 +23,7 @@ from dtri.input.frames import arrays_on
 from dtri.kernels.dispatch import array_module
 from dtri.runtime.budget import TASK_SHARES, Budget
 from dtri.runtime.session import Runtime
-from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
+from dtri.runtime.tasks import FAN_IN, Tasks, fold_groups, placed_on
 from dtri.runtime.timer import StageTimer
 
 if TYPE_CHECKING:
@@ -186,25 +186,16 @@ def split_rows(parts: list[Any], pieces: int) -> list[Any]:
 def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list[list[int]]:
     """The input partitions grouped into the senders of the preparation: by the worker that
     holds them, so that grouping moves nothing, in index order, each group at most ``limit``
-    rows (what one task may hold). Fewer, larger senders keep the vertex merge cheap (each
+    rows (what one task may hold; :func:`dtri.runtime.tasks.fold_groups` cuts a holder's
+    partitions). Fewer, larger senders keep the vertex merge cheap (each
     sender's distinct ids overlap the others' almost entirely on skewed graphs, so merging
     them costs about one vertex set per sender), and merge more of an edge's copies where
     they are read, before the sort's exchange."""
     by_holder: dict[str | None, list[int]] = {}
     for p, holder in enumerate(holders):
         by_holder.setdefault(holder, []).append(p)
-    groups: list[list[int]] = []
-    for members in by_holder.values():
-        current: list[int] = []
-        size = 0
-        for p in members:
-            if current and size + rows[p] > limit:
-                groups.append(current)
-                current, size = [], 0
-            current.append(p)
-            size += rows[p]
-        groups.append(current)
-    return groups
+    return [group for members in by_holder.values()
+            for group in fold_groups(members, rows, limit)]
 
 
 def persisted_expression(edges: dd.DataFrame) -> Any:

@@ -44,6 +44,12 @@ PREPARE_STAGES = ("vertices", "canonicalize", "rank", "orient", "sort", "degree"
 """The stages the model predicts, in the order they run (the one-task path: ``prepare``)."""
 
 
+def key_bytes(rows: list[int] | None) -> list[int] | None:
+    """The bytes of keys of items of ``rows`` keys each (``None``: not known), as the folds'
+    cuts take them (:meth:`dtri.runtime.tasks.Tasks.reduce_over`)."""
+    return None if rows is None else [r * BYTES_PER_KEY for r in rows]
+
+
 @dataclass(frozen=True)
 class PreparationShape:
     """What the model needs of a preparation, known once it has run (on the client, without

@@ -13,7 +13,7 @@ from typing import Any
 from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import as_csr, longest_list, stored
 from dtri.kernels.order import in_work, schedule
-from dtri.prepared.moved import BYTES_PER_KEY
+from dtri.prepared.moved import key_bytes
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 
@@ -53,8 +53,7 @@ def order_partitions(parts: list[Any], bounds: list[int], vertices: int, degree:
         return parts
     owners = [tasks.owner(p) for p in range(len(parts))]
     work = tasks.reduce_over("order", in_work_of, add_counts, parts, (vertices,), owners,
-                             "work", fan_in,
-                             None if rows is None else [r * BYTES_PER_KEY for r in rows])
+                             "work", fan_in, key_bytes(rows))
     ordered = []
     for p, part in enumerate(parts):
         with tasks.placed(p):
