@@ -272,16 +272,23 @@ def wedge_work(out_degree: Any) -> Any:
     return degree + degree * (degree - 1) // 2
 
 
-INTERSECT_EDGE_COST = 1024
-"""Work of one edge in the fused join apart from its intersection, in units of one step of
-binary search (shorter list × log2(longer list)). Fitted on an H200 (RMAT 25, one partition's
-source ranges timed alone): an edge costs 0.94 ns of passes over the edge arrays, a search step
-0.00085 ns (examples/benchmarks/results/intersect-balance-h200.jsonl)."""
+JOIN_EDGE_COST = {"gpu": "dtri.join-edge-cost-gpu", "cpu": "dtri.join-edge-cost-cpu"}
+"""``dask.config`` keys by backend: the work of one edge in the fused join apart from
+its intersection, in steps of binary search (shorter list × log2(longer list)), as fitted by
+``examples/benchmarks/probes/intersect_balance.py`` on that backend's kernel."""
+
+
+def join_edge_cost(device: bool) -> float:
+    """The fused join's cost of one edge on the GPU (``device``) or the CPU, from
+    :data:`JOIN_EDGE_COST`."""
+    import dask
+
+    return float(dask.config.get(JOIN_EDGE_COST["gpu" if device else "cpu"]))
 
 
 def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
     """Work per source for the fused join, within one partition's oriented keys: for each
-    edge ``u -> v``, :data:`INTERSECT_EDGE_COST` plus shorter × log2(longer + 1) of the lists
+    edge ``u -> v``, :func:`join_edge_cost` plus shorter × log2(longer + 1) of the lists
     it intersects, taking ``u``'s later siblings as ``(d+(u) - 1) / 2`` (their mean; the sort
     has not happened yet) against ``d+(v)``. Hubs have many wedges but short intersections, so
     this, not C(d+, 2), balances the fused join's partitions (within a few per cent on RMAT,
@@ -290,7 +297,8 @@ def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
     src, dst = unpack_keys(oriented, checked_key_bits(vertices))
     later, target = (out_degree[src] - 1) / 2, out_degree[dst]
     steps = xp.minimum(later, target) * xp.log2(xp.maximum(later, target) + 1)
-    return xp.bincount(src, weights=steps + INTERSECT_EDGE_COST, minlength=vertices)
+    steps += join_edge_cost(is_device_object(oriented))
+    return xp.bincount(src, weights=steps, minlength=vertices)
 
 
 def source_bounds(work: Any, parts: int) -> list[int]:

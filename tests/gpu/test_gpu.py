@@ -55,6 +55,21 @@ def test_kernels_agree_with_numpy():
     assert count_closed(gpu, cupy.asarray(edge_keys)) == count_closed(cpu, edge_keys)
 
 
+
+def test_the_join_work_on_the_gpu_takes_the_gpus_edge_cost():
+    """The fused join's work model adds the GPU's per-edge cost on device arrays."""
+    import cupy
+    import dask
+
+    from dtri.kernels.orient import intersection_work
+
+    keys = np.array([(0 << 2) | 1, (0 << 2) | 2, (1 << 2) | 2], dtype=np.int64)
+    out_degree = np.array([2, 1, 0, 0], dtype=np.int64)
+    with dask.config.set({"dtri.join-edge-cost-gpu": 10.0, "dtri.join-edge-cost-cpu": 0.0}):
+        on_gpu = cupy.asnumpy(intersection_work(cupy.asarray(keys), cupy.asarray(out_degree), 4))
+        on_cpu = intersection_work(keys, out_degree, 4)
+    assert np.allclose(on_gpu - on_cpu, [20.0, 10.0, 0.0, 0.0])  # 10 for each edge of a source
+
 @given(edges=messy_graphs())
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_gpu_counts_equal_networkx(edges):

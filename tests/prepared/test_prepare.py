@@ -20,8 +20,8 @@ from dtri.kernels.canonicalize import partition_vertices
 from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import as_csr, edge_window
 from dtri.kernels.orient import (
-    INTERSECT_EDGE_COST,
     intersection_work,
+    join_edge_cost,
     rank_and_order,
     source_bounds,
     wedge_work,
@@ -82,13 +82,19 @@ def test_intersection_work_is_an_edge_cost_plus_the_expected_search_steps():
     keys = np.array([(0 << 2) | 1, (0 << 2) | 2, (0 << 2) | 3, (1 << 2) | 2, (1 << 2) | 3,
                      (2 << 2) | 3], dtype=np.int64)
     out_degree = np.array([3, 2, 1, 0], dtype=np.int64)
-    work = intersection_work(keys, out_degree, 4)
 
-    def edge(later, target):  # shorter × log2(longer + 1), plus the per-edge cost
-        return INTERSECT_EDGE_COST + min(later, target) * np.log2(max(later, target) + 1)
+    def expected(cost: float) -> list[float]:
+        def edge(later, target):  # shorter × log2(longer + 1), plus the per-edge cost
+            return cost + min(later, target) * np.log2(max(later, target) + 1)
 
-    expected = [edge(1, 2) + edge(1, 1) + edge(1, 0), edge(0.5, 1) + edge(0.5, 0), edge(0, 0), 0]
-    assert np.allclose(work, expected)
+        return [edge(1, 2) + edge(1, 1) + edge(1, 0), edge(0.5, 1) + edge(0.5, 0), edge(0, 0), 0]
+
+    assert np.allclose(intersection_work(keys, out_degree, 4), expected(join_edge_cost(False)))
+    with dask.config.set({"dtri.join-edge-cost-cpu": 3.5}):  # the CPU's key, not the GPU's
+        assert np.allclose(intersection_work(keys, out_degree, 4), expected(3.5))
+    with dask.config.set({"dtri.join-edge-cost-gpu": 3.5}):
+        assert np.allclose(intersection_work(keys, out_degree, 4),
+                           expected(join_edge_cost(False)))
 
 
 def test_intersection_work_balances_hubs_by_their_short_lists():

@@ -2,18 +2,25 @@
 
 Usage (one GPU): ``python examples/benchmarks/probes/intersect_balance.py [SCALE]`` (default 25).
 The RMAT graph (seed 0) is prepared in one partition; then, for each candidate model of
-per-source work, the sources are cut into 2 and 4 ranges of equal modelled work
+per-source work, the sources are cut into ranges of equal modelled work
 (:func:`dtri.kernels.orient.source_bounds`) and the fused join of each range against the whole edge
 set is timed on this GPU alone (best of 2). One JSON line per (model, parts) with each range's
-edges and seconds, and the imbalance ``max / mean``; a last line fits seconds ≈ α·edges +
-β·Σ shorter list·log2(longer list) over every timed range. Each line in the schema of
-``schema.py`` (family ``intersect-balance``: the figures in ``detail``).
+seconds, its figures below, and the imbalance ``max / mean``; a last line per set of figures
+fits seconds as a sum of them over every timed range, with each fit's largest error.
 
-Models, per edge ``u -> v`` at position ``i`` of ``u``'s list (``a = d+(u) - 1 - i`` later
-siblings, ``b = d+(v)``), summed per source: ``edges`` (1), ``wedges`` (edges + C(d+, 2)),
-``expected+c`` (``c + min((d+(u) - 1) / 2, d+(v))``, what the orient stage can compute before
-the sort, for several constants ``c``), ``shorter_log+c`` (``c + min(a, b)·log2(max(a, b) + 1)``,
-exact, needs the sorted lists).
+A range's figures, per edge ``u -> v`` (``l = (d+(u) - 1) / 2``, the mean later siblings of
+``u``, which is what the orient stage knows before the sort; ``b = d+(v)``): ``edges``;
+``steps``, ``min(l, b)·log2(max(l, b) + 1)`` (what :func:`dtri.kernels.orient.intersection_work`
+adds to its edge cost); and that split by the kernel's class of the edge
+(:func:`dtri.kernels.strategy.edge_class` taken at ``l``): ``search_steps`` over the searched
+edges and ``probes``, ``l``, over the hashed ones. Also ``sources``, the range's sources with
+edges, and ``calls``, 1 (a fixed cost per call).
+
+Models: ``edges`` (1), ``wedges`` (edges + C(d+, 2)), ``intersect``
+(:func:`~dtri.kernels.orient.intersection_work` as dtri runs it, with the GPU's
+``dtri.join-edge-cost-gpu``) and ``intersect-1024`` (the same with the edge cost of 1024 that
+dtri took before the hash probes). The fit over ``edges``, ``steps`` and ``calls`` gives that
+key: its ``in_edges`` of ``steps`` is one over the edge cost.
 """
 
 from __future__ import annotations
@@ -29,16 +36,46 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # schema.py, one folder up
 from schema import command_line, emit, to_schema
 
+FITS = (("edges", "steps"), ("edges", "steps", "calls"), ("edges", "search_steps", "probes"),
+        ("edges", "search_steps", "probes", "calls"), ("edges", "steps", "sources", "calls"))
+
+
+def source_figures(src, dst, out_degree, n: int) -> dict:
+    """The figures of the module docstring per source (``n`` floats each), from the
+    source-sorted edges ``src -> dst``: per-edge arrays are made one or two at a time."""
+    from dtri.kernels.strategy import hash_max_members, hash_tuning
+
+    tuning = hash_tuning()
+    later = (out_degree[src] - 1) / 2
+    target = out_degree[dst].astype(cp.float64)
+    shorter, longer = cp.minimum(later, target), cp.maximum(later, target)
+    steps = shorter * cp.log2(longer + 1)
+    longer = cp.floor(cp.log2(cp.maximum(longer, 1))) + 1  # its bit length
+    hashed = ((target >= tuning.min_members) & (target <= hash_max_members(False))
+              & (later * tuning.probe_cost <= shorter * longer) & (later > 0))
+    hashed &= bool(tuning.enabled)
+    del target, shorter, longer
+
+    def summed(weights):
+        return cp.bincount(src, weights=weights, minlength=n)
+
+    figures = {"edges": out_degree.astype(cp.float64), "steps": summed(steps),
+               "search_steps": summed(cp.where(hashed, 0.0, steps))}
+    del steps
+    figures["probes"] = summed(cp.where(hashed, later, 0.0))
+    figures["sources"] = (out_degree > 0).astype(cp.float64)
+    return figures
+
 
 def main(scale: int) -> None:
     import cudf
+    import dask
 
     from dtri.input.generate import rmat_arrays
     from dtri.kernels.bins import checked_key_bits, pack_edges
     from dtri.kernels.csr import CSR, from_keys, sources
     from dtri.kernels.intersect import intersect
-    from dtri.kernels.orient import source_bounds, wedge_work
-    from dtri.kernels.wedges import list_ends
+    from dtri.kernels.orient import JOIN_EDGE_COST, intersection_work, source_bounds, wedge_work
     from dtri.prepared.local import prepare_partition
 
     src, dst = rmat_arrays(cp, 0, 16 << scale, scale, 0.57, 0.19, 0.19, 0)
@@ -46,31 +83,27 @@ def main(scale: int) -> None:
     del src, dst
     csr = CSR(*stored)  # every rank's sorted out-list
     src, dst = sources(csr), csr.dst.astype(cp.int64)
-    bits = checked_key_bits(n)
+    keys = pack_edges(src, dst, checked_key_bits(n))
     out_degree = cp.bincount(src, minlength=n)
-    ends = list_ends(src)
-    a = ends - 1 - cp.arange(src.shape[0])
-    b = out_degree[dst]
-    shorter, longer = cp.minimum(a, b).astype(cp.float64), cp.maximum(a, b).astype(cp.float64)
-    shorter_log = shorter * cp.log2(longer + 1)
-    expected = cp.minimum((out_degree[src] - 1) / 2, b)
+    per_source = source_figures(src, dst, out_degree, n)  # each figure summed per source
+    del dst
+    prefix = {name: cp.concatenate([cp.zeros(1), cp.cumsum(values)])
+              for name, values in per_source.items()}
+    del per_source
 
-    def per_source(weights):
-        return cp.bincount(src, weights=weights, minlength=n)
-
-    models = {"edges": out_degree, "wedges": wedge_work(out_degree)}
-    for c in (1, 4, 16, 64):
-        models[f"expected+{c}"] = per_source(expected + c)
-        models[f"shorter_log+{c}"] = per_source(shorter_log + c)
+    models = {"edges": out_degree, "wedges": wedge_work(out_degree),
+              "intersect": intersection_work(keys, out_degree, n)}
+    with dask.config.set({JOIN_EDGE_COST["gpu"]: 1024}):
+        models["intersect-1024"] = intersection_work(keys, out_degree, n)
     samples = []
     for name, work in models.items():
-        for parts in (2, 4):
+        for parts in (2, 4, 8):
             bounds = source_bounds(work, parts)
-            cuts = cp.searchsorted(src, cp.asarray(bounds)).tolist()
+            cuts = cp.searchsorted(src, cp.asarray(bounds)).tolist()  # edge positions
             ranges = []
             for (lo, hi), (low, high) in zip(itertools.pairwise(cuts),
                                              itertools.pairwise(bounds), strict=True):
-                part = from_keys(pack_edges(src[lo:hi], dst[lo:hi], bits), n, low, high)
+                part = from_keys(keys[lo:hi], n, low, high)
                 best = float("inf")
                 for _ in range(2):
                     cp.cuda.Device().synchronize()
@@ -78,21 +111,27 @@ def main(scale: int) -> None:
                     intersect(part, csr)
                     cp.cuda.Device().synchronize()
                     best = min(best, time.perf_counter() - started)
-                ranges.append({"edges": hi - lo, "seconds": round(best, 4),
-                               "shorter_log": float(shorter_log[lo:hi].sum())})
-                samples.append((hi - lo, float(shorter_log[lo:hi].sum()), best))
+                figures = {f: float(prefix[f][high] - prefix[f][low]) for f in prefix}
+                figures["calls"] = 1.0
+                ranges.append({"seconds": round(best, 5), **figures})
+                samples.append(ranges[-1])
             seconds = [r["seconds"] for r in ranges]
             emit(to_schema("intersect-balance",
                            {"scale": scale, "model": name, "parts": parts, "ranges": ranges,
                             "imbalance": round(max(seconds) / (sum(seconds) / parts), 3)},
                            command=command_line()), None)
-    x = np.array([[e, s] for e, s, _ in samples])
-    y = np.array([t for *_, t in samples])
-    (alpha, beta), *_ = np.linalg.lstsq(x, y, rcond=None)
-    emit(to_schema("intersect-balance",
-                   {"fit": {"seconds_per_edge": alpha, "seconds_per_shorter_log": beta,
-                            "edge_equivalent_of_shorter_log": beta / alpha if alpha else None}},
-                   graph=f"rmat:{scale}", command=command_line()), None)
+    y = np.array([r["seconds"] for r in samples])
+    for fit in FITS:
+        x = np.array([[r[f] for f in fit] for r in samples])
+        coefficients, *_ = np.linalg.lstsq(x, y, rcond=None)
+        error = np.abs(x @ coefficients - y) / y
+        emit(to_schema("intersect-balance",
+                       {"fit": dict(zip(fit, (float(c) for c in coefficients), strict=True)),
+                        "in_edges": {f: float(c / coefficients[0])
+                                     for f, c in zip(fit, coefficients, strict=True)},
+                        "largest_error": round(float(error.max()), 4),
+                        "ranges": len(samples)},
+                       graph=f"rmat:{scale}", command=command_line()), None)
 
 
 if __name__ == "__main__":

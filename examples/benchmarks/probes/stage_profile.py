@@ -15,7 +15,14 @@ rest in ``detail``):
 * ``windows``: per stage, when its first task started and its last one ended (seconds from
   the run's first task); ``longest``: the twelve longest task computations;
 * ``kinds``: per kind of task (``<stage>:<word>`` from the key, e.g. ``canonicalize:pick``),
-  its tasks, busiest worker's and total busy seconds, and its window.
+  its tasks, busiest worker's and total busy seconds, and its window;
+* ``transfers``: per stage of the keys moved (each worker's ``transfer_incoming_log`` over the
+  recorded run), the transfers, their bytes, their seconds added up, and the shortest and
+  median transfer's seconds: what one crossing between workers costs at the least.
+
+The generated graph is persisted as a run reads its input, in one block of partitions a
+worker (:func:`dtri.prepared.inputs.spread_persist`); left to the scheduler, most partitions
+land on one worker, which then does most of the preparation alone.
 
 A stage whose wall time is well above its busiest worker's busy time is bound by scheduling
 or barriers, not by the GPUs; busy times that differ between workers show imbalance.
@@ -48,6 +55,33 @@ def kind_of(key: str) -> str:
     return f"{match.group(1)}:{match.group(2)}" if match.group(2) else match.group(1)
 
 
+def incoming_transfers(dask_worker) -> list[dict]:
+    """A worker's received transfers (run on the worker): start, stop and bytes per key."""
+    return [{"start": e["start"], "stop": e["stop"],
+             "keys": {str(k): int(v) for k, v in e["keys"].items()}}
+            for e in dask_worker.transfer_incoming_log]
+
+
+def transfer_summary(logs: dict[str, list[dict]], since: dict[str, float]) -> dict:
+    """Per stage of the first key moved, over every worker's transfers that started after
+    ``since`` (each worker's clock): transfers, bytes, summed seconds, shortest and median."""
+    spans: dict[str, list[tuple[float, int]]] = {}
+    for worker, entries in logs.items():
+        for entry in entries:
+            if entry["start"] < since[worker] or not entry["keys"]:
+                continue
+            stage = stage_of(next(iter(entry["keys"])))
+            spans.setdefault(stage, []).append((entry["stop"] - entry["start"],
+                                                sum(entry["keys"].values())))
+    summary = {}
+    for stage, items in sorted(spans.items()):
+        seconds = sorted(s for s, _ in items)
+        summary[stage] = {"transfers": len(items), "bytes": sum(b for _, b in items),
+                          "seconds": round(sum(seconds), 4), "shortest": round(seconds[0], 5),
+                          "median": round(seconds[len(seconds) // 2], 5)}
+    return summary
+
+
 def profile(graph: str, workers: int) -> dict:
     import os
 
@@ -56,7 +90,9 @@ def profile(graph: str, workers: int) -> dict:
 
     import dtri
     from dtri.input.generate import from_spec, is_spec
+    from dtri.prepared.inputs import spread_persist
     from dtri.runtime.session import _start_local_cluster, memory_caps, resolve_caps
+    from dtri.runtime.timer import StageTimer
 
     pool = os.environ.get("DTRI_RMM_POOL")
     caps = resolve_caps(memory_caps(rmm_pool_size=pool), "gpu", None) if pool else None
@@ -64,15 +100,23 @@ def profile(graph: str, workers: int) -> dict:
     with Client(cluster) as client:
         edges = graph
         if is_spec(graph):
-            (edges,) = dask.persist(from_spec(graph, seed=0, backend="gpu").optimize())
+            frame = from_spec(graph, seed=0, backend="gpu").optimize()
+            workers_at = tuple(sorted(client.scheduler_info()["workers"]))
+            if len(workers_at) > 1:
+                edges = spread_persist(frame, workers_at, StageTimer(client))
+            else:
+                (edges,) = dask.persist(frame)
             wait(edges)
             for _ in range(2):  # warm: kernels compiled, UCX endpoints open
                 result = dtri.count(edges, backend="gpu", workers=workers)
         started = time.perf_counter()
+        since = client.run(time.time)
         with get_task_stream(client) as stream:
             result = dtri.count(edges, backend="gpu", workers=workers)
         wall = time.perf_counter() - started
         protocol = client.scheduler.address.split("://")[0]
+        logs = client.run(incoming_transfers)
+    transfers = transfer_summary(logs, since)
     cluster.close()
     busy: dict[str, dict[str, float]] = {}
     transfer: dict[str, dict[str, float]] = {}
@@ -112,6 +156,7 @@ def profile(graph: str, workers: int) -> dict:
             "windows": {stage: [round(a - origin, 4), round(b - origin, 4)]
                         for stage, (a, b) in sorted(windows.items(), key=lambda i: i[1][0])},
             "longest": [[round(t, 4), key, worker] for t, key, worker in sorted(longest)[-12:]],
+            "transfers": transfers,
             "kinds": {name: {"tasks": k["tasks"],
                              "busiest": round(max(k["busy"].values(), default=0.0), 4),
                              "busy": round(sum(k["busy"].values()), 4),
