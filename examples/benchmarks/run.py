@@ -286,7 +286,12 @@ PRESETS: dict[str, Preset] = {
         "the two checkouts"),
     "intersect-balance-h200": Preset(
         "the work model that balances the fused join across GPUs", H200, (
-            script("probes/intersect_balance.py", "25"),)),
+            script("probes/intersect_balance.py", "25"),
+            script("probes/intersect_balance.py", "26")),
+        "the first line ran an older probe (one model, one fit). The R-MAT 25 lines of "
+        "bef7183 ran the probe of b998dde before its last edits: their model `current` is "
+        "`intersect-1024`, and `sources` counts a range's edges' sources. The R-MAT 26 lines "
+        "ran b998dde as committed, on one H200 of a 4 x H200 host"),
     "issue2-largest-shared-h200": Preset(
         "the largest shared graphs counted on the GPU and on the CPU", "one H200 host", tuple(
             dtri("count", "--json", "--backend", backend, *shared(name))
@@ -459,6 +464,18 @@ PRESETS: dict[str, Preset] = {
         "lines' commit), the R-MAT 27 command twice at c7e363e. Between the R-MAT 27 runs, and "
         "after the R-MAT 26 ones, the same commands ran with DASK_DTRI__EXCHANGE_EDGE_COST="
         "2048, a knob that 78a9c36 removed again: those lines are not kept"),
+    "multi-gpu-balance-h200x4": Preset(
+        "the fused join's per-edge cost at 2800 steps (dtri.join-edge-cost-gpu) against 1024 "
+        "(a copy of bef7183's tree, run right after): R-MAT 25 and 26, then R-MAT 27, over "
+        "UCX on 1, 2 and 4 GPUs",
+        "one host with 4 NVIDIA H200", (
+            multi_gpu("rmat:25", "rmat:26", workers="1,2,4", protocols="ucx",
+                      decompositions="1d", repeat=3),
+            multi_gpu("rmat:26", workers="1,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:27", workers="1,2,4", protocols="ucx", decompositions="1d",
+                      repeat=3)),
+        "issue 39 (kind nvidia-h200-x4), one session: the first and third commands at "
+        "b998dde, the second from a copy of bef7183's tree right after the first"),
     "multi-gpu-copies-h200x4": Preset(
         "each worker's copy of an edge bin without the slices its edges cannot reach, "
         "against c7e363e's whole copies: R-MAT 27 over UCX and R-MAT 26 over TCP on four, "
@@ -617,7 +634,11 @@ PRESETS: dict[str, Preset] = {
         "busy and transfer seconds per stage and worker, and per kind of task",
         "one host with 4 NVIDIA H200", (
             script("probes/stage_profile.py", "rmat:25", "1", "4"),
-            script("probes/stage_profile.py", "rmat:26", "1", "4"))),
+            script("probes/stage_profile.py", "rmat:26", "1", "4"),
+            script("probes/stage_profile.py", "rmat:26", "1", "4"),
+            script("probes/stage_profile.py", "rmat:27", "4")),
+        "the last three lines ran bef7183 with the probe of b998dde (its input spread over the "
+        "workers, and each stage's transfers), in one session of kind nvidia-h200-x4"),
     "staged-pinned-h200": Preset(
         "host staging in page-locked memory: capped against uncapped", H200, (
             staged("rmat:26=8GiB rmat:26=8GiB"),
