@@ -55,7 +55,6 @@ def test_kernels_agree_with_numpy():
     assert count_closed(gpu, cupy.asarray(edge_keys)) == count_closed(cpu, edge_keys)
 
 
-
 def test_the_join_work_on_the_gpu_takes_the_gpus_edge_cost():
     """The fused join's work model adds the GPU's per-edge cost on device arrays."""
     import cupy
@@ -69,6 +68,7 @@ def test_the_join_work_on_the_gpu_takes_the_gpus_edge_cost():
         on_gpu = cupy.asnumpy(intersection_work(cupy.asarray(keys), cupy.asarray(out_degree), 4))
         on_cpu = intersection_work(keys, out_degree, 4)
     assert np.allclose(on_gpu - on_cpu, [20.0, 10.0, 0.0, 0.0])  # 10 for each edge of a source
+
 
 @given(edges=messy_graphs())
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
