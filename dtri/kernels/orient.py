@@ -272,18 +272,24 @@ def wedge_work(out_degree: Any) -> Any:
     return degree + degree * (degree - 1) // 2
 
 
-JOIN_EDGE_COST = {"gpu": "dtri.join-edge-cost-gpu", "cpu": "dtri.join-edge-cost-cpu"}
-"""``dask.config`` keys by backend: the work of one edge in the fused join apart from
-its intersection, in steps of binary search (shorter list × log2(longer list)), as fitted by
-``examples/benchmarks/probes/intersect_balance.py`` on that backend's kernel."""
+JOIN_EDGE_COST = {"gpu": "dtri.join-edge-cost-gpu", "hash": "dtri.join-edge-cost-cpu",
+                  "marks": "dtri.join-edge-cost-marks"}
+"""``dask.config`` keys: the work of one edge in the fused join apart from its intersection,
+in steps of binary search (shorter list × log2(longer list)), on the GPU, on the CPU's hash
+and search kernels, and on its marks kernel, as fitted by
+``examples/benchmarks/probes/intersect_balance.py`` on each."""
 
 
-def join_edge_cost(device: bool) -> float:
-    """The fused join's cost of one edge on the GPU (``device``) or the CPU, from
-    :data:`JOIN_EDGE_COST`."""
+def join_edge_cost(device: bool, vertices: int) -> float:
+    """The fused join's cost of one edge (:data:`JOIN_EDGE_COST`) on the GPU (``device``),
+    else on the CPU kernel that a join over ``vertices`` ranks takes
+    (:func:`dtri.kernels.strategy.cpu_kernel`)."""
     import dask
 
-    return float(dask.config.get(JOIN_EDGE_COST["gpu" if device else "cpu"]))
+    from dtri.kernels.strategy import cpu_kernel
+
+    kernel = "gpu" if device else ("marks" if cpu_kernel(vertices) == "marks" else "hash")
+    return float(dask.config.get(JOIN_EDGE_COST[kernel]))
 
 
 def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
@@ -297,7 +303,7 @@ def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:
     src, dst = unpack_keys(oriented, checked_key_bits(vertices))
     later, target = (out_degree[src] - 1) / 2, out_degree[dst]
     steps = xp.minimum(later, target) * xp.log2(xp.maximum(later, target) + 1)
-    steps += join_edge_cost(is_device_object(oriented))
+    steps += join_edge_cost(is_device_object(oriented), vertices)
     return xp.bincount(src, weights=steps, minlength=vertices)
 
 

@@ -292,6 +292,17 @@ PRESETS: dict[str, Preset] = {
         "bef7183 ran the probe of b998dde before its last edits: their model `current` is "
         "`intersect-1024`, and `sources` counts a range's edges' sources. The R-MAT 26 lines "
         "ran b998dde as committed, on one H200 of a 4 x H200 host"),
+    "intersect-balance-cpu-2core": Preset(
+        "the work model that balances the fused join across CPU workers: each kernel's "
+        "ranges timed alone on one thread", CPU, (
+            script("probes/intersect_balance.py", "21", "--backend", "cpu", "--costs",
+                   "73,256"),
+            script("probes/intersect_balance.py", "20", "--backend", "cpu", "--costs", "73"),
+            script("probes/intersect_balance.py", "20", "--backend", "cpu", "--costs",
+                   "4096,12500")),
+        "issue 39, at a4ba850 (the CPU then had one key, 1024), one at a time on "
+        "this project's 2-core machine, quiet: R-MAT 21 takes the hash kernel, R-MAT 20 the "
+        "marks kernel"),
     "issue2-largest-shared-h200": Preset(
         "the largest shared graphs counted on the GPU and on the CPU", "one H200 host", tuple(
             dtri("count", "--json", "--backend", backend, *shared(name))

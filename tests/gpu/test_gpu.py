@@ -64,7 +64,7 @@ def test_the_join_work_on_the_gpu_takes_the_gpus_edge_cost():
 
     keys = np.array([(0 << 2) | 1, (0 << 2) | 2, (1 << 2) | 2], dtype=np.int64)
     out_degree = np.array([2, 1, 0, 0], dtype=np.int64)
-    with dask.config.set({"dtri.join-edge-cost-gpu": 10.0, "dtri.join-edge-cost-cpu": 0.0}):
+    with dask.config.set({"dtri.join-edge-cost-gpu": 10.0, "dtri.join-edge-cost-marks": 0.0}):
         on_gpu = cupy.asnumpy(intersection_work(cupy.asarray(keys), cupy.asarray(out_degree), 4))
         on_cpu = intersection_work(keys, out_degree, 4)
     assert np.allclose(on_gpu - on_cpu, [20.0, 10.0, 0.0, 0.0])  # 10 for each edge of a source

@@ -89,12 +89,14 @@ def test_intersection_work_is_an_edge_cost_plus_the_expected_search_steps():
 
         return [edge(1, 2) + edge(1, 1) + edge(1, 0), edge(0.5, 1) + edge(0.5, 0), edge(0, 0), 0]
 
-    assert np.allclose(intersection_work(keys, out_degree, 4), expected(join_edge_cost(False)))
-    with dask.config.set({"dtri.join-edge-cost-cpu": 3.5}):  # the CPU's key, not the GPU's
+    assert np.allclose(intersection_work(keys, out_degree, 4),
+                       expected(join_edge_cost(False, 4)))
+    # 4 vertices: the marks kernel's cost; the hash kernel's where the count takes it
+    with dask.config.set({"dtri.join-edge-cost-marks": 3.5, "dtri.join-edge-cost-cpu": 2.5,
+                          "dtri.join-edge-cost-gpu": 1.5}):
         assert np.allclose(intersection_work(keys, out_degree, 4), expected(3.5))
-    with dask.config.set({"dtri.join-edge-cost-gpu": 3.5}):
-        assert np.allclose(intersection_work(keys, out_degree, 4),
-                           expected(join_edge_cost(False)))
+        with dask.config.set({"dtri.cpu-kernel": "hash"}):
+            assert np.allclose(intersection_work(keys, out_degree, 4), expected(2.5))
 
 
 def test_intersection_work_balances_hubs_by_their_short_lists():

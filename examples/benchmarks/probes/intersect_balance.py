@@ -20,11 +20,11 @@ edges and ``probes``, ``l``, over the hashed ones. Also ``sources``, the range's
 edges, and ``calls``, 1 (a fixed cost per call).
 
 Models: ``edges`` (1), ``wedges`` (edges + C(d+, 2)), ``intersect``
-(:func:`~dtri.kernels.orient.intersection_work` as dtri runs it, with the backend's key
-``dtri.join-edge-cost-gpu`` or ``-cpu``), ``intersect-1024`` (the same with the edge cost of
-1024 that dtri took before the hash probes), and ``intersect-C`` for each cost of
-``--costs``. The fit over ``edges``, ``steps`` and ``calls`` gives that key: its
-``in_edges`` of ``steps`` is one over the edge cost.
+(:func:`~dtri.kernels.orient.intersection_work` as dtri runs it, with the key of the
+backend's kernel, ``dtri.join-edge-cost-gpu``, ``-cpu`` or ``-marks``), ``intersect-1024``
+(the same with the edge cost of 1024 that dtri took before the hash probes), and
+``intersect-C`` for each cost of ``--costs``. The fit over ``edges``, ``steps`` and
+``calls`` gives that key: its ``in_edges`` of ``steps`` is one over the edge cost.
 """
 
 from __future__ import annotations
@@ -108,8 +108,9 @@ def main(scale: int, backend: str, costs: list[float]) -> None:
 
     models = {"edges": out_degree, "wedges": wedge_work(out_degree),
               "intersect": intersection_work(keys, out_degree, n)}
+    key = JOIN_EDGE_COST["gpu" if backend == "gpu" else "marks" if kernel == "marks" else "hash"]
     for cost in [1024.0, *costs]:
-        with dask.config.set({JOIN_EDGE_COST[backend]: cost}):
+        with dask.config.set({key: cost}):
             models[f"intersect-{cost:g}"] = intersection_work(keys, out_degree, n)
     samples = []
     for name, work in models.items():
