@@ -26,6 +26,7 @@ import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
 from dtri.kernels.counting import id_counts
 from dtri.kernels.dispatch import array_module, is_device_object
+from dtri.kernels.strategy import cpu_kernel
 
 ORIENTATIONS = ("degree", "id", "adirection")
 """The orientations a rank function implements (``auto`` is resolved to one of them first)."""
@@ -272,11 +273,11 @@ def wedge_work(out_degree: Any) -> Any:
     return degree + degree * (degree - 1) // 2
 
 
-JOIN_EDGE_COST = {"gpu": "dtri.join-edge-cost-gpu", "hash": "dtri.join-edge-cost-cpu",
+JOIN_EDGE_COST = {"gpu": "dtri.join-edge-cost-gpu", "cpu": "dtri.join-edge-cost-cpu",
                   "marks": "dtri.join-edge-cost-marks"}
 """``dask.config`` keys: the work of one edge in the fused join apart from its intersection,
 in steps of binary search (shorter list × log2(longer list)), on the GPU, on the CPU's hash
-and search kernels, and on its marks kernel, as fitted by
+and search kernels (``cpu``), and on its marks kernel, as fitted by
 ``examples/benchmarks/probes/intersect_balance.py`` on each."""
 
 
@@ -286,9 +287,7 @@ def join_edge_cost(device: bool, vertices: int) -> float:
     (:func:`dtri.kernels.strategy.cpu_kernel`)."""
     import dask
 
-    from dtri.kernels.strategy import cpu_kernel
-
-    kernel = "gpu" if device else ("marks" if cpu_kernel(vertices) == "marks" else "hash")
+    kernel = "gpu" if device else ("marks" if cpu_kernel(vertices) == "marks" else "cpu")
     return float(dask.config.get(JOIN_EDGE_COST[kernel]))
 
 

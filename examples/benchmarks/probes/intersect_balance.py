@@ -108,7 +108,7 @@ def main(scale: int, backend: str, costs: list[float]) -> None:
 
     models = {"edges": out_degree, "wedges": wedge_work(out_degree),
               "intersect": intersection_work(keys, out_degree, n)}
-    key = JOIN_EDGE_COST["gpu" if backend == "gpu" else "marks" if kernel == "marks" else "hash"]
+    key = JOIN_EDGE_COST["gpu" if backend == "gpu" else "marks" if kernel == "marks" else "cpu"]
     for cost in [1024.0, *costs]:
         with dask.config.set({key: cost}):
             models[f"intersect-{cost:g}"] = intersection_work(keys, out_degree, n)
