@@ -205,6 +205,14 @@ PRESETS: dict[str, Preset] = {
     "copy-probe-h200": Preset(
         "host<->device copy rates and the costs of page-locking", H200, (
             script("probes/copy_probe.py"),)),
+    "cpu-balance-2core": Preset(
+        "a CPU count over two workers with the join's ranges cut by the hash kernel's own "
+        "per-edge cost (73) against 1024: R-MAT 21, alternated", CPU, tuple(
+            dtri("bench", "--backend", "cpu", "--workers", "2", "--peers", peers, "--repeat",
+                 "2", "rmat:21", "--output", "{out}")
+            for peers in ("none", "none", "networkit", "none")),
+        "issue 39: the first and third at 10f54af, the second and fourth from a copy of "
+        "bef7183's tree right after each; networkit was not installed, so no line has a peer"),
     "cpu-cold-2core": Preset(
         "cold start and peak memory of fresh processes, against NetworKit", CPU, (
             script("cpu_cold.py", "--repeat", "5", "--shared", "{data}"),)),
