@@ -281,14 +281,19 @@ and search kernels (``cpu``), and on its marks kernel, as fitted by
 ``examples/benchmarks/probes/intersect_balance.py`` on each."""
 
 
-def join_edge_cost(device: bool, vertices: int) -> float:
-    """The fused join's cost of one edge (:data:`JOIN_EDGE_COST`) on the GPU (``device``),
-    else on the CPU kernel that a join over ``vertices`` ranks takes
+def join_edge_kernel(device: bool, vertices: int) -> str:
+    """The entry of :data:`JOIN_EDGE_COST` that a fused join over ``vertices`` ranks reads:
+    ``gpu`` (``device``), else that of the CPU kernel it takes
     (:func:`dtri.kernels.strategy.cpu_kernel`)."""
+    return "gpu" if device else ("marks" if cpu_kernel(vertices) == "marks" else "cpu")
+
+
+def join_edge_cost(device: bool, vertices: int) -> float:
+    """The fused join's cost of one edge on the GPU (``device``) or the CPU, over ``vertices``
+    ranks (:func:`join_edge_kernel`)."""
     import dask
 
-    kernel = "gpu" if device else ("marks" if cpu_kernel(vertices) == "marks" else "cpu")
-    return float(dask.config.get(JOIN_EDGE_COST[kernel]))
+    return float(dask.config.get(JOIN_EDGE_COST[join_edge_kernel(device, vertices)]))
 
 
 def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:

@@ -79,7 +79,13 @@ def main(scale: int, backend: str, costs: list[float]) -> None:
     from dtri.kernels.bins import checked_key_bits, pack_edges
     from dtri.kernels.csr import CSR, from_keys, sources
     from dtri.kernels.intersect import intersect
-    from dtri.kernels.orient import JOIN_EDGE_COST, intersection_work, source_bounds, wedge_work
+    from dtri.kernels.orient import (
+        JOIN_EDGE_COST,
+        intersection_work,
+        join_edge_kernel,
+        source_bounds,
+        wedge_work,
+    )
     from dtri.kernels.strategy import cpu_kernel
     from dtri.prepared.local import prepare_partition
 
@@ -108,7 +114,7 @@ def main(scale: int, backend: str, costs: list[float]) -> None:
 
     models = {"edges": out_degree, "wedges": wedge_work(out_degree),
               "intersect": intersection_work(keys, out_degree, n)}
-    key = JOIN_EDGE_COST["gpu" if backend == "gpu" else "marks" if kernel == "marks" else "cpu"]
+    key = JOIN_EDGE_COST[join_edge_kernel(backend == "gpu", n)]
     for cost in [1024.0, *costs]:
         with dask.config.set({key: cost}):
             models[f"intersect-{cost:g}"] = intersection_work(keys, out_degree, n)
