@@ -14,7 +14,8 @@ vertices in the (degree, id) order, and the ``adirection`` peeling's bound still
 (:func:`peel_partitions`); any total order of the vertices counts every triangle exactly
 once. The degree of every rank that the analytics read is exact all the same: where the
 senders may share edges it is counted again from the sorted partitions (the ``degree``
-stage).
+stage, :func:`count_degrees`), when an analytic first reads it. The count reads none, so it
+does not wait for them.
 
 Each stage is submitted behind the one before (:class:`~dtri.runtime.timer.StageTimer`); the
 exchange sends each sender's pieces to their receivers once, through Dask; receiver ``j``
@@ -74,7 +75,8 @@ class Prepared(NamedTuple):
     ids: Any
     """The input id of every rank (vertex-wide)."""
     degree: Any
-    """The degree of every rank (vertex-wide)."""
+    """The degree of every rank (vertex-wide); ``None`` where the senders may have shared
+    edges: :func:`count_degrees` counts it from the sorted partitions."""
     bounds: Any
     """The rank ranges of the partitions: ``parts + 1`` ascending ranks from 0 to the vertex
     count."""
@@ -191,12 +193,12 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
               tasks: Tasks, timer: StageTimer, work_model: str, fan_in: int,
               epsilon: float | None) -> Prepared:
     """The rank, orient and sort stages over the canonical ``keys`` of a graph of ``n``
-    vertices, vertex ``i`` being input id ``vertices[i]``, into ``parts`` sorted partitions;
-    and where the keys overlap, the ``degree`` stage, which counts the degree of every rank
-    from the sorted partitions (the degrees that ranked them counted an edge once for every
-    sender that held it)."""
+    vertices, vertex ``i`` being input id ``vertices[i]``, into ``parts`` sorted partitions.
+    Where the keys overlap, the degrees that ranked the vertices counted an edge once for
+    every sender that held it, so the degree of every rank is left to :func:`count_degrees`
+    (``None``)."""
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
-                                          epsilon, fan_in)
+                                          epsilon, fan_in, exact=not keys.overlapping)
     out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.parts,
                                    (rank, n), keys.holders, "out", fan_in, keys.sizes)
     del vertices
@@ -217,22 +219,30 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     del keys
     sorted_parts = list(timer.submit("sort", *tasks.exchange(
         "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
-    if overlapping:
-        owners = [tasks.owner(p) for p in range(parts)]
-        degree = tasks.reduce_over("degree", partition_degrees, add_counts, sorted_parts, (n,),
-                                   owners, "degree", fan_in)
-        (degree,) = timer.submit("degree", tasks.task("degree", wide_counts, degree,
-                                                      key=("wide",)))
     return Prepared(sorted_parts, n, ids, degree, bounds, orientation,
                     orientation_reason(orientation, rounds=rounds), rounds)
 
 
+def count_degrees(parts: list[Any], vertices: Any, tasks: Tasks, timer: StageTimer,
+                  fan_in: int = FAN_IN) -> Any:
+    """The ``degree`` stage: the degree of every rank (int64, persisted), counted from the
+    sorted partitions ``parts`` of a graph of ``vertices`` vertices, which hold each edge
+    once, by a tree over the partitions' counts, each leaf on its partition's owner."""
+    owners = [tasks.owner(p) for p in range(len(parts))]
+    degree = tasks.reduce_over("degree", partition_degrees, add_counts, parts, (vertices,),
+                               owners, "degree", fan_in)
+    (degree,) = timer.submit("degree", tasks.task("degree", wide_counts, degree,
+                                                  key=("wide",)))
+    return degree
+
+
 def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, tasks: Tasks,
-              timer: StageTimer, epsilon: float | None, fan_in: int,
+              timer: StageTimer, epsilon: float | None, fan_in: int, exact: bool = True,
               ) -> tuple[Any, Any, Any, int | None]:
     """The ``rank`` stage (and for ``adirection`` the ``direct`` stage before it): the rank of
-    every vertex, and by rank its input id and degree (persisted; the degree counts an edge
-    once for each sender that holds it), and the peeling's rounds (``None`` without one)."""
+    every vertex, and by rank its input id and, where the senders share no edge (``exact``),
+    its degree (persisted; else ``None``: the degrees summed here count an edge once for
+    each sender that holds it), and the peeling's rounds (``None`` without one)."""
     degree = tasks.reduce_over("rank", sender_degrees, add_counts, keys.parts, (n,),
                                keys.holders, "degree", fan_in, keys.sizes)
     peeling = rounds = None
@@ -245,6 +255,8 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
     rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
     order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
     ids = tasks.task("rank", ids_by_rank, vertices, order, key=("ids",))
+    if not exact:
+        return (*timer.submit("rank", rank, ids), None, rounds)
     degree = tasks.task("rank", degrees_by_rank, degree, order, key=("degree",))
     return (*timer.submit("rank", rank, ids, degree), rounds)
 

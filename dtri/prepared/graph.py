@@ -39,7 +39,12 @@ from dtri.kernels.orient import (
     orientation_reason,
 )
 from dtri.options import Backend, Options
-from dtri.prepared.distributed import Prepared, directed_again, prepare_partitions
+from dtri.prepared.distributed import (
+    Prepared,
+    count_degrees,
+    directed_again,
+    prepare_partitions,
+)
 from dtri.prepared.inputs import (
     BYTES_PER_EDGE_IN_FLIGHT,
     check_budget,
@@ -74,7 +79,7 @@ from dtri.prepared.saved import (
 from dtri.runtime.meter import MeasuredMemory
 from dtri.runtime.session import Runtime
 from dtri.runtime.staging import Staging
-from dtri.runtime.tasks import Tasks
+from dtri.runtime.tasks import FAN_IN, Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes
 
@@ -123,8 +128,9 @@ class PreparedGraph:
     """Vertices of the graph's rank space (with :attr:`present`, those that belong to it)."""
     ids: Any
     """Persisted: the input id of every rank."""
-    degree: Any
-    """Persisted: the degree of every rank."""
+    counted_degree: Any
+    """Persisted: the degree of every rank, where the preparation counted it; ``None``:
+    :attr:`degree` counts it when first read."""
     present: Any = None
     """Persisted: which ranks are vertices of this graph (a k-truss drops the vertices left
     without an edge); ``None``: all of them."""
@@ -167,6 +173,13 @@ class PreparedGraph:
     """What the preparation's bytes model needs of its run (:mod:`dtri.prepared.moved`);
     ``None`` where it is not modelled (a saved graph, a subgraph, the ``adirection``
     orientation's peeling)."""
+    fan_in: int = FAN_IN
+    """The fan-in of the trees over vertex-wide arrays
+    (:func:`dtri.prepared.inputs.vertex_fan_in`)."""
+    unreported: dict[str, float] = field(default_factory=dict)
+    """Seconds of the stages run for this graph on an analytic's behalf since it was
+    prepared (the ``degree`` stage, when first read), not yet in a result's seconds: the
+    next result reports them (:meth:`seconds_with`)."""
     released: bool = False
     task_budget: int = field(init=False, repr=False)
     """Bytes one task may plan for: the runtime's, resolved once when it opened
@@ -190,6 +203,26 @@ class PreparedGraph:
     @property
     def partitions(self) -> int:
         return len(self.parts)
+
+    @property
+    def degree(self) -> Any:
+        """Persisted: the degree of every rank. Where the preparation's senders may have
+        shared edges, the degrees that ranked the vertices counted such an edge more than
+        once; the exact ones are then counted from the sorted partitions the first time an
+        analytic reads them (the ``degree`` stage,
+        :func:`dtri.prepared.distributed.count_degrees`), and not at all for a count."""
+        self._check()
+        if self.counted_degree is not None:
+            return self.counted_degree
+        return self.cached("degree", self._count_degree)
+
+    def _count_degree(self) -> Any:
+        timer = self.timer()
+        started = time.perf_counter()
+        degree = count_degrees(self.parts, self.vertices, self.tasks, timer, self.fan_in)
+        timer.settle()
+        self.unreported["degree"] = round(time.perf_counter() - started, 6)
+        return degree
 
     @property
     def staging(self) -> Staging:
@@ -222,7 +255,10 @@ class PreparedGraph:
         (:func:`dtri.prepared.moved.moved_prepare`); empty where not modelled."""
         if self.shape is None:
             return {}
-        return moved_prepare(self.shape, [s.edges for s in self.summaries], self.vertices)
+        moved = moved_prepare(self.shape, [s.edges for s in self.summaries], self.vertices)
+        if self.counted_degree is None and "degree" not in self.cache:  # counted when
+            moved["degree"] = 0  # first read: not yet
+        return moved
 
     def memory(self) -> MeasuredMemory:
         """The peak memory of each stage run for this graph so far (its preparation and the
@@ -241,10 +277,12 @@ class PreparedGraph:
 
     def seconds_with(self, stages: dict[str, float], started: float) -> dict[str, float]:
         """What an analytic's result reports as its seconds: the preparation's stages, the
-        analytic's ``stages`` added to them, and the ``total`` of the preparation and the
-        analytic (begun at ``started``, ``time.perf_counter``)."""
+        analytic's ``stages`` (and :attr:`unreported`) added to them, and the ``total`` of the
+        preparation and the analytic (begun at ``started``, ``time.perf_counter``)."""
         seconds = {stage: value for stage, value in self.seconds.items()
                    if stage != "prepare_total"}
+        stages = {**self.unreported, **stages}
+        self.unreported.clear()
         for stage, value in stages.items():
             seconds[stage] = round(seconds.get(stage, 0.0) + value, 6)
         seconds["total"] = round(self.seconds.get("prepare_total", 0.0)
@@ -450,7 +488,7 @@ class PreparedGraph:
         ranks are still vertices. Releasing it leaves this graph, and its session, open."""
         return PreparedGraph(runtime=self.runtime, options=self.options, parts=list(parts),
                              bounds=self.bounds, summaries=list(summaries),
-                             vertices=self.vertices, ids=self.ids, degree=degree,
+                             vertices=self.vertices, ids=self.ids, counted_degree=degree,
                              present=present, orientation=self.orientation,
                              orientation_reason=self.orientation_reason, seconds=seconds)
 
@@ -462,7 +500,7 @@ class PreparedGraph:
         if self.released:
             return
         self.released = True
-        self.parts, self.ids, self.degree, self.present = [], None, None, None
+        self.parts, self.ids, self.counted_degree, self.present = [], None, None, None
         self.cache.clear()
         if self.exit_stack is not None:
             self.exit_stack.close()
@@ -596,6 +634,8 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     summaries, bounds, vertices = facts.summaries, facts.bounds, facts.vertices
     check_whole_adjacency(summaries)
     order, order_reason = choose_order(options.order, summaries)
+    if degree is None and order != "rank":  # the order reads the degrees
+        degree = count_degrees(partitions, vertices, tasks, timer, fan_in)
     partitions = order_partitions(partitions, bounds, vertices, degree, order, tasks, timer,
                                   fan_in, [s.edges for s in summaries])
     if order != "rank":
@@ -603,7 +643,8 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
     return PreparedGraph(runtime=runtime, options=options, parts=partitions, bounds=bounds,
-                         summaries=summaries, vertices=vertices, ids=ids, degree=degree,
+                         summaries=summaries, vertices=vertices, ids=ids,
+                         counted_degree=degree, fan_in=fan_in,
                          orientation=facts.orientation, orientation_reason=facts.reason,
                          order=order,
                          order_reason=order_reason, seconds=seconds, read=read,
@@ -672,7 +713,7 @@ def opened_graph(runtime: Runtime, options: Options, metadata: dict[str, Any],
             "largest_rows": max((s.edges for s in summaries), default=0)}
     return PreparedGraph(runtime=runtime, options=options, parts=parts,
                          bounds=metadata["bounds"], summaries=summaries,
-                         vertices=int(metadata["vertices"]), ids=ids, degree=degree,
+                         vertices=int(metadata["vertices"]), ids=ids, counted_degree=degree,
                          present=present, orientation=metadata["orientation"],
                          orientation_reason=metadata["orientation_reason"],
                          order=metadata["order"], order_reason=metadata["order_reason"],
