@@ -73,6 +73,7 @@ from dtri.runtime.staging import (
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes, read_moved_bytes
+from dtri.runtime.worker_start import start_worker_server, worker_start
 
 GPU_MIN_EDGES = "dtri.gpu-min-edges"
 """``dask.config`` key: :func:`gpu_min_edges`. Its default (``dtri/dtri.yaml``) was measured by
@@ -602,6 +603,16 @@ def import_ahead(backend: str) -> threading.Thread:
     return thread
 
 
+def cluster_settings(caps: MemoryCaps, plan: HostPlan | None) -> dict[str, Any]:
+    """The ``dask.config`` a local cluster starts under: its host ``plan``'s, and glibc's
+    adaptive malloc kept in its workers where no host limit is given
+    (:data:`ADAPTIVE_MALLOC`)."""
+    settings = plan.dask_config() if plan is not None else {}
+    if caps.memory_limit is None and dask.config.get(ADAPTIVE_MALLOC):
+        settings = {**settings, "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+    return settings
+
+
 def _start_local_cluster(backend: str, workers: int | None, protocol: str,
                          caps: MemoryCaps | None = None, plan: HostPlan | None = None) -> Any:
     """A local cluster for one run; ``caps`` must have been through :func:`resolve_caps`.
@@ -625,10 +636,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         plan = local_host_plan(backend, caps, None)
     # Each nanny copies the config when it is made and passes it to the worker it (re)starts;
     # the scheduler (in this process) reads it for as long as the cluster runs: open_runtime.
-    settings = plan.dask_config() if plan is not None else {}
-    if caps.memory_limit is None and dask.config.get(ADAPTIVE_MALLOC):
-        settings = {**settings, "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-    with dask.config.set(settings):
+    with dask.config.set(cluster_settings(caps, plan)), worker_start(backend):
         if backend == "gpu":
             from dask_cuda import LocalCUDACluster
 
@@ -1245,6 +1253,13 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         _refuse_caps_for(caps, f"--scheduler {address} (no workers)")
     elif address or scheduler_file:
         _refuse_caps_for(caps, f"the cluster at {address or scheduler_file}")
+    starts_cluster = not (address or scheduler_file) and active_client() is None
+    plan: HostPlan | None = None
+    if starts_cluster:
+        check_local_workers(backend, workers)
+        plan = local_host_plan(backend, caps, given, staging)
+        with dask.config.set(cluster_settings(caps, plan)):  # its workers' modules, imported
+            start_worker_server(backend)  # while this process imports distributed
     with ExitStack() as stack:
         if backend == "gpu" or address in LOCAL_SCHEDULERS:
             # p2p needs distributed workers, and on cuDF it is far slower than the task shuffle.
@@ -1274,9 +1289,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
                     f"cannot reach the Dask scheduler at {address or scheduler_file}: {error}"
                 ) from None
             stack.callback(client.close)
-        elif (client := active_client()) is None:
-            check_local_workers(backend, workers)
-            plan = local_host_plan(backend, caps, given, staging)
+        elif starts_cluster:
             chosen = resolve_protocol(protocol, backend, workers)
             _prepare_spill_directory(caps.spill_directory)
             if plan is not None:
@@ -1290,6 +1303,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             client = Client(cluster)
             stack.callback(client.close)
         else:
+            client = active_client()
             _refuse_caps_for(caps, "the active distributed.Client's cluster")
         # as_current, not dask.config: a nanny copies the config into the workers it restarts
         stack.enter_context(client.as_current())

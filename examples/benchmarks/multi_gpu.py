@@ -9,6 +9,9 @@ With ``--cli``, each line is instead the whole command a user types, ``dtri coun
 GRAPH --backend gpu --workers W --protocol P --decomposition D --json``, in a new process (its
 cluster's start, the generation and the imports included), the best wall time of ``--repeat``
 (family ``multi-gpu-cli``); its peer is the same command on the first worker count listed.
+``--worker-starts forkserver,spawn`` runs each command under each ``dtri.worker-start-gpu``
+in turn, alternated, one line each; a line's ``cluster_start_seconds`` is its cluster's start
+(from its ``placement``), and a later method's peer is the first method's line.
 
 For each protocol and worker count, one local cluster of dask-cuda workers (``--devices``:
 the GPUs of the workers in turn, so ``0,1,0,1`` puts four workers on two GPUs: a 2 x 2 grid
@@ -118,19 +121,24 @@ def timed_counts(graph: str, decompositions: list[str], repeat: int, seed: int,
 
 
 def cli_run(graph: str, workers: int | str, protocol: str, decomposition: str, seed: int,
-            timeout: float) -> dict[str, Any] | None:
-    """``dtri count --generate graph ... --json`` in a new process: its wall seconds and its
-    JSON result; ``None`` where it failed (its last line printed)."""
+            timeout: float, worker_start: str | None = None) -> dict[str, Any] | None:
+    """``dtri count --generate graph ... --json`` in a new process (``worker_start``: its
+    ``dtri.worker-start-gpu``, else dtri's default): its wall seconds and its JSON result;
+    ``None`` where it failed (its last line printed)."""
     import json
+    import os
     import subprocess
 
     command = [sys.executable, "-m", "dtri", "count", "--generate", graph, "--seed", str(seed),
                "--backend", "gpu", "--workers", str(workers), "--protocol", protocol,
                "--decomposition", decomposition, "--json"]
+    environ = dict(os.environ)
+    if worker_start:
+        environ["DASK_DTRI__WORKER_START_GPU"] = worker_start
     started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              check=False)
+                              check=False, env=environ)
     except subprocess.TimeoutExpired:
         print(f"skipped: {graph} on {workers} workers: over {timeout:.0f} s", file=sys.stderr)
         return None
@@ -142,43 +150,73 @@ def cli_run(graph: str, workers: int | str, protocol: str, decomposition: str, s
     return {"seconds": seconds, "result": json.loads(done.stdout)}
 
 
+def cluster_start_seconds(placement: str | None) -> float | None:
+    """The seconds a local cluster took to start, from a count's ``placement`` line."""
+    import re
+
+    found = re.search(r"the cluster started in ([0-9.]+) s", placement or "")
+    return float(found.group(1)) if found else None
+
+
+def peer_line(peer: dict[str, Any], best: dict[str, Any], **facts: Any) -> dict[str, Any]:
+    """A ``--cli`` line's peer: another command's best run, beside this one's."""
+    return {**facts, "seconds": round(peer["seconds"], 6),
+            "triangles": peer["result"]["triangles"],
+            "agrees": peer["result"]["triangles"] == best["result"]["triangles"],
+            "ratio": round(best["seconds"] / peer["seconds"], 3)}
+
+
 def cli_lines(args: argparse.Namespace) -> None:
     """The ``--cli`` lines (see the module docstring)."""
     counts = [w if w == "auto" else int(w) for w in args.workers.split(",")]
+    starts = args.worker_starts.split(",") if args.worker_starts else [None]
     for protocol in args.protocols.split(","):
         for decomposition in args.decompositions.split(","):
             for graph in args.graphs:
-                first: dict[str, Any] | None = None
+                firsts: dict[str | None, dict[str, Any]] = {}
                 for workers in counts:
-                    runs = [run for _ in range(args.repeat)
-                            if (run := cli_run(graph, workers, protocol, decomposition,
-                                               args.seed, args.timeout)) is not None]
-                    if not runs:
-                        continue
-                    best = min(runs, key=lambda run: run["seconds"])
-                    result = best["result"]
-                    if len({run["result"]["triangles"] for run in runs}) > 1:
-                        raise SystemExit(f"{graph}: counts differ between runs")
-                    peers = {} if first is None else {"fewest-workers": {
-                        "workers": first["result"]["workers"],
-                        "seconds": round(first["seconds"], 6),
-                        "triangles": first["result"]["triangles"],
-                        "agrees": first["result"]["triangles"] == result["triangles"],
-                        "ratio": round(best["seconds"] / first["seconds"], 3)}}
-                    first = first or best
-                    own = {"graph": graph, "seconds": round(best["seconds"], 6),
-                           "stage_seconds": result["seconds"],
-                           "triangles": result["triangles"], "peers": peers,
-                           "workers": result["workers"], "asked_workers": workers,
-                           "protocol": result.get("protocol"),
-                           "placement": result.get("placement"),
-                           "decomposition": result.get("decomposition"),
-                           "moved_bytes": result.get("moved_bytes"),
-                           "edges": result["edges"], "vertices": result["vertices"],
-                           "runs": [round(run["seconds"], 3) for run in runs],
-                           "repeat": args.repeat}
-                    emit(to_schema("multi-gpu-cli", own, command=command_line()), args.out)
+                    tried: dict[str | None, list[dict[str, Any]]] = {s: [] for s in starts}
+                    for _ in range(args.repeat):  # the start methods alternated
+                        for start in starts:
+                            run = cli_run(graph, workers, protocol, decomposition, args.seed,
+                                          args.timeout, start)
+                            if run is not None:
+                                tried[start].append(run)
+                    bests: dict[str | None, dict[str, Any]] = {}
+                    for start, runs in tried.items():
+                        if not runs:
+                            continue
+                        best = bests[start] = min(runs, key=lambda run: run["seconds"])
+                        if len({run["result"]["triangles"] for run in runs}) > 1:
+                            raise SystemExit(f"{graph}: counts differ between runs")
+                        peers = {}
+                        if (first := firsts.get(start)) is not None:
+                            peers["fewest-workers"] = peer_line(
+                                first, best, workers=first["result"]["workers"])
+                        if start != starts[0] and starts[0] in bests:
+                            peers[f"worker-start-{starts[0]}"] = peer_line(
+                                bests[starts[0]], best, worker_start=starts[0])
+                        firsts.setdefault(start, best)
+                        emit(to_schema("multi-gpu-cli", cli_own(args, graph, workers, start,
+                                                                runs, best, peers),
+                                       command=command_line()), args.out)
 
+
+def cli_own(args: argparse.Namespace, graph: str, workers: int | str, start: str | None,
+            runs: list[dict[str, Any]], best: dict[str, Any], peers: dict[str, Any]
+            ) -> dict[str, Any]:
+    """A ``--cli`` line's own fields, before the schema."""
+    result = best["result"]
+    return {"graph": graph, "seconds": round(best["seconds"], 6),
+            "stage_seconds": result["seconds"], "triangles": result["triangles"],
+            "peers": peers, "workers": result["workers"], "asked_workers": workers,
+            "protocol": result.get("protocol"), "placement": result.get("placement"),
+            "worker_start": start or "default",
+            "cluster_start_seconds": cluster_start_seconds(result.get("placement")),
+            "decomposition": result.get("decomposition"),
+            "moved_bytes": result.get("moved_bytes"), "edges": result["edges"],
+            "vertices": result["vertices"],
+            "runs": [round(run["seconds"], 3) for run in runs], "repeat": args.repeat}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -198,6 +236,9 @@ def main() -> None:
                         help="time the whole dtri count command in a new process")
     parser.add_argument("--timeout", type=float, default=300,
                         help="--cli: seconds one command may take")
+    parser.add_argument("--worker-starts", default=None,
+                        help="--cli: dtri.worker-start-gpu values to alternate, e.g. "
+                             "forkserver,spawn (default: dtri's own)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     if args.cli:

@@ -495,6 +495,15 @@ PRESETS: dict[str, Preset] = {
                       repeat=3)),
         "issue 39 (kind nvidia-h200-x4), one session: the first and third commands at "
         "b998dde, the second from a copy of bef7183's tree right after the first"),
+    "multi-gpu-lazy-degree-h200x4": Preset(
+        "a count that waits for no degree (the exact degrees counted when an analytic first "
+        "reads them) against bb3ff4a's degree stage (a copy of its tree, run right after): "
+        "R-MAT 26 over UCX on 1 and 4 GPUs",
+        "one host with 4 NVIDIA H200", (
+            multi_gpu("rmat:26", workers="1,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:26", workers="1,4", protocols="ucx", decompositions="1d", repeat=3)),
+        "issue 39 (kind nvidia-h200-x4), one session: the first command at 0af784b, the second "
+        "from a copy of bb3ff4a's tree right after it"),
     "multi-gpu-copies-h200x4": Preset(
         "each worker's copy of an edge bin without the slices its edges cannot reach, "
         "against c7e363e's whole copies: R-MAT 27 over UCX and R-MAT 26 over TCP on four, "

@@ -475,3 +475,24 @@ def test_rmat_counts_are_identical_across_orientations_and_orders(rmat13_gpu_ora
               for orientation in ("degree", "id", "adirection")
               for order in ("rank", "degree", "aorder")}
     assert counts == {expected}
+
+
+def test_gpu_workers_fork_from_a_server_that_made_no_cuda_context():
+    """A local GPU cluster's workers are forked from dtri's server (the GPU's default), which
+    imported cuDF without making a CUDA context: each worker counts on its own GPU."""
+    import multiprocessing.forkserver
+    import os
+
+    from dtri.options import Options
+    from dtri.runtime.session import open_runtime
+    from dtri.runtime.worker_start import stop_worker_server
+
+    stop_worker_server()  # a server of this test's own, with its default environment
+    edges = np.random.default_rng(21).integers(0, 500, size=(6000, 2))
+    with open_runtime(Options(backend="gpu", workers=1)) as runtime:
+        parents = set(runtime.client.run(os.getppid).values())
+        visible = set(runtime.client.run(lambda: os.environ.get("RAPIDS_NO_INITIALIZE")).values())
+    assert parents == {multiprocessing.forkserver._forkserver._forkserver_pid}
+    assert visible == {"1"}
+    result = dtri.count(edges, backend="gpu", workers=1, npartitions=2, memory_budget="1MiB")
+    assert result.triangles == networkx_triangles(edges) and result.backend == "gpu"
