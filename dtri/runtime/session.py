@@ -603,6 +603,14 @@ def import_ahead(backend: str) -> threading.Thread:
     return thread
 
 
+def quiet_ucx() -> None:
+    """UCX writes its warnings to standard output, where ``--json`` goes: the one it gives
+    every run (a variable that dask-cuda sets and it does not read) is turned off, in this
+    process and the workers it starts (set before their forkserver starts: they keep its
+    environment), where the environment does not say otherwise."""
+    os.environ.setdefault("UCX_WARN_UNUSED_ENV_VARS", "n")
+
+
 def cluster_settings(caps: MemoryCaps, plan: HostPlan | None) -> dict[str, Any]:
     """The ``dask.config`` a local cluster starts under: its host ``plan``'s, and glibc's
     adaptive malloc kept in its workers where no host limit is given
@@ -642,10 +650,8 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
 
             ucx = {"enable_tcp_over_ucx": True, "enable_nvlink": True,
                    "enable_infiniband": False} if protocol == "ucx" else {}
-            if ucx:  # UCX writes its warnings to standard output, where --json goes: the
-                # one it gives every run (a variable that dask-cuda sets and it does not read)
-                # is turned off, in this process and the workers it starts
-                os.environ.setdefault("UCX_WARN_UNUSED_ENV_VARS", "n")
+            if ucx:
+                quiet_ucx()
             if caps.device_memory_limit is not None:
                 memory["device_memory_limit"] = caps.device_memory_limit
             if plan is not None:
@@ -1258,6 +1264,8 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
     if starts_cluster:
         check_local_workers(backend, workers)
         plan = local_host_plan(backend, caps, given, staging)
+        if backend == "gpu" and resolve_protocol(protocol, backend, workers).name == "ucx":
+            quiet_ucx()
         with dask.config.set(cluster_settings(caps, plan)):  # its workers' modules, imported
             start_worker_server(backend)  # while this process imports distributed
     with ExitStack() as stack:
