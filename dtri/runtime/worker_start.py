@@ -7,9 +7,9 @@ on a 4 x H200 host (``-X importtime`` in the workers: distributed 1.8 s, cuDF 1.
 ``dtri.worker-preload-<backend>`` once. :func:`start_worker_server` starts that server as
 soon as a run knows it will start a local cluster, so that it imports them while this
 process imports distributed and starts the scheduler; :func:`worker_start` then has the
-cluster's nannies fork their workers from it. On that host four UCX workers started in 5.5 s
-against 8.4 s spawned, and closed in 0.6 s against 1.2 s (``examples/benchmarks/README.md``,
-the worker start probe).
+cluster's nannies fork their workers from it. On that host R-MAT 28's whole ``dtri count``
+over four UCX workers took 19.1 s forked against 24.4 s spawned, its cluster starting in
+7.6 s against 9.5 s (``multi-gpu-cli-forkserver-h200x4.jsonl``).
 
 The server must not touch CUDA, since a forked child cannot use a CUDA context its parent
 made: cuDF checks the GPU when imported unless ``RAPIDS_NO_INITIALIZE`` is set, which the

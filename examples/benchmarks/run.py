@@ -89,13 +89,14 @@ def bench_gpu_workers(pairs: list[tuple[int, str]]) -> tuple[Command, ...]:
 def multi_gpu(*graphs: str, workers: str, protocols: str, decompositions: str, repeat: int,
               cli: bool = False, devices: str | None = None,
               device_memory_limit: str | None = None, cli_timeout: int | None = None,
-              ) -> Command:
+              worker_starts: str | None = None) -> Command:
     """``multi_gpu.py`` (issue 39), its options in the order its results' commands give
     them; ``cli_timeout`` is its own ``--timeout``, the seconds one ``--cli`` command may
     take."""
     return script("multi_gpu.py", *graphs, *(["--cli"] if cli else []), "--workers", workers,
                   *(["--devices", devices] if devices else []), "--protocols", protocols,
                   "--decompositions", decompositions, "--repeat", str(repeat),
+                  *(["--worker-starts", worker_starts] if worker_starts else []),
                   *(["--device-memory-limit", device_memory_limit]
                     if device_memory_limit else []),
                   *(["--timeout", str(cli_timeout)] if cli_timeout else []), "--out", "{out}")
@@ -495,6 +496,16 @@ PRESETS: dict[str, Preset] = {
                       repeat=3)),
         "issue 39 (kind nvidia-h200-x4), one session: the first and third commands at "
         "b998dde, the second from a copy of bef7183's tree right after the first"),
+    "multi-gpu-tcp-auto-h200x4": Preset(
+        "--workers auto over TCP against one GPU: R-MAT 20 to 27, each in memory, best of two; "
+        "auto ran R-MAT 20 to 26 in this process and started four TCP workers for R-MAT 27, "
+        "of which it kept one",
+        "one host with 4 NVIDIA H200", (
+            multi_gpu("rmat:20", "rmat:21", "rmat:22", "rmat:23", "rmat:24", "rmat:25",
+                      "rmat:26", "rmat:27", workers="1,auto", protocols="tcp",
+                      decompositions="1d", repeat=2),),
+        "issue 39 (kind nvidia-h200-x4), at 262ed1a; each auto line's peer is the one-worker "
+        "line of the same process"),
     "multi-gpu-lazy-degree-h200x4": Preset(
         "a count that waits for no degree (the exact degrees counted when an analytic first "
         "reads them) against bb3ff4a's degree stage (a copy of its tree, run right after): "
@@ -524,6 +535,14 @@ PRESETS: dict[str, Preset] = {
         "one NVIDIA H200", (
             multi_gpu("rmat:26", workers="1", protocols="tcp", decompositions="1d", repeat=2),),
         "issue 39, at 32bed18 (kind nvidia-h200), a check of the cuts, not a timing"),
+    "multi-gpu-cli-forkserver-h200x4": Preset(
+        "R-MAT 28 end to end on four GPUs, the workers forked from dtri's server "
+        "(dtri.worker-start-gpu: forkserver) against spawned, alternated: the whole dtri count "
+        "command in a new process, best of two each",
+        "one host with 4 NVIDIA H200", (
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=2, worker_starts="forkserver,spawn", cli_timeout=120),),
+        "issue 39, at 3f3691a (kind nvidia-h200-x4); the spawned line's peer is the forked one"),
     "multi-gpu-cli-ahead-h200x4": Preset(
         "R-MAT 28 end to end on four GPUs with the input's modules imported while the "
         "cluster starts: the whole dtri count command in a new process, best of two",
