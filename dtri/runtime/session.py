@@ -644,14 +644,14 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         plan = local_host_plan(backend, caps, None)
     # Each nanny copies the config when it is made and passes it to the worker it (re)starts;
     # the scheduler (in this process) reads it for as long as the cluster runs: open_runtime.
+    if backend == "gpu" and protocol == "ucx":
+        quiet_ucx()  # before the workers' server starts
     with dask.config.set(cluster_settings(caps, plan)), worker_start(backend):
         if backend == "gpu":
             from dask_cuda import LocalCUDACluster
 
             ucx = {"enable_tcp_over_ucx": True, "enable_nvlink": True,
                    "enable_infiniband": False} if protocol == "ucx" else {}
-            if ucx:
-                quiet_ucx()
             if caps.device_memory_limit is not None:
                 memory["device_memory_limit"] = caps.device_memory_limit
             if plan is not None:
@@ -1261,10 +1261,12 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         _refuse_caps_for(caps, f"the cluster at {address or scheduler_file}")
     starts_cluster = not (address or scheduler_file) and active_client() is None
     plan: HostPlan | None = None
+    chosen: ProtocolChoice | None = None  # a cluster started here: its comms' choice
     if starts_cluster:
         check_local_workers(backend, workers)
         plan = local_host_plan(backend, caps, given, staging)
-        if backend == "gpu" and resolve_protocol(protocol, backend, workers).name == "ucx":
+        chosen = resolve_protocol(protocol, backend, workers)
+        if backend == "gpu" and chosen.name == "ucx":
             quiet_ucx()
         with dask.config.set(cluster_settings(caps, plan)):  # its workers' modules, imported
             start_worker_server(backend)  # while this process imports distributed
@@ -1287,7 +1289,6 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         lift_cached_property_locks()
         from distributed import Client
 
-        chosen: ProtocolChoice | None = None  # a cluster started here: its comms' choice
         if address or scheduler_file:
             try:
                 client = Client(address or scheduler_file_address(scheduler_file),
@@ -1297,8 +1298,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
                     f"cannot reach the Dask scheduler at {address or scheduler_file}: {error}"
                 ) from None
             stack.callback(client.close)
-        elif starts_cluster:
-            chosen = resolve_protocol(protocol, backend, workers)
+        elif chosen is not None:  # starts_cluster
             _prepare_spill_directory(caps.spill_directory)
             if plan is not None:
                 stack.enter_context(dask.config.set(plan.dask_config()))

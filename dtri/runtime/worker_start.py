@@ -117,9 +117,9 @@ def start_worker_server(backend: str) -> bool:
     process yet: it imports :data:`WORKER_PRELOAD` while this process goes on. Call it under
     the configuration the cluster will start under. Returns whether dtri's server runs with
     the environment those workers need."""
-    environ = server_environ()
     if not forks_workers(backend):
         return False
+    environ = server_environ()
     if WorkerServer.environ is None and not _server_running():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([str(name) for name in
