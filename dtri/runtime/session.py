@@ -73,7 +73,7 @@ from dtri.runtime.staging import (
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes, read_moved_bytes
-from dtri.runtime.worker_start import start_worker_server, worker_start
+from dtri.runtime.worker_start import claim_start_method, start_worker_server, worker_start
 
 GPU_MIN_EDGES = "dtri.gpu-min-edges"
 """``dask.config`` key: :func:`gpu_min_edges`. Its default (``dtri/dtri.yaml``) was measured by
@@ -578,8 +578,11 @@ def local_host_plan(backend: str, caps: MemoryCaps, given: Budget | None,
                      pinned_share=PINNED_SHARE_OF_HOST_MEMORY)
 
 
-IMPORTED_AHEAD = {"cpu": ("dask.dataframe",), "gpu": ("cudf", "dask_cudf")}
-"""What a run on a local cluster imports next, by backend: the frames that carry its input."""
+IMPORTED_AHEAD = {"cpu": ("pandas", "dask.dataframe"), "gpu": ("pandas", "cudf", "dask_cudf")}
+"""What a run on a local cluster imports next, by backend: the frames that carry its input;
+pandas first, before what imports it with pyarrow (another thread importing pandas then
+waits for it, rather than deadlocking with this one: :func:`dtri.runtime.worker_start.
+claim_start_method`)."""
 
 
 def import_ahead(backend: str) -> threading.Thread:
@@ -1262,6 +1265,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
     starts_cluster = not (address or scheduler_file) and active_client() is None
     plan: HostPlan | None = None
     chosen: ProtocolChoice | None = None  # a cluster started here: its comms' choice
+    forked = False
     if starts_cluster:
         check_local_workers(backend, workers)
         plan = local_host_plan(backend, caps, given, staging)
@@ -1269,7 +1273,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         if backend == "gpu" and chosen.name == "ucx":
             quiet_ucx()
         with dask.config.set(cluster_settings(caps, plan)):  # its workers' modules, imported
-            start_worker_server(backend)  # while this process imports distributed
+            forked = start_worker_server(backend)  # while this process imports distributed
     with ExitStack() as stack:
         if backend == "gpu" or address in LOCAL_SCHEDULERS:
             # p2p needs distributed workers, and on cuDF it is far slower than the task shuffle.
@@ -1304,6 +1308,8 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
                 stack.enter_context(dask.config.set(plan.dask_config()))
             restore_environ = stack.enter_context(_environ_kept())
             starting = time.perf_counter()
+            if forked:  # before import_ahead's thread imports
+                claim_start_method()
             import_ahead(backend)
             cluster = _start_local_cluster(backend, workers, chosen.name, caps, plan)
             restore_environ()

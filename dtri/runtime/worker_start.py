@@ -130,6 +130,22 @@ def start_worker_server(backend: str) -> bool:
     return WorkerServer.environ == environ
 
 
+def claim_start_method() -> None:
+    """Have distributed make its forkserver context here, on the calling thread, before any
+    other thread imports. The first time it makes one it imports its required and optional
+    packages, pandas among them, in whichever thread starts a worker process: the cluster's
+    event loop, while :func:`dtri.runtime.session.import_ahead` imports cuDF on a thread of its
+    own, and cuDF imports pandas and pyarrow too. Two threads importing those two in opposite
+    orders deadlock; Python breaks one import off, and pandas is then left without its
+    ``core`` module in this process (seven GPU tests failed so on a 2 x H200 host, in
+    Dask's groupby). Our server runs already, so the preload list distributed sets is not
+    used."""
+    from distributed.utils import get_mp_context
+
+    with dask.config.set({START_METHOD: "forkserver"}):
+        get_mp_context()
+
+
 @contextmanager
 def worker_start(backend: str) -> Iterator[None]:
     """The start method of the worker processes of a local cluster started in this block on

@@ -72,3 +72,26 @@ def test_workers_spawn_where_the_backend_says_so():
             open_runtime(Options(backend="cpu", workers=1)) as session:
         parents = set(session.client.run(os.getppid).values())
     assert WorkerServer.environ is None and parents == {os.getpid()}
+
+
+def test_distributed_makes_its_forkserver_context_before_any_thread_imports_ahead(
+        forked_cpu_workers, monkeypatch):
+    """distributed imports pandas when it first makes a forkserver context; that happens on
+    the thread that opens the run, before import_ahead's thread imports pandas too (the two
+    had deadlocked, and left pandas without its core module)."""
+    import distributed.utils
+
+    import dtri.runtime.session as session
+
+    seen = []
+    real = session.import_ahead
+
+    def recording(backend):
+        seen.append(distributed.utils._forkserver_preload_set)
+        return real(backend)
+
+    monkeypatch.setattr(distributed.utils, "_forkserver_preload_set", False)
+    monkeypatch.setattr(session, "import_ahead", recording)
+    with open_runtime(Options(backend="cpu", workers=1)):
+        pass
+    assert seen == [True]
