@@ -137,9 +137,9 @@ def claim_start_method() -> None:
     event loop, while :func:`dtri.runtime.session.import_ahead` imports cuDF on a thread of its
     own, and cuDF imports pandas and pyarrow too. Two threads importing those two in opposite
     orders deadlock; Python breaks one import off, and pandas is then left without its
-    ``core`` module in this process (seven GPU tests failed so on a 2 x H200 host, in
-    Dask's groupby). Our server runs already, so the preload list distributed sets is not
-    used."""
+    ``core`` module in this process. Seven GPU tests that started the first local cluster of
+    a new process failed with that error on a 2 x H200 host, in Dask's groupby. Our server
+    runs already, so the preload list distributed sets is not used."""
     from distributed.utils import get_mp_context
 
     with dask.config.set({START_METHOD: "forkserver"}):
@@ -152,7 +152,8 @@ def worker_start(backend: str) -> Iterator[None]:
     ``backend``: forked from dtri's server where they start forked and the server runs with
     their environment (:func:`start_worker_server`, which starts it where it does not run),
     else spawned. The server's environment is set here too, so that a server multiprocessing
-    starts again (one that died) has it. A nanny that restarts its worker later spawns it."""
+    starts again (one that died) has it; this process's own import of cuDF meanwhile skips
+    its GPU check. A nanny that restarts its worker later spawns it."""
     if start_worker_server(backend):
         with _environ_set(server_environ()), dask.config.set({START_METHOD: "forkserver"}):
             yield
