@@ -73,7 +73,12 @@ from dtri.runtime.staging import (
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes, read_moved_bytes
-from dtri.runtime.worker_start import claim_start_method, start_worker_server, worker_start
+from dtri.runtime.worker_start import (
+    claim_start_method,
+    environ_kept,
+    start_worker_server,
+    worker_start,
+)
 
 GPU_MIN_EDGES = "dtri.gpu-min-edges"
 """``dask.config`` key: :func:`gpu_min_edges`. Its default (``dtri/dtri.yaml``) was measured by
@@ -581,8 +586,8 @@ def local_host_plan(backend: str, caps: MemoryCaps, given: Budget | None,
 IMPORTED_AHEAD = {"cpu": ("pandas", "dask.dataframe"), "gpu": ("pandas", "cudf", "dask_cudf")}
 """What a run on a local cluster imports next, by backend: the frames that carry its input;
 pandas first, before what imports it with pyarrow (another thread importing pandas then
-waits for it, rather than deadlocking with this one: :func:`dtri.runtime.worker_start.
-claim_start_method`)."""
+waits for it, rather than deadlocking with this one:
+:func:`dtri.runtime.worker_start.claim_start_method`)."""
 
 
 def import_ahead(backend: str) -> threading.Thread:
@@ -801,19 +806,8 @@ def _environ_kept() -> Iterator[Callable[[], None]]:
     cluster left them in the caller's process, where they slowed its own threaded code and
     reached every child it started afterwards (GNU ``nproc`` answered 1)."""
     keys = {*dask.config.get("distributed.nanny.pre-spawn-environ", {}), "PYTHONHASHSEED"}
-    saved = {key: os.environ.get(key) for key in keys}
-
-    def restore() -> None:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-    try:
+    with environ_kept(keys) as restore:
         yield restore
-    finally:
-        restore()
 
 
 def _prepare_spill_directory(path: str | None) -> None:
@@ -1273,7 +1267,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         if backend == "gpu" and chosen.name == "ucx":
             quiet_ucx()
         with dask.config.set(cluster_settings(caps, plan)):  # its workers' modules, imported
-            forked = start_worker_server(backend)  # while this process imports distributed
+            forked = start_worker_server(backend) is not None  # while distributed is imported
     with ExitStack() as stack:
         if backend == "gpu" or address in LOCAL_SCHEDULERS:
             # p2p needs distributed workers, and on cuDF it is far slower than the task shuffle.

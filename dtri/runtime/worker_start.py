@@ -23,11 +23,12 @@ that needs others (a host memory limit sets ``MALLOC_TRIM_THRESHOLD_``) spawns i
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import multiprocessing
 import multiprocessing.forkserver
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -68,10 +69,11 @@ def forks_workers(backend: str) -> bool:
             and "forkserver" in multiprocessing.get_all_start_methods())
 
 
+@functools.cache
 def pre_spawn_defaults() -> dict[str, Any]:
-    """distributed's defaults for :data:`PRE_SPAWN_ENVIRON`, read from its ``distributed.yaml``
-    without importing distributed (which registers them with ``dask.config`` when imported:
-    the server starts while this process imports it)."""
+    """distributed's defaults for :data:`PRE_SPAWN_ENVIRON`, read once from its
+    ``distributed.yaml`` without importing distributed (which registers them with
+    ``dask.config`` when imported: the server starts while this process imports it)."""
     spec = importlib.util.find_spec("distributed")
     if spec is None or spec.origin is None:
         return {}
@@ -98,27 +100,40 @@ def _server_running() -> bool:
 
 
 @contextmanager
-def _environ_set(environ: dict[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in environ}
-    os.environ.update(environ)
-    try:
-        yield
-    finally:
+def environ_kept(keys: Iterable[str]) -> Iterator[Callable[[], None]]:
+    """This process's variables ``keys`` as they were, given back on exit and by the callable
+    yielded (a variable that was not set is unset again)."""
+    saved = {key: os.environ.get(key) for key in keys}
+
+    def restore() -> None:
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
 
+    try:
+        yield restore
+    finally:
+        restore()
 
-def start_worker_server(backend: str) -> bool:
+
+@contextmanager
+def _environ_set(environ: dict[str, str]) -> Iterator[None]:
+    with environ_kept(environ):
+        os.environ.update(environ)
+        yield
+
+
+def start_worker_server(backend: str) -> dict[str, str] | None:
     """Start the forkserver that the workers of a local cluster about to start on ``backend``
     fork from, where they start forked (:func:`forks_workers`) and no forkserver runs in this
     process yet: it imports :data:`WORKER_PRELOAD` while this process goes on. Call it under
-    the configuration the cluster will start under. Returns whether dtri's server runs with
-    the environment those workers need."""
+    the configuration the cluster will start under. Returns the environment those workers
+    need (:func:`server_environ`) where dtri's server runs with it, else ``None``: they are
+    spawned."""
     if not forks_workers(backend):
-        return False
+        return None
     environ = server_environ()
     if WorkerServer.environ is None and not _server_running():
         context = multiprocessing.get_context("forkserver")
@@ -127,7 +142,7 @@ def start_worker_server(backend: str) -> bool:
         with _environ_set(environ):
             multiprocessing.forkserver.ensure_running()
         WorkerServer.environ = environ
-    return WorkerServer.environ == environ
+    return environ if WorkerServer.environ == environ else None
 
 
 def claim_start_method() -> None:
@@ -154,11 +169,12 @@ def worker_start(backend: str) -> Iterator[None]:
     else spawned. The server's environment is set here too, so that a server multiprocessing
     starts again (one that died) has it; this process's own import of cuDF meanwhile skips
     its GPU check. A nanny that restarts its worker later spawns it."""
-    if start_worker_server(backend):
-        with _environ_set(server_environ()), dask.config.set({START_METHOD: "forkserver"}):
-            yield
+    environ = start_worker_server(backend)
+    if environ is None:
+        yield
         return
-    yield
+    with _environ_set(environ), dask.config.set({START_METHOD: "forkserver"}):
+        yield
 
 
 def stop_worker_server() -> None:
