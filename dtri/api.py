@@ -49,6 +49,7 @@ from dtri.runtime.session import (
     open_runtime,
     options_caps,
     runs_on_this_machine,
+    start_cuda_driver,
 )
 
 
@@ -64,6 +65,8 @@ class Session:
 
     def __init__(self, options: Options | None = None, /, **changes: Any):
         self.options = Options.of(options, **changes)
+        if self.options.backend != "cpu":  # while the run imports what it needs
+            start_cuda_driver()
         self.runtime: Runtime | None = None
         self._stack = ExitStack()
 

@@ -170,3 +170,76 @@ def test_an_unguarded_script_that_needs_a_cluster_stops_before_starting_one(tmp_
                           timeout=300, cwd=tmp_path, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "45\n"
+
+
+class FakeDriver:
+    """A CUDA driver library that records its ``cuInit`` calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def library(self, name: str) -> FakeDriver:
+        self.calls.append(("load", name))
+        return self
+
+    def cuInit(self, flags: int) -> int:
+        self.calls.append(("cuInit", flags))
+        return 0
+
+
+@pytest.fixture
+def driver(monkeypatch):
+    """A fake driver, and the GPU backend's modules found, for :func:`start_cuda_driver`."""
+    import importlib.util
+
+    from dtri.runtime import session
+
+    fake = FakeDriver()
+    found = importlib.util.find_spec
+    monkeypatch.setattr(session.importlib.util, "find_spec",
+                        lambda name, *a: object() if name in ("cudf", "dask_cudf", "cupy")
+                        else found(name, *a))
+    monkeypatch.setattr(session.ctypes, "CDLL", fake.library)
+    session.start_cuda_driver.cache_clear()
+    yield fake
+    session.start_cuda_driver.cache_clear()
+
+
+def test_a_gpu_session_starts_the_cuda_driver_once_on_a_thread_of_its_own(driver):
+    from dtri.runtime.session import CUDA_DRIVER_LIBRARY, start_cuda_driver
+
+    dtri.Session(backend="gpu")
+    thread = start_cuda_driver()  # the same thread: once a process
+    assert thread is not None and not thread.daemon and thread.name == "dtri-cuda-driver"
+    thread.join(timeout=10)
+    dtri.Session(backend="auto")
+    assert driver.calls == [("load", CUDA_DRIVER_LIBRARY), ("cuInit", 0)]
+
+
+def test_a_cpu_session_does_not_start_the_cuda_driver(driver):
+    dtri.Session(backend="cpu")
+    assert driver.calls == []
+
+
+def test_without_the_gpu_backend_installed_no_driver_is_started(monkeypatch):
+    from dtri.runtime import session
+
+    monkeypatch.setattr(session.importlib.util, "find_spec", lambda name, *a: None)
+    session.start_cuda_driver.cache_clear()
+    try:
+        assert session.start_cuda_driver() is None
+    finally:
+        session.start_cuda_driver.cache_clear()
+
+
+def test_a_missing_driver_is_left_for_cupy_to_report(driver, monkeypatch):
+    from dtri.runtime import session
+
+    def missing(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(session.ctypes, "CDLL", missing)
+    thread = session.start_cuda_driver()
+    assert thread is not None
+    thread.join(timeout=10)
+    assert not thread.is_alive()
