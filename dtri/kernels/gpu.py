@@ -5,6 +5,8 @@ cuDF's own are in :mod:`dtri.kernels.gpu_frames`."""
 
 from __future__ import annotations
 
+import importlib
+import threading
 from typing import Any
 
 import cupy
@@ -25,6 +27,30 @@ from dtri.kernels.dispatch import (
 )
 
 sort_keys.register(cupy.ndarray, cupy.sort)
+
+OPERATOR_MODULES = ("cupyx.scipy.special",)
+"""What CuPy imports on a process's first operator between an array and a Python number
+(SciPy's special functions through cupyx, and SciPy with them)."""
+
+
+def import_operator_modules() -> threading.Thread:
+    """Import :data:`OPERATOR_MODULES` on a thread of its own, for a caller about to wait on
+    the device or a file (which lets go of Python's lock): 0.24 s of a new process on one
+    H200, which CuPy's first operator would spend holding the lock. Python's import locks
+    make an import of the same module elsewhere wait for this one; a failed import is left
+    for CuPy to raise where it is needed. The thread is not a daemon: the process ends after
+    the import, never during it."""
+
+    def load() -> None:
+        for name in OPERATOR_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception:  # raised again where CuPy imports it
+                return
+
+    thread = threading.Thread(target=load, name="dtri-import-operators")
+    thread.start()
+    return thread
 
 
 @array_module.register(cupy.ndarray)

@@ -29,6 +29,7 @@ import io
 import itertools
 import json
 import posixpath
+import sys
 from typing import Any
 
 import numpy as np
@@ -298,8 +299,12 @@ def _read_on_device(fs: Any, paths: list[str], columns: list[str]) -> dict[str, 
                 for name in columns}
     import pylibcudf as plc
 
+    from dtri.kernels.gpu import OPERATOR_MODULES, import_operator_modules
+
     options = plc.io.parquet.ParquetReaderOptions.builder(
         plc.io.SourceInfo(locals_)).column_names(columns).build()
+    if not set(OPERATOR_MODULES) <= set(sys.modules):
+        import_operator_modules()  # while this thread waits on the read
     read = plc.io.parquet.read_parquet(options)
     found = dict(zip(read.column_names(include_children=False), read.columns, strict=True))
     missing = [name for name in columns if name not in found]

@@ -269,3 +269,36 @@ def test_the_networkx_backend_on_the_gpu_prepares_once_in_this_process(no_cluste
         assert converted.cache["prepared"] is prepared  # the same prepared graph throughout
     finally:
         nx.config.backends.dtri.backend = "auto"
+
+
+def test_cupy_operators_import_what_a_saved_graph_imports_while_it_is_read(tmp_path):
+    """CuPy's first operator between an array and a Python number imports
+    :data:`~dtri.kernels.gpu.OPERATOR_MODULES` (what makes importing them during the read
+    worth it); a saved graph opened on the GPU in a new process imports them on a thread of
+    its own, and counts as the graph prepared again."""
+    premise = subprocess.run(
+        [sys.executable, "-c", "import sys, cupy; from dtri.kernels.gpu import "
+         "OPERATOR_MODULES as m; before = set(m) & set(sys.modules); cupy.arange(4) - 1; "
+         "print(sorted(before), set(m) <= set(sys.modules))"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert premise.returncode == 0, premise.stderr
+    assert premise.stdout.split() == ["[]", "True"]
+
+    saved = tmp_path / "karate.dtri"
+    with dtri.prepare(str(KARATE), backend="gpu") as graph:
+        graph.save(str(saved))
+    code = f"""
+import sys, threading
+import dtri
+started = []
+original = threading.Thread.start
+def start(self):
+    started.append(self.name)
+    original(self)
+threading.Thread.start = start
+print(dtri.count_triangles({str(saved)!r}, backend="gpu"), "dtri-import-operators" in started)
+"""
+    opened = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, check=False, cwd=Path(__file__).resolve().parents[2])
+    assert opened.returncode == 0, opened.stderr
+    assert opened.stdout.split() == ["45", "True"]
