@@ -383,7 +383,7 @@ CUDA_DRIVER_LIBRARY = "libcuda.so.1"
 def start_cuda_driver() -> threading.Thread | None:
     """Start the CUDA driver (``cuInit``) on a thread of its own, once a process, where the
     GPU backend is installed: ``None`` where it is not. CuPy's first call starts the driver
-    holding Python's lock (0.3 s on one H200, 1.0 s on a 4 x H200 host); a call through
+    holding Python's lock (0.3 s on a 2 x H200 host, 1.0 s on a 4 x H200 host); a call through
     ctypes lets go of it, so this process imports what its run needs meanwhile. The thread
     is not a daemon: the process ends after the driver's start, never during it. A driver
     that is missing or fails to start is left for CuPy to report (:func:`gpu_available`)."""

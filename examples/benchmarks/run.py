@@ -621,6 +621,23 @@ PRESETS: dict[str, Preset] = {
                    "--dtri-args", "--backend gpu", "--out", "{out}")),
         "issue 41, at c7e363e, on GPU 2 (CUDA_VISIBLE_DEVICES) while the GPU tests ran on "
         "GPUs 0-1 and host-memory-h200 on GPU 3"),
+    "saved-graph-bytecode-h200": Preset(
+        "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
+        "counting a saved R-MAT 26 against its raw Parquet files, with Python's bytecode "
+        "cached", "one NVIDIA H200, kind nvidia-h200", (
+            script("saved_graph.py", "resume", "rmat:26", "--kill-at", "0.5", "--dtri-args",
+                   "--backend gpu --memory-budget 4GiB", "--out", "{out}",
+                   env={"PYTHONDONTWRITEBYTECODE": ""}),
+            script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "2",
+                   "--dtri-args", "--backend gpu", "--out", "{out}",
+                   env={"PYTHONDONTWRITEBYTECODE": ""})),
+        "issue 41, on one host: the GPU host sets PYTHONDONTWRITEBYTECODE, so each new "
+        "process compiled about 400 modules of its packages again (0.74 to 0.91 s, a "
+        "profile); here it is unset, as in a pip install, which compiles them. After one "
+        "count of R-MAT 20 for each tree (its kernels and bytecode written): the resume at "
+        "f279b34 (the CUDA driver started on a thread, SciPy imported while the saved graph "
+        "is read), at 0050cab (before, from a copy of its tree), at f279b34 again; then the "
+        "count at f279b34"),
     "host-memory-h200": Preset(
         "R-MAT 28 under a 16 GiB RMM pool with --memory-limit 32GiB against the same count "
         "without it", "one NVIDIA H200 of a 4 x H200 host", (
