@@ -363,9 +363,18 @@ class Runtime:
         return self.backend.on_gpu and self.caps.rmm_pool_size is not None
 
 
+GPU_MODULES = ("cudf", "dask_cudf", "cupy")
+"""What the GPU backend imports: installed, or the GPU is not usable."""
+
+
+def gpu_modules_installed() -> bool:
+    """True when every one of :data:`GPU_MODULES` is installed (found, not imported)."""
+    return all(importlib.util.find_spec(m) for m in GPU_MODULES)
+
+
 def gpu_available() -> bool:
     """True when cuDF, dask-cuDF and CuPy import and at least one GPU is visible."""
-    if not all(importlib.util.find_spec(m) for m in ("cudf", "dask_cudf", "cupy")):
+    if not gpu_modules_installed():
         return False
     try:
         import cupy
@@ -387,7 +396,7 @@ def start_cuda_driver() -> threading.Thread | None:
     ctypes lets go of it, so this process imports what its run needs meanwhile. The thread
     is not a daemon: the process ends after the driver's start, never during it. A driver
     that is missing or fails to start is left for CuPy to report (:func:`gpu_available`)."""
-    if not all(importlib.util.find_spec(m) for m in ("cudf", "dask_cudf", "cupy")):
+    if not gpu_modules_installed():
         return None
 
     def start() -> None:

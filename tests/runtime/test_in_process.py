@@ -197,7 +197,7 @@ def driver(monkeypatch):
     fake = FakeDriver()
     found = importlib.util.find_spec
     monkeypatch.setattr(session.importlib.util, "find_spec",
-                        lambda name, *a: object() if name in ("cudf", "dask_cudf", "cupy")
+                        lambda name, *a: object() if name in session.GPU_MODULES
                         else found(name, *a))
     monkeypatch.setattr(session.ctypes, "CDLL", fake.library)
     session.start_cuda_driver.cache_clear()
