@@ -5,8 +5,6 @@ cuDF's own are in :mod:`dtri.kernels.gpu_frames`."""
 
 from __future__ import annotations
 
-import importlib
-import threading
 from typing import Any
 
 import cupy
@@ -27,32 +25,6 @@ from dtri.kernels.dispatch import (
 )
 
 sort_keys.register(cupy.ndarray, cupy.sort)
-
-OPERATOR_MODULES = ("cupyx.scipy.special",)
-"""What CuPy imports on a process's first operator between an array and a Python number
-(SciPy's special functions through cupyx, and SciPy with them)."""
-
-
-def import_operator_modules() -> threading.Thread:
-    """Import :data:`OPERATOR_MODULES` on a thread of its own, for a caller about to wait on
-    the device or a file (which lets go of Python's lock). CuPy's first operator spent that
-    import holding the lock: the open of a saved R-MAT 26 on one H200 took 0.25 s to 0.3 s
-    less with it done during the read. Python's import locks make an import of the same
-    module elsewhere wait for this one; a failed import is left for CuPy to raise where it
-    is needed. The thread is not a daemon: the process ends after the import, never during
-    it."""
-
-    def load() -> None:
-        for name in OPERATOR_MODULES:
-            try:
-                importlib.import_module(name)
-            except Exception:  # raised again where CuPy imports it
-                return
-
-    thread = threading.Thread(target=load, name="dtri-import-operators")
-    thread.start()
-    return thread
-
 
 @array_module.register(cupy.ndarray)
 def _cupy_module(array: cupy.ndarray) -> Any:

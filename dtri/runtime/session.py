@@ -624,25 +624,46 @@ waits for it, rather than deadlocking with this one:
 :func:`dtri.runtime.worker_start.claim_start_method`)."""
 
 
-def import_ahead(backend: str) -> threading.Thread:
-    """Import :data:`IMPORTED_AHEAD` on a thread of its own, started as the local cluster
-    starts: the cluster waits seconds on its worker processes (four GPU workers: 5 to 9 s,
-    a probe on 4 x H200), in which this process would otherwise sit idle before importing
-    the same modules (cuDF alone 2.5 s there; Dask's DataFrame 1.3 s on this
-    2-core machine). A thread that imports a module another is importing waits for it, as
-    Python's import locks make it; a failed import here is left for the import that needs
-    it to raise."""
+OPERATOR_MODULES = ("cupyx.scipy.special",)
+"""What CuPy imports on a process's first operator between an array and a Python number
+(SciPy's special functions through cupyx, and SciPy with them)."""
+
+
+def import_on_thread(names: tuple[str, ...], thread_name: str, daemon: bool
+                     ) -> threading.Thread:
+    """Import ``names`` in order on a thread of its own, named ``thread_name``, while this
+    process goes on. A thread that imports a module another is importing waits for it, as
+    Python's import locks make it; the first import that fails ends the thread, and is left
+    for the import that needs the module to raise."""
 
     def load() -> None:
-        for name in IMPORTED_AHEAD[backend]:
+        for name in names:
             try:
                 importlib.import_module(name)
             except Exception:  # raised again where the module is needed
                 return
 
-    thread = threading.Thread(target=load, name="dtri-import-ahead", daemon=True)
+    thread = threading.Thread(target=load, name=thread_name, daemon=daemon)
     thread.start()
     return thread
+
+
+def import_ahead(backend: str) -> threading.Thread:
+    """Import :data:`IMPORTED_AHEAD` on a thread of its own (:func:`import_on_thread`),
+    started as the local cluster starts: the cluster waits seconds on its worker processes
+    (four GPU workers: 5 to 9 s, a probe on 4 x H200), in which this process would otherwise
+    sit idle before importing the same modules (cuDF alone 2.5 s there; Dask's DataFrame
+    1.3 s on this 2-core machine)."""
+    return import_on_thread(IMPORTED_AHEAD[backend], "dtri-import-ahead", daemon=True)
+
+
+def import_operator_modules() -> threading.Thread:
+    """Import :data:`OPERATOR_MODULES` on a thread of its own (:func:`import_on_thread`), for
+    a caller about to wait on the device or a file (which lets go of Python's lock). CuPy's
+    first operator spent that import holding the lock: the open of a saved R-MAT 26 on one
+    H200 took 0.25 s to 0.3 s less with it done during the read. The thread is not a
+    daemon: the process ends after the import, never during it."""
+    return import_on_thread(OPERATOR_MODULES, "dtri-import-operators", daemon=False)
 
 
 def quiet_ucx() -> None:

@@ -273,11 +273,11 @@ def test_the_networkx_backend_on_the_gpu_prepares_once_in_this_process(no_cluste
 
 def test_cupy_operators_import_what_a_saved_graph_imports_while_it_is_read(tmp_path):
     """CuPy's first operator between an array and a Python number imports
-    :data:`~dtri.kernels.gpu.OPERATOR_MODULES` (what makes importing them during the read
+    :data:`~dtri.runtime.session.OPERATOR_MODULES` (what makes importing them during the read
     worth it); a saved graph opened on the GPU in a new process imports them on a thread of
     its own, and counts as the graph prepared again."""
     premise = subprocess.run(
-        [sys.executable, "-c", "import sys, cupy; from dtri.kernels.gpu import "
+        [sys.executable, "-c", "import sys, cupy; from dtri.runtime.session import "
          "OPERATOR_MODULES as m; before = set(m) & set(sys.modules); cupy.arange(4) - 1; "
          "print(sorted(before), set(m) <= set(sys.modules))"],
         capture_output=True, text=True, timeout=300, check=False)
