@@ -10,7 +10,8 @@ samples again as each task ends):
   (``VmHWM``), restarted at each sample through ``/proc/self/clear_refs``, so no peak between
   two samples is missed; where that cannot be restarted, the resident memory at the sample;
 * the bytes its store has written to disk and read back so far: Dask's ``SpillBuffer``
-  meters both (``disk-write`` and ``disk-read`` in its ``cumulative_metrics``); dask-cuda's
+  meters both (``disk-write`` and ``disk-read`` in its ``cumulative_metrics``), and so does a
+  GPU worker's :class:`~dtri.runtime.tiered_store.TieredStore`; dask-cuda's
   ``DeviceHostFile`` keeps no count, so counters are hooked on its host buffer
   (:class:`SpillCounter`).
 
@@ -131,9 +132,12 @@ class Spilled:
 
 def spilled(data: Any) -> Spilled:
     """What a worker's store (a Dask worker's ``data``) has spilled so far: Dask's
-    ``SpillBuffer`` meters the bytes it writes and reads (pickled); dask-cuda's
-    ``DeviceHostFile`` gets counters on its buffers (the values' sizes)."""
+    ``SpillBuffer`` meters the bytes it writes and reads (pickled), as does a GPU worker's
+    :class:`~dtri.runtime.tiered_store.TieredStore`; dask-cuda's ``DeviceHostFile`` gets
+    counters on its buffers (the values' sizes)."""
     metrics = getattr(data, "cumulative_metrics", None)  # distributed's SpillBuffer
+    if hasattr(data, "written_bytes"):  # dtri's TieredStore
+        return Spilled(data.written_bytes, data.read_back_bytes, data.to_host_bytes)
     if metrics is not None:
         return Spilled(int(metrics.get(("disk-write", "bytes"), 0)),
                        int(metrics.get(("disk-read", "bytes"), 0)))

@@ -738,15 +738,17 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
 
 
 def _device_host_file(caps: MemoryCaps, plan: HostPlan) -> tuple[type, dict[str, Any]]:
-    """dask-cuda's store of a GPU worker (what ``LocalCUDACluster`` would make), holding the
-    stored results that ``plan`` gives host memory there instead of the whole memory limit:
-    dask-cuda's own keeps results in host memory up to the limit, beyond the process's
-    other memory (its page-locked pool, its libraries)."""
-    from dask_cuda.device_host_file import DeviceHostFile
+    """The store of a GPU worker under a host limit (:class:`~dtri.runtime.tiered_store.
+    TieredStore`), with dask-cuda's device memory limit, holding the stored results that
+    ``plan`` gives host memory there instead of the whole memory limit: dask-cuda's own keeps
+    results in host memory up to the limit, beyond the process's other memory (its
+    page-locked pool, its libraries)."""
     from dask_cuda.utils import parse_device_memory_limit
 
+    from dtri.runtime.tiered_store import TieredStore
+
     device = parse_device_memory_limit(caps.device_memory_limit or "default", device_index=0)
-    return DeviceHostFile, {"device_memory_limit": device, "memory_limit": plan.stored}
+    return TieredStore, {"device_memory_limit": device, "memory_limit": plan.stored}
 
 
 def _fewer_gpus(cluster: Any, runtime: Runtime, input_rows: int) -> Runtime:
@@ -799,7 +801,9 @@ def _device_memory() -> int:
 
 def _worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
     """One worker's memory caps as it runs (and its GPU's memory on the GPU backend)."""
-    device_buffer = getattr(dask_worker.data, "device_buffer", None)  # dask-cuda's
+    data = dask_worker.data  # dtri's TieredStore, or dask-cuda's DeviceHostFile
+    device_limit = getattr(data, "device_limit",
+                           getattr(getattr(data, "device_buffer", None), "n", None))
     pool = None
     for plugin in dask_worker.plugins.values():  # dask-cuda's RMMSetup, after its setup
         maximum = getattr(plugin, "maximum_pool_size", None)
@@ -807,7 +811,7 @@ def _worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
             pool = maximum
     return {
         "memory_limit": dask_worker.memory_manager.memory_limit,
-        "device_memory_limit": getattr(device_buffer, "n", None),
+        "device_memory_limit": device_limit,
         "rmm_pool_size": pool,
         "spill_directory": os.path.dirname(dask_worker.local_directory),
         "device_memory": _device_memory() if backend == "gpu" else None,

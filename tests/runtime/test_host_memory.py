@@ -286,3 +286,31 @@ def test_gpu_workers_under_the_least_host_limit_count_exactly_within_it():
     assert report["triangles"] == uncapped.triangles
     assert 0 < max(report["worker_host_bytes"].values()) <= least, report["worker_host_bytes"]
     assert report["plan"]["host_memory"]["staging"] > 0
+
+
+@pytest.mark.gpu
+def test_gpu_workers_past_the_host_limit_spill_through_dtris_store_and_count_exactly():
+    """Under the least host limit, a GPU worker's store is dtri's
+    (:class:`~dtri.runtime.tiered_store.TieredStore`): R-MAT 18's results pass its host
+    share, go to disk and come back, and the count equals an uncapped one."""
+    import dtri
+    from dtri.input.generate import rmat
+    from dtri.options import Options
+    from dtri.runtime.session import open_runtime
+
+    args = ["count", "--generate", "rmat:18", "--backend", "gpu", "--rmm-pool-size", "256MiB",
+            "--memory-budget", "64MiB"]
+    least = _least(CliRunner().invoke(main, [*args, "--memory-limit", "64MiB"]).output.strip())
+    options = Options(backend="gpu", rmm_pool_size=256 * MIB, memory_budget=64 * MIB,
+                      memory_limit=least, workers=1)
+    with open_runtime(options) as session:
+        stores = session.client.run(lambda dask_worker: type(dask_worker.data).__name__)
+        assert set(stores.values()) == {"TieredStore"}, stores
+        capped = dtri.count(rmat(18, seed=0, npartitions=16, backend="gpu"), backend="gpu")
+        moved = session.client.run(lambda dask_worker: (dask_worker.data.written_bytes,
+                                                        dask_worker.data.read_back_bytes))
+    uncapped = dtri.count(rmat(18, seed=0, backend="gpu"), backend="gpu",
+                          scheduler="synchronous")
+    assert capped.triangles == uncapped.triangles
+    (written, read_back), = moved.values()
+    assert written > 0 and read_back > 0, moved

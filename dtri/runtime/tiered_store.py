@@ -1,0 +1,291 @@
+"""The store of a GPU worker under a host memory limit: device, host and disk tiers, each
+result written to disk at most once.
+
+A Dask worker keeps its stored results in its ``data``. dask-cuda's ``DeviceHostFile`` chains
+two ``zict.Buffer`` s: device to host, host to disk. A buffer deletes what it reads back from
+the tier below, so a result that is read back and later evicted again is copied down again.
+dtri's stages read every partition of the stage before, in turn, so past the limit each
+stage read back every spilled result and wrote it again: on R-MAT 26 under a 12 GiB limit a
+count wrote 102 GB to disk and read back 99 GB (``host-memory-folds-h100.jsonl``, be01cc8),
+for about 17 GB of distinct results.
+
+A stage result never changes while its key lives (Dask sets a key once; a recomputed key is
+deleted first). So this store keeps a result's file until the key is deleted: evicting a
+result that has a file only drops it from memory. A result read back from disk goes straight
+to its own tier (a device result to the device), not through the host tier, whose other
+results it would push out.
+
+Each tier is least recently used first, its values weighed by ``sizeof``, as dask-cuda's are:
+
+* device: results in GPU memory, up to ``device_memory_limit``; beyond it they are copied to
+  the host tier (Dask's own device serializers), or only dropped where they have a file;
+* host: host results and device results copied there, up to ``memory_limit``; beyond it they
+  are written to disk (Dask's ``serialize_bytelist``, with
+  ``distributed.worker.memory.spill-compression``), or only dropped where they have a file.
+
+A disk that refuses a write (full, over quota) leaves the result in host memory, as Dask's
+``SpillBuffer`` does, and logs why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
+
+import dask
+from distributed.protocol import (
+    dask_deserialize,
+    dask_serialize,
+    deserialize,
+    deserialize_bytes,
+    serialize,
+    serialize_bytelist,
+)
+from distributed.sizeof import safe_sizeof
+
+SPILL_LOGGER = logging.getLogger("distributed.spill")
+
+
+class HostCopy:
+    """A device result copied to host memory: Dask's serialized header and frames."""
+
+    def __init__(self, header: dict, frames: list) -> None:
+        self.header = header
+        self.frames = frames
+
+    def __sizeof__(self) -> int:
+        return sum(memoryview(frame).nbytes for frame in self.frames)
+
+    def to_device(self) -> Any:
+        return deserialize(self.header, self.frames)
+
+
+@dask_serialize.register(HostCopy)
+def _serialize_host_copy(copy: HostCopy) -> tuple[dict, list]:
+    return {"device-header": copy.header}, copy.frames
+
+
+@dask_deserialize.register(HostCopy)
+def _deserialize_host_copy(header: dict, frames: list) -> HostCopy:
+    return HostCopy(header["device-header"], frames)
+
+
+def host_copy(value: Any) -> HostCopy:
+    """A device result copied to host memory (as dask-cuda's ``device_to_host``)."""
+    return HostCopy(*serialize(value, serializers=("dask", "pickle"), on_error="raise"))
+
+
+class Tier:
+    """Values by key, least recently used first, with their summed weight."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.values: OrderedDict[Any, Any] = OrderedDict()
+        self.weights: dict[Any, int] = {}
+        self.total = 0
+
+    def put(self, key: Any, value: Any) -> None:
+        self.values[key] = value
+        self.weights[key] = weight = safe_sizeof(value)
+        self.total += weight
+
+    def get(self, key: Any) -> Any:
+        self.values.move_to_end(key)
+        return self.values[key]
+
+    def pop(self, key: Any) -> Any:
+        self.total -= self.weights.pop(key)
+        return self.values.pop(key)
+
+    def over(self) -> bool:
+        return self.limit is not None and self.total > self.limit
+
+    def oldest(self) -> Any:
+        return next(iter(self.values))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _device_predicates() -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:
+    """dask-cuda's tests of a device result and of one cuDF spills itself."""
+    from dask_cuda.is_device_object import is_device_object
+    from dask_cuda.is_spillable_object import is_spillable_object
+
+    return is_device_object, is_spillable_object
+
+
+class TieredStore(MutableMapping[Any, Any]):
+    """A worker's ``data``: device, host and disk tiers (see the module docstring).
+    ``is_device`` and ``spills_itself`` tell a device result and one that cuDF spills on its
+    own (kept as it is); dask-cuda's by default."""
+
+    def __init__(self, worker_local_directory: str, *, device_memory_limit: int | None,
+                 memory_limit: int | None,
+                 is_device: Callable[[Any], bool] | None = None,
+                 spills_itself: Callable[[Any], bool] | None = None) -> None:
+        if is_device is None or spills_itself is None:
+            is_device, spills_itself = _device_predicates()
+        self.is_device = is_device
+        self.spills_itself = spills_itself
+        self.directory = os.path.join(worker_local_directory, "storage")
+        os.makedirs(self.directory, exist_ok=True)
+        self.device = Tier(device_memory_limit or None)
+        self.host = Tier(memory_limit or None)
+        self.others: dict[Any, Any] = {}
+        self.files: dict[Any, str] = {}
+        self._names = itertools.count()
+        self._lock = threading.RLock()
+        self.written_bytes = 0
+        """Bytes written to disk so far."""
+        self.read_back_bytes = 0
+        """Bytes read back from disk so far."""
+        self.to_host_bytes = 0
+        """Bytes of device results copied to host memory so far."""
+
+    @property
+    def device_limit(self) -> int | None:
+        return self.device.limit
+
+    @property
+    def fast(self) -> OrderedDict[Any, Any]:
+        """The host tier's results (what Dask's memory manager asks of a store it may make
+        evict: whether there is any)."""
+        return self.host.values
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        with self._lock:
+            if key in self:
+                self._delete(key)
+            if self.spills_itself(value):
+                self.others[key] = value
+            elif self.is_device(value):
+                self._to_device(key, value)
+            else:
+                self._to_host(key, value)
+
+    def __getitem__(self, key: Any) -> Any:
+        with self._lock:
+            if key in self.others:
+                return self.others[key]
+            if key in self.device:
+                return self.device.get(key)
+            if key in self.host:
+                value = self.host.get(key)
+                if not isinstance(value, HostCopy):
+                    return value
+                self.host.pop(key)
+                return self._to_device(key, value.to_device())
+            if key not in self.files:
+                raise KeyError(key)
+            value = self._read(key)
+            if isinstance(value, HostCopy):
+                return self._to_device(key, value.to_device())
+            return self._to_host(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        with self._lock:
+            if key not in self:
+                raise KeyError(key)
+            self._delete(key)
+
+    def __contains__(self, key: object) -> bool:
+        return (key in self.device or key in self.host or key in self.files
+                or key in self.others)
+
+    def _keys(self) -> list[Any]:
+        with self._lock:
+            return list(dict.fromkeys(itertools.chain(
+                self.device.values, self.host.values, self.files, self.others)))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def evict(self) -> int:
+        """Evict the least recently used host result (Dask's memory manager calls this while
+        the process is above its ``spill`` threshold): its bytes, or -1 where there is none or
+        the disk refused it."""
+        with self._lock:
+            if not self.host.values:
+                return -1
+            key = self.host.oldest()
+            weight = self.host.weights[key]
+            return weight if self._evict_from_host(key) else -1
+
+    def _to_device(self, key: Any, value: Any) -> Any:
+        self.device.put(key, value)
+        while self.device.over():
+            oldest = self.device.oldest()
+            evicted = self.device.pop(oldest)
+            if oldest not in self.files:
+                copy = host_copy(evicted)
+                self.to_host_bytes += safe_sizeof(copy)
+                self._to_host(oldest, copy)
+        return value
+
+    def _to_host(self, key: Any, value: Any) -> Any:
+        self.host.put(key, value)
+        while self.host.over():
+            if not self._evict_from_host(self.host.oldest()):
+                break
+        return value
+
+    def _evict_from_host(self, key: Any) -> bool:
+        """Drop ``key``'s host copy, writing it to disk first unless it has a file; False
+        (the copy kept) where the disk refuses it."""
+        if key not in self.files:
+            try:
+                self._write(key, self.host.values[key])
+            except OSError:
+                SPILL_LOGGER.error("Spill to disk failed; keeping data in memory",
+                                   exc_info=True)
+                return False
+        self.host.pop(key)
+        return True
+
+    def _write(self, key: Any, value: Any) -> None:
+        frames = serialize_bytelist(
+            value, compression=dask.config.get("distributed.worker.memory.spill-compression"),
+            on_error="raise")
+        path = os.path.join(self.directory, str(next(self._names)))
+        try:
+            with open(path, "wb") as file:
+                for frame in frames:
+                    file.write(frame)
+        except OSError:
+            _remove(path)
+            raise
+        self.files[key] = path
+        self.written_bytes += sum(memoryview(frame).nbytes for frame in frames)
+
+    def _read(self, key: Any) -> Any:
+        with open(self.files[key], "rb") as file:
+            data = file.read()
+        self.read_back_bytes += len(data)
+        return deserialize_bytes(data)
+
+    def _delete(self, key: Any) -> None:
+        for tier in (self.device, self.host):
+            if key in tier:
+                tier.pop(key)
+        self.others.pop(key, None)
+        path = self.files.pop(key, None)
+        if path is not None:
+            _remove(path)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)

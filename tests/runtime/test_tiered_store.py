@@ -1,0 +1,180 @@
+"""The GPU worker's store under a host limit (:mod:`dtri.runtime.tiered_store`), on the CPU:
+"device" results are wrapped arrays that a predicate tells apart, copied to the host tier
+and to disk by Dask's own serializers, as CuPy arrays are."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from dtri.runtime.host_meter import spilled
+from dtri.runtime.tiered_store import HostCopy, TieredStore
+
+MIB = 1 << 20
+
+
+class OnDevice:
+    """A stand-in for a device array."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __sizeof__(self) -> int:
+        return self.array.nbytes
+
+
+def on_device(value: object) -> bool:
+    return isinstance(value, OnDevice)
+
+
+def never(value: object) -> bool:
+    return False
+
+
+def store(tmp_path, device: int | None = MIB, host: int | None = MIB) -> TieredStore:
+    return TieredStore(str(tmp_path), device_memory_limit=device, memory_limit=host,
+                       is_device=on_device, spills_itself=never)
+
+
+def values(n: int, size: int = MIB // 2 - 1024) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return {f"x-{i}": rng.integers(0, 1 << 40, size // 8) for i in range(n)}
+
+
+def stored_files(tmp_path) -> list[str]:
+    return sorted(os.listdir(tmp_path / "storage"))
+
+
+def test_results_read_back_in_turn_are_written_to_disk_once(tmp_path):
+    """Twelve device results of about 0.5 MiB under 1 MiB of device and 1 MiB of host
+    memory, read in turn three times, as dtri's stages read the partitions of the stage
+    before: each pass reads back most of them from disk, and no result is written twice
+    (the four that were in memory when the last was stored may be written in the first
+    pass, as others push them out)."""
+    data = store(tmp_path)
+    originals = values(12)
+    size = next(iter(originals.values())).nbytes
+    for key, array in originals.items():
+        data[key] = OnDevice(array)
+    assert len(stored_files(tmp_path)) == 8  # two on the device, two on the host
+    assert 8 * size <= data.written_bytes < 8 * size + 8 * 4096
+    written = []
+    for _ in range(3):
+        for key, array in originals.items():
+            value = data[key]
+            assert isinstance(value, OnDevice)
+            np.testing.assert_array_equal(value.array, array)
+        written.append(data.written_bytes)
+    files = len(stored_files(tmp_path))
+    assert 8 <= files <= 12 and files * size <= written[0] < files * (size + 4096)
+    assert written == [written[0]] * 3 and len(stored_files(tmp_path)) == files
+    assert data.read_back_bytes >= 3 * 8 * size
+    assert data.device.total <= MIB and data.host.total <= MIB
+    assert sorted(data) == sorted(originals) and len(data) == 12
+
+
+def test_a_result_read_back_goes_to_its_own_tier_and_keeps_its_file(tmp_path):
+    data = store(tmp_path)
+    originals = values(6)
+    for key, array in originals.items():
+        data[key] = OnDevice(array)
+    first = "x-0"
+    assert first in data.files and first not in data.device and first not in data.host
+    value = data[first]
+    assert first in data.device and first in data.files  # not through the host tier
+    np.testing.assert_array_equal(value.array, originals[first])
+    host_copies = [key for key, copy in data.host.values.items()]
+    assert all(isinstance(data.host.values[key], HostCopy) for key in host_copies)
+
+
+def test_host_results_spill_to_disk_and_come_back_to_the_host_tier(tmp_path):
+    data = store(tmp_path)
+    originals = values(6)
+    for key, array in originals.items():
+        data[key] = array
+    assert not data.device.values and data.host.total <= MIB
+    for key, array in originals.items():
+        np.testing.assert_array_equal(data[key], array)
+    assert data.written_bytes < 6 * MIB // 2 + 4096
+
+
+def test_deleting_a_key_removes_its_file_and_setting_it_again_replaces_it(tmp_path):
+    data = store(tmp_path)
+    originals = values(6)
+    for key, array in originals.items():
+        data[key] = OnDevice(array)
+    files = len(stored_files(tmp_path))
+    del data["x-0"]
+    assert "x-0" not in data and len(stored_files(tmp_path)) == files - 1
+    with pytest.raises(KeyError):
+        data["x-0"]
+    with pytest.raises(KeyError):
+        del data["x-0"]
+    data["x-1"] = OnDevice(np.arange(4))  # a recomputed key: the old file goes
+    np.testing.assert_array_equal(data["x-1"].array, np.arange(4))
+    assert len(stored_files(tmp_path)) == files - 2
+    for key in list(data):
+        del data[key]
+    assert stored_files(tmp_path) == [] and len(data) == 0
+
+
+def test_dasks_memory_manager_evicts_host_results(tmp_path):
+    """``evict`` (Dask's ``ManualEvictProto``): the least recently used host result's bytes,
+    written once; -1 once the host tier is empty. Dask asks for ``fast`` and ``evict``."""
+    data = store(tmp_path, host=None)
+    assert hasattr(data, "fast") and hasattr(data, "evict")
+    originals = values(3)
+    for key, array in originals.items():
+        data[key] = array
+    assert data.written_bytes == 0
+    weights = [data.evict() for _ in range(3)]
+    assert all(weight >= MIB // 4 for weight in weights) and data.evict() == -1
+    assert not data.fast and len(stored_files(tmp_path)) == 3
+    written = data.written_bytes
+    np.testing.assert_array_equal(data["x-1"], originals["x-1"])
+    assert data.evict() > 0 and data.written_bytes == written
+
+
+def test_a_disk_that_refuses_a_write_keeps_the_result_in_memory(tmp_path, monkeypatch, caplog):
+    data = store(tmp_path)
+
+    def refuse(key, value):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(data, "_write", refuse)
+    originals = values(6)
+    for key, array in originals.items():
+        data[key] = OnDevice(array)
+    assert data.files == {} and "Spill to disk failed" in caplog.text
+    for key, array in originals.items():
+        np.testing.assert_array_equal(data[key].array, array)
+
+
+def test_the_host_meter_reads_the_stores_counts(tmp_path):
+    data = store(tmp_path)
+    for key, array in values(6).items():
+        data[key] = OnDevice(array)
+    data["x-0"]
+    moved = spilled(data)
+    assert moved.disk == data.written_bytes > 0
+    assert moved.read_back == data.read_back_bytes > 0
+    assert moved.host == data.to_host_bytes > 0
+
+
+def test_a_dask_worker_computes_through_the_store(tmp_path):
+    """A worker whose ``data`` is the store, over a host tier of 1 MiB: a sum over twelve
+    stored 0.5 MiB results reads most back from disk and is exact."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0",
+                      data=(TieredStore, {"device_memory_limit": None, "memory_limit": MIB,
+                                          "is_device": on_device, "spills_itself": never}),
+                      local_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+        parts = [client.submit(np.arange, i, i + MIB // 16, dtype=np.int64, pure=False)
+                 for i in range(12)]
+        total = client.submit(lambda *arrays: int(sum(a.sum() for a in arrays)), *parts)
+        assert total.result() == sum(int(np.arange(i, i + MIB // 16).sum()) for i in range(12))
+        worker = next(iter(cluster.workers.values()))
+        assert isinstance(worker.data, TieredStore) and worker.data.written_bytes > 0
