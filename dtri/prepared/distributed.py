@@ -58,7 +58,7 @@ from dtri.kernels.orient import (
     source_bounds,
     wedge_work,
 )
-from dtri.prepared.inputs import Inputs, concat_frames
+from dtri.prepared.inputs import Inputs, concat_frames, input_copies
 from dtri.prepared.moved import BYTES_PER_INPUT_ROW, key_bytes
 from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
@@ -139,12 +139,20 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
         raise ValueError(f"work_model must be one of {WORK_MODELS}, got {work_model!r}")
     holders = [inputs.holders[group[0]] for group in groups]
     rows = [sum(inputs.rows[p] for p in group) for group in groups]
-    senders = []
-    for g, (group, holder) in enumerate(zip(groups, holders, strict=True)):
-        with placed_on(holder):
-            senders.append(tasks.task("canonicalize", concat_frames,
-                                      *(inputs.partitions[p] for p in group), key=("inputs", g),
-                                      on_host=True))
+
+    def sent(seed: str) -> list[Any]:
+        """The senders, from the input's own copy for the pass ``seed`` where it is read
+        again for each pass (:func:`dtri.prepared.inputs.input_copies`)."""
+        partitions = input_copies(inputs.partitions, inputs.recomputed, seed)
+        senders = []
+        for g, (group, holder) in enumerate(zip(groups, holders, strict=True)):
+            with placed_on(holder):
+                senders.append(tasks.task("canonicalize", concat_frames,
+                                          *(partitions[p] for p in group), key=("inputs", g),
+                                          on_host=True))
+        return senders
+
+    senders = sent("vertices")
     vertices = tasks.reduce_over("vertices", partition_vertices, merge_vertices, senders, (),
                                  holders, "ids", fan_in,
                                  [r * BYTES_PER_INPUT_ROW for r in rows])
@@ -155,6 +163,8 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     # input
     (vertices,) = timer.submit("canonicalize", vertices)
     n = tasks.task("vertices", vertex_count, vertices, key=("count",), on_host=True)
+    if inputs.recomputed:  # read again: no sender is held from the vertex sets to the keys
+        senders = sent("keys")
     keys = []
     for g, (sender, holder) in enumerate(zip(senders, holders, strict=True)):
         with placed_on(holder):

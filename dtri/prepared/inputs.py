@@ -11,6 +11,14 @@ workers and the budget (:func:`fitted_partitions`).
 An in-process run gives delayed :class:`~dtri.input.frames.EdgeArrays` partitions instead of a
 Dask DataFrame (:func:`dtri.input.frames.local_input`); the read stage computes them, in this
 process, and they go on as they are.
+
+Under a host memory limit a persisted input is what spills first: R-MAT 28's 4.3 G generated
+edges are 69 GB as int64 pairs, against a 32 GiB worker. There the input is not persisted
+but read again (or generated again) by each pass that reads it (:func:`recomputes_input`,
+``dtri.recompute-input``): the rows here, then the vertex sets and the canonical keys of the
+canonicalize stage (:func:`dtri.prepared.distributed.prepare_partitions`), each pass from
+its own copy of the input's tasks (Dask's ``clone``), whose partitions are freed as soon as
+that pass has read them.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import dask
+
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.input.edges import EdgeArrays
 from dtri.input.frames import arrays_on
 from dtri.kernels.dispatch import array_module
@@ -57,6 +68,9 @@ class Inputs(NamedTuple):
     rows: list[int]
     holders: list[str | None]
     """The worker holding each partition (``None`` where unknown)."""
+    recomputed: bool = False
+    """The partitions are tasks that read the input, not held results: each pass that reads
+    them takes its own copy (:func:`input_copies`)."""
 
 
 def fitted_partitions(rows: int, runtime: Runtime, task_budget: int) -> int:
@@ -320,6 +334,53 @@ def input_rows(partitions: list[Any], holders: list[str | None], sizes: list[int
     return rows
 
 
+RECOMPUTE_INPUT = "dtri.recompute-input"
+"""``dask.config`` key: ``auto`` (GPU workers under a host memory limit), ``always`` or
+``never``: whether the preparation reads its input again for each pass that reads it."""
+RECOMPUTE_SETTINGS = ("auto", "always", "never")
+
+
+def recomputes_input(runtime: Runtime) -> bool:
+    """Whether a run on ``runtime`` reads its input again for each pass (``dtri.recompute-input``;
+    only on a cluster, and ``auto`` only where dtri started GPU workers under
+    ``--memory-limit``: reading Parquet again, or generating R-MAT again, on a GPU costs
+    less than writing the input to disk and reading it back, and text parsed on the CPU
+    costs more)."""
+    setting = dask.config.get(RECOMPUTE_INPUT)
+    if setting not in RECOMPUTE_SETTINGS:
+        from dtri.errors import ConfigurationError
+
+        raise ConfigurationError(f"{RECOMPUTE_INPUT} must be one of "
+                                 f"{', '.join(RECOMPUTE_SETTINGS)}, got {setting!r}")
+    if runtime.client is None or setting == "never":
+        return False
+    return setting == "always" or (runtime.backend.on_gpu
+                                   and runtime.caps.memory_limit is not None)
+
+
+def input_copies(partitions: list[Any], recomputed: bool, seed: str) -> list[Any]:
+    """``partitions`` for one pass: where they are ``recomputed``, a copy of their tasks of
+    its own (keys renamed by ``seed``), so the pass reads the input again and Dask keeps no
+    partition past it; else the partitions themselves."""
+    if not recomputed:
+        return partitions
+    from dask.graph_manipulation import clone
+
+    copies = clone(*partitions, seed=seed)
+    return list(copies) if len(partitions) > 1 else [copies]
+
+
+def recomputed_inputs(frame: dd.DataFrame, tasks: Tasks, timer: StageTimer) -> Inputs:
+    """The ``read`` stage of a run that reads its input again for each pass
+    (:func:`recomputes_input`): the partitions as tasks, and their rows counted by reading
+    them once, each freed as it is counted."""
+    partitions = list(frame.to_delayed())
+    counted = [tasks.task("read", partition_lengths, part, key=("rows", p), on_host=True)
+               for p, part in enumerate(input_copies(partitions, True, "rows"))]
+    rows = [length for (length,) in timer.compute("read", *counted)]
+    return Inputs(frame, partitions, rows, [None] * len(partitions), recomputed=True)
+
+
 def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
                 timer: StageTimer, task_budget: int) -> Inputs:
     """The ``read`` stage: ``edges`` persisted on the workers (unless it is already), and its
@@ -328,7 +389,8 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
     any other frame's partitions and takes their values, persisting nothing. A frame
     persisted in this process goes to an in-process run as it is: an eager run takes its
     partitions' values (:func:`held_partitions`), with no second persist, no optimisation and
-    no Dask graph; a run on the threads scheduler its partitions' delayed objects."""
+    no Dask graph; a run on the threads scheduler its partitions' delayed objects. A run that
+    reads its input again for each pass persists nothing (:func:`recomputed_inputs`)."""
     if isinstance(edges, list):
         parts = list(timer.compute("read", *edges))
         with timer.timed("read"):  # where the backend computes (host text to the GPU)
@@ -341,6 +403,8 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
         partitions = held if tasks.eager else frame.to_delayed()
     else:
         partitions = None
+    if partitions is None and recomputes_input(runtime):
+        return recomputed_inputs(frame.optimize(), tasks, timer)
     if partitions is None and runtime.client is not None and len(tasks.workers) > 1:
         frame = spread_persist(frame.optimize(), tasks.workers, timer)
         partitions = persisted_partitions(frame)

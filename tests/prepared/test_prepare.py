@@ -533,3 +533,56 @@ def test_an_edge_held_by_several_senders_is_counted_once(workers):
             check_vertex_results(prepared, graph)
             (degree,) = dask.compute(prepared.degree)  # summed in int32, read as int64
             assert degree.dtype == np.int64
+
+
+READS: dict[int, int] = {}
+"""How many times each input partition of :func:`_read_partition` was read (one process:
+the workers below are threads)."""
+
+
+def _read_partition(i: int) -> pd.DataFrame:
+    READS[i] = READS.get(i, 0) + 1
+    return edge_copies_in_every_partition()[i]
+
+
+@pytest.mark.parametrize("setting, reads", [("always", 3), ("never", 1)])
+def test_an_input_read_again_for_each_pass_is_never_persisted_and_counts_exactly(setting,
+                                                                                 reads):
+    """``dtri.recompute-input: always``: the rows, the vertex sets and the canonical keys
+    each read every input partition (the messy copies of one graph, a sender each on two
+    workers), nothing holds it between them, and every vertex's results equal NetworkX's;
+    ``never`` reads each partition once and keeps it."""
+    from distributed import Client, LocalCluster
+
+    frames = edge_copies_in_every_partition()
+    graph = networkx_graph(np.concatenate([f.to_numpy() for f in frames]))
+    READS.clear()
+    frame = dd.from_map(_read_partition, range(len(frames)), meta=frames[0].iloc[:0],
+                        enforce_metadata=False)
+    with (dask.config.set({"dtri.recompute-input": setting}),
+          LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                       dashboard_address=":0") as cluster, Client(cluster),
+          dtri.prepare(frame, backend="cpu", npartitions=2) as prepared):
+        assert dict.fromkeys(range(len(frames)), reads) == READS
+        check_vertex_results(prepared, graph)
+
+
+def test_the_input_is_read_again_on_gpu_workers_under_a_host_limit_only():
+    from dtri.errors import ConfigurationError
+    from dtri.prepared.inputs import recomputes_input
+    from dtri.runtime.session import MemoryCaps
+
+    client = object()
+    cpu = Runtime("cpu", client, 2, 1, 1 << 30, caps=MemoryCaps(memory_limit=1 << 30))
+    gpu = Runtime("gpu", client, 1, 1, 1 << 30, caps=MemoryCaps(memory_limit=1 << 30))
+    unlimited = Runtime("gpu", client, 1, 1, 1 << 30)
+    in_process = Runtime("gpu", None, 1, 1, 1 << 30, caps=MemoryCaps(memory_limit=1 << 30))
+    assert [recomputes_input(r) for r in (cpu, gpu, unlimited, in_process)] == [
+        False, True, False, False]
+    with dask.config.set({"dtri.recompute-input": "always"}):
+        assert recomputes_input(cpu) and not recomputes_input(in_process)
+    with dask.config.set({"dtri.recompute-input": "never"}):
+        assert not recomputes_input(gpu)
+    with dask.config.set({"dtri.recompute-input": "sometimes"}), \
+            pytest.raises(ConfigurationError, match=r"dtri\.recompute-input must be one of"):
+        recomputes_input(gpu)
