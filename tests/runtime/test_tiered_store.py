@@ -178,3 +178,23 @@ def test_a_dask_worker_computes_through_the_store(tmp_path):
         assert total.result() == sum(int(np.arange(i, i + MIB // 16).sum()) for i in range(12))
         worker = next(iter(cluster.workers.values()))
         assert isinstance(worker.data, TieredStore) and worker.data.written_bytes > 0
+
+
+def test_an_array_read_back_is_writable_and_not_copied_again(tmp_path):
+    """Read into writable memory, Dask's NumPy deserializer takes the array as it is."""
+    data = store(tmp_path)
+    originals = values(6)
+    for key, array in originals.items():
+        data[key] = array
+    value = data["x-0"]
+    assert value.flags.writeable and not value.flags.owndata
+    np.testing.assert_array_equal(value, originals["x-0"])
+
+
+def test_the_store_times_each_move(tmp_path):
+    data = store(tmp_path)
+    for key, array in values(6).items():
+        data[key] = OnDevice(array)
+    data["x-0"]
+    assert set(data.seconds) == {"disk-write", "disk-read", "to-host", "to-device"}
+    assert all(seconds > 0 for seconds in data.seconds.values()), data.seconds
