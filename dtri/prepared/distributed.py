@@ -146,6 +146,9 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
         partitions = input_copies(inputs.partitions, inputs.recomputed, seed)
         senders = []
         for g, (group, holder) in enumerate(zip(groups, holders, strict=True)):
+            if inputs.recomputed and len(group) == 1:  # the read task itself: no second key
+                senders.append(partitions[group[0]])  # holding the same partition
+                continue
             with placed_on(holder):
                 senders.append(tasks.task("canonicalize", concat_frames,
                                           *(partitions[p] for p in group), key=("inputs", g),

@@ -12,8 +12,12 @@ for about 17 GB of distinct results.
 A stage result never changes while its key lives (Dask sets a key once; a recomputed key is
 deleted first). So this store keeps a result's file until the key is deleted: evicting a
 result that has a file only drops it from memory. A result read back from disk goes straight
-to its own tier (a device result to the device), not through the host tier, whose other
-results it would push out.
+to its own tier (a device result to the device), not through the host tier, and stays there
+only where it fits beside what the tier holds: a stage reads the results of the stage before
+in turn, and a tier that took each one read back, pushing out the oldest, would have
+pushed out each result before the next stage read it again (least recently used is the
+worst order for such scans); it keeps the ones it holds instead, which the next stage finds
+in memory.
 
 Each tier is least recently used first, its values weighed by ``sizeof``, as dask-cuda's are:
 
@@ -102,6 +106,10 @@ class Tier:
     def get(self, key: Any) -> Any:
         self.values.move_to_end(key)
         return self.values[key]
+
+    def fits(self, value: Any) -> bool:
+        """Whether ``value`` fits beside the values held, evicting none."""
+        return self.limit is None or self.total + safe_sizeof(value) <= self.limit
 
     def pop(self, key: Any) -> Any:
         self.total -= self.weights.pop(key)
@@ -203,8 +211,13 @@ class TieredStore(MutableMapping[Any, Any]):
                 raise KeyError(key)
             value = self._read(key)
             if isinstance(value, HostCopy):
-                return self._to_device(key, self._device_value(value))
-            return self._to_host(key, value)
+                value = self._device_value(value)
+                tier = self.device
+            else:
+                tier = self.host
+            if tier.fits(value):  # else only the reader holds it: its file stays
+                tier.put(key, value)
+            return value
 
     def _device_value(self, copy: HostCopy) -> Any:
         with self._timed("to-device"):

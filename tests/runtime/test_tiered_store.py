@@ -82,11 +82,35 @@ def test_a_result_read_back_goes_to_its_own_tier_and_keeps_its_file(tmp_path):
         data[key] = OnDevice(array)
     first = "x-0"
     assert first in data.files and first not in data.device and first not in data.host
+    for key in list(data.device.values):  # room on the device
+        del data[key]
+    host = dict(data.host.values)
     value = data[first]
     assert first in data.device and first in data.files  # not through the host tier
+    assert dict(data.host.values) == host
     np.testing.assert_array_equal(value.array, originals[first])
-    host_copies = [key for key, copy in data.host.values.items()]
-    assert all(isinstance(data.host.values[key], HostCopy) for key in host_copies)
+    assert all(isinstance(copy, HostCopy) for copy in data.host.values.values())
+
+
+def test_a_full_tier_keeps_what_it_holds_when_results_are_read_back_in_turn(tmp_path):
+    """Read back into a full tier, a result is only handed to its reader: the tier keeps the
+    results it holds, so each pass over them finds those in memory (least recently used
+    order would push out each one before the next pass read it)."""
+    data = store(tmp_path, host=MIB)
+    originals = values(8)
+    for key, array in originals.items():
+        data[key] = array
+    held = set(data.host.values)
+    assert len(held) == 2
+    reads = []
+    for _ in range(3):
+        before = data.read_back_bytes
+        for key, array in originals.items():
+            np.testing.assert_array_equal(data[key], array)
+        reads.append(data.read_back_bytes - before)
+        assert set(data.host.values) == held
+    size = next(iter(originals.values())).nbytes
+    assert reads == [reads[0]] * 3 and 6 * size <= reads[0] < 6 * (size + 4096)
 
 
 def test_host_results_spill_to_disk_and_come_back_to_the_host_tier(tmp_path):
