@@ -343,9 +343,10 @@ RECOMPUTE_SETTINGS = ("auto", "always", "never")
 def recomputes_input(runtime: Runtime) -> bool:
     """Whether a run on ``runtime`` reads its input again for each pass (``dtri.recompute-input``;
     only on a cluster, and ``auto`` only where dtri started GPU workers under
-    ``--memory-limit``: reading Parquet again, or generating R-MAT again, on a GPU costs
-    less than writing the input to disk and reading it back, and text parsed on the CPU
-    costs more)."""
+    ``--memory-limit``, with a host plan: reading Parquet again, or generating R-MAT again,
+    on a GPU costs less than writing the input to disk and reading it back, and text parsed
+    on the CPU costs more). A local cluster's workers have a memory limit without one
+    (dask-cuda's default: the host's memory shared out); that alone does not count."""
     setting = dask.config.get(RECOMPUTE_INPUT)
     if setting not in RECOMPUTE_SETTINGS:
         from dtri.errors import ConfigurationError
@@ -354,8 +355,7 @@ def recomputes_input(runtime: Runtime) -> bool:
                                  f"{', '.join(RECOMPUTE_SETTINGS)}, got {setting!r}")
     if runtime.client is None or setting == "never":
         return False
-    return setting == "always" or (runtime.backend.on_gpu
-                                   and runtime.caps.memory_limit is not None)
+    return setting == "always" or (runtime.backend.on_gpu and runtime.host_plan is not None)
 
 
 def input_copies(partitions: list[Any], recomputed: bool, seed: str) -> list[Any]:
@@ -368,6 +368,15 @@ def input_copies(partitions: list[Any], recomputed: bool, seed: str) -> list[Any
 
     copies = clone(*partitions, seed=seed)
     return list(copies) if len(partitions) > 1 else [copies]
+
+
+def holds_futures(frame: dd.DataFrame) -> bool:
+    """Whether ``frame`` is made from data already on the workers (scattered or persisted),
+    which its tasks cannot read again: a copy of its tasks was refused with "lost
+    dependencies" (:func:`dtri.runtime.compat.reads_keys_outside`)."""
+    from dtri.runtime.compat import reads_keys_outside
+
+    return reads_keys_outside(frame.__dask_graph__())
 
 
 def recomputed_inputs(frame: dd.DataFrame, tasks: Tasks, timer: StageTimer) -> Inputs:
@@ -404,7 +413,9 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
     else:
         partitions = None
     if partitions is None and recomputes_input(runtime):
-        return recomputed_inputs(frame.optimize(), tasks, timer)
+        lowered = frame.optimize()
+        if not holds_futures(lowered):
+            return recomputed_inputs(lowered, tasks, timer)
     if partitions is None and runtime.client is not None and len(tasks.workers) > 1:
         frame = spread_persist(frame.optimize(), tasks.workers, timer)
         partitions = persisted_partitions(frame)

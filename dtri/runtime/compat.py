@@ -14,6 +14,8 @@ import contextlib
 import functools
 import sys
 import weakref
+from collections.abc import Mapping
+from typing import Any
 
 LIFTED: weakref.WeakSet[type] = weakref.WeakSet()
 """The expression classes whose locks are lifted already (classes are the process's: a class
@@ -49,3 +51,18 @@ def lift_cached_property_locks() -> int:
                 attribute.lock = contextlib.nullcontext()  # type: ignore[attr-defined]
                 lifted += 1
     return lifted
+
+
+def reads_keys_outside(graph: Mapping[Any, Any]) -> bool:
+    """Whether a task graph reads keys that it does not compute (data already on the
+    workers: scattered or persisted). Distributed's ``futures_of`` finds no future in a
+    Dask DataFrame made with ``from_delayed`` from futures (Dask 2026.8): its graph names
+    their keys only. Dask's task spec (``dask._task_spec``, the form the scheduler takes
+    graphs in) lists each task's dependencies; where it cannot, the graph is taken to read
+    such keys."""
+    try:
+        from dask._task_spec import convert_legacy_graph
+    except ImportError:  # another Dask's layout
+        return True
+    tasks = convert_legacy_graph(dict(graph))
+    return any(key not in tasks for task in tasks.values() for key in task.dependencies)

@@ -567,16 +567,36 @@ def test_an_input_read_again_for_each_pass_is_never_persisted_and_counts_exactly
         check_vertex_results(prepared, graph)
 
 
+def test_an_input_made_from_data_on_the_workers_is_not_read_again():
+    """Partitions scattered to the workers cannot be read again (a copy of their tasks names
+    keys no worker holds): under ``always`` such an input is kept, and counts exactly."""
+    from distributed import Client, LocalCluster, wait
+
+    frames = edge_copies_in_every_partition()
+    edges = np.concatenate([f.to_numpy() for f in frames])
+    with (dask.config.set({"dtri.recompute-input": "always"}),
+          LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                       dashboard_address=":0") as cluster, Client(cluster) as client):
+        parts = [client.scatter(frame) for frame in frames]
+        wait(parts)
+        frame = dd.from_delayed(parts, meta=frames[0].iloc[:0], verify_meta=False)
+        assert dtri.count_triangles(frame[["src", "dst"]], backend="cpu",
+                                    npartitions=2) == networkx_triangles(edges)
+
+
 def test_the_input_is_read_again_on_gpu_workers_under_a_host_limit_only():
     from dtri.errors import ConfigurationError
     from dtri.prepared.inputs import recomputes_input
+    from dtri.runtime.host_plan import HostPlan
     from dtri.runtime.session import MemoryCaps
 
     client = object()
-    cpu = Runtime("cpu", client, 2, 1, 1 << 30, caps=MemoryCaps(memory_limit=1 << 30))
-    gpu = Runtime("gpu", client, 1, 1, 1 << 30, caps=MemoryCaps(memory_limit=1 << 30))
-    unlimited = Runtime("gpu", client, 1, 1, 1 << 30)
-    in_process = Runtime("gpu", None, 1, 1, 1 << 30, caps=MemoryCaps(memory_limit=1 << 30))
+    caps = MemoryCaps(memory_limit=1 << 30)
+    plan = HostPlan(1 << 30, 1 << 28, 1 << 28, 1 << 27, 1 << 27)
+    cpu = Runtime("cpu", client, 2, 1, 1 << 30, caps=caps, host_plan=plan)
+    gpu = Runtime("gpu", client, 1, 1, 1 << 30, caps=caps, host_plan=plan)
+    unlimited = Runtime("gpu", client, 1, 1, 1 << 30, caps=caps)  # dask-cuda's own limit
+    in_process = Runtime("gpu", None, 1, 1, 1 << 30, caps=caps, host_plan=plan)
     assert [recomputes_input(r) for r in (cpu, gpu, unlimited, in_process)] == [
         False, True, False, False]
     with dask.config.set({"dtri.recompute-input": "always"}):
