@@ -13,7 +13,7 @@ A worker of a local cluster that dtri starts with a memory limit ``L`` holds, in
   (on the CPU its tasks' whole working set; under host staging their results leaving the
   device, where the pool is full); nothing under device staging, where they run on the GPU;
 * ``stored``: what is left, for the stage results the worker keeps in memory. Beyond it they
-  go to disk: Dask's ``SpillBuffer`` (CPU) and dask-cuda's ``DeviceHostFile`` (GPU) are made
+  go to disk: Dask's ``SpillBuffer`` (CPU) and dtri's ``TieredStore`` (GPU) are made
   with exactly this many bytes for their memory (:meth:`HostPlan.stored`), by the results'
   sizes.
 

@@ -647,6 +647,25 @@ PRESETS: dict[str, Preset] = {
         "issue 41, at c7e363e, on GPU 3 beside the runs of saved-graph-h200 and the GPU "
         "tests; the limited run was stopped at 285 s, in its canonicalize stage, so it has "
         "no count: the line records that, and the unlimited run's 143 GB resident"),
+    "host-memory-store-h200": Preset(
+        "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB, and R-MAT 28 under a "
+        "16 GiB pool with --memory-limit 32GiB, each against the same count without the "
+        "limit, one GPU worker", "one NVIDIA H200 of a 2 x H200 host, kind nvidia-h100-x2", (
+            script("host_memory.py", "run", "rmat:26", "--backend", "gpu", "--workers", "1",
+                   "--memory-limit", "12GiB", "--repeat", "1", "--timeout", "280",
+                   "--spill-directory", "/tmp/spill26", "--out", "{out}", "--",
+                   "--rmm-pool-size", "4GiB", env={"PYTHONDONTWRITEBYTECODE": ""}),
+            script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--workers", "1",
+                   "--memory-limit", "32GiB", "--repeat", "1", "--timeout", "470",
+                   "--spill-directory", "/tmp/spill28", "--out", "{out}", "--",
+                   "--rmm-pool-size", "16GiB", env={"PYTHONDONTWRITEBYTECODE": ""})),
+        "issue 41: R-MAT 26 at 053b216 (dtri's tiered store, the input read again for each "
+        "pass) and at d9b522f (results read back into writable memory; a tier full keeps "
+        "what it holds; a sender of one partition is its read task), then R-MAT 28 at "
+        "d9b522f; three sessions of one kind, each after one count of R-MAT 20 had compiled "
+        "the kernels. 08b3aef, the head after them, changes neither run: it reads the input "
+        "again only under a host plan (both runs have one) and not from data on the workers "
+        "(a generated graph is not)"),
     "host-memory-folds-h100": Preset(
         "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB against the same count "
         "without it, for the folds cut to a task's budget and two tries taken out again",
