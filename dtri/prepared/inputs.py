@@ -370,7 +370,7 @@ def input_copies(partitions: list[Any], recomputed: bool, seed: str) -> list[Any
     return list(copies) if len(partitions) > 1 else [copies]
 
 
-def holds_futures(frame: dd.DataFrame) -> bool:
+def made_from_worker_data(frame: dd.DataFrame) -> bool:
     """Whether ``frame`` is made from data already on the workers (scattered or persisted),
     which its tasks cannot read again: a copy of its tasks was refused with "lost
     dependencies" (:func:`dtri.runtime.compat.reads_keys_outside`)."""
@@ -414,7 +414,7 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
         partitions = None
     if partitions is None and recomputes_input(runtime):
         lowered = frame.optimize()
-        if not holds_futures(lowered):
+        if not made_from_worker_data(lowered):
             return recomputed_inputs(lowered, tasks, timer)
     if partitions is None and runtime.client is not None and len(tasks.workers) > 1:
         frame = spread_persist(frame.optimize(), tasks.workers, timer)

@@ -718,7 +718,7 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
             if caps.device_memory_limit is not None:
                 memory["device_memory_limit"] = caps.device_memory_limit
             if plan is not None:
-                memory["data"] = _device_host_file(caps, plan)
+                memory["data"] = _gpu_worker_store(caps, plan)
             # CuPy's arrays from the pool too; a given pool cannot grow, so the cap is real
             memory.update(rmm_pool_size=caps.rmm_pool_size or DEFAULT_RMM_POOL,
                           rmm_maximum_pool_size=caps.rmm_pool_size,
@@ -737,12 +737,11 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         )
 
 
-def _device_host_file(caps: MemoryCaps, plan: HostPlan) -> tuple[type, dict[str, Any]]:
+def _gpu_worker_store(caps: MemoryCaps, plan: HostPlan) -> tuple[type, dict[str, Any]]:
     """The store of a GPU worker under a host limit (:class:`~dtri.runtime.tiered_store.
     TieredStore`), with dask-cuda's device memory limit, holding the stored results that
-    ``plan`` gives host memory there instead of the whole memory limit: dask-cuda's own keeps
-    results in host memory up to the limit, beyond the process's other memory (its
-    page-locked pool, its libraries)."""
+    ``plan`` gives host memory there, not the whole memory limit, beside the process's
+    other memory (its page-locked pool, its libraries)."""
     from dask_cuda.utils import parse_device_memory_limit
 
     from dtri.runtime.tiered_store import TieredStore
