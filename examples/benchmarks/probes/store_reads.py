@@ -1,0 +1,67 @@
+"""Where a GPU count under a host limit spends its store's time: one worker, the seconds its
+:class:`~dtri.runtime.tiered_store.TieredStore` spent on each move, its bytes, and per stage
+how many results were read back from disk, how many reads that took and the most reads of
+one result.
+
+Usage (on a GPU host): ``python examples/benchmarks/probes/store_reads.py rmat:26 4GiB 12GiB``
+(the graph, ``--rmm-pool-size``, ``--memory-limit``). Prints text, not a benchmark line: it
+finds where to look. Run at 6cc2e64 on one H200 for the R-MAT 26 figures in
+``docs/performance.md`` (Host memory).
+"""
+import json
+import sys
+import time
+
+
+def count_reads(dask_worker) -> str:
+    """Wrap the worker's store's disk reads with a count per key."""
+    import collections
+
+    store = dask_worker.data
+    store.read_keys = collections.Counter()
+    read = store._read
+
+    def counted(key):
+        store.read_keys[key] += 1
+        return read(key)
+
+    store._read = counted
+    return type(store).__name__
+
+
+def summary(dask_worker) -> dict:
+    """The store's seconds and bytes, and per stage: results read back, reads, most reads."""
+    import collections
+
+    from dtri.runtime.stages import stage_of
+
+    store = dask_worker.data
+    keys, reads, most = collections.Counter(), collections.Counter(), collections.Counter()
+    for key, n in store.read_keys.items():
+        stage = stage_of(key) or "other"
+        keys[stage] += 1
+        reads[stage] += n
+        most[stage] = max(most[stage], n)
+    return {"seconds": {move: round(s, 2) for move, s in store.seconds.items()},
+            "written": store.written_bytes, "read_back": store.read_back_bytes,
+            "to_host": store.to_host_bytes,
+            "per_stage": {stage: {"results": keys[stage], "reads": reads[stage],
+                                  "most": most[stage]} for stage in keys}}
+
+
+if __name__ == "__main__":
+    import dtri
+    from dtri.input.generate import generated
+
+    spec, pool, limit = sys.argv[1], sys.argv[2], sys.argv[3]
+    with dtri.Session(backend="gpu", workers=1, rmm_pool_size=pool, memory_limit=limit,
+                      spill_directory="/tmp/spill-probe") as session:
+        client = session.open(input_rows=0).client
+        print("stores", client.run(count_reads), flush=True)
+        started = time.perf_counter()
+        with session.prepare(generated(spec, seed=0)) as graph:
+            result = graph.count()
+        print("seconds", round(time.perf_counter() - started, 2), "triangles", result.triangles)
+        print("stages", json.dumps(result.seconds))
+        for facts in client.run(summary).values():
+            print(json.dumps(facts))
