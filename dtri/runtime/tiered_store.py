@@ -13,11 +13,13 @@ A stage result never changes while its key lives (Dask sets a key once; a recomp
 deleted first). So this store keeps a result's file until the key is deleted: evicting a
 result that has a file only drops it from memory. A result read back from disk goes straight
 to its own tier (a device result to the device), not through the host tier, and stays there
-only where it fits beside what the tier holds: a stage reads the results of the stage before
-in turn, and a tier that took each one read back, pushing out the oldest, would have
-pushed out each result before the next stage read it again (least recently used is the
-worst order for such scans); it keeps the ones it holds instead, which the next stage finds
-in memory.
+only where it fits beside what the tier holds, or where it is read again soon: a stage reads
+the results of the stage before in turn, and a tier that took each one read back, pushing
+out the oldest, would have pushed out each result before the next stage read it again
+(least recently used is the worst order for such scans); it keeps the ones it holds
+instead, which the next stage finds in memory. A result that every task of a stage reads
+(the ranks, say) is read again fewer bytes of reads later than the tier holds, and stays
+(:meth:`Tier.admits`).
 
 Each tier is least recently used first, its values weighed by ``sizeof``, as dask-cuda's are:
 
@@ -97,6 +99,10 @@ class Tier:
         self.values: OrderedDict[Any, Any] = OrderedDict()
         self.weights: dict[Any, int] = {}
         self.total = 0
+        self.read_bytes = 0
+        """Bytes read back from disk into this tier so far."""
+        self.last_read: dict[Any, int] = {}
+        """``read_bytes`` at each result's last read back into this tier."""
 
     def put(self, key: Any, value: Any) -> None:
         self.values[key] = value
@@ -107,9 +113,18 @@ class Tier:
         self.values.move_to_end(key)
         return self.values[key]
 
-    def fits(self, value: Any) -> bool:
-        """Whether ``value`` fits beside the values held, evicting none."""
-        return self.limit is None or self.total + safe_sizeof(value) <= self.limit
+    def admits(self, key: Any, value: Any) -> bool:
+        """Whether a result read back from disk should stay in this tier: where it fits
+        beside the values held, or where it was read back before, fewer bytes of reads ago
+        than the tier holds (its reuse distance: a result that every task of a stage reads,
+        as the ranks are, which least recently used order keeps until its next read)."""
+        weight = safe_sizeof(value)
+        previous = self.last_read.get(key)
+        self.last_read[key] = self.read_bytes
+        self.read_bytes += weight
+        if self.limit is None or self.total + weight <= self.limit:
+            return True
+        return previous is not None and self.read_bytes - weight - previous < self.limit
 
     def pop(self, key: Any) -> Any:
         self.total -= self.weights.pop(key)
@@ -212,11 +227,10 @@ class TieredStore(MutableMapping[Any, Any]):
             value = self._read(key)
             if isinstance(value, HostCopy):
                 value = self._device_value(value)
-                tier = self.device
-            else:
-                tier = self.host
-            if tier.fits(value):  # else only the reader holds it: its file stays
-                tier.put(key, value)
+                if self.device.admits(key, value):  # else only the reader holds it
+                    self._to_device(key, value)
+            elif self.host.admits(key, value):
+                self._to_host(key, value)
             return value
 
     def _device_value(self, copy: HostCopy) -> Any:
@@ -316,6 +330,7 @@ class TieredStore(MutableMapping[Any, Any]):
 
     def _delete(self, key: Any) -> None:
         for tier in (self.device, self.host):
+            tier.last_read.pop(key, None)
             if key in tier:
                 tier.pop(key)
         self.others.pop(key, None)

@@ -222,3 +222,29 @@ def test_the_store_times_each_move(tmp_path):
     data["x-0"]
     assert set(data.seconds) == {"disk-write", "disk-read", "to-host", "to-device"}
     assert all(seconds > 0 for seconds in data.seconds.values()), data.seconds
+
+
+def test_a_result_every_task_reads_stays_once_it_is_read_back_twice(tmp_path):
+    """A scan over eight results, each read beside one shared result (as every task of a
+    stage reads the ranks): the shared one is read back from disk twice, then stays, while
+    the scanned ones still do not push out what the tier holds."""
+    data = store(tmp_path, host=MIB)
+    originals = values(8)
+    shared = np.arange(MIB // 64)
+    data["shared"] = shared
+    for key, array in originals.items():
+        data[key] = array
+    reads: dict[str, int] = {}
+    read = data._read
+
+    def counted(key):
+        reads[key] = reads.get(key, 0) + 1
+        return read(key)
+
+    data._read = counted
+    for _ in range(2):
+        for key, array in originals.items():
+            np.testing.assert_array_equal(data["shared"], shared)
+            np.testing.assert_array_equal(data[key], array)
+    assert reads["shared"] == 2 and "shared" in data.host
+    assert max(n for key, n in reads.items() if key != "shared") <= 2
