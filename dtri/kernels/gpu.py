@@ -26,6 +26,7 @@ from dtri.kernels.dispatch import (
 
 sort_keys.register(cupy.ndarray, cupy.sort)
 
+
 @array_module.register(cupy.ndarray)
 def _cupy_module(array: cupy.ndarray) -> Any:
     return cupy

@@ -135,9 +135,9 @@ def spilled(data: Any) -> Spilled:
     ``SpillBuffer`` meters the bytes it writes and reads (pickled), as does a GPU worker's
     :class:`~dtri.runtime.tiered_store.TieredStore`; dask-cuda's ``DeviceHostFile`` gets
     counters on its buffers (the values' sizes)."""
-    metrics = getattr(data, "cumulative_metrics", None)  # distributed's SpillBuffer
     if hasattr(data, "written_bytes"):  # dtri's TieredStore
         return Spilled(data.written_bytes, data.read_back_bytes, data.to_host_bytes)
+    metrics = getattr(data, "cumulative_metrics", None)  # distributed's SpillBuffer
     if metrics is not None:
         return Spilled(int(metrics.get(("disk-write", "bytes"), 0)),
                        int(metrics.get(("disk-read", "bytes"), 0)))

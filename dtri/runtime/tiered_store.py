@@ -139,9 +139,6 @@ class Tier:
     def __contains__(self, key: object) -> bool:
         return key in self.values
 
-    def __len__(self) -> int:
-        return len(self.values)
-
 
 def _device_predicates() -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:
     """dask-cuda's tests of a device result and of one cuDF spills itself."""
