@@ -50,7 +50,6 @@ from dtri.runtime.session import (
     options_caps,
     runs_on_this_machine,
     start_cuda_driver,
-    start_worker_server_early,
 )
 
 
@@ -68,7 +67,6 @@ class Session:
         self.options = Options.of(options, **changes)
         if self.options.backend != "cpu":  # while the run imports what it needs
             start_cuda_driver()
-            start_worker_server_early(self.options)
         self.runtime: Runtime | None = None
         self._stack = ExitStack()
 

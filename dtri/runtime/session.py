@@ -408,29 +408,6 @@ def start_cuda_driver() -> threading.Thread | None:
     return thread
 
 
-def start_worker_server_early(options: Options) -> None:
-    """Start the forkserver of the local GPU cluster that ``options`` start whatever the input
-    (:func:`named_placement`: ``--workers`` or a memory cap, no scheduler, no active client),
-    where the GPU backend is asked for and installed: as the run begins, not after this
-    process has checked its GPU and imported distributed (:func:`_opened` finds it running
-    with the environment it needs). Not where a host memory limit is given: its workers'
-    environment waits for the limit's plan (:func:`local_host_plan`), which reads the GPU's
-    memory. Its workers then fork as soon as the server has imported their modules
-    (:mod:`dtri.runtime.worker_start`)."""
-    if options.backend != "gpu" or options.scheduler_file or not gpu_modules_installed():
-        return
-    caps = options_caps(options)
-    named = named_placement(options, caps)
-    if (caps.memory_limit is not None or named is None or named[0] is not None
-            or active_client() is not None):
-        return
-    set_device_writes()  # the environment its workers keep, as open_runtime sets it
-    if ucx_available():  # and as _opened does for UCX (a variable only UCX reads)
-        quiet_ucx()
-    with dask.config.set(cluster_settings(caps, None)):
-        start_worker_server("gpu")
-
-
 def set_device_writes() -> None:
     """``KVIKIO_AUTO_DIRECT_IO_WRITE`` from ``dtri.direct-device-writes``
     (:data:`DIRECT_DEVICE_WRITES`) in this process's environment, where it is not set: for a

@@ -5,13 +5,11 @@ A spawned dask-cuda worker imports distributed and cuDF on its own before it lis
 on a 4 x H200 host (``-X importtime`` in the workers: distributed 1.8 s, cuDF 1.6 s). Python's
 ``forkserver`` start method forks each worker from a server that imported
 ``dtri.worker-preload-<backend>`` once. :func:`start_worker_server` starts that server as
-soon as a run knows it will start a local cluster (a GPU session whose options name one, as
-it is made: :func:`dtri.runtime.session.start_worker_server_early`), so that it imports them
-while this process checks its GPU, imports distributed and starts the scheduler;
-:func:`worker_start` then has the cluster's nannies fork their workers from it. On that
-host R-MAT 28's whole ``dtri count`` over four UCX workers took 19.1 s forked against 24.4 s
-spawned, its cluster starting in 7.6 s against 9.5 s
-(``multi-gpu-cli-forkserver-h200x4.jsonl``).
+soon as a run knows it will start a local cluster, so that it imports them while this
+process imports distributed and starts the scheduler; :func:`worker_start` then has the
+cluster's nannies fork their workers from it. On that host R-MAT 28's whole ``dtri count``
+over four UCX workers took 19.1 s forked against 24.4 s spawned, its cluster starting in
+7.6 s against 9.5 s (``multi-gpu-cli-forkserver-h200x4.jsonl``).
 
 The server must not touch CUDA, since a forked child cannot use a CUDA context its parent
 made: cuDF checks the GPU when imported unless ``RAPIDS_NO_INITIALIZE`` is set, which the

@@ -496,24 +496,3 @@ def test_gpu_workers_fork_from_a_server_that_made_no_cuda_context():
     assert visible == {"1"}
     result = dtri.count(edges, backend="gpu", workers=1, npartitions=2, memory_budget="1MiB")
     assert result.triangles == networkx_triangles(edges) and result.backend == "gpu"
-
-
-def test_a_gpu_session_with_workers_starts_their_server_when_made_and_counts_exactly():
-    """dtri.Session(backend="gpu", workers=1) starts the server its workers fork from as it is
-    made, before it opens the cluster; the workers fork from that server."""
-    import multiprocessing.forkserver
-    import os
-
-    from dtri.runtime.worker_start import WorkerServer, stop_worker_server
-
-    stop_worker_server()
-    edges = np.random.default_rng(22).integers(0, 500, size=(6000, 2))
-    session = dtri.Session(backend="gpu", workers=1)
-    server = multiprocessing.forkserver._forkserver._forkserver_pid
-    assert WorkerServer.environ is not None and server is not None
-    with session:
-        runtime = session.open()
-        assert set(runtime.client.run(os.getppid).values()) == {server}
-        with session.prepare(edges, npartitions=2) as prepared:
-            result = prepared.count()
-    assert result.triangles == networkx_triangles(edges) and result.backend == "gpu"

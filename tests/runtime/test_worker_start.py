@@ -95,32 +95,3 @@ def test_distributed_makes_its_forkserver_context_before_any_thread_imports_ahea
     with open_runtime(Options(backend="cpu", workers=1)):
         pass
     assert seen == [True]
-
-
-@pytest.mark.parametrize(("options", "starts"), [
-    ({"workers": 2}, True),
-    ({"rmm_pool_size": "1GiB"}, True),
-    ({}, False),  # the input's size decides where it runs
-    ({"workers": 2, "memory_limit": "4GiB"}, False),  # the limit's plan reads the GPU
-    ({"scheduler": "tcp://127.0.0.1:1"}, False),
-    ({"workers": 2, "backend": "auto"}, False),
-])
-def test_a_gpu_session_that_will_start_a_cluster_starts_its_workers_server_when_made(
-        monkeypatch, options, starts):
-    """The server that the workers fork from starts as the session is made, while the run
-    checks its GPU and imports distributed, under the environment the cluster starts with."""
-    import dtri.runtime.session as session
-
-    started = []
-    monkeypatch.setattr(session, "gpu_modules_installed", lambda: True)
-    monkeypatch.setattr(session, "start_cuda_driver", lambda: None)
-    monkeypatch.setattr(session, "start_worker_server", lambda backend: started.append(
-        (backend, dict(dask.config.get("distributed.nanny.pre-spawn-environ")))))
-    monkeypatch.delenv("KVIKIO_AUTO_DIRECT_IO_WRITE", raising=False)
-    session.start_worker_server_early(Options(**{"backend": "gpu", **options}))
-    if not starts:
-        assert started == []
-        return
-    [(backend, environ)] = started
-    assert backend == "gpu" and environ["MALLOC_TRIM_THRESHOLD_"] is None  # adaptive malloc
-    assert os.environ["KVIKIO_AUTO_DIRECT_IO_WRITE"] == "false"  # what its workers keep
