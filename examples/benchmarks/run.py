@@ -551,6 +551,17 @@ PRESETS: dict[str, Preset] = {
                       repeat=2, cli_timeout=90),),
         "issue 39, at c7e363e (kind nvidia-h100-x4, which came as 4 x H200); no one-GPU peer "
         "(host-memory-h200 has R-MAT 28 on one of this host's GPUs under a 16 GiB pool)"),
+    "multi-gpu-cli-server-h200x4": Preset(
+        "R-MAT 28 end to end on four GPUs with the workers' server started as the GPU session "
+        "is made (47e1c59, reverted in f7ac2b5: no gain), alternated with 09e6661: the whole "
+        "dtri count command in a new process, best of two each",
+        "one host with 4 NVIDIA H200", (
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=2, cli_timeout=90),
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=2, cli_timeout=90)),
+        "issue 39 (kind nvidia-h200-x4), two rounds in one session: the first command at "
+        "47e1c59, the second right after it from a copy of 09e6661's tree (its lines' commit)"),
     "multi-gpu-head-h100x2": Preset(
         "strong scaling over UCX on 1 and 2 GPUs at a0131f7 (one exchange, trees and the "
         "sort's splits placed where their inputs are)", "one host with 2 NVIDIA H100 (80 GB)", (
