@@ -263,17 +263,23 @@ class PreparedGraph:
     def memory(self) -> MeasuredMemory:
         """The peak memory of each stage run for this graph so far (its preparation and the
         analytics since), as the workers measured it (:mod:`dtri.runtime.meter`)."""
-        if not self.released:
-            self.measured.merge(self.runtime.stage_peaks())
+        self._read()
         return self.measured
 
     def moves(self) -> MovedBytes:
         """The bytes moved between workers by each stage run for this graph so far (its
         preparation and the analytics since), per receiving worker
         (:mod:`dtri.runtime.transfers`)."""
-        if not self.released:
-            self.moved.merge(self.runtime.moves())
+        self._read()
         return self.moved
+
+    def _read(self) -> None:
+        """Add what the workers' meters measured since they were last read (one round trip:
+        :meth:`dtri.runtime.session.Runtime.readings`)."""
+        if not self.released:
+            measured, moved = self.runtime.readings()
+            self.measured.merge(measured)
+            self.moved.merge(moved)
 
     def seconds_with(self, stages: dict[str, float], started: float) -> dict[str, float]:
         """What an analytic's result reports as its seconds: the preparation's stages, the
@@ -532,8 +538,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     the memory budget (:func:`dtri.prepared.inputs.fitted_partitions`). The input keeps its own
     partitioning unless a partition is too big for one task."""
     started = time.perf_counter()
-    runtime.stage_peaks()  # what ran before this graph is not its own
-    runtime.moves()
+    runtime.readings()  # what ran before this graph is not its own
     timer = runtime.timer(options.progress)
     staging = runtime.staging
     tasks = runtime.tasks()
@@ -642,13 +647,14 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         timer.settle()
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
+    measured, moved = runtime.readings()
     return PreparedGraph(runtime=runtime, options=options, parts=partitions, bounds=bounds,
                          summaries=summaries, vertices=vertices, ids=ids,
                          counted_degree=degree, fan_in=fan_in,
                          orientation=facts.orientation, orientation_reason=facts.reason,
                          order=order,
                          order_reason=order_reason, seconds=seconds, read=read,
-                         measured=runtime.stage_peaks(), moved=runtime.moves(), shape=shape)
+                         measured=measured, moved=moved, shape=shape)
 
 
 def open_saved(path: str, runtime: Runtime, options: Options,
@@ -661,8 +667,7 @@ def open_saved(path: str, runtime: Runtime, options: Options,
     from dtri.input.read import filesystem
 
     started = time.perf_counter()
-    runtime.stage_peaks()
-    runtime.moves()
+    runtime.readings()  # what ran before this graph is not its own
     fs, root = filesystem(path, options.storage_options)
     root = root.rstrip("/") or root
     metadata = metadata or saved_metadata(path, options)
@@ -711,14 +716,15 @@ def opened_graph(runtime: Runtime, options: Options, metadata: dict[str, Any],
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
     read = {"partitions": metadata["partitions"], "rows": metadata["edges"],
             "largest_rows": max((s.edges for s in summaries), default=0)}
+    measured, moved = runtime.readings()
     return PreparedGraph(runtime=runtime, options=options, parts=parts,
                          bounds=metadata["bounds"], summaries=summaries,
                          vertices=int(metadata["vertices"]), ids=ids, counted_degree=degree,
                          present=present, orientation=metadata["orientation"],
                          orientation_reason=metadata["orientation_reason"],
                          order=metadata["order"], order_reason=metadata["order_reason"],
-                         seconds=seconds, read=read, measured=runtime.stage_peaks(),
-                         moved=runtime.moves(), input_identity=metadata.get("input"))
+                         seconds=seconds, read=read, measured=measured, moved=moved,
+                         input_identity=metadata.get("input"))
 
 
 def saved_metadata(path: str, options: Options) -> dict[str, Any]:

@@ -319,7 +319,7 @@ def worker_host_meter(worker: Any) -> HostMeter | None:
     return getattr(worker.plugins.get(HOST_METER_NAME), "meter", None)
 
 
-def _worker_host_peaks(reader: str, *, dask_worker: Any) -> tuple[dict, dict, dict, int] | None:
+def worker_host_peaks(reader: str, *, dask_worker: Any) -> tuple[dict, dict, dict, int] | None:
     """This worker's host peaks not yet read by ``reader``, started afresh (on the worker)."""
     meter = worker_host_meter(dask_worker)
     return None if meter is None else meter.take(reader).to_tuple()
@@ -328,8 +328,14 @@ def _worker_host_peaks(reader: str, *, dask_worker: Any) -> tuple[dict, dict, di
 def read_host_peaks(client: Any, reader: str = "run") -> MeasuredHost:
     """The host peaks measured since ``reader`` last read them, over the workers of
     ``client`` that are up (a lost worker's are lost with it); started afresh."""
+    return host_peaks_of(client.run(worker_host_peaks, reader, on_error="ignore"))
+
+
+def host_peaks_of(reports: dict[str, Any]) -> MeasuredHost:
+    """The workers' host peaks from their reports by address (:func:`worker_host_peaks`,
+    run on each)."""
     measured = MeasuredHost()
-    for address, report in client.run(_worker_host_peaks, reader, on_error="ignore").items():
+    for address, report in reports.items():
         if not isinstance(report, tuple):
             continue
         peaks = HostPeaks(*report)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -277,7 +278,7 @@ def note_fallback() -> None:
         "a task ran out of device memory and goes on on the host")
 
 
-def _worker_peaks(reader: str, *, dask_worker: Any) -> tuple[str | None, dict, dict, dict]:
+def worker_peaks(reader: str, *, dask_worker: Any) -> tuple[str | None, dict, dict, dict]:
     """This worker's peaks not yet read by ``reader``, started afresh (run on the worker)."""
     meter = worker_meter(dask_worker)
     if meter is None:
@@ -295,11 +296,16 @@ def read_stage_peaks(client: Any, local: StageMeter | None = None, reader: str =
         if local is None:
             return MeasuredMemory(None)
         return MeasuredMemory(local.source, local.take(reader))
+    return stage_peaks_of(client.run(worker_peaks, reader, on_error="ignore").values())
+
+
+def stage_peaks_of(reports: Iterable[Any]) -> MeasuredMemory:
+    """The workers' peaks from their reports (:func:`worker_peaks`, run on each)."""
     measured = MeasuredMemory(None)
-    for report in client.run(_worker_peaks, reader, on_error="ignore").values():
-        source, peak_bytes, task_bytes, host_tasks = report
-        if source is None:
+    for report in reports:
+        if not isinstance(report, tuple) or report[0] is None:
             continue
+        source, peak_bytes, task_bytes, host_tasks = report
         measured.source = source
         measured.peaks.merge(StagePeaks(dict(peak_bytes), dict(task_bytes), dict(host_tasks)))
     return measured

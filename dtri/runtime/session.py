@@ -65,6 +65,7 @@ from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.host_meter import read_host_peaks
 from dtri.runtime.host_plan import HostPlan, host_plan
 from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
+from dtri.runtime.readings import read_readings
 from dtri.runtime.scaling import WorkerChoice
 from dtri.runtime.staging import (
     PINNED_SHARE_OF_HOST_MEMORY,
@@ -73,7 +74,7 @@ from dtri.runtime.staging import (
 )
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
-from dtri.runtime.transfers import MovedBytes, read_moved_bytes
+from dtri.runtime.transfers import MovedBytes
 from dtri.runtime.worker_start import (
     claim_start_method,
     environ_kept,
@@ -339,23 +340,19 @@ class Runtime:
                      f"{format_bytes(read_back.get('total', 0))}")
         return note
 
-    def stage_peaks(self) -> MeasuredMemory:
-        """The peak memory of each stage since the last call: the device's
-        (:mod:`dtri.runtime.meter`) and the host's (:mod:`dtri.runtime.host_meter`)."""
-        if self.meter is None and not (self.metered and self.client is not None):
-            measured = MeasuredMemory(None)
-        else:
-            measured = read_stage_peaks(self.client, self.meter)
-        if self.host_metered and self.client is not None:
-            measured.host = read_host_peaks(self.client)
-        return measured
-
-    def moves(self) -> MovedBytes:
-        """The bytes moved between workers since the last call, per stage and receiving
-        worker (:mod:`dtri.runtime.transfers`); not measured without a cluster."""
-        if not self.ledgers or self.client is None:
-            return MovedBytes(False)
-        return read_moved_bytes(self.client)
+    def readings(self) -> tuple[MeasuredMemory, MovedBytes]:
+        """What the meters measured since the last call, in one round trip to the workers
+        (:func:`dtri.runtime.readings.read_readings`): the peak memory of each stage, the
+        device's (:mod:`dtri.runtime.meter`) and the host's (:mod:`dtri.runtime.host_meter`),
+        and the bytes moved between workers per stage and receiving worker
+        (:mod:`dtri.runtime.transfers`; not measured without a cluster)."""
+        if self.client is None:
+            return (MeasuredMemory(None) if self.meter is None
+                    else read_stage_peaks(None, self.meter)), MovedBytes(False)
+        if not (self.metered or self.host_metered or self.ledgers):
+            return MeasuredMemory(None), MovedBytes(False)
+        return read_readings(self.client, self.metered or self.meter is not None,
+                             self.host_metered, self.ledgers)
 
     @property
     def capped(self) -> bool:

@@ -14,7 +14,8 @@ count's bins count under ``intersect`` and the 2D count's blocks under ``cannon-
 the planner predicts them.
 It adds up the transfers' bytes and seconds too.
 
-The client reads every worker's ledger (:func:`read_moved_bytes`): per stage, the bytes each
+The client reads every worker's ledger (:func:`worker_moves`, with the meters:
+:func:`dtri.runtime.readings.read_readings`): per stage, the bytes each
 worker received (:class:`MovedBytes`). Data sent from the client, or that a task on the
 same worker reads, does not move between workers and is not counted.
 """
@@ -166,14 +167,12 @@ class MovedBytes:
         return self.transfer_bytes / self.transfer_seconds
 
 
-def read_moved_bytes(client: Any, reader: str = "run") -> MovedBytes:
-    """The transfers that the workers of ``client`` received since ``reader`` last read them
-    (a lost worker's are lost with it), by stage and worker; started afresh."""
-    if client is None:
-        return MovedBytes(False)
+def moved_bytes_of(reports: dict[str, Any]) -> MovedBytes:
+    """The transfers from the workers' reports by address (:func:`worker_moves`, run on
+    each)."""
     moved = MovedBytes(False)
-    for address, report in client.run(worker_moves, reader, on_error="ignore").items():
-        if report is None:  # no ledger there
+    for address, report in reports.items():
+        if not isinstance(report, tuple):  # no ledger there
             continue
         stage_bytes, transfer_bytes, transfer_seconds = report
         moved.merge(MovedBytes(True, {stage: {address: value}

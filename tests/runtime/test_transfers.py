@@ -14,6 +14,7 @@ from dtri.report import most_to_one_worker, total_moved
 from dtri.runtime import link, session
 from dtri.runtime.session import ProtocolChoice, Runtime, open_runtime, resolve_protocol
 from dtri.runtime.transfers import MovedBytes, TransferLedger
+from tests.oracles import networkx_triangles
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 
@@ -118,9 +119,43 @@ def test_the_link_is_probed_once_per_cluster(dask_client, monkeypatch):
         first = link.link_bandwidth(runtime)
         assert first > 0 and len(sent) == 2
         assert link.link_bandwidth(runtime) == first and len(sent) == 2  # cached
-        assert runtime.moves().moved_bytes() == {}  # the probe is no stage's
+        assert runtime.readings()[1].moved_bytes() == {}  # the probe is no stage's
 
 
 def test_a_probe_size_that_is_not_positive_is_refused():
     with dask.config.set({link.PROBE_BYTES: 0}), pytest.raises(ValueError, match="positive"):
         link.probe_settings()
+
+
+# ------------------------------------------------------------------------------ readings
+
+def test_a_preparation_reads_every_meter_in_one_round_trip_where_it_begins_and_ends(
+        dask_client, monkeypatch):
+    """The device and host peaks and the transfers are read by one run on the workers at
+    each point (three had been three round trips between the stages), and what they read
+    is the graph's: its stages' bytes moved and host peaks."""
+    import numpy as np
+
+    import dtri
+    from dtri.runtime import readings
+
+    runs = []
+    run = dask_client.run
+
+    def counted(function, *args, **kwargs):
+        runs.append(getattr(function, "__name__", repr(function)))
+        return run(function, *args, **kwargs)
+
+    monkeypatch.setattr(dask_client, "run", counted)
+    edges = np.random.default_rng(3).integers(0, 400, size=(5000, 2))
+    with dtri.Session(backend="cpu") as chosen, \
+            chosen.prepare(edges, npartitions=2) as prepared:
+        meters = [name for name in runs if name != "probe"]
+        assert meters.count(readings.worker_readings.__name__) == 2, meters
+        assert not {"worker_peaks", "worker_host_peaks", "worker_moves"} & set(meters)
+        result = prepared.count()
+        moved = prepared.moves().moved_bytes()
+        measured = prepared.memory()
+    assert result.triangles == networkx_triangles(edges)
+    assert moved and sum(sum(workers.values()) for workers in moved.values()) > 0
+    assert measured.host.measured and measured.host.peaks.overall > 0
