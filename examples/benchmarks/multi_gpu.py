@@ -58,7 +58,7 @@ def cluster(workers: int, protocol: str, devices: str | None,
             "cls": Scheduler, "options": {"dashboard_address": ":0", "protocol": protocol}})
     from dask_cuda import LocalCUDACluster
 
-    from dtri.runtime.session import DEFAULT_RMM_POOL
+    from dtri.runtime.session import DEFAULT_RMM_POOL, quiet_ucx
 
     # the RMM pool that dtri gives the workers of a cluster it starts (without one, every
     # allocation is a cudaMalloc and UCX opens a CUDA IPC handle per received buffer)
@@ -68,6 +68,7 @@ def cluster(workers: int, protocol: str, devices: str | None,
         extra["device_memory_limit"] = device_memory_limit
     if protocol == "ucx":
         extra.update(enable_tcp_over_ucx=True, enable_nvlink=True, enable_infiniband=False)
+        quiet_ucx()  # else UCX warns on every worker's standard output, where the lines go
     return LocalCUDACluster(n_workers=workers, protocol=protocol, dashboard_address=":0",
                             silence_logs=logging.CRITICAL, **extra)
 

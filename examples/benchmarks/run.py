@@ -562,6 +562,25 @@ PRESETS: dict[str, Preset] = {
                       repeat=2, cli_timeout=90)),
         "issue 39 (kind nvidia-h200-x4), two rounds in one session: the first command at "
         "47e1c59, the second right after it from a copy of 09e6661's tree (its lines' commit)"),
+    "multi-gpu-readings-h200x4": Preset(
+        "every worker meter read in one round trip where a preparation begins and ends "
+        "(ab30c0d) against three (09e6661, a copy of its tree): R-MAT 26 and 27 in memory over "
+        "UCX on 1 and 4 GPUs, R-MAT 26 again in the other order, and R-MAT 28's whole dtri "
+        "count command on four, alternated",
+        "one host with 4 NVIDIA H200", (
+            multi_gpu("rmat:26", "rmat:27", workers="1,4", protocols="ucx",
+                      decompositions="1d", repeat=3),
+            multi_gpu("rmat:26", "rmat:27", workers="1,4", protocols="ucx",
+                      decompositions="1d", repeat=3),
+            multi_gpu("rmat:26", workers="1,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:26", workers="1,4", protocols="ucx", decompositions="1d", repeat=3),
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=2, cli_timeout=90),
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=2, cli_timeout=90)),
+        "issue 39 (kind nvidia-h200-x4): the first two commands (ab30c0d, then 09e6661) and "
+        "the last two (alternated twice) in one session; the middle two (09e6661, then "
+        "ab30c0d) in a later one, on a fresh host. Each line's commit says which tree ran"),
     "multi-gpu-head-h100x2": Preset(
         "strong scaling over UCX on 1 and 2 GPUs at a0131f7 (one exchange, trees and the "
         "sort's splits placed where their inputs are)", "one host with 2 NVIDIA H100 (80 GB)", (
@@ -733,6 +752,13 @@ PRESETS: dict[str, Preset] = {
             script("probes/stage_profile.py", "rmat:27", "4")),
         "the last three lines ran bef7183 with the probe of b998dde (its input spread over the "
         "workers, and each stage's transfers), in one session of kind nvidia-h200-x4"),
+    "stage-profile-head-h200x4": Preset(
+        "busy and transfer seconds per stage and worker, and per kind of task, at 09e6661",
+        "one host with 4 NVIDIA H200", (
+            script("probes/stage_profile.py", "rmat:27", "1", "4"),
+            script("probes/stage_profile.py", "rmat:26", "1", "2", "4")),
+        "issue 39 (kind nvidia-h200-x4), one session; UCX's warnings, which the workers had "
+        "printed between the lines, left out"),
     "staged-pinned-h200": Preset(
         "host staging in page-locked memory: capped against uncapped", H200, (
             staged("rmat:26=8GiB rmat:26=8GiB"),

@@ -167,6 +167,9 @@ def profile(graph: str, workers: int) -> dict:
 
 
 if __name__ == "__main__":
+    from dtri.runtime.session import quiet_ucx
+
+    quiet_ucx()  # UCX's warning on every worker's standard output, between the JSON lines
     spec, *counts = sys.argv[1:]
     for count in counts or ["1", "2"]:
         emit(to_schema("stage-profile", profile(spec, int(count)), command=command_line()),
