@@ -351,8 +351,7 @@ class Runtime:
                     else read_stage_peaks(None, self.meter)), MovedBytes(False)
         if not (self.metered or self.host_metered or self.ledgers):
             return MeasuredMemory(None), MovedBytes(False)
-        return read_readings(self.client, self.metered or self.meter is not None,
-                             self.host_metered, self.ledgers)
+        return read_readings(self.client, self.metered, self.host_metered, self.ledgers)
 
     @property
     def capped(self) -> bool:
