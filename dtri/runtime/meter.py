@@ -14,7 +14,7 @@ GPU workers, nothing on CPU ones), ``rmm``, ``tracemalloc`` (NumPy's allocations
 worker, through Python's tracemalloc: slower, for tests and diagnostics; numba's allocations
 are not seen) or ``off``.
 
-The client reads the workers' peaks (:func:`read_stage_peaks`): per stage the largest over the
+The client reads the workers' peaks (:func:`stage_peaks_of`): per stage the largest over the
 workers, ``overall`` the largest of all. ``peak_bytes`` counts everything the worker held at
 the time (stored results and caches included); ``task_bytes`` only what the stage's tasks
 added above what was there when they started: what ``--memory-budget`` bounds.
@@ -287,16 +287,13 @@ def worker_peaks(reader: str, *, dask_worker: Any) -> tuple[str | None, dict, di
     return meter.source, peaks.peak_bytes, peaks.task_bytes, peaks.host_tasks
 
 
-def read_stage_peaks(client: Any, local: StageMeter | None = None, reader: str = "run"
-                     ) -> MeasuredMemory:
-    """The peaks measured since ``reader`` last read them, over the workers of ``client``
-    that are up (a lost worker's are lost with it), or by the ``local`` meter of an
-    in-process run; started afresh."""
-    if client is None:
-        if local is None:
-            return MeasuredMemory(None)
-        return MeasuredMemory(local.source, local.take(reader))
-    return stage_peaks_of(client.run(worker_peaks, reader, on_error="ignore").values())
+def local_stage_peaks(local: StageMeter | None, reader: str = "run") -> MeasuredMemory:
+    """The peaks that the ``local`` meter of an in-process run measured since ``reader`` last
+    read them (none without a meter); started afresh. The workers' peaks are read with their
+    other meters (:func:`dtri.runtime.readings.read_readings`)."""
+    if local is None:
+        return MeasuredMemory(None)
+    return MeasuredMemory(local.source, local.take(reader))
 
 
 def stage_peaks_of(reports: Iterable[Any]) -> MeasuredMemory:

@@ -64,7 +64,7 @@ from dtri.runtime.budget import (
 from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.host_meter import read_host_peaks
 from dtri.runtime.host_plan import HostPlan, host_plan
-from dtri.runtime.meter import MeasuredMemory, StageMeter, read_stage_peaks
+from dtri.runtime.meter import MeasuredMemory, StageMeter, local_stage_peaks
 from dtri.runtime.readings import read_readings
 from dtri.runtime.scaling import WorkerChoice
 from dtri.runtime.staging import (
@@ -347,8 +347,7 @@ class Runtime:
         and the bytes moved between workers per stage and receiving worker
         (:mod:`dtri.runtime.transfers`; not measured without a cluster)."""
         if self.client is None:
-            return (MeasuredMemory(None) if self.meter is None
-                    else read_stage_peaks(None, self.meter)), MovedBytes(False)
+            return local_stage_peaks(self.meter), MovedBytes(False)
         if not (self.metered or self.host_metered or self.ledgers):
             return MeasuredMemory(None), MovedBytes(False)
         return read_readings(self.client, self.metered, self.host_metered, self.ledgers)
