@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from dtri.input.read import read_edges
     from dtri.options import Options
     from dtri.prepared.graph import PreparedGraph
+    from dtri.runtime.driver import start_cuda_driver
 
 _HOMES = {
     "Approx": "dtri.analytics.estimate",
@@ -52,6 +53,7 @@ _HOMES = {
     "open_prepared": "dtri.api",
     "prepare": "dtri.api",
     "read_edges": "dtri.input.read",
+    "start_cuda_driver": "dtri.runtime.driver",
     "write_generated": "dtri.api",
 }
 """Where each public name lives."""
@@ -72,6 +74,7 @@ __all__ = [
     "open_prepared",
     "prepare",
     "read_edges",
+    "start_cuda_driver",
     "write_generated",
 ]
 __version__ = "0.1.0"

@@ -41,6 +41,7 @@ from dtri.prepared.graph import PreparedGraph, open_saved, prepare_graph, saved_
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
 from dtri.prepared.saved import is_saved_graph
 from dtri.runtime.budget import given_budget
+from dtri.runtime.driver import start_cuda_driver
 from dtri.runtime.session import (
     LOCAL_SCHEDULERS,
     Runtime,
@@ -49,7 +50,6 @@ from dtri.runtime.session import (
     open_runtime,
     options_caps,
     runs_on_this_machine,
-    start_cuda_driver,
 )
 
 

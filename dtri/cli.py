@@ -10,6 +10,7 @@ and per-edge results, to Parquet with ``-o``, renamed into place when complete.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 import sys
@@ -81,11 +82,24 @@ def _errors_as_one_line() -> Iterator[None]:
 
 def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
     """``PATHS...`` or ``--generate SPEC --seed N``, the input options, the cluster, memory and
-    plan options, ``--progress``."""
+    plan options, ``--progress``. A command whose backend is not ``cpu`` starts the CUDA
+    driver first (:func:`dtri.start_cuda_driver`), so that it starts while
+    the command imports dtri's API."""
+
+    body = command
+
+    @functools.wraps(body)
+    def run(*args: Any, **values: Any) -> Any:
+        if values.get("backend") != "cpu":
+            from dtri import start_cuda_driver
+
+            start_cuda_driver()
+        return body(*args, **values)
+
     command = click.option("--progress/--no-progress", default=None,
                            help="Progress on stderr: a line per stage as it ends (stage, "
                                 "seconds, rows where known), after Dask's progress bar on a "
-                                "cluster (default: when stderr is a terminal).")(command)
+                                "cluster (default: when stderr is a terminal).")(run)
     command = cli_options(*RUN_GROUPS)(command)
     command = click.option("--seed", type=int, default=0, show_default=True,
                            help="Seed of the --generate graph.")(command)

@@ -26,7 +26,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import importlib.util
 import logging
@@ -36,7 +35,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, MutableMapping
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -62,6 +61,7 @@ from dtri.runtime.budget import (
     worker_budget,
 )
 from dtri.runtime.compat import lift_cached_property_locks
+from dtri.runtime.driver import gpu_modules_installed
 from dtri.runtime.host_meter import read_host_peaks
 from dtri.runtime.host_plan import HostPlan, host_plan
 from dtri.runtime.meter import MeasuredMemory, StageMeter, local_stage_peaks
@@ -358,15 +358,6 @@ class Runtime:
         return self.backend.on_gpu and self.caps.rmm_pool_size is not None
 
 
-GPU_MODULES = ("cudf", "dask_cudf", "cupy")
-"""What the GPU backend imports: installed, or the GPU is not usable."""
-
-
-def gpu_modules_installed() -> bool:
-    """True when every one of :data:`GPU_MODULES` is installed (found, not imported)."""
-    return all(importlib.util.find_spec(m) for m in GPU_MODULES)
-
-
 def gpu_available() -> bool:
     """True when cuDF, dask-cuDF and CuPy import and at least one GPU is visible."""
     if not gpu_modules_installed():
@@ -377,30 +368,6 @@ def gpu_available() -> bool:
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
-
-
-CUDA_DRIVER_LIBRARY = "libcuda.so.1"
-"""The CUDA driver's library, as NVIDIA's Linux driver installs it."""
-
-
-@functools.cache
-def start_cuda_driver() -> threading.Thread | None:
-    """Start the CUDA driver (``cuInit``) on a thread of its own, once a process, where the
-    GPU backend is installed: ``None`` where it is not. CuPy's first call starts the driver
-    holding Python's lock (0.3 s on a 2 x H200 host, 1.0 s on a 4 x H200 host); a call through
-    ctypes lets go of it, so this process imports what its run needs meanwhile. The thread
-    is not a daemon: the process ends after the driver's start, never during it. A driver
-    that is missing or fails to start is left for CuPy to report (:func:`gpu_available`)."""
-    if not gpu_modules_installed():
-        return None
-
-    def start() -> None:
-        with suppress(OSError, AttributeError):  # no driver: CuPy says so later
-            ctypes.CDLL(CUDA_DRIVER_LIBRARY).cuInit(0)
-
-    thread = threading.Thread(target=start, name="dtri-cuda-driver")
-    thread.start()
-    return thread
 
 
 def set_device_writes() -> None:

@@ -192,21 +192,21 @@ def driver(monkeypatch):
     """A fake driver, and the GPU backend's modules found, for :func:`start_cuda_driver`."""
     import importlib.util
 
-    from dtri.runtime import session
+    from dtri.runtime import driver
 
     fake = FakeDriver()
     found = importlib.util.find_spec
-    monkeypatch.setattr(session.importlib.util, "find_spec",
-                        lambda name, *a: object() if name in session.GPU_MODULES
+    monkeypatch.setattr(driver.importlib.util, "find_spec",
+                        lambda name, *a: object() if name in driver.GPU_MODULES
                         else found(name, *a))
-    monkeypatch.setattr(session.ctypes, "CDLL", fake.library)
-    session.start_cuda_driver.cache_clear()
+    monkeypatch.setattr(driver.ctypes, "CDLL", fake.library)
+    driver.start_cuda_driver.cache_clear()
     yield fake
-    session.start_cuda_driver.cache_clear()
+    driver.start_cuda_driver.cache_clear()
 
 
 def test_a_gpu_session_starts_the_cuda_driver_once_on_a_thread_of_its_own(driver):
-    from dtri.runtime.session import CUDA_DRIVER_LIBRARY, start_cuda_driver
+    from dtri.runtime.driver import CUDA_DRIVER_LIBRARY, start_cuda_driver
 
     dtri.Session(backend="gpu")
     thread = start_cuda_driver()  # the same thread: once a process
@@ -221,25 +221,57 @@ def test_a_cpu_session_does_not_start_the_cuda_driver(driver):
     assert driver.calls == []
 
 
-def test_without_the_gpu_backend_installed_no_driver_is_started(monkeypatch):
-    from dtri.runtime import session
+@pytest.mark.parametrize("backend", ["auto", "gpu"])
+def test_the_command_starts_the_cuda_driver_before_it_reads_the_graph(driver, monkeypatch,
+                                                                       backend):
+    from click.testing import CliRunner
 
-    monkeypatch.setattr(session.importlib.util, "find_spec", lambda name, *a: None)
-    session.start_cuda_driver.cache_clear()
+    from dtri import cli
+
+    steps = []
+    monkeypatch.setattr(dtri, "start_cuda_driver", lambda: steps.append("driver"))
+
+    def prepared(*args, **kwargs):
+        steps.append("prepared")
+        raise dtri.ConfigurationError("stopped here")
+
+    monkeypatch.setattr(cli, "_prepared", prepared)
+    result = CliRunner().invoke(cli.main, ["count", "--generate", "rmat:4", "--backend",
+                                           backend])
+    assert result.exit_code == 2 and "stopped here" in result.output
+    assert steps == ["driver", "prepared"]
+
+
+def test_a_cpu_command_does_not_start_the_cuda_driver(driver):
+    from click.testing import CliRunner
+
+    from dtri import cli
+
+    result = CliRunner().invoke(cli.main, ["count", "--generate", "rmat:4", "--backend", "cpu",
+                                           "--json"])
+    assert result.exit_code == 0, result.output
+    assert driver.calls == []
+
+
+def test_without_the_gpu_backend_installed_no_driver_is_started(monkeypatch):
+    from dtri.runtime import driver
+
+    monkeypatch.setattr(driver.importlib.util, "find_spec", lambda name, *a: None)
+    driver.start_cuda_driver.cache_clear()
     try:
-        assert session.start_cuda_driver() is None
+        assert driver.start_cuda_driver() is None
     finally:
-        session.start_cuda_driver.cache_clear()
+        driver.start_cuda_driver.cache_clear()
 
 
 def test_a_missing_driver_is_left_for_cupy_to_report(driver, monkeypatch):
-    from dtri.runtime import session
+    from dtri.runtime import driver as module
 
     def missing(name: str) -> None:
         raise OSError(f"{name}: cannot open shared object file")
 
-    monkeypatch.setattr(session.ctypes, "CDLL", missing)
-    thread = session.start_cuda_driver()
+    monkeypatch.setattr(module.ctypes, "CDLL", missing)
+    thread = module.start_cuda_driver()
     assert thread is not None
     thread.join(timeout=10)
     assert not thread.is_alive()
