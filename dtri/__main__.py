@@ -1,6 +1,6 @@
 """``python -m dtri`` is the ``dtri`` command."""
 
-from dtri.cli import main
+from dtri.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()
