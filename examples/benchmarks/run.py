@@ -284,6 +284,15 @@ PRESETS: dict[str, Preset] = {
                    *shared("ca-CondMat"), timeout=150),
             script("in_process.py", "sizes", "--repeat", "5", "--scales", "6-20", timeout=200)),
         "on the GPU host through in_process_gpu.sh COMMIT, which sets the host up first"),
+    "in-process-start-end-h200x4": Preset(
+        "karate's dtri count on one GPU in a new process (in this process, no cluster): "
+        "065cd0e (the CUDA driver started before the imports, the program ending once its "
+        "output is out) against d58ee57, alternated twice",
+        "one NVIDIA H200 of a 4 x H200 host", tuple(
+            script("in_process.py", "cli", "--backends", "gpu", "--runs", "2",
+                   "examples/karate.txt", timeout=150) for _ in range(4)),
+        "issue 39 (kind nvidia-h200-x4): 065cd0e first in each round, then a copy of "
+        "d58ee57's tree (each line's commit); the path was given absolute"),
     "in-process-regression-h100": Preset(
         "persisted R-MAT 22 and 24 and `dtri count --generate rmat:22` of this commit",
         "one NVIDIA H100", (
@@ -581,6 +590,30 @@ PRESETS: dict[str, Preset] = {
         "issue 39 (kind nvidia-h200-x4): the first two commands (ab30c0d, then 09e6661) and "
         "the last two (alternated twice) in one session; the middle two (09e6661, then "
         "ab30c0d) in a later one, on a fresh host. Each line's commit says which tree ran"),
+    "multi-gpu-end-h200x4": Preset(
+        "R-MAT 28's whole dtri count command on four GPUs, strong scaling over UCX on 1, 2 and "
+        "4 GPUs (R-MAT 26 and 27, in memory) and R-MAT 25 on one for weak scaling, at 065cd0e "
+        "(the CUDA driver started before the imports; the program ending once its output is "
+        "out)", "one host with 4 NVIDIA H200", (
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=2, cli_timeout=90),
+            multi_gpu("rmat:28", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=2, cli_timeout=90),
+            multi_gpu("rmat:26", "rmat:27", workers="1,2,4", protocols="ucx",
+                      decompositions="1d", repeat=3),
+            multi_gpu("rmat:25", workers="1", protocols="ucx", decompositions="1d", repeat=3)),
+        "issue 39 (kind nvidia-h200-x4): the first line at 667e535 (the driver started first, "
+        "not yet the program's end) in one session, the rest at 065cd0e in a later one on a "
+        "fresh host, whose first R-MAT 28 run (20.2 s) was that host's first R-MAT 28 process"),
+    "multi-gpu-start-end-h200x4": Preset(
+        "a small graph's whole dtri count command on four GPUs, where start and end are most "
+        "of it: 065cd0e (the CUDA driver started before the imports, the program ending once "
+        "its output is out) against d58ee57, alternated three times",
+        "one host with 4 NVIDIA H200", tuple(
+            multi_gpu("rmat:16", cli=True, workers="4", protocols="ucx", decompositions="1d",
+                      repeat=1, cli_timeout=90) for _ in range(6)),
+        "issue 39 (kind nvidia-h200-x4): 065cd0e first in each round, then a copy of "
+        "d58ee57's tree (each line's commit), as alternate_commits.sh runs them"),
     "multi-gpu-head-h100x2": Preset(
         "strong scaling over UCX on 1 and 2 GPUs at a0131f7 (one exchange, trees and the "
         "sort's splits placed where their inputs are)", "one host with 2 NVIDIA H100 (80 GB)", (
