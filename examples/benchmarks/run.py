@@ -674,6 +674,12 @@ PRESETS: dict[str, Preset] = {
         "issue 41, at f68d68f, on GPU 3 of a 4 x H100 host beside other runs; the limited "
         "run was stopped at 285 s (the device time left), so it has no count: the line "
         "records that, and the unlimited run's 138 GB resident"),
+    "saved-graph-end-h200": Preset(
+        "counting a saved R-MAT 26 against its raw Parquet files, each command ending once its "
+        "output is out (0a9e614)", "one NVIDIA H200", (
+            script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "2",
+                   "--dtri-args", "--backend gpu", "--out", "{out}"),),
+        "issue 41, at 0a9e614 (kind nvidia-h200), right after the GPU tests on that host"),
     "saved-graph-h200": Preset(
         "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
         "counting a saved R-MAT 26 against its raw Parquet files",
