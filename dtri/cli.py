@@ -86,13 +86,13 @@ def _errors_as_one_line() -> Iterator[None]:
 def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
     """``PATHS...`` or ``--generate SPEC --seed N``, the input options, the cluster, memory and
     plan options, ``--progress``. A command whose backend is not ``cpu`` starts the CUDA
-    driver first (:func:`dtri.start_cuda_driver`), so that it starts while
-    the command imports dtri's API."""
+    driver first (:func:`dtri.start_cuda_driver`), so that it starts while the command
+    imports dtri's API."""
 
     body = command
 
     @functools.wraps(body)
-    def run(*args: Any, **values: Any) -> Any:
+    def driver_first(*args: Any, **values: Any) -> Any:
         if values.get("backend") != "cpu":
             from dtri import start_cuda_driver
 
@@ -102,7 +102,7 @@ def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
     command = click.option("--progress/--no-progress", default=None,
                            help="Progress on stderr: a line per stage as it ends (stage, "
                                 "seconds, rows where known), after Dask's progress bar on a "
-                                "cluster (default: when stderr is a terminal).")(run)
+                                "cluster (default: when stderr is a terminal).")(driver_first)
     command = cli_options(*RUN_GROUPS)(command)
     command = click.option("--seed", type=int, default=0, show_default=True,
                            help="Seed of the --generate graph.")(command)
@@ -905,8 +905,8 @@ def run() -> None:
     exit hooks (executors told to stop), then the threads that are not daemons joined (the
     CUDA driver's start, :func:`dtri.start_cuda_driver`), then the ``atexit`` handlers (Dask's
     among them); the standard streams are flushed, and the process ends with the status
-    :func:`main` gave. An error that escapes :func:`main` ends it as
-    Python would, with its traceback."""
+    :func:`main` gave. An error that escapes :func:`main` ends it as Python would, with its
+    traceback."""
     try:
         main()
     except SystemExit as end:
