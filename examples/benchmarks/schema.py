@@ -47,6 +47,7 @@ BENCHMARKS = {
     "cli-generate": "`dtri count --generate --json`: dtri's own total",
     "cli-new-process": "`dtri count --json` in a new process: its wall time",
     "cold-start": "a fresh process, best wall of `--repeat`",
+    "command-timeline": "a `dtri` command in a new process: its wall seconds",
     "copy-probe": "one copy or page-locking step",
     "count": "`dtri count --json`: dtri's own total (`seconds.total`)",
     "count-by-size": "`dtri.count` in an open session, median",
