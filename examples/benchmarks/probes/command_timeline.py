@@ -148,8 +148,9 @@ def run_once(argv: list[str]) -> dict[str, Any]:
         output = json.loads(done.stdout)
     except json.JSONDecodeError:
         output = {}
-    graph = option(argv, "--generate") or next(
-        (Path(a).name.split(".")[0] for a in argv[1:] if not a.startswith("-")), None)
+    paths = output.get("paths") or []
+    graph = output.get("generate") or option(argv, "--generate") or (
+        Path(paths[0]).name.split(".")[0] if paths else None)
     return record(benchmark="command-timeline", graph=graph,
                   backend=output.get("backend") or option(argv, "--backend"),
                   command=command_line(), seconds=round(wall, 4),
