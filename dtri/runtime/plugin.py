@@ -1,22 +1,17 @@
-"""The plugins of a session: each worker's staging state, its stage meters (device and host
-memory) and its transfer ledger, and the batching of a local cluster's control messages
-(:mod:`dtri.runtime.messages`). Imported where a cluster needs them, not with dtri: it imports
-``distributed``."""
+"""The worker plugins of a session: each worker's staging state, its stage meters (device
+and host memory) and its transfer ledger (imported where a cluster's workers need them, not
+with dtri: it imports ``distributed``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from dtri.runtime.host_meter import HOST_METER_NAME, HostMeter
 from dtri.runtime.meter import METER_NAME, StageMeter, make_probe, probe_source
 from dtri.runtime.staging import PLUGIN_NAME, StagingState, pinned_arena
 from dtri.runtime.transfers import TRANSFERS_NAME, TransferLedger
-
-MESSAGES_NAME = "dtri-message-interval"
-"""The name of :class:`SchedulerMessages` on the scheduler and :class:`WorkerMessages` on
-the workers."""
 
 
 class StagingPlugin(WorkerPlugin):
@@ -116,39 +111,3 @@ class TransferPlugin(WorkerPlugin):
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
         if finish == "memory" and self.ledger is not None:
             self.ledger.catch_up()
-
-
-class SchedulerMessages(SchedulerPlugin):
-    """Sets the interval of the scheduler's batched sends: to each worker (those there when it
-    starts, and each that joins) and to each client (when it first sends a graph)."""
-
-    name = MESSAGES_NAME
-
-    def __init__(self, interval: float):
-        self.interval = interval
-
-    async def start(self, scheduler: Any) -> None:
-        for comm in (*scheduler.stream_comms.values(), *scheduler.client_comms.values()):
-            comm.interval = self.interval
-
-    def add_worker(self, scheduler: Any = None, worker: str | None = None) -> None:
-        comm = scheduler.stream_comms.get(worker)
-        if comm is not None:
-            comm.interval = self.interval
-
-    def update_graph(self, scheduler: Any, *, client: str, **kwargs: Any) -> None:
-        comm = scheduler.client_comms.get(client)
-        if comm is not None:
-            comm.interval = self.interval
-
-
-class WorkerMessages(WorkerPlugin):
-    """Sets the interval of a worker's batched sends to the scheduler."""
-
-    name = MESSAGES_NAME
-
-    def __init__(self, interval: float):
-        self.interval = interval
-
-    def setup(self, worker: Any) -> None:
-        worker.batched_stream.interval = self.interval

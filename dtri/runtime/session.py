@@ -64,7 +64,6 @@ from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.driver import gpu_modules_installed
 from dtri.runtime.host_meter import read_host_peaks
 from dtri.runtime.host_plan import HostPlan, host_plan
-from dtri.runtime.messages import message_interval, quicken_client, quicken_cluster
 from dtri.runtime.meter import MeasuredMemory, StageMeter, local_stage_peaks
 from dtri.runtime.readings import read_readings
 from dtri.runtime.scaling import WorkerChoice
@@ -660,7 +659,6 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
             'if __name__ == "__main__":, or give scheduler="synchronous" to run in this '
             "process")
     protocol = resolve_protocol(protocol, backend, workers).name
-    interval = message_interval()  # a wrong setting refused before anything starts
     caps = caps or MemoryCaps()
     memory: dict[str, Any] = {}
     if caps.memory_limit is not None:
@@ -687,26 +685,18 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
             memory.update(rmm_pool_size=caps.rmm_pool_size or DEFAULT_RMM_POOL,
                           rmm_maximum_pool_size=caps.rmm_pool_size,
                           rmm_allocator_external_lib_list=["cupy"])
-            cluster = LocalCUDACluster(
+            return LocalCUDACluster(
                 n_workers=workers, protocol=protocol, dashboard_address=":0",
                 silence_logs=logging.CRITICAL, **ucx, **memory,
             )
-        else:
-            from distributed import LocalCluster
+        from distributed import LocalCluster
 
-            if caps.memory_limit is not None and plan is not None:  # a plan made above
-                memory["data"] = (failsafe_spill_buffer, {"stored_bytes": plan.stored})
-            cluster = LocalCluster(
-                n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                processes=True, protocol=protocol, dashboard_address=":0",
-                silence_logs=logging.CRITICAL, **memory,
-            )
-    try:
-        quicken_cluster(cluster, interval)
-    except BaseException:
-        cluster.close()
-        raise
-    return cluster
+        if caps.memory_limit is not None and plan is not None:  # a plan made above
+            memory["data"] = (failsafe_spill_buffer, {"stored_bytes": plan.stored})
+        return LocalCluster(
+            n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+            protocol=protocol, dashboard_address=":0", silence_logs=logging.CRITICAL, **memory,
+        )
 
 
 def _gpu_worker_store(caps: MemoryCaps, plan: HostPlan) -> tuple[type, dict[str, Any]]:
@@ -805,7 +795,6 @@ def cluster_workers(client: Any) -> dict[str, dict[str, Any]]:
 
 
 def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
-    quicken_client(client)
     info = cluster_workers(client)
     if not info:
         client.wait_for_workers(1, timeout=60)
@@ -1293,7 +1282,6 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
     forked = False
     if starts_cluster:
         check_local_workers(backend, workers)
-        message_interval()  # checked before anything starts
         plan = local_host_plan(backend, caps, given, staging)
         chosen = resolve_protocol(protocol, backend, workers)
         if backend == "gpu" and chosen.name == "ucx":

@@ -27,8 +27,6 @@ this process on the same edges (its ``efficiency`` is t1 / (workers x t)); ``det
 workers' measured bytes (``moved_bytes``: per stage, per worker; ``busiest_moved_bytes``),
 the planner's prediction (``predicted_moved_bytes``: the busiest worker's bytes per stage
 under ``1d`` and ``2d``, and the preparation's, ``prepare``), and the cluster.
-``--message-intervals null,0ms`` runs the whole sweep under each ``dtri.message-interval``
-in turn (``null``: Dask's own batching of its control messages); each line names its own.
 """
 
 from __future__ import annotations
@@ -48,19 +46,8 @@ from schema import command_line, emit, to_schema
 def cluster(workers: int, protocol: str, devices: str | None,
             device_memory_limit: str | None = None) -> Any:
     """A local dask-cuda cluster of ``workers`` workers over ``protocol``, as dtri starts
-    one (UCX over NVLink where asked, control messages within ``dtri.message-interval``);
-    with ``devices``, plain Dask workers, one a device of the list in turn (dask-cuda gives
-    a GPU one worker only)."""
-    from dtri.runtime.messages import message_interval, quicken_cluster
-
-    started = started_cluster(workers, protocol, devices, device_memory_limit)
-    quicken_cluster(started, message_interval())
-    return started
-
-
-def started_cluster(workers: int, protocol: str, devices: str | None,
-                    device_memory_limit: str | None) -> Any:
-    """:func:`cluster` before its message intervals are set."""
+    one (UCX over NVLink where asked); with ``devices``, plain Dask workers, one a device of
+    the list in turn (dask-cuda gives a GPU one worker only)."""
     if devices:
         from distributed import Nanny, Scheduler, SpecCluster
 
@@ -253,27 +240,12 @@ def main() -> None:
     parser.add_argument("--worker-starts", default=None,
                         help="--cli: dtri.worker-start-gpu values to alternate, e.g. "
                              "forkserver,spawn (default: dtri's own)")
-    parser.add_argument("--message-intervals", default=None,
-                        help="dtri.message-interval values to run the whole sweep under in "
-                             "turn, e.g. null,0ms,null,0ms (default: dtri's own)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     if args.cli:
         cli_lines(args)
         return
-    import dask
 
-    from dtri.runtime.messages import MESSAGE_INTERVAL
-
-    for interval in (args.message_intervals.split(",") if args.message_intervals
-                     else [dask.config.get(MESSAGE_INTERVAL)]):
-        with dask.config.set({MESSAGE_INTERVAL: None if interval == "null" else interval}):
-            in_memory_lines(args)
-
-
-def in_memory_lines(args: argparse.Namespace) -> None:
-    """The lines of the in-memory runs, each under the ``dtri.message-interval`` in force."""
-    import dask
     from distributed import Client
 
     from dtri.report import most_to_one_worker
@@ -328,7 +300,6 @@ def in_memory_lines(args: argparse.Namespace) -> None:
                                "partition_edges": [part["edges"] for part in
                                                    result.plan["partitions"]],
                                "bins": result.bins, "asked_bins": args.bins,
-                               "message_interval": dask.config.get("dtri.message-interval"),
                                "repeat": args.repeat}
                         emit(to_schema("multi-gpu", own, command=command_line()), args.out)
 
