@@ -605,6 +605,18 @@ PRESETS: dict[str, Preset] = {
         "issue 39 (kind nvidia-h200-x4): the first line at 667e535 (the driver started first, "
         "not yet the program's end) in one session, the rest at 065cd0e in a later one on a "
         "fresh host, whose first R-MAT 28 run (20.2 s) was that host's first R-MAT 28 process"),
+    "multi-gpu-messages-h200x2": Preset(
+        "dtri.message-interval (740f37e, reverted in 419fdb7): the local cluster's scheduler "
+        "and workers, and dtri's client, sending Dask's control messages at once (0ms) "
+        "against Dask's own batching intervals (null), R-MAT 25 and 26 in memory over UCX on "
+        "1 and 2 GPUs, the whole sweep under each in turn, twice",
+        "one host with 2 NVIDIA H200 (kind nvidia-h100-x2)", (
+            script("multi_gpu.py", "rmat:25", "rmat:26", "--workers", "1,2", "--protocols",
+                   "ucx", "--decompositions", "1d", "--repeat", "3", "--message-intervals",
+                   "null,0ms,null,0ms", "--out", "{out}"),),
+        "issue 39: run at 740f37e, whose multi_gpu.py had --message-intervals; the option "
+        "left with the revert, so the command runs from a copy of 740f37e's tree. Each line's "
+        "detail names its message_interval"),
     "multi-gpu-start-end-h200x4": Preset(
         "a small graph's whole dtri count command on four GPUs, where start and end are most "
         "of it: 065cd0e (the CUDA driver started before the imports, the program ending once "
@@ -735,6 +747,18 @@ PRESETS: dict[str, Preset] = {
         "the kernels. 08b3aef, the head after them, changes neither run: it reads the input "
         "again only under a host plan (both runs have one) and not from data on the workers "
         "(a generated graph is not)"),
+    "host-memory-28-h100x2": Preset(
+        "R-MAT 28 under a 16 GiB RMM pool with --memory-limit 32GiB against the same count "
+        "without the limit, one GPU worker, at 419fdb7 (c7ac3e8's store: a result read back "
+        "again soon stays in its tier)",
+        "one NVIDIA H100 of a 2 x H100 host, kind nvidia-h100-x2", (
+            script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--workers", "1",
+                   "--memory-limit", "32GiB", "--repeat", "1", "--timeout", "420",
+                   "--spill-directory", "/tmp/spill28", "--out", "{out}", "--",
+                   "--rmm-pool-size", "16GiB", env={"PYTHONDONTWRITEBYTECODE": ""}),),
+        "issue 41, after one count of R-MAT 18 had compiled the kernels; the limited run was "
+        "stopped at 420 s (the device time left) as its join finished, so its line has no "
+        "count: its stages, from the run's progress lines, summed to 400 s"),
     "host-memory-folds-h100": Preset(
         "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB against the same count "
         "without it, for the folds cut to a task's budget and two tries taken out again",
