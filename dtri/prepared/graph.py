@@ -44,6 +44,7 @@ from dtri.prepared.distributed import (
     count_degrees,
     directed_again,
     prepare_partitions,
+    sort_balance,
 )
 from dtri.prepared.inputs import (
     BYTES_PER_EDGE_IN_FLIGHT,
@@ -574,6 +575,8 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     list_limit = hash_list_limit() if orientation == "auto" else None
     epsilon = adirection_epsilon() if orientation in ("auto", "adirection") else None
     fan_in = vertex_fan_in(sum(inputs.rows), task_budget)
+    work_model = sort_balance(options.join, tasks.eager or (
+        runtime.client is not None and runtime.workers * runtime.threads_per_worker == 1))
     if parts == 1:  # the whole graph in one task: no exchange needed
         small = runtime.backend.on_gpu and sum(inputs.rows) <= host_prepare_edges()
         whole = tasks.task("prepare", prepare_inputs_on_host if small else prepare_inputs,
@@ -585,7 +588,6 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                             picked.orientation, picked.reason)
         del whole, picked
     else:
-        work_model = "wedges" if options.join == "wedges" else "intersect"
         # host staging: a sender per input partition (budget-sized already: read pieces and
         # generated partitions are cut to a task's rows). A sender's keys task also holds the
         # vertex-wide id set and its dense table on the device, which the budget's 128 B an
@@ -634,7 +636,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     partitions, ids, degree = prepared.parts, prepared.ids, prepared.degree
     shape = None if facts.orientation == "adirection" else PreparationShape(
         len(tasks.workers), sender_rows, sender_holders, fan_in, staging.folds_per_worker,
-        "wedges" if options.join == "wedges" else "intersect", facts.largest_id, parts == 1)
+        work_model, facts.largest_id, parts == 1)
     del prepared
     summaries, bounds, vertices = facts.summaries, facts.bounds, facts.vertices
     check_whole_adjacency(summaries)
