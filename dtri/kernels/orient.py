@@ -261,9 +261,16 @@ def out_degree_counts(oriented: Any, vertices: int) -> Any:
     return id_counts(oriented >> checked_key_bits(vertices), vertices)
 
 
-WORK_MODELS = ("wedges", "intersect")
+WORK_MODELS = ("wedges", "intersect", "edges")
 """What a source's counting work is proportional to: its wedges (the wedges join writes each
-one) or its lists' intersections (the fused join walks the shorter list of each edge)."""
+one), its lists' intersections (the fused join walks the shorter list of each edge), or its
+edges alone (what a partition holds: its bytes)."""
+
+
+def edge_work(out_degree: Any) -> Any:
+    """Work per source by its edges alone: its out-degree (int64, from out-degrees of any
+    integer type)."""
+    return out_degree.astype(array_module(out_degree).int64, copy=False)
 
 
 def wedge_work(out_degree: Any) -> Any:

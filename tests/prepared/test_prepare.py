@@ -613,19 +613,23 @@ def test_the_sort_balances_the_join_s_work_only_where_join_tasks_run_at_once():
 
     assert sort_balance("auto", one_at_a_time=False) == "intersect"
     assert sort_balance("intersect", one_at_a_time=False) == "intersect"
-    assert sort_balance("auto", one_at_a_time=True) == "wedges"  # no second pass over keys
+    assert sort_balance("auto", one_at_a_time=True) == "edges"  # no second pass over keys
     assert sort_balance("wedges", one_at_a_time=False) == "wedges"
+    assert sort_balance("wedges", one_at_a_time=True) == "wedges"
 
 
-def test_a_run_of_one_task_at_a_time_cuts_ranges_by_edges_and_wedges(dask_client, backend):
-    """In this process the ranges are cut by the out-degrees alone; on the two CPU workers
-    by the join's work. Both count as NetworkX does."""
+def test_a_run_of_one_task_at_a_time_cuts_ranges_by_their_edges(dask_client, backend):
+    """In this process the ranges are cut by the out-degrees alone, each holding about a
+    third of the edges; on the two CPU workers by the join's work. Both count as NetworkX
+    does."""
     if backend != "cpu":
         pytest.skip("the CPU fixture's cluster has two workers of one thread")
     edges = np.random.default_rng(8).integers(0, 300, size=(4_000, 2))
     expected = networkx_triangles(edges)
     with dtri.prepare(edges, backend=backend, scheduler="synchronous", npartitions=3) as alone:
-        assert alone.shape.work_model == "wedges"
+        assert alone.shape.work_model == "edges"
+        edges_held = [summary.edges for summary in alone.summaries]
+        assert max(edges_held) <= 1.2 * sum(edges_held) / 3
         assert alone.count().triangles == expected
     with dtri.prepare(edges, backend=backend, npartitions=3) as shared:  # the two workers
         assert shared.runtime.workers == 2 and shared.shape.work_model == "intersect"
