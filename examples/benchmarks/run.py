@@ -214,6 +214,18 @@ PRESETS: dict[str, Preset] = {
             for peers in ("none", "none", "networkit", "none")),
         "issue 39: the first and third at 10f54af, the second and fourth from a copy of "
         "bef7183's tree right after each; networkit was not installed, so no line has a peer"),
+    "sort-balance-cpu-2core": Preset(
+        "the sort's ranges where one task runs at a time, cut by the fused join's work model "
+        "(5b5ea55) or by the out-degrees alone: edges and wedges (fdc1d8f), then edges "
+        "(8636f03); R-MAT 20 in memory on one CPU worker and in this process, under a 1 GiB "
+        "budget (two partitions)", CPU, tuple(
+            dtri("bench", "--backend", "cpu", *where, "--memory-budget", "1GiB", "--peers",
+                 "none", "--repeat", "3", "rmat:20", "--output", "{out}")
+            for _ in range(8)
+            for where in (("--workers", "1"), ("--scheduler", "synchronous"))),
+        "issue 41: .scratch's driver ran each pair of commands at the newer commit, then from "
+        "a copy of 5b5ea55's tree, twice for fdc1d8f and twice for 8636f03; each line's commit "
+        "says which tree ran"),
     "cpu-cold-2core": Preset(
         "cold start and peak memory of fresh processes, against NetworKit", CPU, (
             script("cpu_cold.py", "--repeat", "5", "--shared", "{data}"),)),
