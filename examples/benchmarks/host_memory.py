@@ -22,13 +22,18 @@ seconds, triangles, ``agrees``, ``ratio`` = limited / unlimited, and its workers
 (``worker_host_bytes``, from the workers' host meters: ``dtri.runtime.host_meter``) and
 ``within_limit`` (every worker at or below the limit), the peaks per stage, the bytes spilled
 to disk and read back, the limit's plan (``host_memory``), the device peaks, and the exit
-status with the last line of stderr where a run failed.
+status with the last line of stderr where a run failed. A run stopped at ``--timeout`` (or
+failed) leaves no JSON: its ``stage_seconds`` are then those its progress lines gave
+(``dtri: sort 49.94 s, ...``, summed where a stage ran in several steps), and
+``detail.stage_seconds_from`` says which (``json``, ``progress`` or ``None``), for the peer
+too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +45,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # schema.py beside thi
 from schema import command_line, emit, to_schema
 
 FAMILY = "host-memory"
+PROGRESS_LINE = re.compile(r"^dtri: (?P<stage>[a-z_]+) (?P<seconds>[0-9.]+) s\b", re.MULTILINE)
+"""A stage's line of ``--progress`` (:meth:`dtri.runtime.timer.StageTimer._record`)."""
+
+
+def progress_stages(stderr: str) -> dict[str, float]:
+    """Each stage's seconds from a run's ``--progress`` lines, summed where a stage ran in
+    several steps, as its JSON sums them; the progress bars' carriage returns are line
+    ends here."""
+    stages: dict[str, float] = {}
+    for found in PROGRESS_LINE.finditer(stderr.replace("\r", "\n")):
+        stage = found["stage"]
+        stages[stage] = round(stages.get(stage, 0.0) + float(found["seconds"]), 2)
+    return stages
+
+
+def stage_seconds(run: dict[str, Any]) -> tuple[dict[str, float] | None, str | None]:
+    """A run's stage seconds and where they come from: its JSON, else its progress lines."""
+    if run["result"].get("seconds"):
+        return run["result"]["seconds"], "json"
+    return (run["progress"], "progress") if run["progress"] else (None, None)
 
 
 def run_count(graph: str, backend: str, workers: int | None, limit: str | None,
@@ -75,7 +100,7 @@ def run_count(graph: str, backend: str, workers: int | None, limit: str | None,
     if rc == 124:
         lines.append(f"timed out after {timeout} s")
     return {"command": " ".join(["dtri", *args]), "seconds": wall, "result": result, "rc": rc,
-            "error": lines[-1] if rc and lines else None}
+            "error": lines[-1] if rc and lines else None, "progress": progress_stages(stderr)}
 
 
 def limited_line(graph: str, backend: str, limit: str, limited: dict[str, Any],
@@ -85,16 +110,19 @@ def limited_line(graph: str, backend: str, limit: str, limited: dict[str, Any],
 
     mine, theirs = limited["result"], unlimited["result"]
     workers = mine.get("worker_host_bytes") or {}
+    stages, stages_from = stage_seconds(limited)
+    peer_stages, peer_stages_from = stage_seconds(unlimited)
     peer = {"seconds": unlimited["seconds"], "triangles": theirs.get("triangles"),
             "agrees": theirs.get("triangles") is not None
             and theirs.get("triangles") == mine.get("triangles"),
             "ratio": round(limited["seconds"] / unlimited["seconds"], 3),
-            "stage_seconds": theirs.get("seconds"),
+            "stage_seconds": peer_stages, "stage_seconds_from": peer_stages_from,
             "worker_host_bytes": theirs.get("worker_host_bytes"),
             "command": unlimited["command"], "rc": unlimited["rc"],
             "error": unlimited["error"]}
     own = {"graph": graph, "backend": backend, "command": limited["command"],
-           "seconds": limited["seconds"], "stage_seconds": mine.get("seconds"),
+           "seconds": limited["seconds"], "stage_seconds": stages,
+           "stage_seconds_from": stages_from,
            "triangles": mine.get("triangles"), "peers": {"unlimited": peer},
            "memory_limit": parse_bytes(limit), "worker_host_bytes": workers,
            "within_limit": bool(workers) and all(peak <= parse_bytes(limit)
