@@ -124,11 +124,12 @@ def sort_balance(join: str, one_at_a_time: bool) -> str:
     fused join's own work, so that they end together: edges alone or wedges alone left four
     ranges of R-MAT 26 1.7-1.9x apart on one H200. It costs a second pass over every
     sender's keys, a tree of each source's work after the tree of the out-degrees. Where one
-    task runs at a time (``one_at_a_time``: in this process, or on one worker of one
-    thread), the ranges take turns whatever work they hold, so they balance their edges,
-    which the out-degrees give alone: each partition then holds its share of the bytes that
-    the partition count was fitted to. (Edges and wedges put 83% of R-MAT 20's edges in the
-    first of two ranges, whose many low ranks have short lists.)"""
+    task runs at a time (``one_at_a_time``: in this process task by task, not under the
+    threads scheduler, or on one worker of one thread), the ranges take turns whatever work
+    they hold, so they balance their edges, which the out-degrees give alone: each partition
+    then holds its share of the bytes that the partition count was fitted to. (Edges and
+    wedges put 83% of R-MAT 20's edges in the first of two ranges, whose many low ranks have
+    short lists.)"""
     if join == "wedges":
         return "wedges"
     return "edges" if one_at_a_time else "intersect"
