@@ -7,7 +7,7 @@ A worker of a local cluster that dtri starts with a memory limit ``L`` holds, in
   ``dtri.worker-overhead-cpu`` and ``dtri.worker-overhead-gpu`` in ``dask.config``
   (``examples/benchmarks/host_memory.py`` prints the idle workers' resident memory);
 * ``staging``: under host staging on GPU workers, the pool of page-locked memory results land
-  in (:data:`dtri.runtime.staging.PINNED_SHARE_OF_HOST_MEMORY` of ``L``). Spilling a result
+  in (``dtri.pinned-share`` of ``L``: :func:`dtri.runtime.staging.pinned_share`). Spilling a result
   gives its pages back to the pool, not to the system, so none of it is spillable either;
 * ``tasks``: what the running tasks hold in host memory: the memory budget of the worker
   (on the CPU its tasks' whole working set; under host staging their results leaving the

@@ -11,6 +11,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from dtri.runtime.host_meter import HOST_METER_NAME, HostMeter
 from dtri.runtime.meter import METER_NAME, StageMeter, make_probe, probe_source
 from dtri.runtime.staging import PLUGIN_NAME, StagingState, pinned_arena
+from dtri.runtime.tiered_store import READ_AHEAD_NAME
 from dtri.runtime.transfers import TRANSFERS_NAME, TransferLedger
 
 
@@ -21,13 +22,13 @@ class StagingPlugin(WorkerPlugin):
 
     name = PLUGIN_NAME
 
-    def __init__(self, cache_limit: int, pinned: bool):
+    def __init__(self, cache_limit: int, pinned_share: float):
         self.cache_limit = cache_limit
-        self.pinned = pinned
+        self.pinned_share = pinned_share
         self.state: StagingState | None = None
 
     def setup(self, worker: Any) -> None:
-        self.state = StagingState(self.cache_limit, pinned_arena() if self.pinned else None)
+        self.state = StagingState(self.cache_limit, pinned_arena(self.pinned_share))
 
     def teardown(self, worker: Any) -> None:
         if self.state is not None:
@@ -111,3 +112,34 @@ class TransferPlugin(WorkerPlugin):
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
         if finish == "memory" and self.ledger is not None:
             self.ledger.catch_up()
+
+
+class ReadAheadPlugin(WorkerPlugin):
+    """Has a worker whose store reads ahead (:meth:`dtri.runtime.tiered_store.TieredStore.
+    read_ahead`) read the inputs of the task it will run next back from disk each time a
+    task starts: the first of its ready tasks, as Dask's worker will pick it (registered as
+    :data:`~dtri.runtime.tiered_store.READ_AHEAD_NAME`; other stores are left alone)."""
+
+    name = READ_AHEAD_NAME
+
+    def __init__(self) -> None:
+        self.worker: Any = None
+
+    def setup(self, worker: Any) -> None:
+        self.worker = worker if hasattr(worker.data, "read_ahead") else None
+
+    def teardown(self, worker: Any) -> None:
+        if self.worker is not None:
+            self.worker.data.stop_reading_ahead()
+            self.worker = None
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish != "executing" or self.worker is None:
+            return
+        state = self.worker.state
+        running = state.tasks.get(key)
+        following = next(state.ready.peekn(1), None)
+        if running is None or following is None:
+            return
+        self.worker.data.read_ahead([ts.key for ts in following.dependencies],
+                                    running=[ts.key for ts in running.dependencies])

@@ -68,8 +68,8 @@ from dtri.runtime.meter import MeasuredMemory, StageMeter, local_stage_peaks
 from dtri.runtime.readings import read_readings
 from dtri.runtime.scaling import WorkerChoice
 from dtri.runtime.staging import (
-    PINNED_SHARE_OF_HOST_MEMORY,
     Staging,
+    pinned_share,
     resolve_staging,
 )
 from dtri.runtime.tasks import Tasks
@@ -576,7 +576,7 @@ def local_host_plan(backend: str, caps: MemoryCaps, given: Budget | None,
     budget = resolve_budget(given, memory, 1, staged)
     return host_plan(limit, backend, staged.moves, budget.per_worker, threads=1,
                      budget_given=budget.given, budget_fraction=budget.share_of_memory,
-                     pinned_share=PINNED_SHARE_OF_HOST_MEMORY)
+                     pinned_share=pinned_share())
 
 
 IMPORTED_AHEAD = {"cpu": ("pandas", "dask.dataframe"), "gpu": ("pandas", "cudf", "dask_cudf")}
@@ -1097,7 +1097,7 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
                 "join: give --join intersect or auto, or --staging device")
         # an in-process GPU run beyond one task's budget reads its graph through cuDF
         beyond_one_task = (input_rows or 0) * row_bytes > runtime.budget.per_task
-        with _staging_state(runtime), \
+        with _staging_state(runtime), _reads_ahead(runtime), \
                 _stage_meter(runtime) as runtime, _transfer_ledgers(runtime) as runtime, \
                 _device_pool(runtime, beyond_one_task) as runtime:
             yield runtime
@@ -1228,7 +1228,7 @@ def _staging_state(runtime: Runtime) -> Iterator[None]:
         return
     limit = runtime.budget.per_task // TASK_SHARES.device_cache
     if runtime.client is None:
-        start_local_staging(limit, pinned=True)
+        start_local_staging(limit, pinned_share())
         try:
             yield
         finally:
@@ -1236,7 +1236,25 @@ def _staging_state(runtime: Runtime) -> Iterator[None]:
         return
     from dtri.runtime.plugin import StagingPlugin
 
-    with _worker_plugin(runtime.client, PLUGIN_NAME, lambda: StagingPlugin(limit, pinned=True)):
+    share = pinned_share()
+    with _worker_plugin(runtime.client, PLUGIN_NAME, lambda: StagingPlugin(limit, share)):
+        yield
+
+
+@contextmanager
+def _reads_ahead(runtime: Runtime) -> Iterator[None]:
+    """Each GPU worker's reads ahead (:class:`dtri.runtime.plugin.ReadAheadPlugin`) for as
+    long as the block lasts, where ``dtri.read-ahead`` has them: a worker whose store is
+    dtri's (under a host limit) reads the next task's inputs back from disk while a task
+    runs."""
+    if runtime.client is None or not runtime.backend.on_gpu \
+            or not dask.config.get("dtri.read-ahead"):
+        yield
+        return
+    from dtri.runtime.plugin import ReadAheadPlugin
+    from dtri.runtime.tiered_store import READ_AHEAD_NAME
+
+    with _worker_plugin(runtime.client, READ_AHEAD_NAME, ReadAheadPlugin):
         yield
 
 

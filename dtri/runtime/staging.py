@@ -390,11 +390,15 @@ class _Lease:
                                     "typestr": dtype.str, "version": 3}
 
 
-PINNED_SHARE_OF_HOST_MEMORY = 0.4
-"""The page-locked pool of a worker holds at most this share of its host memory limit. Dask
-moves stored results to disk above 60 % of the limit (``target``) and 70 % of the process's
-memory (``spill``); the pool's free memory counts in the process's memory but no spilling can
-free it, so it stays well below both."""
+def pinned_share() -> float:
+    """``dtri.pinned-share`` of ``dask.config``: the most of a worker's host memory limit (of
+    the machine's memory, without one) that its page-locked pool may hold. The pool's free
+    memory counts in the process's memory, but no spilling can free it."""
+    import dask
+
+    import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
+
+    return float(dask.config.get("dtri.pinned-share"))
 
 
 def host_memory_limit() -> int:
@@ -432,14 +436,16 @@ class StagingState:
         self.cache.clear()
 
 
-def pinned_arena() -> HostArena | None:
-    """An arena of page-locked host memory of up to :data:`PINNED_SHARE_OF_HOST_MEMORY` of
-    this worker's host memory limit; ``None`` where none can be had (results stay
-    pageable)."""
+def pinned_arena(share: float) -> HostArena | None:
+    """An arena of page-locked host memory of up to ``share`` of this worker's host memory
+    limit (:func:`pinned_share`); ``None`` where the share is 0 or none can be had (results
+    stay pageable)."""
+    if share <= 0:
+        return None
     from dtri.runtime.gpu import PinnedPool
 
     try:
-        return HostArena(PinnedPool(int(host_memory_limit() * PINNED_SHARE_OF_HOST_MEMORY)))
+        return HostArena(PinnedPool(int(host_memory_limit() * share)))
     except MemoryError:
         return None
 
@@ -463,11 +469,11 @@ def worker_state() -> StagingState:
     return state if state is not None else _local
 
 
-def start_local_staging(cache_limit: int, pinned: bool) -> None:
+def start_local_staging(cache_limit: int, pinned_share: float) -> None:
     """The staging plugin's setup for this process (a local scheduler runs the tasks)."""
     global _local
     _local.close()
-    _local = StagingState(cache_limit, pinned_arena() if pinned else None)
+    _local = StagingState(cache_limit, pinned_arena(pinned_share))
 
 
 def end_local_staging() -> None:

@@ -26,13 +26,15 @@ status with the last line of stderr where a run failed. A run stopped at ``--tim
 failed) leaves no JSON: its ``stage_seconds`` are then those its progress lines gave
 (``dtri: sort 49.94 s, ...``, summed where a stage ran in several steps), and
 ``detail.stage_seconds_from`` says which (``json``, ``progress`` or ``None``), for the peer
-too.
+too. Each ``--config KEY=VALUE`` sets a ``dask.config`` key for both runs, through Dask's
+environment variables (``--config dtri.read-ahead=false``); ``detail.config`` keeps them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -67,9 +69,23 @@ def stage_seconds(run: dict[str, Any]) -> tuple[dict[str, float] | None, str | N
     return (run["progress"], "progress") if run["progress"] else (None, None)
 
 
+def config_environ(settings: tuple[str, ...]) -> dict[str, str]:
+    """This process's environment with each ``key=value`` of ``settings`` set as the
+    ``dask.config`` environment variable that Dask reads (``dtri.read-ahead=false``:
+    ``DASK_DTRI__READ_AHEAD=false``)."""
+    environ = dict(os.environ)
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        name = "__".join(part.replace("-", "_").upper() for part in key.split("."))
+        environ[f"DASK_{name}"] = value
+    return environ
+
+
 def run_count(graph: str, backend: str, workers: int | None, limit: str | None,
-              spill: str | None, extra: list[str], timeout: int) -> dict[str, Any]:
-    """One ``dtri count --json`` in a fresh process: its wall seconds, its JSON, its exit."""
+              spill: str | None, extra: list[str], timeout: int,
+              settings: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One ``dtri count --json`` in a fresh process, with ``settings`` of ``dask.config``
+    (:func:`config_environ`): its wall seconds, its JSON, its exit."""
     from dtri.input.generate import is_spec
 
     source = ["--generate", graph] if is_spec(graph) else [graph]
@@ -84,7 +100,8 @@ def run_count(graph: str, backend: str, workers: int | None, limit: str | None,
     with tempfile.TemporaryFile("w+") as errors:  # the stages' lines and bars, errors
         try:
             done = subprocess.run([sys.executable, "-m", "dtri", *args], stdout=subprocess.PIPE,
-                                  stderr=errors, text=True, timeout=timeout)
+                                  stderr=errors, text=True, timeout=timeout,
+                                  env=config_environ(settings))
             rc, stdout = done.returncode, done.stdout
         except subprocess.TimeoutExpired:
             rc, stdout = 124, ""
@@ -104,7 +121,8 @@ def run_count(graph: str, backend: str, workers: int | None, limit: str | None,
 
 
 def limited_line(graph: str, backend: str, limit: str, limited: dict[str, Any],
-                 unlimited: dict[str, Any], repeat: int) -> dict[str, Any]:
+                 unlimited: dict[str, Any], repeat: int,
+                 settings: tuple[str, ...] = ()) -> dict[str, Any]:
     """One line of the schema: the limited run, the unlimited one as its peer."""
     from dask.utils import parse_bytes
 
@@ -135,7 +153,8 @@ def limited_line(graph: str, backend: str, limit: str, limited: dict[str, Any],
            "caps": mine.get("caps"), "memory_budget": mine.get("memory_budget"),
            "partitions": mine.get("partitions"), "batches": mine.get("batches"),
            "edges": mine.get("edges"), "workers": mine.get("workers"),
-           "rc": limited["rc"], "error": limited["error"], "repeat": repeat}
+           "rc": limited["rc"], "error": limited["error"], "repeat": repeat,
+           "config": dict(setting.partition("=")[::2] for setting in settings)}
     return to_schema(FAMILY, own)
 
 
@@ -172,6 +191,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--timeout", type=int, default=3600)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a dask.config setting for both runs, as dtri.read-ahead=false")
     words = sys.argv[1:]
     cut = words.index("--") if "--" in words else len(words)
     args = parser.parse_args(words[:cut])
@@ -184,11 +205,11 @@ def main() -> None:
         spill = args.spill_directory or str(Path(scratch) / "spill")
         for repeat in range(args.repeat):
             unlimited = run_count(args.graph, args.backend, args.workers, None, None,
-                                  args.extra, args.timeout)
+                                  args.extra, args.timeout, tuple(args.config))
             limited = run_count(args.graph, args.backend, args.workers, args.memory_limit,
-                                spill, args.extra, args.timeout)
+                                spill, args.extra, args.timeout, tuple(args.config))
             line = limited_line(args.graph, args.backend, args.memory_limit, limited,
-                                unlimited, repeat)
+                                unlimited, repeat, tuple(args.config))
             line["command"] = f"{command_line()}  # {line['command']}"
             emit(line, args.out)
 

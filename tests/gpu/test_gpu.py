@@ -347,7 +347,7 @@ def test_host_memory_that_cannot_be_page_locked_leaves_results_pageable(monkeypa
     assert memory.nbytes == 0 and memory.limit == 0
     with pytest.raises(MemoryError, match="at its limit"):  # no second try
         memory.allocate(256)
-    state = StagingState(1 << 20, pinned_arena())
+    state = StagingState(1 << 20, pinned_arena(0.4))
     try:
         assert state.host_empty(ARENA_MIN_BYTES, np.uint8).flags.owndata
     finally:

@@ -322,7 +322,7 @@ def test_the_staging_plugin_gives_each_worker_its_state_until_unregistered():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         assert not client.run_on_scheduler(_has_worker_plugin, PLUGIN_NAME)
-        client.register_plugin(StagingPlugin(12345, pinned=False), name=PLUGIN_NAME)
+        client.register_plugin(StagingPlugin(12345, pinned_share=0.0), name=PLUGIN_NAME)
         assert client.run_on_scheduler(_has_worker_plugin, PLUGIN_NAME)
         limits = [client.submit(cache_limit, pure=False, workers=[w]).result()
                   for w in client.nthreads()]

@@ -248,3 +248,98 @@ def test_a_result_every_task_reads_stays_once_it_is_read_back_twice(tmp_path):
             np.testing.assert_array_equal(data[key], array)
     assert reads["shared"] == 2 and "shared" in data.host
     assert max(n for key, n in reads.items() if key != "shared") <= 2
+
+
+def test_a_read_ahead_brings_results_back_to_the_host_tier_before_they_are_asked_for(tmp_path):
+    """Read ahead, host results and device results (as host copies) wait in the host tier;
+    asked for, they are not read from disk again, and a device result goes to the device
+    where it fits there, as one read back by its task does."""
+    data = store(tmp_path, device=MIB, host=2 * MIB)
+    originals = values(10)
+    for index, (key, array) in enumerate(originals.items()):
+        data[key] = OnDevice(array) if index % 2 else array
+    ahead = ["x-0", "x-1"]
+    assert all(key in data.files and key not in data.host for key in ahead)
+    assert data.read_ahead(ahead) == ahead
+    data.stop_reading_ahead()  # waits for the reads
+    assert all(key in data.host for key in ahead)
+    read = data.read_back_bytes
+    assert read == data.read_ahead_bytes > 0
+    np.testing.assert_array_equal(data["x-0"], originals["x-0"])
+    for key in list(data.device.values):  # room on the device
+        del data[key]
+    device = data["x-1"]
+    assert isinstance(device, OnDevice) and "x-1" in data.device
+    np.testing.assert_array_equal(device.array, originals["x-1"])
+    assert data.read_back_bytes == read and data.host.total <= 2 * MIB
+    assert data.read_ahead(["x-0", "x-1"]) == []  # in memory now
+
+
+def test_a_read_ahead_keeps_to_what_the_running_task_leaves_of_the_host_tier(tmp_path):
+    """The next task's inputs are read ahead only where they fit beside the running task's;
+    those in the host tier stay there while the reads push out other results."""
+    data = store(tmp_path, device=None, host=2 * MIB)
+    originals = values(8)
+    for key, array in originals.items():
+        data[key] = array
+    held = list(data.host.values)
+    assert len(held) == 4
+    on_disk = [key for key in originals if key not in data.host]
+    assert data.read_ahead(on_disk[:2], running=held[:3]) == []  # five would not fit
+    assert data.read_ahead(on_disk[:1], running=held[:1]) == on_disk[:1]
+    data.stop_reading_ahead()
+    assert on_disk[0] in data.host and held[0] in data.host  # the oldest other went
+    assert held[1] not in data.host
+    assert data.host.total <= 2 * MIB
+
+
+def test_a_result_deleted_while_it_is_read_ahead_stays_deleted(tmp_path, monkeypatch):
+    import threading
+
+    from dtri.runtime import tiered_store
+
+    data = store(tmp_path, device=None, host=MIB)
+    originals = values(6)
+    for key, array in originals.items():
+        data[key] = array
+    gate = threading.Event()
+    read_file = tiered_store._read_file
+
+    def held_back(path: str):
+        gate.wait(10)
+        return read_file(path)
+
+    monkeypatch.setattr(tiered_store, "_read_file", held_back)
+    assert data.read_ahead(["x-0"]) == ["x-0"]
+    del data["x-0"]
+    data["x-0"] = originals["x-5"]  # set again: the read of the old file is not its value
+    gate.set()
+    data.stop_reading_ahead()
+    np.testing.assert_array_equal(data["x-0"], originals["x-5"])
+    assert "x-0" not in data._read_ahead
+
+
+def test_a_dask_worker_reads_the_next_tasks_inputs_ahead(tmp_path):
+    """A worker of one thread whose store holds 1 MiB of its twelve 0.5 MiB results: with
+    :class:`dtri.runtime.plugin.ReadAheadPlugin`, each task's input is read back while the
+    task before runs, and every sum is exact."""
+    from distributed import Client, LocalCluster, wait
+
+    from dtri.runtime.plugin import ReadAheadPlugin
+    from dtri.runtime.tiered_store import READ_AHEAD_NAME
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0",
+                      data=(TieredStore, {"device_memory_limit": None, "memory_limit": MIB,
+                                          "is_device": on_device, "spills_itself": never}),
+                      local_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+        client.register_plugin(ReadAheadPlugin(), name=READ_AHEAD_NAME)
+        rows = MIB // 16 - 128  # two fit, with their files' headers
+        parts = [client.submit(np.arange, i, i + rows, dtype=np.int64, pure=False)
+                 for i in range(12)]
+        wait(parts)
+        sums = client.map(lambda array: int(array.sum()), parts, pure=False)
+        assert client.gather(sums) == [int(np.arange(i, i + rows).sum()) for i in range(12)]
+        worker = next(iter(cluster.workers.values()))
+        assert worker.data.read_ahead_bytes > 0
+        client.unregister_worker_plugin(READ_AHEAD_NAME)
