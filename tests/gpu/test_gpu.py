@@ -329,6 +329,25 @@ def test_staged_results_land_in_page_locked_memory_that_is_reused():
     assert (host_array(values) == cupy.asnumpy(values)).all()  # no arena set up: NumPy
 
 
+def test_a_full_page_locked_pool_refuses_without_logging(capfd):
+    """A request beyond what the pool's limit leaves is refused with ``MemoryError`` before
+    RMM's pool tries to grow (which logs each refusal of its upstream on stderr); memory
+    given back is lent again."""
+    from dtri.runtime.gpu import PinnedPool
+    from dtri.runtime.staging import ARENA_MIN_BYTES
+
+    pool = PinnedPool(4 * ARENA_MIN_BYTES)
+    addresses = [pool.allocate(ARENA_MIN_BYTES) for _ in range(4)]
+    for _ in range(3):
+        with pytest.raises(MemoryError, match="at its limit"):
+            pool.allocate(ARENA_MIN_BYTES)
+    pool.deallocate(addresses.pop(), ARENA_MIN_BYTES)
+    addresses.append(pool.allocate(ARENA_MIN_BYTES))
+    for address in addresses:
+        pool.deallocate(address, ARENA_MIN_BYTES)
+    assert "FAILURE" not in capfd.readouterr().err
+
+
 def test_host_memory_that_cannot_be_page_locked_leaves_results_pageable(monkeypatch):
     """Where CUDA refuses to page-lock (a container's limit), the first refusal ends the
     tries and staged results are plain NumPy arrays: slower copies, the same count."""
