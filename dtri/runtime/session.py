@@ -1244,10 +1244,11 @@ def _staging_state(runtime: Runtime) -> Iterator[None]:
 @contextmanager
 def _reads_ahead(runtime: Runtime) -> Iterator[None]:
     """Each GPU worker's reads ahead (:class:`dtri.runtime.plugin.ReadAheadPlugin`) for as
-    long as the block lasts, where ``dtri.read-ahead`` has them: a worker whose store is
-    dtri's (under a host limit) reads the next task's inputs back from disk while a task
-    runs."""
-    if runtime.client is None or not runtime.backend.on_gpu \
+    long as the block lasts, where ``dtri.read-ahead`` has them: the workers of a local
+    cluster started under a host limit, whose store is dtri's, read the next task's inputs
+    back from disk while a task runs. Other runs register nothing (a plugin costs round
+    trips to the scheduler)."""
+    if runtime.client is None or not runtime.backend.on_gpu or runtime.host_plan is None \
             or not dask.config.get("dtri.read-ahead"):
         yield
         return
