@@ -6,12 +6,15 @@ A worker of a local cluster that dtri starts with a memory limit ``L`` holds, in
   also the CUDA context and the libraries of cuDF, RMM and CuPy. Measured, not spillable:
   ``dtri.worker-overhead-cpu`` and ``dtri.worker-overhead-gpu`` in ``dask.config``
   (``examples/benchmarks/host_memory.py`` prints the idle workers' resident memory);
-* ``staging``: under host staging on GPU workers, the pool of page-locked memory results land
-  in (``dtri.pinned-share`` of ``L``: :func:`dtri.runtime.staging.pinned_share`). Spilling a result
-  gives its pages back to the pool, not to the system, so none of it is spillable either;
-* ``tasks``: what the running tasks hold in host memory: the memory budget of the worker
-  (on the CPU its tasks' whole working set; under host staging their results leaving the
-  device, where the pool is full); nothing under device staging, where they run on the GPU;
+* ``staging``: under host staging on GPU workers, the pool of page-locked memory that the
+  running tasks' results land in as they leave the device: the worker's memory budget.
+  Spilling a result gives its pages back to the pool, not to the system, so none of it is
+  spillable either;
+* ``tasks``: what the running tasks hold in host memory besides: the memory budget of the
+  worker. On the CPU that is their whole working set. Under host staging it is their inputs
+  read back from disk: where its host tier is full, dtri's store hands a task an input read
+  back without keeping it, so the task holds it outside the stored results' bytes. Nothing
+  under device staging, where the tasks run on the GPU;
 * ``stored``: what is left, for the stage results the worker keeps in memory. Beyond it they
   go to disk: Dask's ``SpillBuffer`` (CPU) and dtri's ``TieredStore`` (GPU) are made
   with exactly this many bytes for their memory (:meth:`HostPlan.stored`), by the results'
@@ -94,16 +97,15 @@ class HostPlan:
 
 
 def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
-              threads: int, budget_given: bool, budget_fraction: float,
-              pinned_share: float) -> HostPlan:
+              threads: int, budget_given: bool, budget_fraction: float) -> HostPlan:
     """The plan of a worker with this host memory ``limit``; refuses, in one line naming
     the least ``--memory-limit``, a limit whose stored results could not hold one task's
     inputs. ``task_budget`` is the worker's memory budget (shared by its ``threads``);
     ``budget_given``: it is ``--memory-budget``, else it follows the limit
     (``budget_fraction`` of it) on the CPU; on the GPU it follows the GPU's memory.
-    ``pinned_share``: the page-locked pool's share of the limit under host staging."""
+    ``host_staged``: GPU workers under host staging, whose page-locked pool holds the budget
+    (the running tasks' results)."""
     overhead = worker_overhead(backend)
-    share = pinned_share if host_staged else 0.0
     on_host = backend == "cpu" or host_staged
     follows = backend == "cpu" and not budget_given
     threads = max(1, threads)
@@ -111,16 +113,18 @@ def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
     def plan(size: int) -> HostPlan:
         budget = int(size * budget_fraction) if follows else task_budget
         tasks = budget if on_host else 0
-        return HostPlan(size, overhead, int(size * share), tasks, budget // threads)
+        staging = budget if host_staged else 0
+        return HostPlan(size, overhead, staging, tasks, budget // threads)
 
     chosen = plan(limit)
     if chosen.stored >= chosen.task_budget:
         return chosen
-    # the least limit: overhead + share x L + tasks + a task's share, tasks fixed or a
-    # fraction of L
+    # the least limit: overhead + staging + tasks + a task's share, each fixed or a
+    # fraction of L (the CPU's budget that follows the limit, where nothing is staged)
     scale = budget_fraction * (1 + 1 / threads) if follows else 0.0
-    fixed = 0 if follows else (task_budget if on_host else 0) + task_budget // threads
-    least = math.ceil((overhead + fixed) / max(1e-9, 1 - share - scale) / MEGABYTE) * MEGABYTE
+    fixed = 0 if follows else ((task_budget if on_host else 0) + chosen.staging
+                               + task_budget // threads)
+    least = math.ceil((overhead + fixed) / max(1e-9, 1 - scale) / MEGABYTE) * MEGABYTE
     while plan(least).stored < plan(least).task_budget:
         least += MEGABYTE
     while least > MEGABYTE and plan(least - MEGABYTE).stored >= plan(least - MEGABYTE).task_budget:

@@ -18,17 +18,20 @@ from dtri.runtime.transfers import TRANSFERS_NAME, TransferLedger
 class StagingPlugin(WorkerPlugin):
     """Gives each worker a :class:`StagingState` while a host-staged GPU session is open
     (registered as :data:`PLUGIN_NAME`; a worker that joins or restarts meanwhile gets one
-    too), and frees it when unregistered."""
+    too), and frees it when unregistered. Its page-locked pool holds ``pinned_bytes`` where
+    given (what a host plan counts), else ``pinned_share`` of the worker's memory limit."""
 
     name = PLUGIN_NAME
 
-    def __init__(self, cache_limit: int, pinned_share: float):
+    def __init__(self, cache_limit: int, pinned_share: float, pinned_bytes: int | None = None):
         self.cache_limit = cache_limit
         self.pinned_share = pinned_share
+        self.pinned_bytes = pinned_bytes
         self.state: StagingState | None = None
 
     def setup(self, worker: Any) -> None:
-        self.state = StagingState(self.cache_limit, pinned_arena(self.pinned_share))
+        self.state = StagingState(self.cache_limit,
+                                  pinned_arena(self.pinned_share, self.pinned_bytes))
 
     def teardown(self, worker: Any) -> None:
         if self.state is not None:

@@ -575,8 +575,7 @@ def local_host_plan(backend: str, caps: MemoryCaps, given: Budget | None,
     memory = limit if backend == "cpu" else (lambda: caps.rmm_pool_size or _device_memory())
     budget = resolve_budget(given, memory, 1, staged)
     return host_plan(limit, backend, staged.moves, budget.per_worker, threads=1,
-                     budget_given=budget.given, budget_fraction=budget.share_of_memory,
-                     pinned_share=pinned_share())
+                     budget_given=budget.given, budget_fraction=budget.share_of_memory)
 
 
 IMPORTED_AHEAD = {"cpu": ("pandas", "dask.dataframe"), "gpu": ("pandas", "cudf", "dask_cudf")}
@@ -1236,8 +1235,12 @@ def _staging_state(runtime: Runtime) -> Iterator[None]:
         return
     from dtri.runtime.plugin import StagingPlugin
 
+    # the pool that a local cluster's host plan counts, else a share of each worker's memory
+    plan = runtime.host_plan
+    pool = plan.staging if plan is not None and plan.staging else None
     share = pinned_share()
-    with _worker_plugin(runtime.client, PLUGIN_NAME, lambda: StagingPlugin(limit, share)):
+    with _worker_plugin(runtime.client, PLUGIN_NAME,
+                        lambda: StagingPlugin(limit, share, pool)):
         yield
 
 

@@ -392,8 +392,10 @@ class _Lease:
 
 def pinned_share() -> float:
     """``dtri.pinned-share`` of ``dask.config``: the most of a worker's host memory limit (of
-    the machine's memory, without one) that its page-locked pool may hold. The pool's free
-    memory counts in the process's memory, but no spilling can free it."""
+    the machine's memory, without one) that its page-locked pool may hold, where no host
+    plan sizes the pool (:mod:`dtri.runtime.host_plan`: under a local cluster's
+    ``--memory-limit`` it holds one memory budget). The pool's free memory counts in the
+    process's memory, but no spilling can free it."""
     import dask
 
     import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
@@ -436,16 +438,17 @@ class StagingState:
         self.cache.clear()
 
 
-def pinned_arena(share: float) -> HostArena | None:
-    """An arena of page-locked host memory of up to ``share`` of this worker's host memory
-    limit (:func:`pinned_share`); ``None`` where the share is 0 or none can be had (results
-    stay pageable)."""
-    if share <= 0:
+def pinned_arena(share: float, nbytes: int | None = None) -> HostArena | None:
+    """An arena of page-locked host memory of up to ``nbytes``, else ``share`` of this
+    worker's host memory limit (:func:`pinned_share`); ``None`` where that is 0 or none can
+    be had (results stay pageable)."""
+    limit = int(host_memory_limit() * share) if nbytes is None else nbytes
+    if limit <= 0:
         return None
     from dtri.runtime.gpu import PinnedPool
 
     try:
-        return HostArena(PinnedPool(int(host_memory_limit() * share)))
+        return HostArena(PinnedPool(limit))
     except MemoryError:
         return None
 

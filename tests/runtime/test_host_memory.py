@@ -47,7 +47,7 @@ def test_the_least_limit_named_is_the_least_that_works(backend, staged, budget, 
     def plan(limit: int):
         task_budget = budget if budget is not None else int(limit * 0.25)
         return host_plan(limit, backend, staged, task_budget, threads=1, budget_given=given,
-                         budget_fraction=0.5 if staged else 0.25, pinned_share=0.4)
+                         budget_fraction=0.5 if staged else 0.25)
 
     with pytest.raises(ConfigurationError) as refused:
         plan(64 * MIB)
@@ -64,6 +64,23 @@ def test_the_least_limit_named_is_the_least_that_works(backend, staged, budget, 
     assert config["distributed.worker.memory.pause"] is False
     assert 0 < config["distributed.worker.memory.target"] \
         <= config["distributed.worker.memory.spill"] < 1
+
+
+@pytest.mark.parametrize("limit,budget", [(32 << 30, 8 << 30), (12 << 30, 2 << 30)])
+def test_a_host_staged_gpu_worker_plans_a_pool_and_the_inputs_of_one_budget(limit, budget):
+    """Under host staging the page-locked pool holds one budget (the running task's results)
+    and the running task's inputs read back from disk another, beside the stored results:
+    R-MAT 28's issue caps (16 GiB pool, 32 GiB limit) leave the stored results 13 GiB."""
+    plan = host_plan(limit, "gpu", True, budget, threads=1, budget_given=False,
+                     budget_fraction=0.5)
+    assert plan.staging == plan.tasks == plan.task_budget == budget
+    assert plan.stored == limit - worker_overhead("gpu") - 2 * budget
+    least = worker_overhead("gpu") + 3 * budget
+    assert host_plan(least, "gpu", True, budget, threads=1, budget_given=False,
+                     budget_fraction=0.5).stored == budget
+    with pytest.raises(ConfigurationError, match=f"give --memory-limit {least // MIB}MiB"):
+        host_plan(least - MIB, "gpu", True, budget, threads=1, budget_given=False,
+                  budget_fraction=0.5)
 
 
 def test_the_plan_gives_stored_results_what_is_left():
