@@ -1,7 +1,8 @@
 """Where a GPU count under a host limit spends its store's time: one worker, the seconds its
 :class:`~dtri.runtime.tiered_store.TieredStore` spent on each move, its bytes, and per stage
-how many results were read back from disk, how many reads that took and the most reads of
-one result.
+how many results were read back from disk (by its tasks or ahead of them), how many reads
+that took, their bytes (of the results' files still there at the end) and the most reads of
+one result, and the results whose reads took the most bytes.
 
 Usage (on a GPU host): ``python examples/benchmarks/probes/store_reads.py rmat:26 4GiB 12GiB``
 (the graph, ``--rmm-pool-size``, ``--memory-limit``). Prints text, not a benchmark line: it
@@ -14,18 +15,23 @@ import time
 
 
 def count_reads(dask_worker) -> str:
-    """Wrap the worker's store's disk reads with a count per key."""
+    """Wrap the worker's store's disk reads, by its tasks and ahead of them, with a count per
+    key."""
     import collections
 
     store = dask_worker.data
     store.read_keys = collections.Counter()
-    read = store._read
+    read, read_ahead = store._read, store._read_into_host
 
     def counted(key):
         store.read_keys[key] += 1
         return read(key)
 
-    store._read = counted
+    def counted_ahead(key, path):
+        store.read_keys[key] += 1
+        return read_ahead(key, path)
+
+    store._read, store._read_into_host = counted, counted_ahead
     return type(store).__name__
 
 
@@ -37,16 +43,23 @@ def summary(dask_worker) -> dict:
 
     store = dask_worker.data
     keys, reads, most = collections.Counter(), collections.Counter(), collections.Counter()
+    read_bytes = collections.Counter()
     for key, n in store.read_keys.items():
         stage = stage_of(key) or "other"
         keys[stage] += 1
         reads[stage] += n
         most[stage] = max(most[stage], n)
+        read_bytes[stage] += n * store.file_bytes.get(key, 0)
+    heaviest = sorted(store.read_keys, key=lambda key: -store.read_keys[key]
+                      * store.file_bytes.get(key, 0))[:8]
     return {"seconds": {move: round(s, 2) for move, s in store.seconds.items()},
             "written": store.written_bytes, "read_back": store.read_back_bytes,
-            "to_host": store.to_host_bytes,
+            "read_ahead": store.read_ahead_bytes, "to_host": store.to_host_bytes,
             "per_stage": {stage: {"results": keys[stage], "reads": reads[stage],
-                                  "most": most[stage]} for stage in keys}}
+                                  "most": most[stage], "bytes": read_bytes[stage]}
+                          for stage in keys},
+            "heaviest": [[str(key), store.read_keys[key], store.file_bytes.get(key, 0)]
+                         for key in heaviest]}
 
 
 if __name__ == "__main__":
