@@ -1,8 +1,8 @@
 """Where a GPU count under a host limit spends its store's time: one worker, the seconds its
 :class:`~dtri.runtime.tiered_store.TieredStore` spent on each move, its bytes, and per stage
 how many results were read back from disk (by its tasks or ahead of them), how many reads
-that took, their bytes (of the results' files still there at the end) and the most reads of
-one result, and the results whose reads took the most bytes.
+that took, their bytes and the most reads of one result, and the results whose reads took
+the most bytes.
 
 Usage (on a GPU host): ``python examples/benchmarks/probes/store_reads.py rmat:26 4GiB 12GiB``
 (the graph, ``--rmm-pool-size``, ``--memory-limit``). Prints text, not a benchmark line: it
@@ -20,15 +20,17 @@ def count_reads(dask_worker) -> str:
     import collections
 
     store = dask_worker.data
-    store.read_keys = collections.Counter()
+    store.read_keys, store.read_key_bytes = collections.Counter(), collections.Counter()
     read, read_ahead = store._read, store._read_into_host
 
     def counted(key):
         store.read_keys[key] += 1
+        store.read_key_bytes[key] += store.file_bytes.get(key, 0)
         return read(key)
 
     def counted_ahead(key, path):
         store.read_keys[key] += 1
+        store.read_key_bytes[key] += store.file_bytes.get(key, 0)
         return read_ahead(key, path)
 
     store._read, store._read_into_host = counted, counted_ahead
@@ -49,16 +51,15 @@ def summary(dask_worker) -> dict:
         keys[stage] += 1
         reads[stage] += n
         most[stage] = max(most[stage], n)
-        read_bytes[stage] += n * store.file_bytes.get(key, 0)
-    heaviest = sorted(store.read_keys, key=lambda key: -store.read_keys[key]
-                      * store.file_bytes.get(key, 0))[:8]
+        read_bytes[stage] += store.read_key_bytes[key]
+    heaviest = [key for key, _ in store.read_key_bytes.most_common(8)]
     return {"seconds": {move: round(s, 2) for move, s in store.seconds.items()},
             "written": store.written_bytes, "read_back": store.read_back_bytes,
             "read_ahead": store.read_ahead_bytes, "to_host": store.to_host_bytes,
             "per_stage": {stage: {"results": keys[stage], "reads": reads[stage],
                                   "most": most[stage], "bytes": read_bytes[stage]}
                           for stage in keys},
-            "heaviest": [[str(key), store.read_keys[key], store.file_bytes.get(key, 0)]
+            "heaviest": [[str(key), store.read_keys[key], store.read_key_bytes[key]]
                          for key in heaviest]}
 
 
