@@ -170,7 +170,7 @@ class PinnedPool:
             self._lent += size
         try:
             return int(self._pool.allocate(nbytes))
-        except MemoryError:
+        except BaseException:  # nothing lent
             with self._lock:
                 self._lent -= size
             raise
