@@ -235,26 +235,30 @@ class TieredStore(MutableMapping[Any, Any]):
                 return self.device.get(key)
             if key in self.host:
                 value = self.host.get(key)
+                read_ahead = key in self._read_ahead
+                self._read_ahead.discard(key)
                 if not isinstance(value, HostCopy):
-                    self._read_ahead.discard(key)
                     return value
                 self.host.pop(key)
-                if key in self._read_ahead:  # read from disk: to the device if it fits
-                    self._read_ahead.discard(key)
-                    value = self._device_value(value)
-                    return self._to_device(key, value) if self.device.admits(key, value) \
-                        else value
+                if read_ahead:  # read from disk, as below
+                    return self._read_to_device(key, value)
                 return self._to_device(key, self._device_value(value))
             if key not in self.files:
                 raise KeyError(key)
             value = self._read(key)
             if isinstance(value, HostCopy):
-                value = self._device_value(value)
-                if self.device.admits(key, value):  # else only the reader holds it
-                    self._to_device(key, value)
-            elif self.host.admits(key, value):
+                return self._read_to_device(key, value)
+            if self.host.admits(key, value):
                 self._to_host(key, value)
             return value
+
+    def _read_to_device(self, key: Any, copy: HostCopy) -> Any:
+        """A device result read back from disk, on the device: kept in the device tier where
+        the tier admits it (:meth:`Tier.admits`), else held by its reader only."""
+        value = self._device_value(copy)
+        if self.device.admits(key, value):
+            self._to_device(key, value)
+        return value
 
     def read_ahead(self, keys: Iterable[Any], running: Iterable[Any] = ()) -> list[Any]:
         """Start reading back, on a thread of the store's own, those of ``keys`` (the next
