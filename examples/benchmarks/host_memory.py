@@ -69,13 +69,11 @@ def stage_seconds(run: dict[str, Any]) -> tuple[dict[str, float] | None, str | N
     return (run["progress"], "progress") if run["progress"] else (None, None)
 
 
-def config_environ(settings: tuple[str, ...]) -> dict[str, str]:
-    """This process's environment with each ``key=value`` of ``settings`` set as the
-    ``dask.config`` environment variable that Dask reads (``dtri.read-ahead=false``:
-    ``DASK_DTRI__READ_AHEAD=false``)."""
+def config_environ(settings: dict[str, str]) -> dict[str, str]:
+    """This process's environment with each ``dask.config`` key of ``settings`` set as the
+    environment variable that Dask reads (``dtri.read-ahead``: ``DASK_DTRI__READ_AHEAD``)."""
     environ = dict(os.environ)
-    for setting in settings:
-        key, _, value = setting.partition("=")
+    for key, value in settings.items():
         name = "__".join(part.replace("-", "_").upper() for part in key.split("."))
         environ[f"DASK_{name}"] = value
     return environ
@@ -83,7 +81,7 @@ def config_environ(settings: tuple[str, ...]) -> dict[str, str]:
 
 def run_count(graph: str, backend: str, workers: int | None, limit: str | None,
               spill: str | None, extra: list[str], timeout: int,
-              settings: tuple[str, ...] = ()) -> dict[str, Any]:
+              settings: dict[str, str] | None = None) -> dict[str, Any]:
     """One ``dtri count --json`` in a fresh process, with ``settings`` of ``dask.config``
     (:func:`config_environ`): its wall seconds, its JSON, its exit."""
     from dtri.input.generate import is_spec
@@ -101,7 +99,7 @@ def run_count(graph: str, backend: str, workers: int | None, limit: str | None,
         try:
             done = subprocess.run([sys.executable, "-m", "dtri", *args], stdout=subprocess.PIPE,
                                   stderr=errors, text=True, timeout=timeout,
-                                  env=config_environ(settings))
+                                  env=config_environ(settings or {}))
             rc, stdout = done.returncode, done.stdout
         except subprocess.TimeoutExpired:
             rc, stdout = 124, ""
@@ -122,8 +120,9 @@ def run_count(graph: str, backend: str, workers: int | None, limit: str | None,
 
 def limited_line(graph: str, backend: str, limit: str, limited: dict[str, Any],
                  unlimited: dict[str, Any], repeat: int,
-                 settings: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One line of the schema: the limited run, the unlimited one as its peer."""
+                 settings: dict[str, str] | None = None) -> dict[str, Any]:
+    """One line of the schema: the limited run, the unlimited one as its peer, run with
+    ``settings`` of ``dask.config``."""
     from dask.utils import parse_bytes
 
     mine, theirs = limited["result"], unlimited["result"]
@@ -154,7 +153,7 @@ def limited_line(graph: str, backend: str, limit: str, limited: dict[str, Any],
            "partitions": mine.get("partitions"), "batches": mine.get("batches"),
            "edges": mine.get("edges"), "workers": mine.get("workers"),
            "rc": limited["rc"], "error": limited["error"], "repeat": repeat,
-           "config": dict(setting.partition("=")[::2] for setting in settings)}
+           "config": dict(settings or {})}
     return to_schema(FAMILY, own)
 
 
@@ -197,6 +196,7 @@ def main() -> None:
     cut = words.index("--") if "--" in words else len(words)
     args = parser.parse_args(words[:cut])
     args.extra = words[cut + 1:]  # after --: more dtri count options, for every run
+    settings = dict(setting.partition("=")[::2] for setting in args.config)
     if args.mode == "overhead":
         own = idle_workers(args.backend, args.workers, args.extra)
         emit(to_schema(FAMILY, own, command=command_line()), args.out)
@@ -205,11 +205,11 @@ def main() -> None:
         spill = args.spill_directory or str(Path(scratch) / "spill")
         for repeat in range(args.repeat):
             unlimited = run_count(args.graph, args.backend, args.workers, None, None,
-                                  args.extra, args.timeout, tuple(args.config))
+                                  args.extra, args.timeout, settings)
             limited = run_count(args.graph, args.backend, args.workers, args.memory_limit,
-                                spill, args.extra, args.timeout, tuple(args.config))
+                                spill, args.extra, args.timeout, settings)
             line = limited_line(args.graph, args.backend, args.memory_limit, limited,
-                                unlimited, repeat, tuple(args.config))
+                                unlimited, repeat, settings)
             line["command"] = f"{command_line()}  # {line['command']}"
             emit(line, args.out)
 
