@@ -142,8 +142,10 @@ class PinnedPool:
     at most ``limit`` bytes: the resource of :class:`dtri.runtime.staging.HostArena` on GPU
     workers.
     RMM's pool is left without a maximum of its own, since it would then grow by half of what
-    is left at once; the upstream refuses beyond ``limit`` and the pool tries smaller growths,
-    then raises ``MemoryError``."""
+    is left at once. Instead RMM's limiting adaptor over it refuses a request beyond what the
+    limit leaves beside the bytes lent, with ``MemoryError``, without asking the pool: the
+    pool would try to grow and log the upstream's refusal as an error on stderr each time
+    (8,920 lines in one unlimited count of R-MAT 28 whose pool was full)."""
 
     def __init__(self, limit: int):
         import rmm.mr
@@ -152,33 +154,16 @@ class PinnedPool:
         upstream = rmm.mr.CallbackMemoryResource(self.host_memory.allocate,
                                                  self.host_memory.deallocate)
         start = min(PINNED_POOL_START, limit) // RMM_ALIGNMENT * RMM_ALIGNMENT
-        self._pool = rmm.mr.PoolMemoryResource(upstream, initial_pool_size=start)
-        self._lent = 0
-        self._lock = threading.Lock()
+        pool = rmm.mr.PoolMemoryResource(upstream, initial_pool_size=start)
+        self._resource = rmm.mr.LimitingResourceAdaptor(pool, allocation_limit=limit)
 
     def allocate(self, nbytes: int) -> int:
         """The address of ``nbytes`` from the pool; ``MemoryError`` where the pool cannot
-        hold them. A request beyond what the limit leaves beside the bytes lent is refused
-        here, without asking RMM: its pool would try to grow, and log the upstream's refusal
-        as an error on stderr each time (8,920 lines in one unlimited count of R-MAT 28
-        whose pool was full)."""
-        size = -(-nbytes // RMM_ALIGNMENT) * RMM_ALIGNMENT
-        with self._lock:
-            if self._lent + size > self.host_memory.limit:
-                raise MemoryError(f"page-locked staging memory is at its limit of "
-                                  f"{self.host_memory.limit} B")
-            self._lent += size
-        try:
-            return int(self._pool.allocate(nbytes))
-        except BaseException:  # nothing lent
-            with self._lock:
-                self._lent -= size
-            raise
+        hold them."""
+        return int(self._resource.allocate(nbytes))
 
     def deallocate(self, address: int, nbytes: int) -> None:
-        self._pool.deallocate(address, nbytes)
-        with self._lock:
-            self._lent -= -(-nbytes // RMM_ALIGNMENT) * RMM_ALIGNMENT
+        self._resource.deallocate(address, nbytes)
 
 
 def device_memory_bytes() -> int:

@@ -330,16 +330,16 @@ def test_staged_results_land_in_page_locked_memory_that_is_reused():
 
 
 def test_a_full_page_locked_pool_refuses_without_logging(capfd):
-    """A request beyond what the pool's limit leaves is refused with ``MemoryError`` before
-    RMM's pool tries to grow (which logs each refusal of its upstream on stderr); memory
-    given back is lent again."""
+    """A request beyond what the pool's limit leaves is refused with ``MemoryError`` by RMM's
+    limiting adaptor before RMM's pool tries to grow (which logs each refusal of its upstream
+    on stderr); memory given back is lent again."""
     from dtri.runtime.gpu import PinnedPool
     from dtri.runtime.staging import ARENA_MIN_BYTES
 
     pool = PinnedPool(4 * ARENA_MIN_BYTES)
     addresses = [pool.allocate(ARENA_MIN_BYTES) for _ in range(4)]
     for _ in range(3):
-        with pytest.raises(MemoryError, match="at its limit"):
+        with pytest.raises(MemoryError):
             pool.allocate(ARENA_MIN_BYTES)
     pool.deallocate(addresses.pop(), ARENA_MIN_BYTES)
     addresses.append(pool.allocate(ARENA_MIN_BYTES))
