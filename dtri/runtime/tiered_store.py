@@ -54,6 +54,7 @@ from concurrent.futures import wait as wait_for
 from typing import Any
 
 import dask
+import numpy as np
 from distributed.protocol import (
     dask_deserialize,
     dask_serialize,
@@ -194,6 +195,11 @@ class TieredStore(MutableMapping[Any, Any]):
         self._ahead: dict[Any, Future] = {}
         self._read_ahead: set[Any] = set()
         self._reader: ThreadPoolExecutor | None = None
+        threads = min(int(dask.config.get("dtri.spill-io-threads")),
+                      len(os.sched_getaffinity(0)))
+        self._io = (ThreadPoolExecutor(threads, thread_name_prefix="dtri-spill-io")
+                    if threads > 1 else None)
+        """The threads that write a file and read it back a slice each (``None``: one)."""
 
     @contextlib.contextmanager
     def _timed(self, move: str) -> Iterator[None]:
@@ -295,7 +301,7 @@ class TieredStore(MutableMapping[Any, Any]):
         try:
             try:
                 with self._timed("disk-read"):
-                    value, nbytes = _read_file(path)
+                    value, nbytes = _read_file(path, self._io)
             except FileNotFoundError:  # deleted meanwhile
                 return
             with self._lock:
@@ -385,9 +391,8 @@ class TieredStore(MutableMapping[Any, Any]):
             on_error="raise")
         path = os.path.join(self.directory, str(next(self._names)))
         try:
-            with self._timed("disk-write"), open(path, "wb") as file:
-                for frame in frames:
-                    file.write(frame)
+            with self._timed("disk-write"):
+                _write_file(path, frames, self._io)
         except OSError:
             _remove(path)
             raise
@@ -401,7 +406,7 @@ class TieredStore(MutableMapping[Any, Any]):
         took 0.63 s of a 0.76 s read of 256 MB on this project's CPU machine, 0.19 s in
         all without it."""
         with self._timed("disk-read"):
-            value, nbytes = _read_file(self.files[key])
+            value, nbytes = _read_file(self.files[key], self._io)
         self.read_back_bytes += nbytes
         return value
 
@@ -425,12 +430,68 @@ class TieredStore(MutableMapping[Any, Any]):
             self._reader = None
 
 
-def _read_file(path: str) -> tuple[Any, int]:
-    """The result in the file at ``path``, in writable memory, and the file's bytes."""
-    with open(path, "rb") as file:
-        data = bytearray(os.fstat(file.fileno()).st_size)
-        file.readinto(data)
-    return deserialize_bytes(data), len(data)
+IO_SLICE = 16 << 20
+"""The bytes of a file that one thread of :attr:`TieredStore._io` writes or reads at a time."""
+
+
+def _in_slices(pool: ThreadPoolExecutor | None, move: Callable[[int, int], None],
+               nbytes: int) -> None:
+    """``move(start, end)`` over ``[0, nbytes)`` in slices of :data:`IO_SLICE` bytes, on the threads
+    of ``pool`` (in one call without a pool). Each thread copies its slices between the page
+    cache and the array, and faults the array's fresh pages in, beside the others: one thread
+    read back at about 1 GB/s on an H200 host."""
+    step = IO_SLICE
+    if pool is None or nbytes <= step:
+        move(0, nbytes)
+        return
+    for done in [pool.submit(move, start, min(start + step, nbytes))
+                 for start in range(0, nbytes, step)]:
+        done.result()
+
+
+def _write_file(path: str, frames: list, pool: ThreadPoolExecutor | None) -> None:
+    """Write ``frames`` one after another to a new file at ``path``, in slices on the threads
+    of ``pool`` (:func:`_in_slices`)."""
+    data = [memoryview(frame).cast("B") for frame in frames]
+    starts = list(itertools.accumulate((view.nbytes for view in data), initial=0))
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+
+    def write(start: int, end: int) -> None:
+        for view, offset in zip(data, starts, strict=False):
+            low, high = max(start, offset), min(end, offset + view.nbytes)
+            if low >= high:
+                continue
+            piece = view[low - offset:high - offset]
+            while piece.nbytes:
+                written = os.pwrite(descriptor, piece, low)
+                piece, low = piece[written:], low + written
+
+    try:
+        _in_slices(pool, write, starts[-1])
+    finally:
+        os.close(descriptor)
+
+
+def _read_file(path: str, pool: ThreadPoolExecutor | None) -> tuple[Any, int]:
+    """The result in the file at ``path``, in writable memory (Dask's NumPy deserializer
+    copies an array whose memory is read-only), and the file's bytes, read in slices on the
+    threads of ``pool`` (:func:`_in_slices`)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        data = np.empty(os.fstat(descriptor).st_size, np.uint8)
+        view = data.data  # a memoryview of the array
+
+        def read(start: int, end: int) -> None:
+            while start < end:
+                got = os.preadv(descriptor, [view[start:end]], start)
+                if got == 0:
+                    raise OSError(f"{path} ended at byte {start} of {len(data)}")
+                start += got
+
+        _in_slices(pool, read, len(data))
+    finally:
+        os.close(descriptor)
+    return deserialize_bytes(view), len(data)
 
 
 def _remove(path: str) -> None:

@@ -215,6 +215,32 @@ def test_an_array_read_back_is_writable_and_not_copied_again(tmp_path):
     np.testing.assert_array_equal(value, originals["x-0"])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_results_written_and_read_back_in_slices_on_several_threads_are_exact(
+        tmp_path, monkeypatch, threads):
+    """With ``dtri.spill-io-threads``, each file is written and read back in slices (here of
+    4 KiB and a byte, so that slices cross the frames' ends) on that many threads: host and
+    device results come back exact, and each file holds its frames' bytes."""
+    import dask
+
+    from dtri.runtime import tiered_store
+
+    monkeypatch.setattr(tiered_store, "IO_SLICE", 4097)
+    with dask.config.set({"dtri.spill-io-threads": threads}):
+        data = store(tmp_path)
+    assert (data._io is None) == (threads == 1 or len(os.sched_getaffinity(0)) == 1)
+    originals = values(8)
+    for i, (key, array) in enumerate(originals.items()):
+        data[key] = OnDevice(array) if i % 2 else array
+    assert len(data.files) >= 4
+    for key, path in data.files.items():
+        assert os.path.getsize(path) == data.file_bytes[key]
+    for i, (key, array) in enumerate(originals.items()):
+        value = data[key]
+        np.testing.assert_array_equal(value.array if i % 2 else value, array)
+    assert data.read_back_bytes > 0
+
+
 def test_the_store_times_each_move(tmp_path):
     data = store(tmp_path)
     for key, array in values(6).items():
