@@ -793,6 +793,34 @@ PRESETS: dict[str, Preset] = {
         "issue 41, after one count of R-MAT 18 had compiled the kernels; the pinned-share "
         "runs read ahead (the default); the R-MAT 28 run with a fifth was stopped at 420 s "
         "in its sort, so its line has no count"),
+    "host-memory-plan-h200x2": Preset(
+        "R-MAT 28 under a 16 GiB RMM pool with --memory-limit 32GiB, then R-MAT 26 under a "
+        "4 GiB pool with --memory-limit 12GiB, each against the same count without the limit, "
+        "one GPU worker, under the host plan of 0b9af92 (a page-locked pool of one memory "
+        "budget, the running task's inputs one budget), at 12760d0",
+        "one NVIDIA H200 of a 2 x H200 host, kind nvidia-h100-x2", (
+            script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--workers", "1",
+                   "--memory-limit", "32GiB", "--repeat", "1", "--timeout", "430",
+                   "--spill-directory", "/tmp/spill28", "--out", "{out}", "--",
+                   "--rmm-pool-size", "16GiB", env={"PYTHONDONTWRITEBYTECODE": ""}),
+            script("host_memory.py", "run", "rmat:26", "--backend", "gpu", "--workers", "1",
+                   "--memory-limit", "12GiB", "--repeat", "1", "--timeout", "180",
+                   "--spill-directory", "/tmp/spill26", "--out", "{out}", "--",
+                   "--rmm-pool-size", "4GiB", env={"PYTHONDONTWRITEBYTECODE": ""})),
+        "issue 41, after the GPU tests had compiled the kernels"),
+    "host-memory-spill-io-h100x2": Preset(
+        "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB against the same count "
+        "without the limit, one GPU worker, its store writing and reading back on eight "
+        "threads and on one, alternated (8, 1, then 1, 8), at 9e660e7",
+        "one NVIDIA H100 of a 2 x H100 host, kind nvidia-h100-x2", tuple(
+            script("host_memory.py", "run", "rmat:26", "--backend", "gpu", "--workers", "1",
+                   "--memory-limit", "12GiB", "--repeat", "1", "--timeout", "180",
+                   "--spill-directory", "/tmp/spill26", "--config",
+                   f"dtri.spill-io-threads={threads}", "--out", "{out}", "--",
+                   "--rmm-pool-size", "4GiB", env={"PYTHONDONTWRITEBYTECODE": ""})
+            for threads in (8, 1, 1, 8)),
+        "issue 41, after one count of R-MAT 18 had compiled the kernels; one thread still "
+        "reads into memory not zeroed first, so the pair times the threads alone"),
     "host-memory-folds-h100": Preset(
         "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB against the same count "
         "without it, for the folds cut to a task's budget and two tries taken out again",
