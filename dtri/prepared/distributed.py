@@ -31,6 +31,8 @@ from __future__ import annotations
 from operator import getitem
 from typing import Any, NamedTuple
 
+import dask
+
 from dtri.kernels.bins import checked_key_bits
 from dtri.kernels.canonicalize import (
     canonical_keys,
@@ -101,6 +103,10 @@ class CanonicalKeys(NamedTuple):
     receivers then keep each edge once, and the degrees are counted again after it."""
     rows: list[int] | None = None
     """Each sender's rows, at least its keys (``None``: not known)."""
+    samples: list[Any] | None = None
+    """Every ``dtri.sort-sample-stride``-th key of each sender (:func:`key_sample`), taken as
+    the keys were made, where the sort's ranges balance edges from them
+    (:func:`samples_edges`); ``None``: they balance the out-degrees of every key."""
 
     @property
     def sizes(self) -> list[int] | None:
@@ -126,13 +132,39 @@ def sort_balance(join: str, one_at_a_time: bool) -> str:
     sender's keys, a tree of each source's work after the tree of the out-degrees. Where one
     task runs at a time (``one_at_a_time``: in this process task by task, not under the
     threads scheduler, or on one worker of one thread), the ranges take turns whatever work
-    they hold, so they balance their edges, which the out-degrees give alone: each partition
-    then holds its share of the bytes that the partition count was fitted to. (Edges and
+    they hold, so they balance their edges, which the out-degrees give alone (of a sample of
+    the keys where it is large enough: :func:`samples_edges`): each partition then holds its
+    share of the bytes that the partition count was fitted to. (Edges and
     wedges put 83% of R-MAT 20's edges in the first of two ranges, whose many low ranks have
     short lists.)"""
     if join == "wedges":
         return "wedges"
     return "edges" if one_at_a_time else "intersect"
+
+
+SAMPLES_PER_PART = 4096
+"""The fewest sampled keys per sorted partition for which the sort's ranges are cut from a
+sample (:func:`samples_edges`): a range's share is then within a few percent."""
+
+
+def samples_edges(work_model: str, rows: int, parts: int) -> int:
+    """The stride of the keys' sample from which the sort's ranges balance their edges, or 0
+    for every key. Where ranges balance edges alone (``work_model`` ``edges``: one task at a
+    time), the out-degrees of every ``dtri.sort-sample-stride``-th key, taken as the keys are
+    made, give each range its share of the edges (the ranges take turns, so a share a percent
+    off costs nothing) without the orient stage's pass over every sender's keys, which under
+    a host limit reads them back from disk: 24.6 GB of R-MAT 28's 148.5 GB read back on one
+    H200 (``host-memory-plan-h200x2.jsonl``). Not where the input's ``rows`` give fewer than
+    :data:`SAMPLES_PER_PART` samples to each of ``parts`` ranges."""
+    stride = int(dask.config.get("dtri.sort-sample-stride"))
+    if work_model != "edges" or stride <= 1 or rows // stride < SAMPLES_PER_PART * parts:
+        return 0
+    return stride
+
+
+def key_sample(keys: Any, stride: int) -> Any:
+    """Every ``stride``-th of a sender's keys, a copy (not a view that would hold them all)."""
+    return keys[::stride].copy()
 
 
 def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orientation: str,
@@ -187,15 +219,21 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     n = tasks.task("vertices", vertex_count, vertices, key=("count",), on_host=True)
     if inputs.recomputed:  # read again: no sender is held from the vertex sets to the keys
         senders = sent("keys")
-    keys = []
+    stride = samples_edges(work_model, sum(rows), parts)
+    keys, samples = [], []
     for g, (sender, holder) in enumerate(zip(senders, holders, strict=True)):
         with placed_on(holder):
             keys.append(tasks.task("canonicalize", canonical_keys, sender, vertices,
                                    key=("keys", g)))
-    *keys, n = timer.submit("canonicalize", *keys, n)
+            if stride:  # while the keys are at hand
+                samples.append(tasks.task("canonicalize", key_sample, keys[-1], stride,
+                                          key=("sample", g), on_host=True))
+    *done, n = timer.submit("canonicalize", *keys, *samples, n)
+    keys, samples = done[:len(keys)], done[len(keys):]
     del senders
-    return sorted_by(orientation, CanonicalKeys(keys, holders, len(keys) > 1, rows), vertices, n,
-                     parts, tasks, timer, work_model, fan_in, epsilon)
+    return sorted_by(orientation, CanonicalKeys(keys, holders, len(keys) > 1, rows,
+                                                samples or None),
+                     vertices, n, parts, tasks, timer, work_model, fan_in, epsilon)
 
 
 def directed_again(prepared: Prepared, orientation: str, tasks: Tasks, timer: StageTimer,
@@ -231,8 +269,12 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     (``None``)."""
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
                                           epsilon, fan_in, exact=not keys.overlapping)
-    out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.parts,
-                                   (rank, n), keys.holders, "out", fan_in, keys.sizes)
+    if keys.samples is not None and work_model == "edges":  # no pass over every key
+        out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.samples,
+                                       (rank, n), keys.holders, "out", fan_in)
+    else:
+        out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.parts,
+                                       (rank, n), keys.holders, "out", fan_in, keys.sizes)
     del vertices
     if work_model == "intersect":
         work = tasks.reduce_over("orient", sender_work, add_counts, keys.parts,

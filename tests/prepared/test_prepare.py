@@ -618,6 +618,40 @@ def test_the_sort_balances_the_join_s_work_only_where_join_tasks_run_at_once():
     assert sort_balance("wedges", one_at_a_time=True) == "wedges"
 
 
+def test_ranges_of_one_task_at_a_time_are_cut_from_a_sample_of_the_keys(monkeypatch):
+    """Where the input gives each range enough samples, the out-degrees that cut the ranges
+    are those of every ``dtri.sort-sample-stride``-th key: no out-degree task sees more keys
+    than a sample holds, the ranges still share the edges within a few percent, and the
+    count is NetworkX's. A smaller input, or another work model, takes every key."""
+    import dask
+
+    from dtri.prepared import distributed
+    from dtri.prepared.distributed import SAMPLES_PER_PART, samples_edges
+
+    assert samples_edges("edges", 3 * 128 * SAMPLES_PER_PART, 3) == 128
+    assert samples_edges("edges", 3 * 128 * SAMPLES_PER_PART - 1, 3) == 0
+    assert samples_edges("intersect", 1 << 40, 3) == 0
+    with dask.config.set({"dtri.sort-sample-stride": 0}):
+        assert samples_edges("edges", 1 << 40, 3) == 0
+    seen = []
+    counted = distributed.sender_out_degrees
+
+    def out_degrees(keys, rank, vertices):
+        seen.append(int(keys.shape[0]))
+        return counted(keys, rank, vertices)
+
+    monkeypatch.setattr(distributed, "sender_out_degrees", out_degrees)
+    edges = np.random.default_rng(9).integers(0, 3_000, size=(120_000, 2))
+    with dask.config.set({"dtri.sort-sample-stride": 8}), \
+            dtri.prepare(edges, backend="cpu", scheduler="synchronous", npartitions=3) as graph:
+        assert graph.shape.work_model == "edges"
+        distinct = sum(summary.edges for summary in graph.summaries)
+        assert seen and max(seen) <= -(-distinct // 8) + 1
+        edges_held = [summary.edges for summary in graph.summaries]
+        assert max(edges_held) <= 1.1 * distinct / 3
+        assert graph.count().triangles == networkx_triangles(edges)
+
+
 def test_a_run_of_one_task_at_a_time_cuts_ranges_by_their_edges(dask_client, backend):
     """In this process the ranges are cut by the out-degrees alone, each holding about a
     third of the edges; on the two CPU workers by the join's work. Both count as NetworkX
