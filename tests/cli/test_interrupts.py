@@ -25,8 +25,15 @@ def test_an_interrupted_command_exits_130_in_one_line(monkeypatch):
 
 def test_sigint_ends_a_long_run_with_130_and_removes_its_folder(tmp_path):
     out = tmp_path / "tri"
-    run = dtri_process("triangles", "--generate", "rmat:20", "--backend", "cpu", "--progress",
-                       "-o", str(out))
+    # a process started with SIGINT ignored (a background job of a shell without job
+    # control, as `nohup pytest &`) passes that on to its children; one with a handler
+    # passes on the default, as a terminal's command has it
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        run = dtri_process("triangles", "--generate", "rmat:20", "--backend", "cpu",
+                           "--progress", "-o", str(out))
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     first = run.stderr.readline()  # the first stage has ended: the command is running
     assert STAGE_LINE.fullmatch(first.strip()), first
     run.send_signal(signal.SIGINT)
