@@ -226,6 +226,25 @@ PRESETS: dict[str, Preset] = {
         "issue 41: .scratch's driver ran each pair of commands at the newer commit, then from "
         "a copy of 5b5ea55's tree, twice for fdc1d8f and twice for 8636f03; each line's commit "
         "says which tree ran"),
+    "sort-sample-inproc-cpu-2core": Preset(
+        "the sort's ranges where one task runs at a time, cut by the out-degrees of every key "
+        "(dtri.sort-sample-stride 0) or of every 128th, sampled as the keys are made (the "
+        "default since ba9d42b); R-MAT 20 in this process under a 1 GiB budget, alternated",
+        CPU, tuple(
+            dtri("bench", "--backend", "cpu", "--scheduler", "synchronous", "--memory-budget",
+                 "1GiB", "--peers", "none", "--repeat", "3", "rmat:20", "--output", "{out}",
+                 env={"DASK_DTRI__SORT_SAMPLE_STRIDE": stride},
+                 values={"detail": {"note": f"dtri.sort-sample-stride {stride}"}})
+            for _ in range(2) for stride in ("0", "128")),
+        "issue 41"),
+    "sort-sample-limit-cpu-2core": Preset(
+        "the same on one CPU worker of one thread under --memory-limit 1GiB, R-MAT 21, each "
+        "against the same count without the limit, strides 0, 128, 128, 0", CPU, tuple(
+            script("host_memory.py", "run", "rmat:21", "--backend", "cpu", "--workers", "1",
+                   "--memory-limit", "1GiB", "--repeat", "1", "--config",
+                   f"dtri.sort-sample-stride={stride}", "--out", "{out}")
+            for stride in (0, 128, 128, 0)),
+        "issue 41"),
     "cpu-cold-2core": Preset(
         "cold start and peak memory of fresh processes, against NetworKit", CPU, (
             script("cpu_cold.py", "--repeat", "5", "--shared", "{data}"),)),
@@ -932,7 +951,10 @@ def mapped(command: Command, text: str, what: str) -> list[dict[str, Any]]:
         owns = [json.loads(row) for row in text.splitlines() if row.startswith("{")]
     lines = owns if command.family is None else [
         to_schema(command.family, own, command=what) for own in owns]
-    return [{**line, **command.values} for line in lines]
+    extra = {key: value for key, value in command.values.items() if key != "detail"}
+    detail = command.values.get("detail", {})
+    return [{**line, **extra, **({"detail": {**line.get("detail", {}), **detail}} if detail
+                                  else {})} for line in lines]
 
 
 def run_preset(name: str, out: str | None, data: str, dry_run: bool) -> int:
