@@ -79,6 +79,20 @@ def shared(*names: str) -> tuple[str, ...]:
     return tuple(f"{{data}}/{name}.txt.gz" for name in names)
 
 
+def gpu_host_memory(graph: str, limit: str, pool: str, timeout: int,
+                    setting: str | None = None) -> Command:
+    """``host_memory.py run`` of ``graph`` on one GPU worker under ``--memory-limit limit``
+    and ``--rmm-pool-size pool``, against the same count without the limit, its spill folder
+    named after the graph's scale, with ``setting`` of ``dask.config`` where given, and the
+    bytecode written (the GPU host sets ``PYTHONDONTWRITEBYTECODE``)."""
+    config = ("--config", setting) if setting else ()
+    return script("host_memory.py", "run", graph, "--backend", "gpu", "--workers", "1",
+                  "--memory-limit", limit, "--repeat", "1", "--timeout", str(timeout),
+                  "--spill-directory", f"/tmp/spill{graph.split(':')[1]}", *config,
+                  "--out", "{out}", "--", "--rmm-pool-size", pool,
+                  env={"PYTHONDONTWRITEBYTECODE": ""})
+
+
 def bench_gpu_workers(pairs: list[tuple[int, str]]) -> tuple[Command, ...]:
     """What ``scaling-gpu.sh`` ran: one ``dtri bench`` per worker count and graph."""
     return tuple(dtri("bench", "--backend", "gpu", "--workers", str(workers), "--peers", "none",
@@ -763,14 +777,8 @@ PRESETS: dict[str, Preset] = {
         "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB, and R-MAT 28 under a "
         "16 GiB pool with --memory-limit 32GiB, each against the same count without the "
         "limit, one GPU worker", "one NVIDIA H200 of a 2 x H200 host, kind nvidia-h100-x2", (
-            script("host_memory.py", "run", "rmat:26", "--backend", "gpu", "--workers", "1",
-                   "--memory-limit", "12GiB", "--repeat", "1", "--timeout", "280",
-                   "--spill-directory", "/tmp/spill26", "--out", "{out}", "--",
-                   "--rmm-pool-size", "4GiB", env={"PYTHONDONTWRITEBYTECODE": ""}),
-            script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--workers", "1",
-                   "--memory-limit", "32GiB", "--repeat", "1", "--timeout", "470",
-                   "--spill-directory", "/tmp/spill28", "--out", "{out}", "--",
-                   "--rmm-pool-size", "16GiB", env={"PYTHONDONTWRITEBYTECODE": ""})),
+            gpu_host_memory("rmat:26", "12GiB", "4GiB", 280),
+            gpu_host_memory("rmat:28", "32GiB", "16GiB", 470)),
         "issue 41: R-MAT 26 at 053b216 (dtri's tiered store, the input read again for each "
         "pass) and at d9b522f (results read back into writable memory; a tier full keeps "
         "what it holds; a sender of one partition is its read task), then R-MAT 28 at "
@@ -783,10 +791,7 @@ PRESETS: dict[str, Preset] = {
         "without the limit, one GPU worker, at 419fdb7 (c7ac3e8's store: a result read back "
         "again soon stays in its tier)",
         "one NVIDIA H100 of a 2 x H100 host, kind nvidia-h100-x2", (
-            script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--workers", "1",
-                   "--memory-limit", "32GiB", "--repeat", "1", "--timeout", "420",
-                   "--spill-directory", "/tmp/spill28", "--out", "{out}", "--",
-                   "--rmm-pool-size", "16GiB", env={"PYTHONDONTWRITEBYTECODE": ""}),),
+            gpu_host_memory("rmat:28", "32GiB", "16GiB", 420),),
         "issue 41, after one count of R-MAT 18 had compiled the kernels; the limited run was "
         "stopped at 420 s (the device time left) as its join finished, so its line has no "
         "count: its stages, from the run's progress lines, summed to 400 s"),
@@ -796,18 +801,10 @@ PRESETS: dict[str, Preset] = {
         "a 16 GiB pool with --memory-limit 32GiB with pools of a tenth and a fifth, each "
         "against the same count without the limit, one GPU worker, at 48a3ca2",
         "one NVIDIA H200 of a 2 x H200 host, kind nvidia-h100-x2", (
-            *(script("host_memory.py", "run", "rmat:26", "--backend", "gpu", "--workers", "1",
-                     "--memory-limit", "12GiB", "--repeat", "1", "--timeout", "150",
-                     "--spill-directory", "/tmp/spill26", "--config", setting, "--out",
-                     "{out}", "--", "--rmm-pool-size", "4GiB",
-                     env={"PYTHONDONTWRITEBYTECODE": ""})
+            *(gpu_host_memory("rmat:26", "12GiB", "4GiB", 150, setting)
               for setting in ("dtri.read-ahead=false", "dtri.read-ahead=true",
                               "dtri.pinned-share=0.1")),
-            *(script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--workers", "1",
-                     "--memory-limit", "32GiB", "--repeat", "1", "--timeout", "420",
-                     "--spill-directory", "/tmp/spill28", "--config", setting, "--out",
-                     "{out}", "--", "--rmm-pool-size", "16GiB",
-                     env={"PYTHONDONTWRITEBYTECODE": ""})
+            *(gpu_host_memory("rmat:28", "32GiB", "16GiB", 420, setting)
               for setting in ("dtri.pinned-share=0.1", "dtri.pinned-share=0.2"))),
         "issue 41, after one count of R-MAT 18 had compiled the kernels; the pinned-share "
         "runs read ahead (the default); the R-MAT 28 run with a fifth was stopped at 420 s "
@@ -818,25 +815,15 @@ PRESETS: dict[str, Preset] = {
         "one GPU worker, under the host plan of 0b9af92 (a page-locked pool of one memory "
         "budget, the running task's inputs one budget), at 12760d0",
         "one NVIDIA H200 of a 2 x H200 host, kind nvidia-h100-x2", (
-            script("host_memory.py", "run", "rmat:28", "--backend", "gpu", "--workers", "1",
-                   "--memory-limit", "32GiB", "--repeat", "1", "--timeout", "430",
-                   "--spill-directory", "/tmp/spill28", "--out", "{out}", "--",
-                   "--rmm-pool-size", "16GiB", env={"PYTHONDONTWRITEBYTECODE": ""}),
-            script("host_memory.py", "run", "rmat:26", "--backend", "gpu", "--workers", "1",
-                   "--memory-limit", "12GiB", "--repeat", "1", "--timeout", "180",
-                   "--spill-directory", "/tmp/spill26", "--out", "{out}", "--",
-                   "--rmm-pool-size", "4GiB", env={"PYTHONDONTWRITEBYTECODE": ""})),
+            gpu_host_memory("rmat:28", "32GiB", "16GiB", 430),
+            gpu_host_memory("rmat:26", "12GiB", "4GiB", 180)),
         "issue 41, after the GPU tests had compiled the kernels"),
     "host-memory-spill-io-h100x2": Preset(
         "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB against the same count "
         "without the limit, one GPU worker, its store writing and reading back on eight "
         "threads and on one, alternated (8, 1, then 1, 8), at 9e660e7",
         "one NVIDIA H100 of a 2 x H100 host, kind nvidia-h100-x2", tuple(
-            script("host_memory.py", "run", "rmat:26", "--backend", "gpu", "--workers", "1",
-                   "--memory-limit", "12GiB", "--repeat", "1", "--timeout", "180",
-                   "--spill-directory", "/tmp/spill26", "--config",
-                   f"dtri.spill-io-threads={threads}", "--out", "{out}", "--",
-                   "--rmm-pool-size", "4GiB", env={"PYTHONDONTWRITEBYTECODE": ""})
+            gpu_host_memory("rmat:26", "12GiB", "4GiB", 180, f"dtri.spill-io-threads={threads}")
             for threads in (8, 1, 1, 8)),
         "issue 41, after one count of R-MAT 18 had compiled the kernels; one thread still "
         "reads into memory not zeroed first, so the pair times the threads alone"),
