@@ -206,7 +206,7 @@ class TieredStore(MutableMapping[Any, Any]):
                       len(os.sched_getaffinity(0)))
         self._io = (ThreadPoolExecutor(threads, thread_name_prefix="dtri-spill-io")
                     if threads > 1 else None)
-        """The threads that write a file and read it back a slice each (``None``: one)."""
+        """The threads that write a file and read it back, a slice at a time (``None``: one)."""
 
     @contextlib.contextmanager
     def _timed(self, move: str) -> Iterator[None]:
