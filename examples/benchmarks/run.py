@@ -818,6 +818,15 @@ PRESETS: dict[str, Preset] = {
             gpu_host_memory("rmat:28", "32GiB", "16GiB", 430),
             gpu_host_memory("rmat:26", "12GiB", "4GiB", 180)),
         "issue 41, after the GPU tests had compiled the kernels"),
+    "host-memory-sampled-h200x2": Preset(
+        "R-MAT 28 under a 16 GiB RMM pool with --memory-limit 32GiB against the same count "
+        "without the limit, one GPU worker, twice, with the store's disk on eight threads "
+        "(9e660e7) and the sort's ranges cut from a sample of the keys (ba9d42b), at 64b299e",
+        "one NVIDIA H200 of a 2 x H200 host, kind nvidia-h100-x2", (
+            gpu_host_memory("rmat:28", "32GiB", "16GiB", 430),
+            gpu_host_memory("rmat:28", "32GiB", "16GiB", 430)),
+        "issue 41, after the GPU tests had compiled the kernels; the two runs were separate "
+        "commands, the GPU tests of list B between them"),
     "host-memory-spill-io-h100x2": Preset(
         "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB against the same count "
         "without the limit, one GPU worker, its store writing and reading back on eight "
