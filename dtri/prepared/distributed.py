@@ -106,8 +106,8 @@ class CanonicalKeys(NamedTuple):
     """Each sender's rows, at least its keys (``None``: not known)."""
     samples: list[Any] | None = None
     """Every ``dtri.sort-sample-stride``-th key of each sender (:func:`key_sample`), taken as
-    the keys were made, where the sort's ranges balance edges from them
-    (:func:`samples_edges`); ``None``: they balance the out-degrees of every key."""
+    the keys were made, from which the sort's ranges are cut (:func:`sample_stride`);
+    ``None``: from every key."""
 
     @property
     def sizes(self) -> list[int] | None:
@@ -129,12 +129,13 @@ def sort_balance(join: str, one_at_a_time: bool) -> str:
     for a count by the ``join`` asked for. ``join="wedges"``: edges and wedges, what that
     join writes. Else, where several join tasks run at once, the ``intersect`` model, the
     fused join's own work, so that they end together: edges alone or wedges alone left four
-    ranges of R-MAT 26 1.7-1.9x apart on one H200. It costs a second pass over every
-    sender's keys, a tree of each source's work after the tree of the out-degrees. Where one
+    ranges of R-MAT 26 1.7-1.9x apart on one H200. It costs a tree of each source's work
+    after the tree of the out-degrees, summed over a sample of the keys where it is large
+    enough (:func:`sample_stride`), else a second pass over every sender's keys. Where one
     task runs at a time (``one_at_a_time``: in this process task by task, not under the
     threads scheduler, or on one worker of one thread), the ranges take turns whatever work
     they hold, so they balance their edges, which the out-degrees give alone (of a sample of
-    the keys where it is large enough: :func:`samples_edges`): each partition then holds its
+    the keys where it is large enough: :func:`sample_stride`): each partition then holds its
     share of the bytes that the partition count was fitted to. (Edges and
     wedges put 83% of R-MAT 20's edges in the first of two ranges, whose many low ranks have
     short lists.)"""
@@ -145,20 +146,31 @@ def sort_balance(join: str, one_at_a_time: bool) -> str:
 
 SAMPLES_PER_PART = 4096
 """The fewest sampled keys per sorted partition for which the sort's ranges are cut from a
-sample (:func:`samples_edges`): a range's share is then within a few percent."""
+sample (:func:`sample_stride`): a range's share is then within a few percent."""
+
+SAMPLED_WORK_MODELS = ("edges", "intersect")
+"""The work models whose ranges are cut from a sample of the keys (:func:`sample_stride`)."""
 
 
-def samples_edges(work_model: str, rows: int, parts: int) -> int:
-    """The stride of the keys' sample from which the sort's ranges balance their edges, or 0
-    for every key. Where ranges balance edges alone (``work_model`` ``edges``: one task at a
-    time), the out-degrees of every ``dtri.sort-sample-stride``-th key, taken as the keys are
-    made, give each range its share of the edges (the ranges take turns, so a share a percent
-    off costs nothing) without the orient stage's pass over every sender's keys, which under
-    a host limit reads them back from disk: 24.6 GB of R-MAT 28's 148.5 GB read back on one
-    H200 (``host-memory-plan-h200x2.jsonl``). Not where the input's ``rows`` give fewer than
+def sample_stride(work_model: str, rows: int, parts: int) -> int:
+    """The stride of the keys' sample from which the sort's ranges are cut, or 0 for every
+    key. The keys are sampled as they are made (every ``dtri.sort-sample-stride``-th of each
+    sender), which saves the orient stage a pass over every sender's keys; under a host
+    limit that pass reads them back from disk (24.6 GB of R-MAT 28's 148.5 GB read back on
+    one H200, ``host-memory-plan-h200x2.jsonl``).
+
+    * ``edges`` (one task at a time): the ranges balance the out-degrees of the sampled keys
+      alone. The ranges take turns, so a share a percent off costs nothing.
+    * ``intersect`` (join tasks at once): the out-degrees are still counted from every key,
+      since the work of an edge reads those of both its ends; the work that the ranges share
+      is summed over the sampled keys only, which drops the second pass over every key.
+
+    The sort's receivers still take every edge, so no count changes; only the ranges' shares
+    move. Not for other work models, nor where the input's ``rows`` give fewer than
     :data:`SAMPLES_PER_PART` samples to each of ``parts`` ranges."""
     stride = int(dask.config.get("dtri.sort-sample-stride"))
-    if work_model != "edges" or stride <= 1 or rows // stride < SAMPLES_PER_PART * parts:
+    if work_model not in SAMPLED_WORK_MODELS or stride <= 1 \
+            or rows // stride < SAMPLES_PER_PART * parts:
         return 0
     return stride
 
@@ -220,7 +232,7 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     n = tasks.task("vertices", vertex_count, vertices, key=("count",), on_host=True)
     if inputs.recomputed:  # read again: no sender is held from the vertex sets to the keys
         senders = sent("keys")
-    stride = samples_edges(work_model, sum(rows), parts)
+    stride = sample_stride(work_model, sum(rows), parts)
     keys, samples = [], []
     for g, (sender, holder) in enumerate(zip(senders, holders, strict=True)):
         with placed_on(holder):
@@ -270,17 +282,22 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     (``None``)."""
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
                                           epsilon, fan_in, exact=not keys.overlapping)
-    if keys.samples is not None and work_model == "edges":  # no pass over every key
-        out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.samples,
+    # the sample stands in for every key where it was taken (:func:`sample_stride`): for
+    # the out-degrees of ranges that balance edges, and for the work of ranges that balance
+    # the join's, whose out-degrees are every key's
+    sample = keys.samples if work_model in SAMPLED_WORK_MODELS else None
+    if sample is not None and work_model == "edges":
+        out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, sample,
                                        (rank, n), keys.holders, "out", fan_in)
     else:
         out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.parts,
                                        (rank, n), keys.holders, "out", fan_in, keys.sizes)
     del vertices
     if work_model == "intersect":
-        work = tasks.reduce_over("orient", sender_work, add_counts, keys.parts,
+        work = tasks.reduce_over("orient", sender_work, add_counts,
+                                 keys.parts if sample is None else sample,
                                  (rank, out_degree, n), keys.holders, "work", fan_in,
-                                 keys.sizes)
+                                 keys.sizes if sample is None else None)
     else:
         work = tasks.task("orient", wedge_work if work_model == "wedges" else edge_work,
                           out_degree, key=("work",))

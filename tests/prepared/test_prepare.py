@@ -626,13 +626,14 @@ def test_ranges_of_one_task_at_a_time_are_cut_from_a_sample_of_the_keys(monkeypa
     import dask
 
     from dtri.prepared import distributed
-    from dtri.prepared.distributed import SAMPLES_PER_PART, samples_edges
+    from dtri.prepared.distributed import SAMPLES_PER_PART, sample_stride
 
-    assert samples_edges("edges", 3 * 128 * SAMPLES_PER_PART, 3) == 128
-    assert samples_edges("edges", 3 * 128 * SAMPLES_PER_PART - 1, 3) == 0
-    assert samples_edges("intersect", 1 << 40, 3) == 0
+    assert sample_stride("edges", 3 * 128 * SAMPLES_PER_PART, 3) == 128
+    assert sample_stride("edges", 3 * 128 * SAMPLES_PER_PART - 1, 3) == 0
+    assert sample_stride("intersect", 1 << 40, 3) == 128
+    assert sample_stride("wedges", 1 << 40, 3) == 0
     with dask.config.set({"dtri.sort-sample-stride": 0}):
-        assert samples_edges("edges", 1 << 40, 3) == 0
+        assert sample_stride("edges", 1 << 40, 3) == 0
     seen = []
     counted = distributed.sender_out_degrees
 
@@ -650,6 +651,51 @@ def test_ranges_of_one_task_at_a_time_are_cut_from_a_sample_of_the_keys(monkeypa
         edges_held = [summary.edges for summary in graph.summaries]
         assert max(edges_held) <= 1.1 * distinct / 3
         assert graph.count().triangles == networkx_triangles(edges)
+
+
+def test_ranges_of_join_tasks_at_once_share_work_summed_over_a_sample_of_the_keys(
+        monkeypatch):
+    """Where join tasks run at once (the threads scheduler), the out-degrees are counted from
+    every key and the work that cuts the ranges is summed over every
+    ``dtri.sort-sample-stride``-th key: no work task sees more keys than a sample holds, the
+    out-degree tasks see every key, the ranges share the join's work summed over every edge
+    within a few percent on a skewed graph, and the count is NetworkX's."""
+    import dask
+
+    from dtri.input.generate import rmat
+    from dtri.kernels.bins import checked_key_bits
+    from dtri.kernels.csr import as_csr, keys_of
+    from dtri.kernels.orient import intersection_work
+    from dtri.prepared import distributed
+
+    seen_out, seen_work = [], []
+    out_degrees, work = distributed.sender_out_degrees, distributed.sender_work
+
+    def counted_out_degrees(keys, rank, vertices):
+        seen_out.append(int(keys.shape[0]))
+        return out_degrees(keys, rank, vertices)
+
+    def counted_work(keys, rank, out_degree, vertices):
+        seen_work.append(int(keys.shape[0]))
+        return work(keys, rank, out_degree, vertices)
+
+    monkeypatch.setattr(distributed, "sender_out_degrees", counted_out_degrees)
+    monkeypatch.setattr(distributed, "sender_work", counted_work)
+    frame = rmat(12, npartitions=3, seed=4)
+    with dask.config.set({"dtri.sort-sample-stride": 4}), \
+            dtri.prepare(frame, backend="cpu", scheduler="threads", npartitions=3) as graph:
+        assert graph.shape.work_model == "intersect"
+        parts = [as_csr(part) for part in dask.compute(*graph.parts)]
+        distinct = sum(part.edges for part in parts)
+        assert sum(seen_out) >= distinct  # every sender's keys, each edge at least once
+        assert seen_work and sum(seen_work) <= sum(seen_out) // 4 + len(seen_work)
+        out_degree = np.concatenate([np.diff(part.offsets) for part in parts])
+        bits = checked_key_bits(graph.vertices)
+        shares = [float(intersection_work(keys_of(part, bits), out_degree,
+                                          graph.vertices).sum()) for part in parts]
+        assert max(shares) <= 1.05 * sum(shares) / 3
+        assert graph.count().triangles == networkx_triangles(
+            frame.compute().to_numpy())
 
 
 def test_a_run_of_one_task_at_a_time_cuts_ranges_by_their_edges(dask_client, backend):
