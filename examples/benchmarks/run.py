@@ -635,6 +635,19 @@ PRESETS: dict[str, Preset] = {
         "issue 39 (kind nvidia-h200-x4): the first two commands (ab30c0d, then 09e6661) and "
         "the last two (alternated twice) in one session; the middle two (09e6661, then "
         "ab30c0d) in a later one, on a fresh host. Each line's commit says which tree ran"),
+    "multi-gpu-sampled-work-h200x4": Preset(
+        "R-MAT 26 in memory on 1, 2 and 4 GPUs over UCX, the sort's ranges for join tasks at "
+        "once cut by their work summed over every key (dtri.sort-sample-stride 0) or over "
+        "every 128th (the default since 8c437fc), alternated 128, 0, 0, 128",
+        "one host with 4 NVIDIA H200, kind nvidia-h100-x4", tuple(
+            script("multi_gpu.py", "rmat:26", "--workers", "1,2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}",
+                   env={"DASK_DTRI__SORT_SAMPLE_STRIDE": stride},
+                   values={"detail": {"note": f"dtri.sort-sample-stride {stride}"}})
+            for stride in ("128", "0", "0", "128")),
+        "issue 39, at 8c437fc, after one count of R-MAT 18 had compiled the kernels; the "
+        "one-worker line balances edges, by every key's out-degrees at stride 0 and by the "
+        "sample's at 128 (ba9d42b)"),
     "multi-gpu-end-h200x4": Preset(
         "R-MAT 28's whole dtri count command on four GPUs, strong scaling over UCX on 1, 2 and "
         "4 GPUs (R-MAT 26 and 27, in memory) and R-MAT 25 on one for weak scaling, at 065cd0e "
