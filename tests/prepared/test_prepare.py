@@ -698,6 +698,33 @@ def test_ranges_of_join_tasks_at_once_share_work_summed_over_a_sample_of_the_key
             frame.compute().to_numpy())
 
 
+def test_workers_cut_the_join_s_ranges_from_their_own_samples(dask_client, backend,
+                                                              monkeypatch):
+    """On a cluster's workers (two CPU workers, or one per GPU) the samples are taken where
+    each sender's keys are, the join's work is summed over them, and the count is
+    NetworkX's."""
+    import dask
+
+    from dtri.input.generate import rmat
+    from dtri.prepared import distributed
+
+    strides = []
+    chosen = distributed.sample_stride
+
+    def stride(work_model, rows, parts):
+        strides.append(chosen(work_model, rows, parts))
+        return strides[-1]
+
+    monkeypatch.setattr(distributed, "sample_stride", stride)
+    frame = rmat(12, npartitions=4, seed=5)
+    with dask.config.set({"dtri.sort-sample-stride": 2}), \
+            dtri.prepare(frame, backend=backend, npartitions=4) as graph:
+        if graph.runtime.workers < 2:
+            pytest.skip("one worker runs one task at a time: its ranges balance edges")
+        assert graph.shape.work_model == "intersect" and strides == [2]
+        assert graph.count().triangles == networkx_triangles(frame.compute().to_numpy())
+
+
 def test_a_run_of_one_task_at_a_time_cuts_ranges_by_their_edges(dask_client, backend):
     """In this process the ranges are cut by the out-degrees alone, each holding about a
     third of the edges; on the two CPU workers by the join's work. Both count as NetworkX
