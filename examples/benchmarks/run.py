@@ -171,6 +171,14 @@ PRESETS: dict[str, Preset] = {
                    "--memory-limit", "1GiB", "--repeat", "1", "--out", "{out}"),),
         "issue 39's bin copies checked against issue 41's bound: the command at 871f3ef, then "
         "from a copy of 99b471e's tree (each line's commit), one after the other"),
+    "host-memory-cpu-sampled-2core": Preset(
+        "host memory bounded, again: R-MAT 22 on two workers under --memory-limit 2GiB "
+        "against the same count without it, at e76b9de (the join's ranges cut by work summed "
+        "over the keys' sample, 8c437fc)", CPU, (
+            script("host_memory.py", "run", "rmat:22", "--backend", "cpu", "--workers", "2",
+                   "--memory-limit", "2GiB", "--repeat", "1", "--out", "{out}"),),
+        "issue 41, the unlimited run just before the limited one, right after the fresh-clone "
+        "CI had ended; nothing else ran on the machine"),
     "host-memory-cpu-2core": Preset(
         "host memory bounded: R-MAT 22 on two workers under --memory-limit 2GiB against the "
         "same count without it, with the idle workers' resident memory", CPU, (
