@@ -90,6 +90,9 @@ class Prepared(NamedTuple):
     """One line on why (:func:`dtri.kernels.orient.orientation_reason`)."""
     rounds: int | None = None
     """The adirection peeling's rounds (``None`` without one)."""
+    sample_stride: int = 0
+    """The stride of the keys' sample that the sort's ranges were cut from (0: every key;
+    :func:`sample_stride`)."""
 
 
 class CanonicalKeys(NamedTuple):
@@ -105,9 +108,11 @@ class CanonicalKeys(NamedTuple):
     rows: list[int] | None = None
     """Each sender's rows, at least its keys (``None``: not known)."""
     samples: list[Any] | None = None
-    """Every ``dtri.sort-sample-stride``-th key of each sender (:func:`key_sample`), taken as
-    the keys were made, from which the sort's ranges are cut (:func:`sample_stride`);
-    ``None``: from every key."""
+    """Every ``stride``-th key of each sender (:func:`key_sample`), taken as the keys were
+    made, from which the sort's ranges are cut (:func:`sample_stride`); ``None``: from every
+    key."""
+    stride: int = 0
+    """The samples' stride (0 without them)."""
 
     @property
     def sizes(self) -> list[int] | None:
@@ -129,16 +134,16 @@ def sort_balance(join: str, one_at_a_time: bool) -> str:
     for a count by the ``join`` asked for. ``join="wedges"``: edges and wedges, what that
     join writes. Else, where several join tasks run at once, the ``intersect`` model, the
     fused join's own work, so that they end together: edges alone or wedges alone left four
-    ranges of R-MAT 26 1.7-1.9x apart on one H200. It costs a tree of each source's work
-    after the tree of the out-degrees, summed over a sample of the keys where it is large
-    enough (:func:`sample_stride`), else a second pass over every sender's keys. Where one
-    task runs at a time (``one_at_a_time``: in this process task by task, not under the
-    threads scheduler, or on one worker of one thread), the ranges take turns whatever work
-    they hold, so they balance their edges, which the out-degrees give alone (of a sample of
-    the keys where it is large enough: :func:`sample_stride`): each partition then holds its
-    share of the bytes that the partition count was fitted to. (Edges and
-    wedges put 83% of R-MAT 20's edges in the first of two ranges, whose many low ranks have
-    short lists.)"""
+    ranges of R-MAT 26 1.7-1.9x apart on one H200. It costs each source's work after the
+    tree of the out-degrees: summed over a sample of the keys in one task where the sample
+    is large enough (:func:`sampled_bounds`), else by a tree, a second pass over every
+    sender's keys. Where one task runs at a time (``one_at_a_time``: in this process task by
+    task, not under the threads scheduler, or on one worker of one thread), the ranges take
+    turns whatever work they hold, so they balance their edges, which the out-degrees give
+    alone (of a sample of the keys where it is large enough: :func:`sample_stride`): each
+    partition then holds its share of the bytes that the partition count was fitted to.
+    (Edges and wedges put 83% of R-MAT 20's edges in the first of two ranges, whose many low
+    ranks have short lists.)"""
     if join == "wedges":
         return "wedges"
     return "edges" if one_at_a_time else "intersect"
@@ -178,6 +183,21 @@ def sample_stride(work_model: str, rows: int, parts: int) -> int:
 def key_sample(keys: Any, stride: int) -> Any:
     """Every ``stride``-th of a sender's keys, a copy (not a view that would hold them all)."""
     return keys[::stride].copy()
+
+
+def sampled_bounds(rank: Any | None, out_degree: Any | None, vertices: int, parts: int,
+                   *samples: Any) -> list[int]:
+    """The sort's source bounds cut from the senders' ``samples`` of their canonical keys,
+    oriented by ``rank`` (:func:`sample_stride`): by the join's work of the sampled edges
+    (:func:`~dtri.kernels.orient.oriented_intersection_work`), whose ``out_degree`` is every
+    key's, or where that is ``None`` by the sampled edges alone. One task, where a tree of
+    each sender's vertex-wide sums and a task on the sum took two hops more; it receives a
+    stride's share of the keys, where a tree received a vertex-wide array for each
+    sender."""
+    keys = array_module(samples[0]).concatenate(samples)
+    work = oriented_out_degree(keys, rank, vertices) if out_degree is None else \
+        oriented_intersection_work(keys, rank, out_degree, vertices)
+    return source_bounds(work, parts)
 
 
 def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orientation: str,
@@ -245,7 +265,7 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     keys, samples = done[:len(keys)], done[len(keys):]
     del senders
     return sorted_by(orientation, CanonicalKeys(keys, holders, len(keys) > 1, rows,
-                                                samples or None),
+                                                samples or None, stride),
                      vertices, n, parts, tasks, timer, work_model, fan_in, epsilon)
 
 
@@ -282,38 +302,37 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     (``None``)."""
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
                                           epsilon, fan_in, exact=not keys.overlapping)
-    # the sample stands in for every key where it was taken (:func:`sample_stride`): for
-    # the out-degrees of ranges that balance edges, and for the work of ranges that balance
-    # the join's, whose out-degrees are every key's
     sample = keys.samples if work_model in SAMPLED_WORK_MODELS else None
-    if sample is not None and work_model == "edges":
-        out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, sample,
-                                       (rank, n), keys.holders, "out", fan_in)
-    else:
+    if sample is None:  # the ranges from every key: trees of each sender's counts
         out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.parts,
                                        (rank, n), keys.holders, "out", fan_in, keys.sizes)
+        if work_model == "intersect":
+            work = tasks.reduce_over("orient", sender_work, add_counts, keys.parts,
+                                     (rank, out_degree, n), keys.holders, "work", fan_in,
+                                     keys.sizes)
+        else:
+            work = tasks.task("orient", wedge_work if work_model == "wedges" else edge_work,
+                              out_degree, key=("work",))
+        bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
+    else:  # from the senders' samples, in one task
+        out_degree = None if work_model == "edges" else tasks.reduce_over(
+            "orient", sender_out_degrees, add_counts, keys.parts, (rank, n), keys.holders,
+            "out", fan_in, keys.sizes)  # an edge's work reads every key's out-degrees
+        bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts, *sample,
+                            key=("bounds",))
     del vertices
-    if work_model == "intersect":
-        work = tasks.reduce_over("orient", sender_work, add_counts,
-                                 keys.parts if sample is None else sample,
-                                 (rank, out_degree, n), keys.holders, "work", fan_in,
-                                 keys.sizes if sample is None else None)
-    else:
-        work = tasks.task("orient", wedge_work if work_model == "wedges" else edge_work,
-                          out_degree, key=("work",))
-    bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
     (bounds,) = timer.submit("orient", bounds)
     splits = []  # each where its keys are (not where the vertex-wide ranks are)
     for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True)):
         with placed_on(holder):
             splits.append(tasks.task("sort", oriented_split, k, rank, bounds, n,
                                      key=("split", p)))
-    overlapping = keys.overlapping
+    overlapping, stride = keys.overlapping, keys.stride if sample is not None else 0
     del keys
     sorted_parts = list(timer.submit("sort", *tasks.exchange(
         "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
     return Prepared(sorted_parts, n, ids, degree, bounds, orientation,
-                    orientation_reason(orientation, rounds=rounds), rounds)
+                    orientation_reason(orientation, rounds=rounds), rounds, stride)
 
 
 def count_degrees(parts: list[Any], vertices: Any, tasks: Tasks, timer: StageTimer,

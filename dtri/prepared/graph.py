@@ -636,7 +636,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     partitions, ids, degree = prepared.parts, prepared.ids, prepared.degree
     shape = None if facts.orientation == "adirection" else PreparationShape(
         len(tasks.workers), sender_rows, sender_holders, fan_in, staging.folds_per_worker,
-        work_model, facts.largest_id, parts == 1)
+        work_model, facts.largest_id, parts == 1, prepared.sample_stride)
     del prepared
     summaries, bounds, vertices = facts.summaries, facts.bounds, facts.vertices
     check_whole_adjacency(summaries)

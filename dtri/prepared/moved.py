@@ -74,6 +74,9 @@ class PreparationShape:
     """The largest input vertex id (what a vertex set's marks cost)."""
     one_task: bool = False
     """The whole graph prepared by one task (``prepare``): only its inputs move."""
+    sample_stride: int = 0
+    """The stride of the keys' sample that the sort's ranges were cut from, in one task
+    (:func:`dtri.prepared.distributed.sampled_bounds`); 0: from every key, by trees."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -165,7 +168,10 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
       where its root is, beside the vertex set;
     * ``orient``: the ranks (``V``), one copy to each worker holding a sender; the tree of
       out-degrees (``V`` each); with the fused join's work model, the out-degrees (``V``)
-      to each worker holding a sender, then the tree of work (``W`` each);
+      to each worker holding a sender, then the tree of work (``W`` each). Where the
+      ranges are cut from a sample of the keys (``shape.sample_stride``), the work's tree
+      is one task instead, where the out-degrees are: each sender's sample (its keys, as
+      the sort's term takes them, over the stride) goes there;
     * ``sort``: each sender's keys (int64), taken as its input rows times the graph's
       distinct edges per input row, cut in proportion to the sorted partitions' edges;
       piece ``j`` goes to the owner of partition ``j`` from every sender elsewhere;
@@ -210,7 +216,13 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
 
     flow.spread("orient", ranked, wide, readers)
     out = flow.tree("orient", leaves_of(per_sender, folds), wide, fan_in)
-    if shape.work_model == "intersect":
+    distinct = sum(partition_edges)
+    if shape.sample_stride:  # one task beside the out-degrees takes every sender's sample
+        for h, r in zip(holders, rows, strict=True):
+            if h != out:
+                flow.receive("orient", out, BYTES_PER_KEY * (r * distinct // total_rows)
+                             // shape.sample_stride)
+    elif shape.work_model == "intersect":
         flow.spread("orient", out, wide, readers)
         flow.tree("orient", leaves_of([(h, work) for h in holders], folds), work, fan_in)
 

@@ -32,6 +32,12 @@ def test_the_terms_of_two_folding_workers():
     wedges = moved_prepare(PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True,
                                             "wedges", (1 << 26) - 1), [100, 300], n)
     assert wedges["orient"] == wide  # no tree of work: the ranks, or the out-degrees' leaf
+    sampled = moved_prepare(PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True,
+                                             "intersect", (1 << 26) - 1, False, 128),
+                            [100, 300], n)
+    # the out-degrees' leaf and the other sender's sample (its 200 of the 400 keys, over 128)
+    # to the root, where one task cuts the ranges; no tree of work, no out-degrees sent back
+    assert sampled["orient"] == wide + 8 * 200 // 128
 
 
 def test_counts_past_int32_cross_as_int64():
@@ -64,21 +70,29 @@ def cluster(request):
         yield client
 
 
-@pytest.mark.parametrize("budget", ["256MiB", "64MiB"], ids=["a-sender-each", "several-senders"])
-def test_each_stage_is_predicted_within_a_quarter(cluster, budget):
+@pytest.mark.parametrize(("budget", "stride"), [("256MiB", 0), ("64MiB", 0), ("256MiB", 2)],
+                         ids=["a-sender-each", "several-senders", "sampled"])
+def test_each_stage_is_predicted_within_a_quarter(cluster, budget, stride):
     """R-MAT 17 at edge factor 20 read in 8 partitions, a sender on each worker (or, under
     the smaller budget, several): for every preparation stage the predicted bytes of the
     busiest worker are within 25 % of the most one worker measured, or both are below 1 MiB.
     Its 2.6 M rows are more than a task takes under 256 MiB (2 Mi rows), so the preparation
     is distributed, and the rows of up to 6 of the 8 partitions fit one sender, whichever
-    worker Dask places them on (R-MAT 18's 4 Mi rows needed exactly 4 on each of 2)."""
+    worker Dask places them on (R-MAT 18's 4 Mi rows needed exactly 4 on each of 2). With
+    ``dtri.sort-sample-stride`` 2 the ranges are cut from every other key, whose samples
+    (about 4 MB a sender) are most of what the orient stage moves; at 0 from every key, by
+    trees (the default stride, 128, leaves this input too few samples to cut from)."""
+    import dask
+
     from dtri.input.generate import rmat
 
     workers = len(cluster.nthreads())
-    with dtri.Session(backend="cpu", memory_budget=budget) as session, \
+    with dask.config.set({"dtri.sort-sample-stride": stride}), \
+            dtri.Session(backend="cpu", memory_budget=budget) as session, \
             dtri.prepare(rmat(17, edge_factor=20, seed=1, npartitions=8),
                          session=session) as graph:
         result = graph.count()
+    assert graph.shape is not None and graph.shape.sample_stride == stride
     predicted, measured = result.plan["moved_prepare"], result.moved_bytes
     assert set(predicted) == set(PREPARE_STAGES)
     assert graph.shape is not None and len(set(graph.shape.sender_holders)) == workers

@@ -618,14 +618,41 @@ def test_the_sort_balances_the_join_s_work_only_where_join_tasks_run_at_once():
     assert sort_balance("wedges", one_at_a_time=True) == "wedges"
 
 
+def spy_on_the_orient_stage(monkeypatch) -> dict[str, list[int]]:
+    """The keys each of the orient stage's task functions is handed, by function, as they
+    run in this process: the senders' out-degrees and work (every key), and the bounds cut
+    from the samples (all of them in one task)."""
+    from dtri.prepared import distributed
+
+    seen: dict[str, list[int]] = {"out": [], "work": [], "sampled": []}
+    out_degrees, work, bounds = (distributed.sender_out_degrees, distributed.sender_work,
+                                 distributed.sampled_bounds)
+
+    def counted_out_degrees(keys, rank, vertices):
+        seen["out"].append(int(keys.shape[0]))
+        return out_degrees(keys, rank, vertices)
+
+    def counted_work(keys, rank, out_degree, vertices):
+        seen["work"].append(int(keys.shape[0]))
+        return work(keys, rank, out_degree, vertices)
+
+    def counted_bounds(rank, out_degree, vertices, parts, *samples):
+        seen["sampled"].append(sum(int(sample.shape[0]) for sample in samples))
+        return bounds(rank, out_degree, vertices, parts, *samples)
+
+    monkeypatch.setattr(distributed, "sender_out_degrees", counted_out_degrees)
+    monkeypatch.setattr(distributed, "sender_work", counted_work)
+    monkeypatch.setattr(distributed, "sampled_bounds", counted_bounds)
+    return seen
+
+
 def test_ranges_of_one_task_at_a_time_are_cut_from_a_sample_of_the_keys(monkeypatch):
-    """Where the input gives each range enough samples, the out-degrees that cut the ranges
-    are those of every ``dtri.sort-sample-stride``-th key: no out-degree task sees more keys
-    than a sample holds, the ranges still share the edges within a few percent, and the
-    count is NetworkX's. A smaller input, or another work model, takes every key."""
+    """Where the input gives each range enough samples, the ranges are cut by the out-degrees
+    of every ``dtri.sort-sample-stride``-th key, in one task: no task of the orient stage
+    reads every key, the ranges still share the edges within a few percent, and the count
+    is NetworkX's. A smaller input, or another work model, takes every key."""
     import dask
 
-    from dtri.prepared import distributed
     from dtri.prepared.distributed import SAMPLES_PER_PART, sample_stride
 
     assert sample_stride("edges", 3 * 128 * SAMPLES_PER_PART, 3) == 128
@@ -634,20 +661,14 @@ def test_ranges_of_one_task_at_a_time_are_cut_from_a_sample_of_the_keys(monkeypa
     assert sample_stride("wedges", 1 << 40, 3) == 0
     with dask.config.set({"dtri.sort-sample-stride": 0}):
         assert sample_stride("edges", 1 << 40, 3) == 0
-    seen = []
-    counted = distributed.sender_out_degrees
-
-    def out_degrees(keys, rank, vertices):
-        seen.append(int(keys.shape[0]))
-        return counted(keys, rank, vertices)
-
-    monkeypatch.setattr(distributed, "sender_out_degrees", out_degrees)
+    seen = spy_on_the_orient_stage(monkeypatch)
     edges = np.random.default_rng(9).integers(0, 3_000, size=(120_000, 2))
     with dask.config.set({"dtri.sort-sample-stride": 8}), \
             dtri.prepare(edges, backend="cpu", scheduler="synchronous", npartitions=3) as graph:
-        assert graph.shape.work_model == "edges"
+        assert graph.shape.work_model == "edges" and graph.shape.sample_stride == 8
         distinct = sum(summary.edges for summary in graph.summaries)
-        assert seen and max(seen) <= -(-distinct // 8) + 1
+        assert seen["out"] == seen["work"] == [] and len(seen["sampled"]) == 1
+        assert seen["sampled"][0] <= -(-distinct // 8) + 3  # a sample of each sender
         edges_held = [summary.edges for summary in graph.summaries]
         assert max(edges_held) <= 1.1 * distinct / 3
         assert graph.count().triangles == networkx_triangles(edges)
@@ -657,38 +678,26 @@ def test_ranges_of_join_tasks_at_once_share_work_summed_over_a_sample_of_the_key
         monkeypatch):
     """Where join tasks run at once (the threads scheduler), the out-degrees are counted from
     every key and the work that cuts the ranges is summed over every
-    ``dtri.sort-sample-stride``-th key: no work task sees more keys than a sample holds, the
-    out-degree tasks see every key, the ranges share the join's work summed over every edge
-    within a few percent on a skewed graph, and the count is NetworkX's."""
+    ``dtri.sort-sample-stride``-th key, in one task: the out-degree tasks see every key, no
+    task sums the work of every key, the ranges share the join's work summed over every
+    edge within a few percent on a skewed graph, and the count is NetworkX's."""
     import dask
 
     from dtri.input.generate import rmat
     from dtri.kernels.bins import checked_key_bits
     from dtri.kernels.csr import as_csr, keys_of
     from dtri.kernels.orient import intersection_work
-    from dtri.prepared import distributed
 
-    seen_out, seen_work = [], []
-    out_degrees, work = distributed.sender_out_degrees, distributed.sender_work
-
-    def counted_out_degrees(keys, rank, vertices):
-        seen_out.append(int(keys.shape[0]))
-        return out_degrees(keys, rank, vertices)
-
-    def counted_work(keys, rank, out_degree, vertices):
-        seen_work.append(int(keys.shape[0]))
-        return work(keys, rank, out_degree, vertices)
-
-    monkeypatch.setattr(distributed, "sender_out_degrees", counted_out_degrees)
-    monkeypatch.setattr(distributed, "sender_work", counted_work)
+    seen = spy_on_the_orient_stage(monkeypatch)
     frame = rmat(12, npartitions=3, seed=4)
     with dask.config.set({"dtri.sort-sample-stride": 4}), \
             dtri.prepare(frame, backend="cpu", scheduler="threads", npartitions=3) as graph:
-        assert graph.shape.work_model == "intersect"
+        assert graph.shape.work_model == "intersect" and graph.shape.sample_stride == 4
         parts = [as_csr(part) for part in dask.compute(*graph.parts)]
         distinct = sum(part.edges for part in parts)
-        assert sum(seen_out) >= distinct  # every sender's keys, each edge at least once
-        assert seen_work and sum(seen_work) <= sum(seen_out) // 4 + len(seen_work)
+        assert sum(seen["out"]) >= distinct  # every sender's keys, each edge at least once
+        assert seen["work"] == [] and len(seen["sampled"]) == 1
+        assert seen["sampled"][0] <= sum(seen["out"]) // 4 + len(seen["out"])
         out_degree = np.concatenate([np.diff(part.offsets) for part in parts])
         bits = checked_key_bits(graph.vertices)
         shares = [float(intersection_work(keys_of(part, bits), out_degree,
