@@ -248,6 +248,18 @@ PRESETS: dict[str, Preset] = {
         "issue 41: .scratch's driver ran each pair of commands at the newer commit, then from "
         "a copy of 5b5ea55's tree, twice for fdc1d8f and twice for 8636f03; each line's commit "
         "says which tree ran"),
+    "sampled-bounds-cpu-2core": Preset(
+        "R-MAT 20 on two CPU workers (join tasks at once), the sort's ranges cut by the join's "
+        "work summed over the keys' sample by a tree over the senders (3f1a8f6) or in one "
+        "task beside the out-degrees (e08c415), alternated three times", CPU, tuple(
+            dtri("bench", "--backend", "cpu", "--workers", "2", "--peers", "none", "--repeat",
+                 "3", "rmat:20", "--output", "{out}",
+                 values={"detail": {"note": note}})
+            for _ in range(3)
+            for note in ("the work summed over the sample by a tree (3f1a8f6)",
+                         "the bounds cut from the samples in one task (e08c415)")),
+        "issues 39 and 41: a driver in /tmp ran each pair, 3f1a8f6 from a git worktree of "
+        "it, e08c415 from the repository; each line's commit says which tree ran"),
     "sort-sample-inproc-cpu-2core": Preset(
         "the sort's ranges where one task runs at a time, cut by the out-degrees of every key "
         "(dtri.sort-sample-stride 0) or of every 128th, sampled as the keys are made (the "
