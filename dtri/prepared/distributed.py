@@ -303,9 +303,15 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
                                           epsilon, fan_in, exact=not keys.overlapping)
     sample = keys.samples if work_model in SAMPLED_WORK_MODELS else None
-    if sample is None:  # the ranges from every key: trees of each sender's counts
-        out_degree = tasks.reduce_over("orient", sender_out_degrees, add_counts, keys.parts,
-                                       (rank, n), keys.holders, "out", fan_in, keys.sizes)
+    # every key's out-degrees, but where the sample's edges alone cut the ranges: the
+    # join's work of an edge reads those of both its ends
+    out_degree = None if sample is not None and work_model == "edges" else tasks.reduce_over(
+        "orient", sender_out_degrees, add_counts, keys.parts, (rank, n), keys.holders, "out",
+        fan_in, keys.sizes)
+    if sample is not None:  # the ranges from the senders' samples, in one task
+        bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts, *sample,
+                            key=("bounds",))
+    else:  # from every key: a tree of each sender's work, or the out-degrees' own
         if work_model == "intersect":
             work = tasks.reduce_over("orient", sender_work, add_counts, keys.parts,
                                      (rank, out_degree, n), keys.holders, "work", fan_in,
@@ -314,12 +320,6 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
             work = tasks.task("orient", wedge_work if work_model == "wedges" else edge_work,
                               out_degree, key=("work",))
         bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
-    else:  # from the senders' samples, in one task
-        out_degree = None if work_model == "edges" else tasks.reduce_over(
-            "orient", sender_out_degrees, add_counts, keys.parts, (rank, n), keys.holders,
-            "out", fan_in, keys.sizes)  # an edge's work reads every key's out-degrees
-        bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts, *sample,
-                            key=("bounds",))
     del vertices
     (bounds,) = timer.submit("orient", bounds)
     splits = []  # each where its keys are (not where the vertex-wide ranks are)
