@@ -92,10 +92,10 @@ def test_each_stage_is_predicted_within_a_quarter(cluster, budget, stride):
             dtri.prepare(rmat(17, edge_factor=20, seed=1, npartitions=8),
                          session=session) as graph:
         result = graph.count()
-    assert graph.shape is not None and graph.shape.sample_stride == stride
     predicted, measured = result.plan["moved_prepare"], result.moved_bytes
     assert set(predicted) == set(PREPARE_STAGES)
     assert graph.shape is not None and len(set(graph.shape.sender_holders)) == workers
+    assert graph.shape.sample_stride == stride
     senders = len(graph.shape.sender_holders)
     assert senders == workers if budget == "256MiB" else senders > workers
     for stage in PREPARE_STAGES:
