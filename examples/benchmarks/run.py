@@ -655,6 +655,21 @@ PRESETS: dict[str, Preset] = {
         "issue 39 (kind nvidia-h200-x4): the first two commands (ab30c0d, then 09e6661) and "
         "the last two (alternated twice) in one session; the middle two (09e6661, then "
         "ab30c0d) in a later one, on a fresh host. Each line's commit says which tree ran"),
+    "multi-gpu-sampled-bounds-h200x4": Preset(
+        "R-MAT 26 and 27 in memory on 1, 2 and 4 GPUs over UCX, the sort's ranges for join "
+        "tasks at once cut in one task from every sender's sample (dtri.sort-sample-stride "
+        "128, e08c415) or by every key's work (0), at 8f247dc",
+        "one host with 4 NVIDIA H200, kind nvidia-h100-x4", tuple(
+            script("multi_gpu.py", graph, "--workers", "1,2,4", "--protocols", "ucx",
+                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}",
+                   env={"DASK_DTRI__SORT_SAMPLE_STRIDE": stride},
+                   values={"detail": {"note": f"dtri.sort-sample-stride {stride}"}})
+            for graph, stride in (("rmat:26", "128"), ("rmat:26", "0"), ("rmat:27", "0"),
+                                  ("rmat:27", "128"), ("rmat:27", "0"))),
+        "issue 39, after one count of R-MAT 18 had compiled the kernels. The session ran "
+        "R-MAT 27 at stride 128 twice; the first run's file did not come back from the host "
+        "(its lines were 4.086, 2.324 and 1.521 s on 1, 2 and 4 GPUs), so its second run "
+        "follows, then stride 0 again"),
     "multi-gpu-sampled-work-h200x4": Preset(
         "R-MAT 26 in memory on 1, 2 and 4 GPUs over UCX, the sort's ranges for join tasks at "
         "once cut by their work summed over every key (dtri.sort-sample-stride 0) or over "
@@ -860,6 +875,14 @@ PRESETS: dict[str, Preset] = {
             gpu_host_memory("rmat:28", "32GiB", "16GiB", 430)),
         "issue 41, after the GPU tests had compiled the kernels; the two runs were separate "
         "commands, the GPU tests of list B between them"),
+    "host-memory-sampled-bounds-h200x4": Preset(
+        "R-MAT 28 under a 16 GiB RMM pool with --memory-limit 32GiB against the same count "
+        "without the limit, one GPU worker, with the sort's ranges cut from every sender's "
+        "sample in one task (e08c415), at 8f247dc",
+        "one NVIDIA H200 of a 4 x H200 host, kind nvidia-h100-x4", (
+            gpu_host_memory("rmat:28", "32GiB", "16GiB", 430),),
+        "issue 41, after the GPU tests and the multi-GPU runs of the same session had "
+        "compiled the kernels"),
     "host-memory-spill-io-h100x2": Preset(
         "R-MAT 26 under a 4 GiB RMM pool with --memory-limit 12GiB against the same count "
         "without the limit, one GPU worker, its store writing and reading back on eight "
@@ -925,6 +948,11 @@ PRESETS: dict[str, Preset] = {
             script("probes/stage_profile.py", "rmat:27", "4")),
         "the last three lines ran bef7183 with the probe of b998dde (its input spread over the "
         "workers, and each stage's transfers), in one session of kind nvidia-h200-x4"),
+    "stage-profile-sampled-h200x4": Preset(
+        "busy and transfer seconds per stage and worker, and per kind of task, at 8f247dc",
+        "one host with 4 NVIDIA H200, kind nvidia-h100-x4", (
+            script("probes/stage_profile.py", "rmat:26", "1", "2", "4"),),
+        "issue 39, after the GPU tests of the same session"),
     "stage-profile-head-h200x4": Preset(
         "busy and transfer seconds per stage and worker, and per kind of task, at 09e6661",
         "one host with 4 NVIDIA H200", (
