@@ -302,7 +302,7 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     (``None``)."""
     rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
                                           epsilon, fan_in, exact=not keys.overlapping)
-    sample = keys.samples if work_model in SAMPLED_WORK_MODELS else None
+    sample = keys.samples  # taken only for the sampled work models (:func:`sample_stride`)
     # every key's out-degrees, but where the sample's edges alone cut the ranges: the
     # join's work of an edge reads those of both its ends
     out_degree = None if sample is not None and work_model == "edges" else tasks.reduce_over(
@@ -327,7 +327,7 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
         with placed_on(holder):
             splits.append(tasks.task("sort", oriented_split, k, rank, bounds, n,
                                      key=("split", p)))
-    overlapping, stride = keys.overlapping, keys.stride if sample is not None else 0
+    overlapping, stride = keys.overlapping, keys.stride
     del keys
     sorted_parts = list(timer.submit("sort", *tasks.exchange(
         "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
