@@ -393,20 +393,28 @@ def test_a_cluster_started_for_the_run_says_how_long_its_start_took():
     assert "started in" not in running.placement
 
 
-@pytest.mark.parametrize(("direct", "given", "expected"), [
-    (False, None, "false"), (True, None, "true"), (False, "true", "true")])
-def test_device_writes_go_through_the_page_cache_unless_told(monkeypatch, direct, given,
-                                                              expected):
+@pytest.mark.parametrize(("key", "variable", "value", "given", "expected"), [
+    ("dtri.direct-device-writes", "KVIKIO_AUTO_DIRECT_IO_WRITE", False, None, "false"),
+    ("dtri.direct-device-writes", "KVIKIO_AUTO_DIRECT_IO_WRITE", True, None, "true"),
+    ("dtri.direct-device-writes", "KVIKIO_AUTO_DIRECT_IO_WRITE", False, "true", "true"),
+    ("dtri.device-read-threads", "KVIKIO_NTHREADS", 8, None, "8"),
+    ("dtri.device-read-threads", "KVIKIO_NTHREADS", 3, None, "3"),
+    ("dtri.device-read-threads", "KVIKIO_NTHREADS", 8, "2", "2")])
+def test_kvikio_settings_come_from_dask_config_unless_the_environment_sets_them(
+        monkeypatch, key, variable, value, given, expected):
     """KvikIO writes a GPU run's Parquet files past the page cache by default, so the next
-    process reads them from the disk; dtri sets KVIKIO_AUTO_DIRECT_IO_WRITE from
-    dtri.direct-device-writes where the environment leaves it unset, and keeps a user's."""
+    process reads them from the disk, and reads files with few threads. dtri sets
+    KVIKIO_AUTO_DIRECT_IO_WRITE from dtri.direct-device-writes and KVIKIO_NTHREADS from
+    dtri.device-read-threads where the environment leaves them unset, and keeps a user's."""
     import dask
 
-    from dtri.runtime.session import KVIKIO_DIRECT_WRITES, set_device_writes
+    from dtri.runtime.session import KVIKIO_DIRECT_WRITES, KVIKIO_THREADS, set_device_io
 
-    monkeypatch.setenv(KVIKIO_DIRECT_WRITES, given or "")  # given back as it was at the end
-    if given is None:
-        monkeypatch.delenv(KVIKIO_DIRECT_WRITES)
-    with dask.config.set({"dtri.direct-device-writes": direct}):
-        set_device_writes()
-    assert os.environ[KVIKIO_DIRECT_WRITES] == expected
+    assert {variable} <= {KVIKIO_DIRECT_WRITES, KVIKIO_THREADS}
+    for name in (KVIKIO_DIRECT_WRITES, KVIKIO_THREADS):  # each given back at the end
+        monkeypatch.delenv(name, raising=False)
+    if given is not None:
+        monkeypatch.setenv(variable, given)
+    with dask.config.set({key: value}):
+        set_device_io()
+    assert os.environ[variable] == expected
