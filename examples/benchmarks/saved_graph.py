@@ -7,12 +7,12 @@ Usage::
     python examples/benchmarks/saved_graph.py resume rmat:20 [--kill-at 0.5] \\
         [--dtri-args "--memory-budget 64MiB"] [--out FILE]
 
-``count``: the graph is written as ``--files`` Parquet files (``dtri generate``) and saved
-prepared once (``dtri prepare FILES -o SAVED``); then, in the same run, ``dtri count FILES``
-and ``dtri count SAVED`` each run ``--repeat`` times in a new process, the best wall time
-kept. The line's ``seconds`` is the saved graph's count, ``peers.raw-parquet`` the count of
-the raw files (``ratio``: saved over raw, in ``detail``), with the per-vertex triangles of
-both compared (``triangles_agree``).
+``count``: the graph is written as ``--files`` Parquet files (``dtri generate``, on the
+``--backend`` of ``--dtri-args`` where they name one) and saved prepared once (``dtri prepare
+FILES -o SAVED``); then, in the same run, ``dtri count FILES`` and ``dtri count SAVED`` each
+run ``--repeat`` times in a new process, the best wall time kept. The line's ``seconds`` is the
+saved graph's count, ``peers.raw-parquet`` the count of the raw files (``ratio``: saved over
+raw, in ``detail``), with the per-vertex triangles of both compared (``triangles_agree``).
 
 ``resume``: ``dtri count --generate SPEC --checkpoint DIR`` runs whole in a new process
 (``peers.full``, and ``peers.no-checkpoint`` the same command without a checkpoint); then
@@ -73,10 +73,17 @@ def vertex_triangles(argv: list[str], out: Path) -> Any:
     return pd.read_parquet(out).sort_values("vertex").reset_index(drop=True)
 
 
+def backend_of(extra: list[str]) -> list[str]:
+    """``--backend X`` where the dtri arguments name one (the generator takes it too)."""
+    if "--backend" in extra and extra.index("--backend") + 1 < len(extra):
+        return ["--backend", extra[extra.index("--backend") + 1]]
+    return [arg for arg in extra if arg.startswith("--backend=")]
+
+
 def count_line(args: argparse.Namespace, extra: list[str], work: Path) -> dict[str, Any]:
     raw, saved = work / "raw", work / "saved"
     subprocess.run([*DTRI, "generate", args.graph, "-o", str(raw), "--partitions",
-                    str(args.files)], capture_output=True, check=True)
+                    str(args.files), *backend_of(extra)], capture_output=True, check=True)
     prepare_seconds, prepared = timed([*DTRI, "prepare", str(raw), "-o", str(saved), "--json",
                                        *extra])
     raw_seconds, from_raw = best([*DTRI, "count", str(raw), "--json", *extra], args.repeat)
