@@ -785,6 +785,14 @@ PRESETS: dict[str, Preset] = {
             script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "2",
                    "--dtri-args", "--backend gpu", "--out", "{out}"),),
         "issue 41, at 0a9e614 (kind nvidia-h200), right after the GPU tests on that host"),
+    "saved-graph-threads-h200x2": Preset(
+        "counting a saved R-MAT 26 against its raw Parquet files, the files read with "
+        "dtri.device-read-threads (8) KvikIO threads (2e89623, whose early CUDA context "
+        "9263b4c took out again)", "one NVIDIA H200 of a 2 x H200 host", (
+            script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "2",
+                   "--dtri-args", "--backend gpu", "--out", "{out}",
+                   env={"CUDA_VISIBLE_DEVICES": "0"}),),
+        "issue 41, at 2e89623 (kind nvidia-h200-x2), before the GPU tests on that host"),
     "saved-graph-h200": Preset(
         "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
         "counting a saved R-MAT 26 against its raw Parquet files",
