@@ -31,6 +31,7 @@ from dtri.input.frames import (
     is_path_like,
     known_rows,
     local_input,
+    parquet_arrays,
     planned_rows,
     read_plan,
 )
@@ -268,6 +269,9 @@ def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> R
         else read_plan(edges, chosen, max_rows)
     rows, estimated = planned_rows(edges, plan)
     check_budget(rows, estimated, runtime.budget, runtime)
+    if runtime.client is None and not runtime.backend.on_gpu \
+            and (parts := parquet_arrays(plan, chosen.storage_options)):
+        return ReadSource(parts, runtime, rows, estimated)
     source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
                            npartitions=chosen.npartitions, max_rows=max_rows,
                            files_on_host=runtime.staging.on_host, plan=plan,

@@ -8,7 +8,8 @@ their partitions (the first two columns, or ``src``/``dst`` when present, or the
 
 An in-process run (:func:`local_input`) reads text files, NumPy arrays and generated graphs
 as delayed :class:`EdgeArrays` instead, through the same readers and generators but without
-pandas or Dask DataFrames, which take longer to import than a small graph takes to count.
+pandas or Dask DataFrames, which take longer to import than a small graph takes to count; on
+the CPU it reads Parquet files likewise, once their read is planned (:func:`parquet_arrays`).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ COMPRESSION_RATIO = 4
 class LocalInput(NamedTuple):
     """An input as an in-process run reads it: delayed :class:`EdgeArrays` partitions and
     the rows they hold (for text files, a high estimate from their sizes). Parquet files
-    have no partitions here (cuDF or pandas read them through a Dask frame, in process or
-    not), only their rows, from the files' footers, to decide where the run goes."""
+    have no partitions here, only their rows, from the files' footers, to decide where the
+    run goes: their read is planned for the run's task budget (:func:`parquet_arrays`)."""
 
     parts: list[Any]
     rows: int
@@ -141,6 +142,21 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
     if isinstance(plan, ParquetPlan):  # read through a Dask frame; its rows are in the footers
         return LocalInput([], plan.rows)
     return LocalInput(checked_blocks(plan, parse_block_arrays), _text_rows(plan))
+
+
+def parquet_arrays(plan: Any, storage_options: dict | None) -> list[Any]:
+    """An in-process CPU run's partitions of a planned Parquet read: one delayed
+    :class:`EdgeArrays` a piece (:func:`dtri.input.read.read_parquet_arrays`, a
+    ``read-edges`` task), read by pyarrow without pandas or Dask DataFrames; none for
+    another plan (or no pieces)."""
+    from dtri.input.read import ParquetPlan, read_parquet_arrays
+
+    if not isinstance(plan, ParquetPlan):
+        return []
+    token = dask.base.tokenize(plan, storage_options)
+    return [dask.delayed(read_parquet_arrays)(piece, plan, storage_options,
+                                              dask_key_name=(f"read-edges-parquet-{token}", k))
+            for k, piece in enumerate(plan.pieces())]
 
 
 def read_plan(edges: Any, options: Options, max_rows: int | None) -> Any:

@@ -47,6 +47,36 @@ finally:
     assert "loaded []" in done.stdout
 
 
+def test_a_parquet_count_on_the_cpu_reads_arrays_without_dataframes(tmp_path):
+    """Parquet files counted in this process on the CPU are read by pyarrow into arrays, in
+    pieces that keep the files' integer types apart, without pandas, Dask DataFrames or
+    distributed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    edges = np.loadtxt(KARATE, dtype=np.int64)
+    folder = tmp_path / "karate"
+    folder.mkdir()
+    half = edges.shape[0] // 2
+    pq.write_table(pa.table({"src": edges[:half, 0].astype(np.int32),
+                             "dst": edges[:half, 1].astype(np.int32)}), folder / "a.parquet",
+                   row_group_size=7)
+    pq.write_table(pa.table({"src": edges[half:, 0].astype(np.uint64),
+                             "dst": edges[half:, 1].astype(np.uint64)}), folder / "b.parquet")
+    code = f"""
+import sys
+from dtri.cli import main
+try:
+    main(["count", {str(folder)!r}, "--backend", "cpu"], standalone_mode=False)
+finally:
+    print("loaded", [m for m in ("pandas", "dask.dataframe", "distributed") if m in sys.modules])
+"""
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    assert "triangles      45" in done.stdout and "(1 workers" in done.stdout
+    assert "loaded []" in done.stdout
+
+
 def test_the_unguarded_two_line_script_prints_45(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(f"import dtri\nprint(dtri.count_triangles({str(KARATE)!r}))\n")
