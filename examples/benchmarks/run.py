@@ -785,6 +785,19 @@ PRESETS: dict[str, Preset] = {
             script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "2",
                    "--dtri-args", "--backend gpu", "--out", "{out}"),),
         "issue 41, at 0a9e614 (kind nvidia-h200), right after the GPU tests on that host"),
+    "cli-parquet-cpu-2core": Preset(
+        "dtri count of R-MAT 16 as 4 Parquet files and as 4 SNAP text files, each in a new "
+        "process, the CPU's Parquet read into arrays (2fe160e) against a Dask frame "
+        "(e3caba3), alternated twice", CPU, (
+            dtri("generate", "rmat:16", "-o", "{tmp}/r16", "--partitions", "4", keep=False),
+            dtri("generate", "rmat:16", "-o", "{tmp}/r16snap", "--format", "snap",
+                 "--partitions", "4", keep=False),
+            *(script("in_process.py", "cli", "--backends", "cpu", "--runs", "3", "{tmp}/r16",
+                     "{tmp}/r16snap", "--out", "{out}", env=env, timeout=300)
+              for _ in range(2)
+              for env in ({}, {"PYTHONPATH": "BEFORE", "DTRI_COMMIT": "e3caba3"}))),
+        "no issue's target; BEFORE is a copy of e3caba3's dtri/ (git archive e3caba3 dtri), "
+        "each line's commit says which ran"),
     "saved-graph-threads-h200x2": Preset(
         "counting a saved R-MAT 26 against its raw Parquet files, the files read with "
         "dtri.device-read-threads (8) KvikIO threads (2e89623, whose early CUDA context "
