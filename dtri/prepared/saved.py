@@ -277,12 +277,19 @@ def _read_table(fs: Any, path: str, shown: str, columns: list[str], on_device: b
 
 
 def _read_on_host(fs: Any, path: str, columns: list[str]) -> dict[str, Any]:
-    """A Parquet file's ``columns`` as NumPy arrays, by pyarrow through ``fs``."""
+    """A Parquet file's ``columns`` as NumPy arrays, by pyarrow through ``fs``: the file's own
+    reader, and integers from their buffers (:func:`dtri.input.read.arrow_integers`), so
+    that a count imports neither pyarrow's datasets nor pandas (0.2 s)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from dtri.input.read import arrow_integers
+
     with fs.open(path, "rb") as handle:
-        table = pq.read_table(handle, columns=columns)
-    return {name: table.column(name).to_numpy() for name in columns}
+        table = pq.ParquetFile(handle).read(columns=columns)
+    return {name: arrow_integers(column) if pa.types.is_integer(column.type)
+            and not column.null_count else column.to_numpy()
+            for name in columns for column in [table.column(name)]}
 
 
 def _read_on_device(fs: Any, paths: list[str], columns: list[str]) -> dict[str, Any]:
