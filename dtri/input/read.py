@@ -1001,12 +1001,8 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
         return frames[0] if len(frames) == 1 else cudf.concat(frames, ignore_index=True)
     import pandas as pd
 
-    frames = []  # file by file: each file's ids checked, as int64, before they are joined
-    for name, table in _piece_tables(piece, list(plan.columns), storage_options):
-        ids = pd.DataFrame({"src": table.column(source).to_numpy(),
-                            "dst": table.column(target).to_numpy()}, copy=False)
-        frames.append(_checked_ids(ids, name, plan.columns, table))
-    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    arrays = read_parquet_arrays(piece, plan, storage_options)  # checked file by file
+    frame = pd.DataFrame({"src": arrays.src, "dst": arrays.dst})  # a copy of its own
     if backend == "cudf":
         import cudf
 
@@ -1014,14 +1010,12 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
     return frame
 
 
-def _checked_ids(frame: Any, label: str, names: tuple[str, str], table: Any = None) -> Any:
-    """Check a parquet partition for nulls, negatives and overflow; int64 ids. ``table``:
-    the Arrow table the frame was made of, whose nulls are counted there (pandas reads a
-    column with nulls as floats)."""
+def _checked_ids(frame: Any, label: str, names: tuple[str, str]) -> Any:
+    """Check a cuDF partition of a Parquet read for nulls, negatives and overflow; int64
+    ids."""
     for column, original in zip(("src", "dst"), names, strict=True):
         ids = frame[column]
-        nulls = table.column(original).null_count if table is not None else ids.isna().any()
-        _check_id_column(ids, original, label, bool(nulls))
+        _check_id_column(ids, original, label, bool(ids.isna().any()))
     return frame.astype("int64")
 
 
@@ -1051,9 +1045,10 @@ def arrow_integers(chunked: Any) -> np.ndarray:
 def read_parquet_arrays(piece: tuple[RowSlice, ...], plan: ParquetPlan,
                         storage_options: dict | None) -> EdgeArrays:
     """One piece of a planned Parquet read as int64 ``src``, ``dst`` arrays, read by pyarrow
-    on the host, with the checks of :func:`read_parquet_piece` file by file: an in-process
-    CPU run's ``read-edges`` task, which needs no DataFrame (Dask's DataFrame and pandas
-    take about 1 s to import on this project's 2-core machine)."""
+    on the host, each file's ids checked (nulls, negatives, ids past int64) before they are
+    joined: an in-process CPU run's ``read-edges`` task, which needs no DataFrame (Dask's
+    DataFrame and pandas take about 1 s to import on this project's 2-core machine), and
+    the host's part of :func:`read_parquet_piece`."""
     columns: list[list[np.ndarray]] = [[], []]
     for name, table in _piece_tables(piece, list(plan.columns), storage_options):
         for kept, original in zip(columns, plan.columns, strict=True):
