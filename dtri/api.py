@@ -269,8 +269,8 @@ def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> R
         else read_plan(edges, chosen, max_rows)
     rows, estimated = planned_rows(edges, plan)
     check_budget(rows, estimated, runtime.budget, runtime)
-    if runtime.client is None and not runtime.backend.on_gpu \
-            and (parts := parquet_arrays(plan, chosen.storage_options)):
+    if runtime.client is None \
+            and (parts := parquet_arrays(plan, chosen.storage_options, runtime.backend)):
         return ReadSource(parts, runtime, rows, estimated)
     source = as_edge_frame(edges, runtime.backend, columns=chosen.columns,
                            npartitions=chosen.npartitions, max_rows=max_rows,

@@ -40,6 +40,45 @@ def shared_graph(path: Path) -> nx.Graph:
     return graph
 
 
+def mixed_parquet_folder(folder: Path, edges: np.ndarray) -> Path:
+    """``edges`` as a folder of two Parquet files whose ids have different integer types:
+    the first half int32, in row groups of 7 rows, the second uint64, in one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    half = edges.shape[0] // 2
+    pq.write_table(pa.table({"src": edges[:half, 0].astype(np.int32),
+                             "dst": edges[:half, 1].astype(np.int32)}), folder / "a.parquet",
+                   row_group_size=7)
+    pq.write_table(pa.table({"src": edges[half:, 0].astype(np.uint64),
+                             "dst": edges[half:, 1].astype(np.uint64)}), folder / "b.parquet")
+    return folder
+
+
+BAD_IDS = ("null", "negative", "too_large")
+"""The faults of a Parquet file's ids that every read refuses (:func:`bad_id_folder`)."""
+
+
+def bad_id_folder(folder: Path, bad: str) -> tuple[Path, str]:
+    """A good Parquet file and one whose ``dst`` has the fault ``bad`` (a null, a negative
+    id its footer does not record, an unsigned id past int64) in ``folder``: the bad file,
+    and the pattern of the error that names it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    column = {"null": pa.array([3, None], pa.int64()), "negative": pa.array([3, -2]),
+              "too_large": pa.array([3, 2**63], pa.uint64())}[bad]
+    message = {"null": "missing \\(null\\) vertex id in column 'dst'",
+               "negative": "negative vertex id -2 in column 'dst'",
+               "too_large": "vertex id 9223372036854775808 is larger than 2\\*\\*63-1"}[bad]
+    path = folder / "b.parquet"
+    pq.write_table(pa.table({"src": [0, 1], "dst": [1, 2]}), folder / "a.parquet")
+    pq.write_table(pa.table({"src": pa.array([1, 2], column.type), "dst": column}), path,
+                   write_statistics=False)
+    return path, message
+
+
 def networkx_triangles(edges: np.ndarray) -> int:
     """The oracle: triangles of the simple undirected graph of ``edges`` (m, 2)."""
     return sum(nx.triangles(networkx_graph(edges)).values()) // 3

@@ -8,8 +8,8 @@ their partitions (the first two columns, or ``src``/``dst`` when present, or the
 
 An in-process run (:func:`local_input`) reads text files, NumPy arrays and generated graphs
 as delayed :class:`EdgeArrays` instead, through the same readers and generators but without
-pandas or Dask DataFrames, which take longer to import than a small graph takes to count; on
-the CPU it reads Parquet files likewise, once their read is planned (:func:`parquet_arrays`).
+pandas or Dask DataFrames, which take longer to import than a small graph takes to count; it
+reads Parquet files likewise, once their read is planned (:func:`parquet_arrays`).
 """
 
 from __future__ import annotations
@@ -144,18 +144,21 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
     return LocalInput(checked_blocks(plan, parse_block_arrays), _text_rows(plan))
 
 
-def parquet_arrays(plan: Any, storage_options: dict | None) -> list[Any]:
-    """An in-process CPU run's partitions of a planned Parquet read: one delayed
-    :class:`EdgeArrays` a piece (:func:`dtri.input.read.read_parquet_arrays`, a
-    ``read-edges`` task), read by pyarrow without pandas or Dask DataFrames; none for
-    another plan (or no pieces)."""
-    from dtri.input.read import ParquetPlan, read_parquet_arrays
+def parquet_arrays(plan: Any, storage_options: dict | None, backend: str) -> list[Any]:
+    """An in-process run's partitions of a planned Parquet read: one delayed
+    :class:`EdgeArrays` a piece (a ``read-edges`` task), without pandas, cuDF's or Dask's
+    DataFrames: read by pyarrow on the CPU (:func:`dtri.input.read.read_parquet_arrays`),
+    decoded on the device by pylibcudf on the GPU
+    (:func:`dtri.input.read.read_parquet_device_arrays`); none for another plan (or no
+    pieces)."""
+    from dtri.input.read import ParquetPlan, read_parquet_arrays, read_parquet_device_arrays
 
     if not isinstance(plan, ParquetPlan):
         return []
-    token = dask.base.tokenize(plan, storage_options)
-    return [dask.delayed(read_parquet_arrays)(piece, plan, storage_options,
-                                              dask_key_name=(f"read-edges-parquet-{token}", k))
+    reader = read_parquet_device_arrays if backend == "gpu" else read_parquet_arrays
+    token = dask.base.tokenize(plan, storage_options, backend)
+    return [dask.delayed(reader)(piece, plan, storage_options,
+                                 dask_key_name=(f"read-edges-parquet-{token}", k))
             for k, piece in enumerate(plan.pieces())]
 
 

@@ -107,17 +107,12 @@ def _array_module(on_device: bool) -> Any:
     return np
 
 
-def local_path(fs: Any, path: str) -> str | None:
-    """``path`` itself where ``fs`` is this machine's file system (pylibcudf reads and
-    writes it directly, through KvikIO where it can), else ``None``."""
-    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-    return path if {"file", "local"} & set(protocols) else None
-
-
 def _write_on_device(fs: Any, path: str, columns: dict[str, Any]) -> None:
     """Device arrays as one Parquet file, encoded on the device by pylibcudf (cuDF's own
     writer, without cuDF's frames, whose import takes about 1.9 s of a process on an H100)."""
     import pylibcudf as plc
+
+    from dtri.input.read import local_path
 
     table = plc.Table([_device_column(values) for values in columns.values()])
     metadata = plc.io.types.TableInputMetadata(table)
@@ -298,6 +293,8 @@ def _read_on_device(fs: Any, paths: list[str], columns: list[str]) -> dict[str, 
     reader, without the import of cuDF's frames); others are read by pyarrow and copied.
     Raises what the readers raise, and ``KeyError`` for a missing column or a null."""
     import cupy
+
+    from dtri.input.read import local_path
 
     locals_ = [local_path(fs, path) for path in paths]
     if not all(local is not None for local in locals_):

@@ -15,7 +15,14 @@ import pytest
 
 import dtri
 from dtri.input.generate import generated
-from tests.oracles import check_analytics, networkx_graph, networkx_triangles
+from tests.oracles import (
+    BAD_IDS,
+    bad_id_folder,
+    check_analytics,
+    mixed_parquet_folder,
+    networkx_graph,
+    networkx_triangles,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -194,12 +201,17 @@ def test_an_input_beyond_one_task_runs_here_where_the_gpu_holds_it_else_on_a_clu
         assert graph.count_triangles() == 45
 
 
-def test_the_command_line_counts_on_the_gpu_without_dask_clusters_or_cudf():
+@pytest.mark.parametrize("source", ["text", "parquet"])
+def test_the_command_line_counts_on_the_gpu_without_dask_clusters_or_cudf(tmp_path, source):
+    """A count of a text file, or of Parquet files (decoded on the device by pylibcudf), on
+    the GPU in this process imports no Dask cluster, no DataFrames and no pandas."""
+    path = KARATE if source == "text" else \
+        mixed_parquet_folder(tmp_path / "karate", np.loadtxt(KARATE, dtype=np.int64))
     code = f"""
 import sys
 from dtri.cli import main
 try:
-    main(["count", "--backend", "gpu", "--json", {str(KARATE)!r}], standalone_mode=False)
+    main(["count", "--backend", "gpu", "--json", {str(path)!r}], standalone_mode=False)
 finally:
     print("loaded", [m for m in {NOT_NEEDED!r} if m in sys.modules])
 """
@@ -210,6 +222,33 @@ finally:
     assert result["triangles"] == 45 and result["backend"] == "gpu"
     assert "this process" in result["placement"]
     assert done.stdout.splitlines()[-1] == "loaded []"
+
+
+def test_parquet_row_groups_are_decoded_on_the_device(tmp_path, monkeypatch, no_cluster):
+    """Whole row groups of local Parquet files are read by the device reader, not by pyarrow
+    on the host; files of different integer types are read apart and count exactly."""
+    import dtri.input.read
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read on the host")
+
+    monkeypatch.setattr(dtri.input.read, "read_parquet_arrays", refuse)
+    edges = rmat_edges(10)
+    folder = mixed_parquet_folder(tmp_path / "rmat", edges)
+    assert dtri.count_triangles(str(folder), backend="gpu") == networkx_triangles(edges)
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_parquet_ids_read_on_the_device_are_checked(tmp_path, bad, no_cluster):
+    """An in-process GPU count checks the ids the device decodes as the host read does: a
+    null, a negative id the footer does not record, an unsigned id past int64, each named
+    with its file."""
+    from dtri.errors import InputError
+
+    path, message = bad_id_folder(tmp_path, bad)
+    with pytest.raises(InputError, match=message) as info:
+        dtri.count_triangles(str(tmp_path), backend="gpu")
+    assert info.value.path == str(path)
 
 
 def test_explain_says_where_the_run_goes():

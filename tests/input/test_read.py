@@ -35,7 +35,7 @@ from dtri.input.read import (
     plan_read,
     read_edges,
 )
-from tests.oracles import SHARED_DATA
+from tests.oracles import BAD_IDS, SHARED_DATA, bad_id_folder
 
 
 @pytest.fixture(scope="module", autouse=True, params=["numpy", "pandas", "numba"])
@@ -322,23 +322,12 @@ def test_explicit_format_and_option_errors(tmp_path):
         read_edges(path, columns=("a", "b"))
 
 
-@pytest.mark.parametrize("bad", ["null", "negative", "too_large"])
+@pytest.mark.parametrize("bad", BAD_IDS)
 def test_parquet_ids_read_in_process_are_checked_as_on_a_cluster(tmp_path, bad):
     """An in-process CPU count reads Parquet files as arrays, with the checks of the frame
     read: a null, a negative id the footer does not record, an unsigned id past int64,
     each named with its file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    column = {"null": pa.array([3, None], pa.int64()), "negative": pa.array([3, -2]),
-              "too_large": pa.array([3, 2**63], pa.uint64())}[bad]
-    message = {"null": "missing \\(null\\) vertex id in column 'dst'",
-               "negative": "negative vertex id -2 in column 'dst'",
-               "too_large": "vertex id 9223372036854775808 is larger than 2\\*\\*63-1"}[bad]
-    good, path = tmp_path / "a.parquet", tmp_path / "b.parquet"
-    pq.write_table(pa.table({"src": [0, 1], "dst": [1, 2]}), good)
-    pq.write_table(pa.table({"src": pa.array([1, 2], column.type), "dst": column}), path,
-                   write_statistics=False)
+    path, message = bad_id_folder(tmp_path, bad)
     with pytest.raises(InputError, match=message) as info:
         dtri.count_triangles(str(tmp_path), backend="cpu")
     assert info.value.path == str(path)

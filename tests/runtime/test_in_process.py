@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dtri
-from tests.oracles import networkx_graph
+from tests.oracles import mixed_parquet_folder, networkx_graph
 
 KARATE = Path(__file__).resolve().parents[2] / "examples" / "karate.txt"
 HEAVY = ("pandas", "dask.dataframe", "distributed", "numba", "pyarrow")
@@ -51,18 +51,7 @@ def test_a_parquet_count_on_the_cpu_reads_arrays_without_dataframes(tmp_path):
     """Parquet files counted in this process on the CPU are read by pyarrow into arrays, in
     pieces that keep the files' integer types apart, without pandas, Dask DataFrames or
     distributed."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    edges = np.loadtxt(KARATE, dtype=np.int64)
-    folder = tmp_path / "karate"
-    folder.mkdir()
-    half = edges.shape[0] // 2
-    pq.write_table(pa.table({"src": edges[:half, 0].astype(np.int32),
-                             "dst": edges[:half, 1].astype(np.int32)}), folder / "a.parquet",
-                   row_group_size=7)
-    pq.write_table(pa.table({"src": edges[half:, 0].astype(np.uint64),
-                             "dst": edges[half:, 1].astype(np.uint64)}), folder / "b.parquet")
+    folder = mixed_parquet_folder(tmp_path / "karate", np.loadtxt(KARATE, dtype=np.int64))
     code = f"""
 import sys
 from dtri.cli import main
