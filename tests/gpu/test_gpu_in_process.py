@@ -201,12 +201,17 @@ def test_an_input_beyond_one_task_runs_here_where_the_gpu_holds_it_else_on_a_clu
         assert graph.count_triangles() == 45
 
 
-@pytest.mark.parametrize("source", ["text", "parquet"])
+@pytest.mark.parametrize("source", ["text", "parquet", "parquet decoded on the device"])
 def test_the_command_line_counts_on_the_gpu_without_dask_clusters_or_cudf(tmp_path, source):
-    """A count of a text file, or of Parquet files (decoded on the device by pylibcudf), on
-    the GPU in this process imports no Dask cluster, no DataFrames and no pandas."""
+    """A count of a text file, or of Parquet files (read on the host, or decoded on the
+    device by pylibcudf), on the GPU in this process imports no Dask cluster, no DataFrames
+    and no pandas."""
+    import os
+
     path = KARATE if source == "text" else \
         mixed_parquet_folder(tmp_path / "karate", np.loadtxt(KARATE, dtype=np.int64))
+    env = {**os.environ, "DASK_DTRI__DEVICE_PARQUET_MIN_ROWS": "0" if "device" in source
+           else "1000000"}
     code = f"""
 import sys
 from dtri.cli import main
@@ -216,7 +221,7 @@ finally:
     print("loaded", [m for m in {NOT_NEEDED!r} if m in sys.modules])
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, check=False)
+                          timeout=300, check=False, env=env)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.splitlines()[0])
     assert result["triangles"] == 45 and result["backend"] == "gpu"
@@ -224,7 +229,17 @@ finally:
     assert done.stdout.splitlines()[-1] == "loaded []"
 
 
-def test_parquet_row_groups_are_decoded_on_the_device(tmp_path, monkeypatch, no_cluster):
+@pytest.fixture
+def parquet_on_the_device():
+    """Parquet files of any size decoded on the device in an in-process GPU run."""
+    import dask
+
+    with dask.config.set({"dtri.device-parquet-min-rows": 0}):
+        yield
+
+
+def test_parquet_row_groups_are_decoded_on_the_device(tmp_path, monkeypatch, no_cluster,
+                                                       parquet_on_the_device):
     """Whole row groups of local Parquet files are read by the device reader, not by pyarrow
     on the host; files of different integer types are read apart and count exactly."""
     import dtri.input.read
@@ -239,7 +254,8 @@ def test_parquet_row_groups_are_decoded_on_the_device(tmp_path, monkeypatch, no_
 
 
 @pytest.mark.parametrize("bad", BAD_IDS)
-def test_parquet_ids_read_on_the_device_are_checked(tmp_path, bad, no_cluster):
+def test_parquet_ids_read_on_the_device_are_checked(tmp_path, bad, no_cluster,
+                                                    parquet_on_the_device):
     """An in-process GPU count checks the ids the device decodes as the host read does: a
     null, a negative id the footer does not record, an unsigned id past int64, each named
     with its file."""
