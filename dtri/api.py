@@ -67,7 +67,7 @@ class Session:
     def __init__(self, options: Options | None = None, /, **changes: Any):
         self.options = Options.of(options, **changes)
         if self.options.backend != "cpu":  # while the run imports what it needs
-            start_cuda_driver()
+            start_cuda_driver(vars(self.options))
         self.runtime: Runtime | None = None
         self._stack = ExitStack()
 

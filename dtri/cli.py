@@ -96,7 +96,7 @@ def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
         if values.get("backend") != "cpu":
             from dtri import start_cuda_driver
 
-            start_cuda_driver()
+            start_cuda_driver(values)
         return body(*args, **values)
 
     command = click.option("--progress/--no-progress", default=None,

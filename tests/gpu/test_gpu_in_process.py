@@ -357,3 +357,29 @@ print(dtri.count_triangles({str(saved)!r}, backend="gpu"), "dtri-import-operator
                             timeout=300, check=False, cwd=Path(__file__).resolve().parents[2])
     assert opened.returncode == 0, opened.stderr
     assert opened.stdout.split() == ["45", "True"]
+
+
+CONTEXT_PROBE = """
+import ctypes
+import dtri
+thread = dtri.start_cuda_driver({"workers": "auto"})
+thread.join()
+driver = ctypes.CDLL("libcuda.so.1")
+device, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+assert driver.cuDeviceGet(ctypes.byref(device), 0) == 0
+assert driver.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(active)) == 0
+print(active.value)
+import cupy
+print(int(cupy.arange(10).sum()))
+print(dtri.count_triangles("{karate}", backend="gpu"))
+"""
+
+
+def test_the_driver_thread_makes_the_context_that_the_run_then_uses():
+    """Where a run may stay in this process, the driver's thread makes the first GPU's
+    primary context before CuPy's first call, and CuPy and the count use it."""
+    code = CONTEXT_PROBE.replace("{karate}", str(KARATE))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "45", "45"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -205,6 +206,14 @@ class FakeDriver:
         self.calls.append(("cuInit", flags))
         return 0
 
+    def cuDeviceGet(self, device: Any, ordinal: int) -> int:
+        self.calls.append(("cuDeviceGet", ordinal))
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, context: Any, device: Any) -> int:
+        self.calls.append(("cuDevicePrimaryCtxRetain", device.value))
+        return 0
+
 
 @pytest.fixture
 def driver(monkeypatch):
@@ -219,20 +228,61 @@ def driver(monkeypatch):
                         lambda name, *a: object() if name in driver.GPU_MODULES
                         else found(name, *a))
     monkeypatch.setattr(driver.ctypes, "CDLL", fake.library)
-    driver.start_cuda_driver.cache_clear()
+    driver.driver_thread.cache_clear()
     yield fake
-    driver.start_cuda_driver.cache_clear()
+    driver.driver_thread.cache_clear()
 
 
 def test_a_gpu_session_starts_the_cuda_driver_once_on_a_thread_of_its_own(driver):
+    """A session that may run in this process starts the driver and makes the first GPU's
+    context on a thread of its own, once a process."""
     from dtri.runtime.driver import CUDA_DRIVER_LIBRARY, start_cuda_driver
 
-    dtri.Session(backend="gpu")
-    thread = start_cuda_driver()  # the same thread: once a process
+    session = dtri.Session(backend="gpu")
+    thread = start_cuda_driver(vars(session.options))  # the same thread: once a process
     assert thread is not None and not thread.daemon and thread.name == "dtri-cuda-driver"
     thread.join(timeout=10)
     dtri.Session(backend="auto")
+    assert driver.calls == [("load", CUDA_DRIVER_LIBRARY), ("cuInit", 0), ("cuDeviceGet", 0),
+                            ("cuDevicePrimaryCtxRetain", 0)]
+
+
+def test_a_session_bound_for_a_cluster_starts_the_driver_without_a_context(driver):
+    """A session whose options send it to a cluster makes no context in this process: the
+    workers make theirs."""
+    from dtri.runtime.driver import CUDA_DRIVER_LIBRARY, start_cuda_driver
+
+    session = dtri.Session(backend="gpu", workers=2)
+    thread = start_cuda_driver(vars(session.options))
+    assert thread is not None
+    thread.join(timeout=10)
     assert driver.calls == [("load", CUDA_DRIVER_LIBRARY), ("cuInit", 0)]
+
+
+@pytest.mark.parametrize(("given", "here"), [
+    ({}, True), ({"scheduler": "synchronous"}, True), ({"workers": "auto"}, True),
+    ({"scheduler": "tcp://10.0.0.1:8786"}, False), ({"scheduler_file": "s.json"}, False),
+    ({"workers": 2}, False), ({"memory_limit": 4 << 30}, False),
+    ({"rmm_pool_size": "16GiB"}, False)])
+def test_what_a_run_names_says_whether_it_may_run_in_this_process(monkeypatch, given, here):
+    from dtri.runtime.driver import may_run_here
+
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    assert may_run_here({"scheduler": None, "workers": "auto", **given}) is here
+
+
+def test_a_scheduler_in_the_environment_or_an_active_client_keeps_the_run_away(monkeypatch):
+    import distributed
+
+    from dtri.runtime.driver import may_run_here
+
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://10.0.0.1:8786")
+    assert not may_run_here({})
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=":0"):
+        assert not may_run_here({})
+    assert may_run_here({})
 
 
 def test_a_cpu_session_does_not_start_the_cuda_driver(driver):
@@ -248,7 +298,7 @@ def test_the_command_starts_the_cuda_driver_before_it_reads_the_graph(driver, mo
     from dtri import cli
 
     steps = []
-    monkeypatch.setattr(dtri, "start_cuda_driver", lambda: steps.append("driver"))
+    monkeypatch.setattr(dtri, "start_cuda_driver", lambda options: steps.append("driver"))
 
     def prepared(*args, **kwargs):
         steps.append("prepared")
@@ -276,11 +326,11 @@ def test_without_the_gpu_backend_installed_no_driver_is_started(monkeypatch):
     from dtri.runtime import driver
 
     monkeypatch.setattr(driver.importlib.util, "find_spec", lambda name, *a: None)
-    driver.start_cuda_driver.cache_clear()
+    driver.driver_thread.cache_clear()
     try:
         assert driver.start_cuda_driver() is None
     finally:
-        driver.start_cuda_driver.cache_clear()
+        driver.driver_thread.cache_clear()
 
 
 def test_a_missing_driver_is_left_for_cupy_to_report(driver, monkeypatch):
