@@ -111,6 +111,8 @@ def run_cli(paths: list[str], backends: list[str], runs: int, out: str | None) -
                             detail={"kernel_cache": "empty" if run == 0 and path == paths[0]
                                     else "filled", "run": run, "rc": done.returncode,
                                     "placement": result.get("placement"),
+                                    "dask_config": {k: v for k, v in os.environ.items()
+                                                    if k.startswith("DASK_DTRI__")},
                                     "error": done.stderr.strip().splitlines()[-1:]}), out)
 
 

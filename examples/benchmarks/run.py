@@ -45,7 +45,9 @@ class Command:
     """One command: ``argv`` (``python`` is this interpreter), its time limit, the family
     that maps its own lines into the schema (None: it writes the schema), where its lines
     are (``{out}`` in ``argv``: that file; else its standard output), and ``keep=False``
-    for a step whose output is not a result (writing input files)."""
+    for a step whose output is not a result (writing input files). ``commit``: run it from a
+    copy of that commit's ``dtri/`` and ``examples/benchmarks/`` (:func:`commit_tree`), an
+    older tree to alternate with this one."""
 
     argv: tuple[str, ...]
     timeout: int | None = None
@@ -53,6 +55,7 @@ class Command:
     keep: bool = True
     env: dict[str, str] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
+    commit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -793,11 +796,26 @@ PRESETS: dict[str, Preset] = {
             dtri("generate", "rmat:16", "-o", "{tmp}/r16snap", "--format", "snap",
                  "--partitions", "4", keep=False),
             *(script("in_process.py", "cli", "--backends", "cpu", "--runs", "3", "{tmp}/r16",
-                     "{tmp}/r16snap", "--out", "{out}", env=env, timeout=300)
-              for _ in range(2)
-              for env in ({}, {"PYTHONPATH": "BEFORE", "DTRI_COMMIT": "e3caba3"}))),
-        "no issue's target; BEFORE is a copy of e3caba3's dtri/ (git archive e3caba3 dtri), "
-        "each line's commit says which ran"),
+                     "{tmp}/r16snap", "--out", "{out}", commit=commit, timeout=300)
+              for _ in range(2) for commit in (None, "e3caba3"))),
+        "no issue's target; each line's commit says which tree ran. The file's first lines "
+        "(0e4ee0b) ran the working tree in both arms, PYTHONPATH naming e3caba3's copy from "
+        "the repository root, and were replaced by these, each tree run from its own folder"),
+    "cli-parquet-gpu-h200x2": Preset(
+        "dtri count of R-MAT 16 and 24 as 4 Parquet files and of R-MAT 16 as 4 SNAP text "
+        "files, each in a new process on one GPU: the in-process read into arrays (host "
+        "below dtri.device-parquet-min-rows, device from it; e32ff74) against cuDF's frames "
+        "(e335649), alternated twice", "one NVIDIA H200 of a 2 x H200 host", (
+            *(dtri("generate", f"rmat:{scale}", "-o", f"{{tmp}}/r{scale}", "--partitions", "4",
+                   "--backend", "gpu", keep=False) for scale in (16, 24)),
+            dtri("generate", "rmat:16", "-o", "{tmp}/r16snap", "--format", "snap",
+                 "--partitions", "4", "--backend", "gpu", keep=False),
+            *(script("in_process.py", "cli", "--backends", "gpu", "--runs", "2", "{tmp}/r16",
+                     "{tmp}/r16snap", "{tmp}/r24", "--out", "{out}", commit=commit,
+                     env={"CUDA_VISIBLE_DEVICES": "0"}, timeout=300)
+              for _ in range(2) for commit in (None, "e335649"))),
+        "the one-GPU user (no issue's target), at e32ff74 with DTRI_COMMIT set (the host's "
+        "copy of .git was older), each line's commit says which tree ran"),
     "saved-graph-threads-h200x2": Preset(
         "counting a saved R-MAT 26 against its raw Parquet files, the files read with "
         "dtri.device-read-threads (8) KvikIO threads (2e89623, whose early CUDA context "
@@ -1035,6 +1053,22 @@ def mapped(command: Command, text: str, what: str) -> list[dict[str, Any]]:
                                   else {})} for line in lines]
 
 
+def commit_tree(commit: str, tmp: str) -> tuple[Path, dict[str, str]]:
+    """The folder a command of an older ``commit`` runs from, made once a preset (``git
+    archive`` of its ``dtri/``, ``examples/benchmarks/`` and ``pyproject.toml``), and its
+    environment. It must be the current folder: ``python -m`` and ``-c`` put that ahead of
+    ``PYTHONPATH``, so from the repository root the root's ``dtri`` would run."""
+    tree = Path(tmp) / f"tree-{commit}"
+    if not tree.exists():
+        tree.mkdir()
+        archive = subprocess.run(["git", "archive", commit, "dtri", B, "pyproject.toml"],
+                                 cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    path = os.environ.get("PYTHONPATH")
+    return tree, {"PYTHONPATH": f"{tree}:{path}" if path else str(tree),
+                  "DTRI_COMMIT": commit}
+
+
 def run_preset(name: str, out: str | None, data: str, dry_run: bool) -> int:
     preset = PRESETS[name]
     failed = 0
@@ -1043,12 +1077,14 @@ def run_preset(name: str, out: str | None, data: str, dry_run: bool) -> int:
         for command in preset.commands:
             argv = expand(command.argv, places)
             what = shown(argv, places)
-            print(f"# {what}", file=sys.stderr, flush=True)
+            print(f"# {what}" + (f"  (at {command.commit})" if command.commit else ""),
+                  file=sys.stderr, flush=True)
             if dry_run:
                 continue
             Path(places["out"]).unlink(missing_ok=True)
+            cwd, env = commit_tree(command.commit, tmp) if command.commit else (ROOT, {})
             try:
-                done = subprocess.run(argv, cwd=ROOT, env={**os.environ, **command.env},
+                done = subprocess.run(argv, cwd=cwd, env={**os.environ, **command.env, **env},
                                       stdout=subprocess.PIPE, text=True,
                                       timeout=command.timeout, check=False)
                 output, rc = done.stdout, done.returncode
