@@ -936,9 +936,8 @@ def _open_parquet(url: str, storage_options: dict | None) -> tuple[Any, Any]:
     import pyarrow.parquet as pq
 
     fs, path = filesystem(url, storage_options)
-    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-    if "file" in protocols:
-        return pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False), None
+    if (local := local_path(fs, path)) is not None:
+        return pq.ParquetFile(local, buffer_size=1 << 20, pre_buffer=False), None
     handle = fs.open(path, "rb")
     return pq.ParquetFile(handle, buffer_size=1 << 20, pre_buffer=False), handle
 
