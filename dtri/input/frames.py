@@ -36,10 +36,6 @@ DEFAULT_PARTITION_ROWS = 4_000_000
 TEXT_BYTES_PER_EDGE = 8
 """A low guess of the bytes of one edge's line in a text file (``"123 4567\\n"`` is 9), so
 that a file's edges are not underestimated when an in-process run is chosen."""
-DEVICE_PARQUET_MIN_ROWS = "dtri.device-parquet-min-rows"
-"""``dask.config`` key: the rows from which an in-process GPU run decodes Parquet files on the
-device (:func:`parquet_arrays`); below it pyarrow's read on the host and one copy cost less
-than the device reader's start."""
 COMPRESSION_RATIO = 4
 """A high guess of how much gzip or bz2 shrinks an edge list (SNAP's are 3-4x)."""
 
@@ -155,13 +151,19 @@ def parquet_arrays(plan: Any, storage_options: dict | None, backend: str) -> lis
     DataFrames: read by pyarrow on the CPU (:func:`dtri.input.read.read_parquet_arrays`),
     decoded on the device by pylibcudf on the GPU
     (:func:`dtri.input.read.read_parquet_device_arrays`) from
-    :data:`DEVICE_PARQUET_MIN_ROWS` rows, fewer read by pyarrow and copied to the device
-    later (:func:`arrays_on`); none for another plan (or no pieces)."""
-    from dtri.input.read import ParquetPlan, read_parquet_arrays, read_parquet_device_arrays
+    :data:`~dtri.input.read.DEVICE_PARQUET_MIN_ROWS` rows (:func:`~dtri.input.read.
+    decodes_on_device`), fewer read by pyarrow and copied to the device later
+    (:func:`arrays_on`); none for another plan (or no pieces)."""
+    from dtri.input.read import (
+        ParquetPlan,
+        decodes_on_device,
+        read_parquet_arrays,
+        read_parquet_device_arrays,
+    )
 
     if not isinstance(plan, ParquetPlan):
         return []
-    on_device = backend == "gpu" and plan.rows >= int(dask.config.get(DEVICE_PARQUET_MIN_ROWS))
+    on_device = backend == "gpu" and decodes_on_device(plan.rows)
     reader = read_parquet_device_arrays if on_device else read_parquet_arrays
     token = dask.base.tokenize(plan, storage_options, backend)
     return [dask.delayed(reader)(piece, plan, storage_options,

@@ -1066,32 +1066,61 @@ def read_parquet_device_arrays(piece: tuple[RowSlice, ...], plan: ParquetPlan,
     """One piece of a planned Parquet read as int64 CuPy ``src``, ``dst`` arrays: an
     in-process GPU run's ``read-edges`` task. Whole row groups of this machine's files are
     decoded on the device by pylibcudf (cuDF's reader, without the import of cuDF's frames
-    and Dask's DataFrame, about 1.5 s); other pieces are read on the host
-    (:func:`read_parquet_arrays`) and copied once. Ids that fail a check (a null, a
-    negative, an id past int64), or a file the device reader refuses, are read again on the
-    host, whose error names the file."""
+    and Dask's DataFrame, about 1.5 s), and each file's ids get the host's checks
+    (:func:`_check_id_column`: negatives, ids past int64). Other pieces are read on the host
+    (:func:`read_parquet_arrays`) and copied once, as are files the device reader refuses
+    and ids with nulls: the host's read names the file and the fault."""
     from dtri.runtime.gpu import device_array
 
-    files: dict[str, list[int]] = {}
+    files: dict[str, list[RowSlice]] = {}
     for s in piece:
-        files.setdefault(s.url, []).append(s.group)
+        files.setdefault(s.url, []).append(s)
     paths = {url: path for url in files
              if (path := local_path(*filesystem(url, storage_options))) is not None}
     if piece and all(s.whole for s in piece) and len(paths) == len(files):
-        groups = [list(files)] if not plan.mixed_types else [[url] for url in files]
+        batches = [list(files)] if not plan.mixed_types else [[url] for url in files]
         try:
-            read = [_device_ids([paths[url] for url in urls], [files[url] for url in urls],
-                                list(plan.columns)) for urls in groups]
+            read = [_device_ids([paths[url] for url in urls],
+                                [[s.group for s in files[url]] for url in urls],
+                                list(plan.columns)) for urls in batches]
         except (OSError, RuntimeError, ValueError, KeyError):
             read = None  # read again on the host, which names the file and the fault
         if read is not None:
-            if len(read) == 1:
-                return EdgeArrays(*read[0])
             import cupy
 
-            return EdgeArrays(*(cupy.concatenate([ids[k] for ids in read]) for k in (0, 1)))
+            for urls, ids in zip(batches, read, strict=True):
+                _check_device_ids(ids, [files[url] for url in urls], plan.columns)
+            kept = [[column.astype(cupy.int64, copy=False) for column in ids] for ids in read]
+            if len(kept) == 1:
+                return EdgeArrays(*kept[0])
+            return EdgeArrays(*(cupy.concatenate([ids[k] for ids in kept]) for k in (0, 1)))
     arrays = read_parquet_arrays(piece, plan, storage_options)
     return EdgeArrays(device_array(arrays.src), device_array(arrays.dst))
+
+
+def _check_device_ids(ids: tuple[Any, Any], files: list[list[RowSlice]],
+                      columns: tuple[str, str]) -> None:
+    """The host's checks of :func:`_check_id_column` on the device's id columns of a read,
+    file by file (``files``: each file's row groups, in the read's order), so that an error
+    names the file."""
+    start = 0
+    for groups in files:
+        stop = start + sum(s.rows for s in groups)
+        for column, original in zip(ids, columns, strict=True):
+            _check_id_column(column[start:stop], original, groups[0].name, False)
+        start = stop
+
+
+DEVICE_PARQUET_MIN_ROWS = "dtri.device-parquet-min-rows"
+"""``dask.config`` key: the rows from which an in-process GPU run decodes Parquet files on the
+device (:func:`decodes_on_device`); below it pyarrow's read on the host and one copy cost
+less than the device reader's start."""
+
+
+def decodes_on_device(rows: int) -> bool:
+    """Whether an in-process GPU run decodes ``rows`` rows of Parquet files on the device
+    (raw edges or a saved graph): from :data:`DEVICE_PARQUET_MIN_ROWS`."""
+    return rows >= int(dask.config.get(DEVICE_PARQUET_MIN_ROWS))
 
 
 def local_path(fs: AbstractFileSystem, path: str) -> str | None:
@@ -1109,31 +1138,20 @@ _DEVICE_ID_TYPES = {f"{kind}{bits}": np.dtype(f"{kind.lower()[0]}{bits // 8}")
 def _device_ids(paths: list[str], groups: list[list[int]], columns: list[str]
                 ) -> tuple[Any, Any]:
     """The row groups ``groups`` of the files ``paths`` (of one id type), read and decoded
-    on the device: their two id columns as int64 CuPy arrays. Raises ``ValueError`` for a
-    null, a negative or an id past int64, ``KeyError`` for a missing column, and what the
-    reader raises."""
-    import cupy
+    on the device: their two id columns as CuPy arrays of the files' type, unchecked.
+    Raises ``ValueError`` for a null or a column not of integers, ``KeyError`` for a
+    missing column, and what the reader raises."""
     import pylibcudf as plc
+
+    from dtri.runtime.gpu import column_array
 
     options = plc.io.parquet.ParquetReaderOptions.builder(
         plc.io.SourceInfo(paths)).column_names(columns).build()
     options.set_row_groups(groups)
     read = plc.io.parquet.read_parquet(options)
     found = dict(zip(read.column_names(include_children=False), read.columns, strict=True))
-    kept = []
-    for name in columns:
-        column = found[name]
-        dtype = _DEVICE_ID_TYPES.get(column.type().id().name)
-        if dtype is None or column.null_count():
-            raise ValueError(f"column {name!r}: nulls, or not integers")
-        rows, first = column.size(), column.offset()
-        ids = cupy.zeros(0, dtype=dtype) if rows == 0 else \
-            cupy.asarray(column.data()).view(cupy.uint8).view(dtype)[first: first + rows]
-        if rows and (bool((ids < 0).any()) if dtype.kind == "i"
-                     else dtype.itemsize == 8 and bool((ids > INT64_MAX).any())):
-            raise ValueError(f"column {name!r}: an id out of range")
-        kept.append(ids.astype(cupy.int64, copy=False))
-    return kept[0], kept[1]
+    first, second = (column_array(found[name], _DEVICE_ID_TYPES) for name in columns)
+    return first, second
 
 
 def _parquet_collection(plan: ParquetPlan, storage_options: dict | None, backend: str

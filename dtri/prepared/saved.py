@@ -128,7 +128,7 @@ def _write_on_device(fs: Any, path: str, columns: dict[str, Any]) -> None:
             handle.write(buffer.getbuffer())
 
 
-_COLUMN_TYPES = {np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64",
+_COLUMN_TYPES: dict[np.dtype, str] = {np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64",
                  np.dtype(np.bool_): "BOOL8"}
 """The NumPy types of a saved graph's columns, by the name of their pylibcudf type."""
 
@@ -291,7 +291,8 @@ def _read_on_device(fs: Any, paths: list[str], columns: list[str]) -> dict[str, 
     """Parquet files' ``columns`` as CuPy arrays, the files' rows one after the other. Files
     on this machine are read and decoded on the device by pylibcudf in one call (cuDF's
     reader, without the import of cuDF's frames); others are read by pyarrow and copied.
-    Raises what the readers raise, and ``KeyError`` for a missing column or a null."""
+    Raises what the readers raise, ``KeyError`` for a missing column and ``ValueError`` for
+    a column of another type or with nulls."""
     import cupy
 
     from dtri.input.read import local_path
@@ -314,22 +315,10 @@ def _read_on_device(fs: Any, paths: list[str], columns: list[str]) -> dict[str, 
     missing = [name for name in columns if name not in found]
     if missing:
         raise KeyError(f"no column {missing[0]!r}")
-    return {name: _device_array(found[name]) for name in columns}
+    from dtri.runtime.gpu import column_array
 
-
-def _device_array(column: Any) -> Any:
-    """A pylibcudf column of a saved graph as a CuPy array over its memory (no copy)."""
-    import cupy
-
-    names = {name: dtype for dtype, name in _COLUMN_TYPES.items()}
-    dtype = names.get(column.type().id().name)
-    if dtype is None or column.null_count():
-        raise KeyError(f"a column of {column.type().id().name} with {column.null_count()} "
-                       "nulls, where int32, int64 or bool without nulls was written")
-    rows, first = column.size(), column.offset()
-    if rows == 0:
-        return cupy.zeros(0, dtype=dtype)
-    return cupy.asarray(column.data()).view(cupy.uint8).view(dtype)[first: first + rows]
+    types = {name: dtype for dtype, name in _COLUMN_TYPES.items()}
+    return {name: column_array(found[name], types) for name in columns}
 
 
 def read_partition(fs: Any, root: str, shown: str, p: int, low: int, high: int, edges: int,
@@ -356,14 +345,20 @@ def read_partition(fs: Any, root: str, shown: str, p: int, low: int, high: int, 
     return stored(CSR(dst, offsets, low, rows))
 
 
-def _read_tables(fs: Any, paths: list[str], columns: list[str], on_device: bool
-                 ) -> dict[str, Any]:
-    """Parquet files' ``columns``, the files' rows one after the other: on the device in one
-    read, on the host file by file. Raises what the reader raises."""
-    if on_device:
+def _read_tables(fs: Any, paths: list[str], columns: list[str], on_device: bool,
+                 decode: bool = True) -> dict[str, Any]:
+    """Parquet files' ``columns``, the files' rows one after the other, on the device where
+    ``on_device``: decoded there in one read where ``decode``, else read on the host file by
+    file and copied once. Raises what the reader raises."""
+    if on_device and decode:
         return _read_on_device(fs, paths, columns)
     tables = [_read_on_host(fs, path, columns) for path in paths]
-    return {name: np.concatenate([table[name] for table in tables]) for name in columns}
+    arrays = {name: np.concatenate([table[name] for table in tables]) for name in columns}
+    if not on_device:
+        return arrays
+    from dtri.runtime.gpu import device_array
+
+    return {name: device_array(values) for name, values in arrays.items()}
 
 
 def read_whole(fs: Any, root: str, bounds: list[int], edges: list[int], schedule: bool,
@@ -374,16 +369,21 @@ def read_whole(fs: Any, root: str, bounds: list[int], edges: list[int], schedule
     checkpointed under a 4 GiB budget has 32 partitions). On one H100 its open stage took
     4.02 s against 4.50 s file by file (two hosts, when cuDF read them, its import of about
     1.6 s within both). ``None`` where a file cannot be read or the rows do not agree with
-    the metadata: the reads file by file then name the damaged one."""
+    the metadata: the reads file by file then name the damaged one. A small graph
+    (:func:`~dtri.input.read.decodes_on_device`) is read on the host and copied: the device
+    reader's start costs more."""
+    from dtri.input.read import decodes_on_device
+
     xp = _array_module(on_device)
     partitions = len(edges)
     names = ["id", "degree", "out_degree", *(["schedule"] if schedule else []),
              *(["present"] if present else [])]
+    decode = decodes_on_device(sum(edges))
     try:
         dst = _read_tables(fs, [posixpath.join(root, part_name(EDGES_FOLDER, p))
-                                for p in range(partitions)], ["dst"], on_device)["dst"]
+                                for p in range(partitions)], ["dst"], on_device, decode)["dst"]
         columns = _read_tables(fs, [posixpath.join(root, part_name(VERTICES_FOLDER, p))
-                                    for p in range(partitions)], names, on_device)
+                                    for p in range(partitions)], names, on_device, decode)
     except (OSError, RuntimeError, ValueError, KeyError, IndexError, SavedGraphError):
         return None
     out_degree = columns["out_degree"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,21 @@ def device_array(array: np.ndarray) -> cupy.ndarray:
     if array.size:
         copy.set(array)
     return copy
+
+
+def column_array(column: Any, types: Mapping[str, np.dtype]) -> cupy.ndarray:
+    """A pylibcudf column as a CuPy array over its memory (no copy), of the NumPy type that
+    ``types`` gives the name of its type (``INT32``, ``BOOL8``, ..). Raises ``ValueError``
+    for a type not in ``types`` and for a column with nulls."""
+    kind, nulls = column.type().id().name, column.null_count()
+    dtype = types.get(kind)
+    if dtype is None or nulls:
+        raise ValueError(f"a column of {kind} with {nulls} nulls, where one of "
+                         f"{', '.join(types)} without nulls was expected")
+    rows, first = column.size(), column.offset()
+    if rows == 0:
+        return cupy.zeros(0, dtype=dtype)
+    return cupy.asarray(column.data()).view(cupy.uint8).view(dtype)[first: first + rows]
 
 
 def host_array(array: cupy.ndarray, empty: HostEmpty = np.empty) -> np.ndarray:

@@ -186,6 +186,33 @@ def test_saved_on_the_gpu_opens_on_the_cpu_and_back(tmp_path):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("min_rows", [0, 10**9])
+def test_an_in_process_gpu_run_decodes_a_saved_graph_on_the_device_from_its_rows(
+        tmp_path, monkeypatch, min_rows):
+    """An in-process GPU run decodes a saved graph on the device from
+    ``dtri.device-parquet-min-rows`` rows, and reads a smaller one on the host and copies
+    it; both equal the graph as it was saved."""
+    import dask
+
+    import dtri.prepared.saved as saved_module
+
+    edges = np.random.default_rng(11).integers(0, 3000, size=(40000, 2))
+    with dtri.prepare(edges, backend="cpu", scheduler="synchronous") as graph:
+        expected = results(graph)
+        graph.save(str(tmp_path / "g"))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read the other way")
+
+    monkeypatch.setattr(saved_module, "_read_on_host" if min_rows == 0 else "_read_on_device",
+                        refuse)
+    with dask.config.set({"dtri.device-parquet-min-rows": min_rows}), \
+            dtri.open_prepared(str(tmp_path / "g"), backend="gpu") as opened:
+        assert opened.runtime.client is None and opened.backend == "gpu"
+        assert results(opened) == expected
+
+
+@pytest.mark.gpu
 def test_a_damaged_partition_is_refused_on_the_gpu(tmp_path):
     edges = np.random.default_rng(3).integers(0, 500, size=(5000, 2))
     with dtri.prepare(edges, backend="gpu", scheduler="synchronous") as graph:
