@@ -335,8 +335,10 @@ def test_the_networkx_backend_on_the_gpu_prepares_once_in_this_process(no_cluste
 def test_cupy_operators_import_what_a_saved_graph_imports_while_it_is_read(tmp_path):
     """CuPy's first operator between an array and a Python number imports
     :data:`~dtri.runtime.session.OPERATOR_MODULES` (what makes importing them during the read
-    worth it); a saved graph opened on the GPU in a new process imports them on a thread of
-    its own, and counts as the graph prepared again."""
+    worth it); a saved graph decoded on the device in a new process imports them on a thread
+    of its own while the device reads it, and counts as the graph prepared again."""
+    import os
+
     premise = subprocess.run(
         [sys.executable, "-c", "import sys, cupy; from dtri.runtime.session import "
          "OPERATOR_MODULES as m; before = set(m) & set(sys.modules); cupy.arange(4) - 1; "
@@ -359,8 +361,10 @@ def start(self):
 threading.Thread.start = start
 print(dtri.count_triangles({str(saved)!r}, backend="gpu"), "dtri-import-operators" in started)
 """
+    on_device = {**os.environ, "DASK_DTRI__DEVICE_PARQUET_MIN_ROWS": "0"}  # karate is small
     opened = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300, check=False, cwd=Path(__file__).resolve().parents[2])
+                            timeout=300, check=False, cwd=Path(__file__).resolve().parents[2],
+                            env=on_device)
     assert opened.returncode == 0, opened.stderr
     assert opened.stdout.split() == ["45", "True"]
 
