@@ -824,6 +824,30 @@ PRESETS: dict[str, Preset] = {
                    "--dtri-args", "--backend gpu", "--out", "{out}",
                    env={"CUDA_VISIBLE_DEVICES": "0"}),),
         "issue 41, at 2e89623 (kind nvidia-h200-x2), before the GPU tests on that host"),
+    "saved-graph-head-h200": Preset(
+        "counting a saved R-MAT 26 against its raw Parquet files, Python's bytecode compiled "
+        "first (python -m compileall, as pip does), best of 3", "one NVIDIA H200", (
+            script("saved_graph.py", "count", "rmat:26", "--files", "4", "--repeat", "3",
+                   "--dtri-args", "--backend gpu", "--out", "{out}",
+                   env={"CUDA_VISIBLE_DEVICES": "0", "PYTHONDONTWRITEBYTECODE": ""}),),
+        "issue 41, at the commit of each line (kind nvidia-h200), after compileall of the "
+        "host's site folders"),
+    "saved-small-gpu-h200": Preset(
+        "dtri count of saved R-MAT 16 and 20 in a new process on one GPU: read on the host "
+        "and copied below dtri.device-parquet-min-rows (the default) against decoded on the "
+        "device (the key at 0, as every saved graph was read before), alternated twice",
+        "one NVIDIA H200", (
+            *(dtri("generate", f"rmat:{scale}", "-o", f"{{tmp}}/r{scale}", "--partitions", "4",
+                   "--backend", "gpu", keep=False) for scale in (16, 20)),
+            *(dtri("prepare", f"{{tmp}}/r{scale}", "-o", f"{{tmp}}/s{scale}", "--backend",
+                   "gpu", keep=False) for scale in (16, 20)),
+            *(script("in_process.py", "cli", "--backends", "gpu", "--runs", "3", "{tmp}/s16",
+                     "{tmp}/s20", "--out", "{out}", timeout=300,
+                     env={"CUDA_VISIBLE_DEVICES": "0", "PYTHONDONTWRITEBYTECODE": "",
+                          **({"DASK_DTRI__DEVICE_PARQUET_MIN_ROWS": "0"} if device else {})})
+              for _ in range(2) for device in (False, True))),
+        "issue 41 (a saved graph's open), at the commit of each line; detail.dask_config "
+        "names the arm decoded on the device"),
     "saved-graph-h200": Preset(
         "a --checkpoint count of R-MAT 26 killed with SIGKILL mid-join then run again, and "
         "counting a saved R-MAT 26 against its raw Parquet files",
