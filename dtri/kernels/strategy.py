@@ -47,17 +47,29 @@ class HashTuning(NamedTuple):
     warp_table_bits: int
     """``dtri.hash-warp-table-bits``: tables of at most ``2**bits`` slots are one per warp,
     larger ones one per block (GPU)."""
+    spread: int
+    """``dtri.hash-slots-per-member`` as a power of two: a GPU table of a list of ``b``
+    members has ``b << spread`` slots, rounded up to a power of two (at most the largest the
+    device's shared memory holds)."""
+
+
+HASH_SLOTS_PER_MEMBER = "dtri.hash-slots-per-member"
+"""``dask.config`` key: slots of a GPU hash table per member of its list (2, 4 or 8)."""
 
 
 def hash_tuning() -> HashTuning:
     """The hash probes' tuning from ``dask.config`` (see :class:`HashTuning`)."""
     import dask
 
+    slots = int(dask.config.get(HASH_SLOTS_PER_MEMBER))
+    if slots not in (2, 4, 8):
+        raise ValueError(f"{HASH_SLOTS_PER_MEMBER} must be 2, 4 or 8, got {slots}")
     return HashTuning(bool(dask.config.get("dtri.hash-probes")),
                       int(dask.config.get("dtri.hash-min-members")),
                       float(dask.config.get("dtri.hash-probe-cost")),
                       int(dask.config.get("dtri.hash-piece-probes")),
-                      int(dask.config.get("dtri.hash-warp-table-bits")))
+                      int(dask.config.get("dtri.hash-warp-table-bits")),
+                      slots.bit_length() - 1)
 
 
 def hash_max_members(credits: bool) -> int:

@@ -80,3 +80,16 @@ def test_hash_probes_count_as_networkx_and_hash_most_edges_of_a_skewed_graph():
     assert counters["probes"] < counters["search_steps_if_all_searched"]
     with dask.config.set({"dtri.hash-probes": False}):
         assert work_counters(whole, whole)["hashed_edges"] == 0
+
+
+def test_the_gpu_tables_slots_per_member_are_checked():
+    """``dtri.hash-slots-per-member`` is 2, 4 or 8 (a power of two: a table's size is one),
+    read as the shift of a list's length; another value is refused by name."""
+    from dtri.kernels.strategy import HASH_SLOTS_PER_MEMBER, hash_tuning
+
+    assert hash_tuning().spread == 1  # the default: 2 slots a member
+    with dask.config.set({HASH_SLOTS_PER_MEMBER: 8}):
+        assert hash_tuning().spread == 3
+    with dask.config.set({HASH_SLOTS_PER_MEMBER: 3}), \
+            pytest.raises(ValueError, match=HASH_SLOTS_PER_MEMBER):
+        hash_tuning()

@@ -188,7 +188,8 @@ def run_pieces(mode: int, hashed: Any, first: int, row_of: Any, part: CSR, group
     head = cupy.empty(n, dtype=cupy.uint8)
     kernel("piece_work", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (
         ordered, cupy.int64(n), cupy.int64(first), row_of, part.dst, part.offsets,
-        group.offsets, cupy.int64(group.low), stops, prefix, bits, head))
+        group.offsets, cupy.int64(group.low), cupy.int32(tuning.spread),
+        cupy.int32(max_table_bits(mode)), stops, prefix, bits, head))
     cupy.cumsum(prefix, out=prefix)
     starts = cupy.empty(n, dtype=cupy.uint8)
     kernel("piece_starts", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (
@@ -223,7 +224,7 @@ def run_pieces(mode: int, hashed: Any, first: int, row_of: Any, part: CSR, group
             run = kernel(f"hash_pieces<{mode}>", mode)
             shared = per_slot << size
             blocks = launch.shape[0]
-            args = (pieces, launch, *arrays)
+            args = (pieces, launch, cupy.int32(size), *arrays)
         if shared > 48 * 1024:
             run.max_dynamic_shared_size_bytes = shared
         run((blocks,), (PIECE_THREADS,), args, shared_mem=shared)

@@ -153,10 +153,12 @@ __device__ __forceinline__ unsigned int slot_of(int w, int bits)
     return ((unsigned int)w * 2654435769u) >> (32 - bits);
 }
 
-__device__ __forceinline__ int table_bits(long long members)
+// The table of a list of ``members``: ``members << spread`` slots rounded up to a power of
+// two, from 2**MIN_TABLE_BITS to 2**max_bits (where the list is at most half of it).
+__device__ __forceinline__ int table_bits(long long members, int spread, int max_bits)
 {
-    const int bits = 64 - __clzll(2 * members - 1);  // ceil(log2(2 * members))
-    return max(bits, MIN_TABLE_BITS);
+    const int bits = 64 - __clzll((members << spread) - 1);  // ceil(log2(members << spread))
+    return min(max(bits, MIN_TABLE_BITS), max_bits);
 }
 
 __device__ __forceinline__ void clear_table(int* keys, int size, int first, int step)
@@ -212,7 +214,8 @@ extern "C" __global__ void piece_work(const long long* __restrict__ h, const lon
                                       const int* __restrict__ a_values,
                                       const long long* __restrict__ a_offsets,
                                       const long long* __restrict__ b_offsets,
-                                      const long long glow, long long* __restrict__ stops,
+                                      const long long glow, const int spread,
+                                      const int max_bits, long long* __restrict__ stops,
                                       long long* __restrict__ work,
                                       unsigned char* __restrict__ bits,
                                       unsigned char* __restrict__ head)
@@ -226,7 +229,7 @@ extern "C" __global__ void piece_work(const long long* __restrict__ h, const lon
     const long long length = b_offsets[v - glow + 1] - b_offsets[v - glow];
     stops[k] = stop;
     work[k] = stop - e - 1 + (starts ? length : 0);
-    bits[k] = (unsigned char)table_bits(length);
+    bits[k] = (unsigned char)table_bits(length, spread, max_bits);
     head[k] = starts;
 }
 
@@ -255,7 +258,7 @@ extern "C" __global__ void piece_starts(const long long* __restrict__ prefix, co
 // streaming u's members after v and looking each up in the table.
 template <int MODE>
 __global__ void __launch_bounds__(PIECE_THREADS) hash_pieces(
-    const long long* __restrict__ pieces, const int* __restrict__ launch,
+    const long long* __restrict__ pieces, const int* __restrict__ launch, const int bits,
     const long long* __restrict__ h, const long long* __restrict__ stops,
     const long long* __restrict__ bucket, const int* __restrict__ a_values,
     const int* __restrict__ b_values, const long long* __restrict__ b_offsets,
@@ -274,8 +277,7 @@ __global__ void __launch_bounds__(PIECE_THREADS) hash_pieces(
         const long long v = a_values[h[k]] - glow;
         const long long stop = min(bucket[v + 1], k1);
         const long long b0 = b_offsets[v], b1 = b_offsets[v + 1];
-        const int bits = table_bits(b1 - b0);
-        const int size = 1 << bits;
+        const int size = 1 << bits;  // every target of a launch has a table of its size
         int* keys = table;
         int* where = table + size;  // with credits: each key's position in v's list
         __syncthreads();  // the last target's edges are done with the table
@@ -340,8 +342,7 @@ __global__ void __launch_bounds__(PIECE_THREADS) hash_warps(
             const long long v = a_values[h[k]] - glow;
             const long long stop = min(bucket[v + 1], k1);
             const long long b0 = b_offsets[v], b1 = b_offsets[v + 1];
-            const int bits = table_bits(b1 - b0);
-            const int size = 1 << bits;
+            const int bits = launch_bits, size = 1 << bits;  // the launch's table size
             int* where = keys + size;
             __syncwarp();
             clear_table(keys, size, lane, 32);

@@ -7,6 +7,11 @@ JSON object per line, in the schema of ``schema.py`` (family ``kernel-probe``: a
 tuning as it is timed, then the graph's line, its preparation as ``stage_seconds``).
 
     python examples/benchmarks/probes/kernel_probe.py rmat:22 rmat:24 [--orientation degree id]
+    python examples/benchmarks/probes/kernel_probe.py rmat:26 --pick 1,9,10 --rounds 3 [--credits]
+
+``--pick`` runs the tunings of those indexes in ``TUNINGS``, ``--rounds`` times alternated;
+``--credits`` times the kernel that also credits each triangle's edges (what per-vertex
+triangles run).
 """
 
 from __future__ import annotations
@@ -158,12 +163,12 @@ def stage_seconds(csr: Any) -> dict[str, float]:
     return {k: round(v, 6) for k, v in seconds.items()}
 
 
-def count_timed(csr: Any, repeat: int) -> tuple[int, float]:
+def count_timed(csr: Any, repeat: int, credits: bool = False) -> tuple[int, float]:
     best, found = float("inf"), None
     for _ in range(repeat):
         cupy.cuda.Device().synchronize()
         started = time.perf_counter()
-        found = intersect(csr, csr).triangles
+        found = intersect(csr, csr, credits=credits).triangles
         cupy.cuda.Device().synchronize()
         best = min(best, time.perf_counter() - started)
     return found, round(best, 6)
@@ -179,6 +184,8 @@ TUNINGS = [
     {"dtri.hash-piece-probes": 131072},
     {"dtri.hash-probe-cost": 2.0},
     {"dtri.hash-min-members": 2},
+    {"dtri.hash-slots-per-member": 4},
+    {"dtri.hash-slots-per-member": 8},
 ]
 
 
@@ -188,7 +195,15 @@ def main() -> None:
     parser.add_argument("--orientation", nargs="+", default=["degree"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tunings", type=int, default=len(TUNINGS))
+    parser.add_argument("--pick", help="the tunings to run, by index in TUNINGS (0,1,9): "
+                                       "instead of the first --tunings")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the tunings this many times, alternated")
+    parser.add_argument("--credits", action="store_true",
+                        help="time the kernel with the credits (per-vertex triangles)")
     args = parser.parse_args()
+    chosen = [TUNINGS[int(i)] for i in args.pick.split(",")] if args.pick \
+        else TUNINGS[: args.tunings]
     for spec in args.graphs:
         for orientation in args.orientation:
             csr, seconds = prepare(spec, orientation)
@@ -196,9 +211,9 @@ def main() -> None:
                                       "edges": csr.edges, "prepare_seconds": seconds,
                                       "runs": []}
             reference = None
-            for tuning in TUNINGS[: args.tunings]:
+            for tuning in [t for _ in range(args.rounds) for t in chosen]:
                 with dask.config.set(tuning):
-                    found, best = count_timed(csr, args.repeat)
+                    found, best = count_timed(csr, args.repeat, args.credits)
                     work = classes(csr)
                     work["stage_seconds"] = stage_seconds(csr)
                 reference = found if reference is None else reference
@@ -206,7 +221,8 @@ def main() -> None:
                                        "agrees": found == reference, "classes": work})
                 emit(to_schema("kernel-probe", {"graph": spec, "orientation": orientation,
                                                 "tuning": tuning, "seconds": best,
-                                                "agrees": found == reference},
+                                                "agrees": found == reference,
+                                                "credits": args.credits},
                                command=command_line()), None)
             emit(to_schema("kernel-probe", record, command=command_line()), None)
             del csr
