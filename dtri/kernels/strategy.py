@@ -49,8 +49,12 @@ class HashTuning(NamedTuple):
     larger ones one per block (GPU)."""
     spread: int
     """``dtri.hash-slots-per-member`` as a power of two: a GPU table of a list of ``b``
-    members has ``b << spread`` slots, rounded up to a power of two (at most the largest the
-    device's shared memory holds)."""
+    members has ``b << spread`` slots, rounded up to a power of two, where that takes at
+    most :attr:`spread_bytes`; a larger table is the least at most half full (and at most
+    the largest the device's shared memory holds)."""
+    spread_bytes: int
+    """``dtri.hash-spread-max-bytes``: the largest table a list's spread may fill. A larger
+    table leaves a multiprocessor room for fewer blocks."""
 
 
 HASH_SLOTS_PER_MEMBER = "dtri.hash-slots-per-member"
@@ -60,6 +64,7 @@ HASH_SLOTS_PER_MEMBER = "dtri.hash-slots-per-member"
 def hash_tuning() -> HashTuning:
     """The hash probes' tuning from ``dask.config`` (see :class:`HashTuning`)."""
     import dask
+    from dask.utils import parse_bytes
 
     slots = int(dask.config.get(HASH_SLOTS_PER_MEMBER))
     if slots not in (2, 4, 8):
@@ -69,7 +74,8 @@ def hash_tuning() -> HashTuning:
                       float(dask.config.get("dtri.hash-probe-cost")),
                       int(dask.config.get("dtri.hash-piece-probes")),
                       int(dask.config.get("dtri.hash-warp-table-bits")),
-                      slots.bit_length() - 1)
+                      slots.bit_length() - 1,
+                      int(parse_bytes(dask.config.get("dtri.hash-spread-max-bytes"))))
 
 
 def hash_max_members(credits: bool) -> int:

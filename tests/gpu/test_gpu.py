@@ -430,9 +430,10 @@ HASH_TUNINGS = [
     {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 8.0, "dtri.hash-warp-table-bits": 15,
      "dtri.hash-piece-probes": 64},
     {"dtri.hash-min-members": 2, "dtri.hash-probe-cost": 0.25, "dtri.hash-piece-probes": 1},
-    {"dtri.hash-slots-per-member": 4},
+    {"dtri.hash-slots-per-member": 2},
     {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 8.0, "dtri.hash-slots-per-member": 8,
-     "dtri.hash-warp-table-bits": 10},
+     "dtri.hash-spread-max-bytes": "1MiB", "dtri.hash-warp-table-bits": 10},
+    {"dtri.hash-min-members": 1, "dtri.hash-spread-max-bytes": 1},
 ]
 
 

@@ -87,7 +87,8 @@ def test_the_gpu_tables_slots_per_member_are_checked():
     read as the shift of a list's length; another value is refused by name."""
     from dtri.kernels.strategy import HASH_SLOTS_PER_MEMBER, hash_tuning
 
-    assert hash_tuning().spread == 1  # the default: 2 slots a member
+    assert hash_tuning().spread == 2  # the default: 4 slots a member
+    assert hash_tuning().spread_bytes == 64 * 1024
     with dask.config.set({HASH_SLOTS_PER_MEMBER: 8}):
         assert hash_tuning().spread == 3
     with dask.config.set({HASH_SLOTS_PER_MEMBER: 3}), \

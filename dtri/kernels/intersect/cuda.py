@@ -93,6 +93,13 @@ def max_table_bits(mode: int) -> int:
     return bits
 
 
+def spread_table_bits(mode: int, tuning: HashTuning) -> int:
+    """The largest table (in bits of its slots) that a list's spread may fill
+    (:attr:`HashTuning.spread_bytes`): 4 bytes a slot for the count, 8 with credits."""
+    per_slot = 4 if mode == COUNT else 8
+    return max(MIN_TABLE_BITS, (tuning.spread_bytes // per_slot).bit_length() - 1)
+
+
 def blocks_for(threads: int) -> int:
     return (threads + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
 
@@ -189,7 +196,8 @@ def run_pieces(mode: int, hashed: Any, first: int, row_of: Any, part: CSR, group
     kernel("piece_work", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (
         ordered, cupy.int64(n), cupy.int64(first), row_of, part.dst, part.offsets,
         group.offsets, cupy.int64(group.low), cupy.int32(tuning.spread),
-        cupy.int32(max_table_bits(mode)), stops, prefix, bits, head))
+        cupy.int32(spread_table_bits(mode, tuning)), cupy.int32(max_table_bits(mode)), stops,
+        prefix, bits, head))
     cupy.cumsum(prefix, out=prefix)
     starts = cupy.empty(n, dtype=cupy.uint8)
     kernel("piece_starts", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (

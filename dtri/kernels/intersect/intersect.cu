@@ -153,11 +153,19 @@ __device__ __forceinline__ unsigned int slot_of(int w, int bits)
     return ((unsigned int)w * 2654435769u) >> (32 - bits);
 }
 
-// The table of a list of ``members``: ``members << spread`` slots rounded up to a power of
-// two, from 2**MIN_TABLE_BITS to 2**max_bits (where the list is at most half of it).
-__device__ __forceinline__ int table_bits(long long members, int spread, int max_bits)
+// ceil(log2(x)) for x >= 1.
+__device__ __forceinline__ int log2_up(long long x)
 {
-    const int bits = 64 - __clzll((members << spread) - 1);  // ceil(log2(members << spread))
+    return 64 - __clzll(x - 1);
+}
+
+// The table of a list of ``members``: ``members << spread`` slots rounded up to a power of
+// two while that is at most 2**spread_bits slots, else the least power of two at most half
+// full; from 2**MIN_TABLE_BITS to 2**max_bits (where the list is at most half of it).
+__device__ __forceinline__ int table_bits(long long members, int spread, int spread_bits,
+                                          int max_bits)
+{
+    const int bits = max(min(log2_up(members << spread), spread_bits), log2_up(2 * members));
     return min(max(bits, MIN_TABLE_BITS), max_bits);
 }
 
@@ -215,7 +223,8 @@ extern "C" __global__ void piece_work(const long long* __restrict__ h, const lon
                                       const long long* __restrict__ a_offsets,
                                       const long long* __restrict__ b_offsets,
                                       const long long glow, const int spread,
-                                      const int max_bits, long long* __restrict__ stops,
+                                      const int spread_bits, const int max_bits,
+                                      long long* __restrict__ stops,
                                       long long* __restrict__ work,
                                       unsigned char* __restrict__ bits,
                                       unsigned char* __restrict__ head)
@@ -229,7 +238,7 @@ extern "C" __global__ void piece_work(const long long* __restrict__ h, const lon
     const long long length = b_offsets[v - glow + 1] - b_offsets[v - glow];
     stops[k] = stop;
     work[k] = stop - e - 1 + (starts ? length : 0);
-    bits[k] = (unsigned char)table_bits(length, spread, max_bits);
+    bits[k] = (unsigned char)table_bits(length, spread, spread_bits, max_bits);
     head[k] = starts;
 }
 

@@ -7,7 +7,7 @@ JSON object per line, in the schema of ``schema.py`` (family ``kernel-probe``: a
 tuning as it is timed, then the graph's line, its preparation as ``stage_seconds``).
 
     python examples/benchmarks/probes/kernel_probe.py rmat:22 rmat:24 [--orientation degree id]
-    python examples/benchmarks/probes/kernel_probe.py rmat:26 --pick 1,9,10 --rounds 3 [--credits]
+    python examples/benchmarks/probes/kernel_probe.py rmat:26 --pick 11,1 --rounds 3 [--credits]
 
 ``--pick`` runs the tunings of those indexes in ``TUNINGS``, ``--rounds`` times alternated;
 ``--credits`` times the kernel that also credits each triangle's edges (what per-vertex
@@ -186,6 +186,8 @@ TUNINGS = [
     {"dtri.hash-min-members": 2},
     {"dtri.hash-slots-per-member": 4},
     {"dtri.hash-slots-per-member": 8},
+    {"dtri.hash-slots-per-member": 2},
+    {"dtri.hash-slots-per-member": 4, "dtri.hash-spread-max-bytes": "128KiB"},
 ]
 
 
