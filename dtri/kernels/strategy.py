@@ -48,10 +48,11 @@ class HashTuning(NamedTuple):
     """``dtri.hash-warp-table-bits``: tables of at most ``2**bits`` slots are one per warp,
     larger ones one per block (GPU)."""
     spread: int
-    """``dtri.hash-slots-per-member`` as a power of two: a GPU table of a list of ``b``
-    members has ``b << spread`` slots, rounded up to a power of two, where that takes at
-    most :attr:`spread_bytes`; a larger table is the least at most half full (and at most
-    the largest the device's shared memory holds)."""
+    """``dtri.hash-slots-per-member`` as a power of two: a GPU count's table of a list of
+    ``b`` members has ``b << spread`` slots, rounded up to a power of two, where that takes
+    at most :attr:`spread_bytes`; a larger table, and every table of a run with credits, is
+    the least at most half full (and at most the largest the device's shared memory
+    holds)."""
     spread_bytes: int
     """``dtri.hash-spread-max-bytes``: the largest table a list's spread may fill. A larger
     table leaves a multiprocessor room for fewer blocks."""
