@@ -128,8 +128,9 @@ def _write_on_device(fs: Any, path: str, columns: dict[str, Any]) -> None:
             handle.write(buffer.getbuffer())
 
 
-_COLUMN_TYPES: dict[np.dtype, str] = {np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64",
-                 np.dtype(np.bool_): "BOOL8"}
+_COLUMN_TYPES: dict[np.dtype, str] = {np.dtype(np.int32): "INT32",
+                                      np.dtype(np.int64): "INT64",
+                                      np.dtype(np.bool_): "BOOL8"}
 """The NumPy types of a saved graph's columns, by the name of their pylibcudf type."""
 
 
