@@ -953,3 +953,22 @@ def test_the_numba_parser_takes_snap_text_with_both_comment_marks(tmp_path):
     path = write(tmp_path / "g.txt", data)
     expected = networkx_triangles(np.array(edges))
     assert dtri.count(path, backend="cpu").triangles == expected
+
+
+def test_the_device_reads_ids_get_the_host_checks_file_by_file():
+    """The ids of several files decoded at once are checked file by file, as the host's read
+    checks them: the error names the file whose slice holds the fault (here on NumPy arrays;
+    the device's are CuPy's)."""
+    from dtri.input.read import RowSlice, _check_device_ids
+
+    files = [[RowSlice("a", "a.parquet", 0, 0, 2, 2), RowSlice("a", "a.parquet", 1, 0, 1, 1)],
+             [RowSlice("b", "b.parquet", 0, 0, 2, 2)]]
+    src = np.array([0, 1, 2, 3, 4])
+    _check_device_ids((src, np.array([1, 2, 3, 4, 0])), files, ("from", "to"))
+    with pytest.raises(InputError, match="negative vertex id -4 in column 'to'") as error:
+        _check_device_ids((src, np.array([1, 2, 3, -4, 0])), files, ("from", "to"))
+    assert error.value.path == "b.parquet"
+    with pytest.raises(InputError, match="larger than 2\\*\\*63-1") as error:
+        _check_device_ids((np.array([0, 2**63, 1, 2, 3], dtype=np.uint64), src), files,
+                          ("from", "to"))
+    assert error.value.path == "a.parquet"
