@@ -26,8 +26,9 @@ GPU_MODULES = ("cudf", "dask_cudf", "cupy")
 """What the GPU backend imports: installed, or the GPU is not usable."""
 CUDA_DRIVER_LIBRARY = "libcuda.so.1"
 """The CUDA driver's library, as NVIDIA's Linux driver installs it."""
-LOCAL_SCHEDULERS = ("synchronous", "threads")
-"""The ``--scheduler`` values that run in this process."""
+LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "single-threaded")
+"""The ``--scheduler`` values that run in this process: :data:`dtri.options.LOCAL_SCHEDULERS`
+again, which this module cannot import (it imports nothing beyond the standard library)."""
 CLUSTER_OPTIONS = ("scheduler_file", "memory_limit", "device_memory_limit", "rmm_pool_size")
 """Options (:class:`~dtri.options.Options` fields) that send a run to a cluster, given."""
 

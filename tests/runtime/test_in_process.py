@@ -271,6 +271,17 @@ def test_what_a_run_names_says_whether_it_may_run_in_this_process(monkeypatch, g
     assert may_run_here({"scheduler": None, "workers": "auto", **given}) is here
 
 
+def test_the_driver_knows_every_scheduler_that_runs_in_this_process():
+    """:mod:`dtri.runtime.driver` keeps its own copy of the local schedulers' names (it
+    imports nothing of dtri's): the same as the options'."""
+    from dtri.options import LOCAL_SCHEDULERS
+    from dtri.runtime.driver import LOCAL_SCHEDULERS as DRIVER_LOCAL_SCHEDULERS
+    from dtri.runtime.driver import may_run_here
+
+    assert DRIVER_LOCAL_SCHEDULERS == LOCAL_SCHEDULERS
+    assert all(may_run_here({"scheduler": name}) for name in LOCAL_SCHEDULERS)
+
+
 def test_a_scheduler_in_the_environment_or_an_active_client_keeps_the_run_away(monkeypatch):
     import distributed
 
