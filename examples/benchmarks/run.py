@@ -404,11 +404,9 @@ PRESETS: dict[str, Preset] = {
         "the fused join with GPU hash tables of 2 slots a member (before) against 4 while a "
         "table takes at most 64 KiB (dtri.hash-slots-per-member, dtri.hash-spread-max-bytes), "
         "alternated, the count and the credits", H200, (
-            script("probes/kernel_probe.py", "rmat:24", "rmat:26", "--pick", "11,1",
-                   "--rounds", "3", "--repeat", "2", env={"CUDA_VISIBLE_DEVICES": "0"}),
-            script("probes/kernel_probe.py", "rmat:24", "rmat:26", "--pick", "11,1",
-                   "--rounds", "3", "--repeat", "2", "--credits",
-                   env={"CUDA_VISIBLE_DEVICES": "0"})),
+            *(script("probes/kernel_probe.py", "rmat:24", "rmat:26", "--pick", "11,1",
+                     "--rounds", "3", "--repeat", "2", *credits,
+                     env={"CUDA_VISIBLE_DEVICES": "0"}) for credits in ((), ("--credits",))),),
         "the lines of each tuning, then each graph's line with every run; one H200, kind "
         "nvidia-h200"),
     "ktruss-rmat22-h200": Preset(

@@ -187,7 +187,6 @@ TUNINGS = [
     {"dtri.hash-slots-per-member": 4},
     {"dtri.hash-slots-per-member": 8},
     {"dtri.hash-slots-per-member": 2},
-    {"dtri.hash-slots-per-member": 4, "dtri.hash-spread-max-bytes": "128KiB"},
 ]
 
 
