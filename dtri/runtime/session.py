@@ -75,6 +75,7 @@ from dtri.runtime.staging import (
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes
+from dtri.runtime.wire_format import choose_wire_format
 from dtri.runtime.worker_start import (
     claim_start_method,
     environ_kept,
@@ -311,9 +312,19 @@ class Runtime:
     start_seconds: float | None = None
     """Seconds from starting the local cluster that dtri started for this run to knowing its
     workers (``--workers auto``'s choice included); ``None`` where it started none."""
+    wire_format: str = ""
+    """How data crosses between the workers (:mod:`dtri.kernels.wire`), decided when the
+    runtime opens (:func:`~dtri.runtime.wire_format.choose_wire_format`) where not given."""
+    wire_reason: str = ""
+    """One line on why that wire format."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", Backend(self.backend))
+        if not self.wire_format:
+            fmt, why = choose_wire_format(self.backend, self.protocol,
+                                          self.client is None or self.eager)
+            object.__setattr__(self, "wire_format", fmt)
+            object.__setattr__(self, "wire_reason", why)
         if self.budget is None:
             object.__setattr__(self, "budget", resolve_budget(
                 None, self.worker_memory, self.threads_per_worker, self.staging))
@@ -326,7 +337,8 @@ class Runtime:
     def tasks(self) -> Tasks:
         """The task builder of a stage of this run."""
         return Tasks(self.staging, self.addresses, self.eager, self.meter, self.allocator,
-                     self.budget.per_task if self.host_plan is not None else None)
+                     self.budget.per_task if self.host_plan is not None else None,
+                     self.wire_format)
 
     def timer(self, progress: bool = False) -> StageTimer:
         """A stage timer for this run (eager runs on the GPU wait for its queued work at the
