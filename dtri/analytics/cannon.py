@@ -35,21 +35,26 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from dask.sizeof import sizeof
 from dask.utils import format_bytes
 
 from dtri.analytics.plan import BYTES_PER_KEY, CountPlan, bin_share, build_plan, csr_bytes
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.csr import as_csr
 from dtri.kernels.cyclic import (
-    block_rows,
+    block_segments,
     class_rows,
     cyclic_block,
     cyclic_pieces,
+    partition_values,
     pulled_blocks,
     round_assignment,
+    round_blocks,
+    round_edge_credits,
     round_triangles,
     round_vertex_triangles,
 )
+from dtri.kernels.wire import pack_counts, packed_bytes, packed_rows, unpack
 from dtri.options import DECOMPOSITIONS
 from dtri.runtime.tasks import partition_owner
 
@@ -61,8 +66,6 @@ BYTES_PER_TARGET = 4
 """A target in a block or a piece: int32."""
 BYTES_PER_PIECE_ROW = 4
 """A row's out-degree in a piece: int32."""
-BYTES_PER_OFFSET = 8
-"""A block's offset per row: int64."""
 ROUND_BYTES_PER_EDGE = 56
 """Device bytes a round holds per edge of a block, at its peak: its three blocks' targets
 (int32), and, for the union of two blocks, their packed keys and places (int64) and its
@@ -101,30 +104,50 @@ def grid_side(workers: int) -> int:
     return max(1, math.isqrt(max(workers, 1)))
 
 
-def block_bytes(edges: int, vertices: int, r: int, q: int) -> int:
-    """A stored block of ``edges`` edges and row class ``r``: its targets and offsets."""
-    return BYTES_PER_TARGET * edges + BYTES_PER_OFFSET * (block_rows(vertices, r, q) + 1)
+PieceSizes = Sequence[Sequence[tuple[int, int, int]]]
+"""Per sorted partition, per grid block ``g``: its piece's bytes as Dask sends it (its
+``sizeof``), its payloads' alone (:func:`~dtri.kernels.wire.packed_bytes`), and its edges."""
+
+
+def raw_piece_sizes(summaries: Sequence[Any], bounds: Sequence[int], q: int) -> list[list[
+        tuple[int, int, int]]]:
+    """The pieces' sizes in the ``raw`` wire format, each partition's edges spread evenly
+    over its ``q²`` pieces, as the cyclic classes of degree-ordered ranks make them: int32
+    local targets and an int32 degree per compact row."""
+    sizes = []
+    for p, s in enumerate(summaries):
+        row = []
+        for g in range(q * q):
+            rows = class_rows(bounds[p], bounds[p + 1], g // q, q)
+            nbytes = BYTES_PER_TARGET * s.edges // (q * q) + BYTES_PER_PIECE_ROW * (rows[1]
+                                                                                   - rows[0])
+            row.append((nbytes, nbytes, s.edges // (q * q)))
+        sizes.append(row)
+    return sizes
 
 
 def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, workers: int,
-             q: int) -> dict[str, int]:
+             q: int, piece_sizes: PieceSizes | None = None) -> dict[str, int]:
     """Predicted bytes the busiest grid worker pulls under the 2D join, per stage: the blocks'
     pieces from the partitions' owners (``cyclic-blocks``), then the rounds' blocks
-    (``cannon-shift``). Each partition's edges are taken to spread evenly over its ``q²``
-    pieces, as the cyclic classes of degree-ordered ranks make them."""
-    edges = sum(s.edges for s in summaries)
+    (``cannon-shift``: a block is its pieces' payloads together, with one header). The
+    pieces' sizes are those measured where they were cut, in the run's wire format
+    (:func:`cyclic_piece_sizes`), or without them the ``raw`` format's
+    (:func:`raw_piece_sizes`)."""
+    if piece_sizes is None:
+        piece_sizes = raw_piece_sizes(summaries, bounds, q)
+    grid = range(q * q)
     pieces = [0] * (q * q)
-    for p, s in enumerate(summaries):
+    for p, sizes in enumerate(piece_sizes):
         owner = partition_owner(p, workers)
-        for g in range(q * q):
+        for g in grid:
             if g != owner:
-                rows = class_rows(bounds[p], bounds[p + 1], g // q, q)
-                pieces[g] += (BYTES_PER_TARGET * s.edges // (q * q)
-                              + BYTES_PER_PIECE_ROW * (rows[1] - rows[0]))
-    shifts = [sum(block_bytes(edges // (q * q), vertices, b // q, q)
-                  for b in pulled_blocks(rounds, g, q))
+                pieces[g] += sizes[g][0]
+    blocks = [sum(sizes[g][1] for sizes in piece_sizes) + max(
+        (sizes[g][0] - sizes[g][1] for sizes in piece_sizes), default=0) for g in grid]
+    shifts = [sum(blocks[b] for b in pulled_blocks(rounds, g, q))
               for g, rounds in enumerate(round_assignment(q))]
-    busiest = max(range(q * q), key=lambda g: pieces[g] + shifts[g])
+    busiest = max(grid, key=lambda g: pieces[g] + shifts[g])
     return {"cyclic-blocks": pieces[busiest], "cannon-shift": shifts[busiest]}
 
 
@@ -165,17 +188,18 @@ def moved_1d(plan: CountPlan) -> dict[str, int]:
             "intersect": pulled["intersect"][busiest]}
 
 
-def choose_decomposition(requested: str, plan: CountPlan,
-                         bounds: Sequence[int]) -> Decomposition:
+def choose_decomposition(requested: str, plan: CountPlan, bounds: Sequence[int],
+                         piece_sizes: PieceSizes | None = None) -> Decomposition:
     """The decomposition of a count by ``plan`` (1D, device staging) on its workers, whose
-    partitions start at the ranks ``bounds`` (see the module docstring)."""
+    partitions start at the ranks ``bounds`` (see the module docstring); ``piece_sizes``:
+    the 2D pieces as cut (:func:`moved_2d`)."""
     summaries, vertices, workers = plan.summaries, plan.vertices, plan.workers
     if requested not in DECOMPOSITIONS:
         raise ConfigurationError(f"--decomposition must be one of "
                                  f"{', '.join(DECOMPOSITIONS)}, got {requested!r}")
     q = grid_side(workers)
     one = moved_1d(plan)
-    two = moved_2d(summaries, bounds, vertices, workers, q) if q > 1 else {}
+    two = moved_2d(summaries, bounds, vertices, workers, q, piece_sizes) if q > 1 else {}
     grid = f"a {q} x {q} grid"
     idle = workers - q * q
     if idle:
@@ -201,15 +225,23 @@ def choose_decomposition(requested: str, plan: CountPlan,
                          f"under 1d against {pulls_2d} on {grid}", one, two)
 
 
-def decomposition(graph: PreparedGraph, plan: CountPlan | None = None) -> Decomposition:
+def decomposition(graph: PreparedGraph, plan: CountPlan | None = None,
+                  timer: StageTimer | None = None) -> Decomposition:
     """The decomposition of a prepared graph's joins, chosen once and cached on the graph
     (the count and the triangles at each vertex share it, and the blocks), by the 1D plan of
     its count under device staging: ``plan``, the count's own, where it is that plan; else
-    made here."""
+    made here. Where a grid of 2 x 2 or more could take it, unless ``--decomposition 1d``,
+    the partitions are cut into their 2D pieces first, where they live, and the bytes model
+    reads the pieces' sizes in the run's wire format (:func:`cyclic_piece_sizes`); the 2D
+    join starts from those pieces (``timer``: times them, as part of ``cyclic_blocks``)."""
 
     def chosen() -> Decomposition:
         made = device_plan(graph) if plan is None or plan.staging != "device" else plan
-        return choose_decomposition(graph.options.decomposition, made, graph.bounds)
+        q = grid_side(made.workers)
+        sizes = None
+        if q > 1 and graph.options.decomposition != "1d" and graph.runtime.client is not None:
+            sizes = cyclic_piece_sizes(graph, q, timer)
+        return choose_decomposition(graph.options.decomposition, made, graph.bounds, sizes)
 
     return graph.cached("decomposition", chosen)
 
@@ -229,9 +261,52 @@ def device_plan(graph: PreparedGraph) -> CountPlan:
 
 # ------------------------------------------------------------------------- the task graph
 
-def cut_pieces(part: tuple, q: int) -> dict[int, tuple]:
-    """A stored sorted partition cut into its ``q²`` pieces (:func:`cyclic_pieces`)."""
-    return cyclic_pieces(as_csr(part), q)
+def cut_pieces(part: tuple, q: int, fmt: str) -> dict[int, Any]:
+    """A stored sorted partition cut into its ``q²`` pieces, packed in the wire format
+    ``fmt`` (:func:`cyclic_pieces`)."""
+    return cyclic_pieces(as_csr(part), q, fmt)
+
+
+def cut_sizes(pieces: dict[int, Any]) -> list[tuple[int, int, int]]:
+    """Each piece's bytes as Dask sends it (its ``sizeof``, which the transfer ledger counts),
+    its payloads' alone, and its edges."""
+    return [(sizeof(pieces[g]), packed_bytes(pieces[g]), packed_rows(pieces[g]))
+            for g in sorted(pieces)]
+
+
+def cyclic_cuts(graph: PreparedGraph, q: int, timer: StageTimer | None = None) -> list[Any]:
+    """Persisted, each where its partition lives: the sorted partitions cut into their
+    ``q²`` pieces, packed (cached on the graph; ``timer`` times them as part of
+    ``cyclic_blocks``, else a timer of their own)."""
+
+    def cuts() -> list[Any]:
+        tasks, fmt = graph.tasks, graph.runtime.wire_format
+        made = [tasks.task("cyclic-blocks", cut_pieces, part, q, fmt, key=("cut", p))
+                for p, part in enumerate(graph.parts)]  # where it lives, wherever that is
+        stage_timer = graph.timer() if timer is None else timer
+        persisted = list(stage_timer.submit("cyclic_blocks", *made))
+        if timer is None:
+            stage_timer.settle()
+        return persisted
+
+    return graph.cached(f"cyclic-cuts-{q}", cuts)
+
+
+def cyclic_piece_sizes(graph: PreparedGraph, q: int,
+                       timer: StageTimer | None = None) -> list[list[tuple[int, int, int]]]:
+    """The sizes of every partition's 2D pieces, as cut (:func:`cyclic_cuts`, :func:`cut_sizes`):
+    what the bytes model of the 2D join reads (cached on the graph)."""
+
+    def sizes() -> list[list[tuple[int, int, int]]]:
+        cuts = cyclic_cuts(graph, q, timer)
+        tasks = graph.tasks
+        sized = [tasks.task("cyclic-blocks", cut_sizes, cut, key=("sizes", p), on_host=True)
+                 for p, cut in enumerate(cuts)]
+        stage_timer = graph.timer() if timer is None else timer
+        return [[tuple(piece) for piece in sizes]
+                for sizes in stage_timer.compute("cyclic_blocks", *sized)]
+
+    return graph.cached(f"cyclic-piece-sizes-{q}", sizes)
 
 
 def cyclic_blocks(graph: PreparedGraph, q: int, timer: StageTimer | None = None) -> list[Any]:
@@ -239,16 +314,14 @@ def cyclic_blocks(graph: PreparedGraph, q: int, timer: StageTimer | None = None)
     (cached on the graph; ``timer`` times their stage, else a timer of their own)."""
 
     def blocks() -> list[Any]:
-        tasks = graph.tasks
-        splits = {}
-        for p, part in enumerate(graph.parts):  # cut where it lives, wherever Dask put it
-            splits[p] = tasks.task("cyclic-blocks", cut_pieces, part, q, key=("cut", p))
+        tasks, fmt = graph.tasks, graph.runtime.wire_format
+        splits = dict(enumerate(cyclic_cuts(graph, q, timer)))
         grid = range(q * q)
         picks = tasks.pick_pieces("cyclic-blocks", splits, dict.fromkeys(splits, grid))
         built = []
         for g in grid:
-            with tasks.on_worker(g):
-                built.append(tasks.task("cyclic-blocks", cyclic_block,
+            with tasks.pinned(g):
+                built.append(tasks.task("cyclic-blocks", cyclic_block, fmt,
                                         *(picks[p, g] for p in splits), key=("block", g)))
         stage_timer = graph.timer() if timer is None else timer
         persisted = list(stage_timer.submit("cyclic_blocks", *built))
@@ -259,33 +332,109 @@ def cyclic_blocks(graph: PreparedGraph, q: int, timer: StageTimer | None = None)
     return graph.cached(f"cyclic-blocks-{q}", blocks)
 
 
-def arrived(*blocks: Any) -> tuple:
-    """A round's blocks, once they are on the worker (the last: the round it waits for, so
-    that only the next round's blocks travel ahead)."""
-    return blocks[:-1]
+def arrived(block: Any, after: Any = None) -> Any:
+    """A block, once it is on the worker (``after``: the round it waits for, so that only
+    the next round's blocks travel ahead)."""
+    return block
 
 
 def cannon_rounds(graph: PreparedGraph, q: int, timer: StageTimer | None = None,
                   mode: str = "count") -> list[Any]:
     """The rounds of every grid worker (:func:`~dtri.kernels.cyclic.round_assignment`):
     ``count``, each round's triangles (delayed ints); ``vertex``, per worker its rounds'
-    triangles at each rank (a delayed vertex-wide array)."""
+    triangles at each rank (a delayed vertex-wide array); ``edge``, per worker its rounds'
+    triangles on each edge of the blocks they read (a delayed ``{block: int64 array}``).
+
+    Each block a worker pulls is brought to it once, by one ``cannon-shift`` task there that
+    waits for the round two before the first that reads it; the rounds read that copy. When
+    each round took its blocks itself, a block that two rounds of one worker read was
+    fetched twice: Dask lets go of a fetched copy once no task there waits for it, and the
+    later round was not waiting yet (R-MAT 18 on a 3 x 3 grid: 0.80 bytes an edge to a
+    worker predicted to pull 0.55)."""
     tasks, n = graph.tasks, graph.vertices
     blocks = cyclic_blocks(graph, q, timer)
     results = []
     for g, assigned in enumerate(round_assignment(q)):
         rounds: list[Any] = []
-        with tasks.on_worker(g):
+        held: dict[int, Any] = {g: blocks[g]}
+        with tasks.pinned(g):
             for t, (x, y, z) in enumerate(assigned):
                 after = rounds[t - 2] if t >= 2 else None
-                pair = tasks.task("cannon-shift", arrived, blocks[x * q + y], blocks[x * q + z],
-                                  blocks[y * q + z], after, key=(mode, g, t), on_host=True)
+                for b in (x * q + y, x * q + z, y * q + z):
+                    if b not in held:
+                        held[b] = tasks.task("cannon-shift", arrived, blocks[b], after,
+                                             key=(mode, g, b), on_host=True)
+                pair = (held[x * q + y], held[x * q + z], held[y * q + z])
                 if mode == "count":
                     rounds.append(tasks.task("cannon-round", round_triangles, pair, x, y, z, q,
                                              n, key=(mode, g, t)))
                 else:
                     before = rounds[-1] if rounds else None
-                    rounds.append(tasks.task("cannon-round", round_vertex_triangles, pair, x,
-                                             y, z, q, n, before, key=(mode, g, t)))
+                    credit = round_vertex_triangles if mode == "vertex" else round_edge_credits
+                    rounds.append(tasks.task("cannon-round", credit, pair, x, y, z, q, n,
+                                             before, key=(mode, g, t)))
         results.extend(rounds if mode == "count" else rounds[-1:])
     return results
+
+
+# ------------------------------------------------------------------- the triangles on each edge
+
+def packed_credits(credits: dict[int, Any], fmt: str) -> dict[int, Any]:
+    """A grid worker's credits per block, each packed in the wire format ``fmt``."""
+    return {block: pack_counts(values, fmt) for block, values in credits.items()}
+
+
+def block_support(fmt: str, counts: Sequence[int], *credits: Any) -> dict[int, Any]:
+    """A block's support (every grid worker's credits to it, summed), cut into the segments
+    of its pieces, one per sorted partition of ``counts[p]`` edges, each packed."""
+    values = [unpack(c) for c in credits]
+    total = values[0].copy()
+    for more in values[1:]:
+        total += more
+    return {p: pack_counts(segment, fmt)
+            for p, segment in block_segments(total, counts).items()}
+
+
+def partition_support(part: tuple, q: int, blocks: Sequence[int], *segments: Any) -> Any:
+    """A sorted partition's support (int64, in its order) from its segment of each block."""
+    return partition_values(as_csr(part), q, {block: unpack(segment) for block, segment
+                                              in zip(blocks, segments, strict=True)})
+
+
+def cannon_edge_support(graph: PreparedGraph, q: int) -> list[Any]:
+    """The triangles on each edge under the 2D join, per sorted partition (delayed int64
+    arrays in its order, on its owner): each grid worker's rounds credit the edges of the
+    blocks they read (:func:`~dtri.kernels.cyclic.round_edge_credits`); each block's credits
+    go to its home, packed, and are summed there (``support``); each block's sums go back to
+    the partitions its pieces came from, a segment each, packed; and each partition puts
+    its segments in its own order. What crosses is a count per edge of each block read, and
+    then one per edge of the graph, where the 1D credits pull every group that a worker's
+    lists reach."""
+    tasks, fmt = graph.tasks, graph.runtime.wire_format
+    sizes = cyclic_piece_sizes(graph, q)
+    rounds = cannon_rounds(graph, q, mode="edge")
+    assignment = round_assignment(q)
+    read = {g: sorted(set().union(*(round_blocks(x, y, z, q) for x, y, z in assigned)))
+            for g, assigned in enumerate(assignment)}
+    packed = {}
+    for g, credits in enumerate(rounds):
+        with tasks.pinned(g):
+            packed[g] = tasks.task("support", packed_credits, credits, fmt,
+                                   key=("pack", g), on_host=True)
+    picks = tasks.pick_pieces("support", packed, read)
+    parts = graph.partitions
+    totals = {}
+    for b in range(q * q):
+        counts = [sizes[p][b][2] for p in range(parts)]
+        with tasks.pinned(b):
+            totals[b] = tasks.task("support", block_support, fmt, counts,
+                                   *(picks[g, b] for g in range(q * q) if b in read[g]),
+                                   key=("block", b), on_host=True)
+    segments = tasks.pick_pieces("support", totals, dict.fromkeys(totals, range(parts)))
+    blocks = list(range(q * q))
+    out = []
+    for p, part in enumerate(graph.parts):
+        with tasks.placed(p):
+            out.append(tasks.task("support", partition_support, part, q, blocks,
+                                  *(segments[b, p] for b in blocks), key=("partition", p)))
+    return out

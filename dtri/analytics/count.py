@@ -179,6 +179,8 @@ def count(graph: PreparedGraph, *, explain: bool = False) -> CountResult:
         memory_budget=plan.memory_budget, decomposition=spread.kind, seconds=seconds,
         plan={**plan.to_dict(), "choices": graph.choices(),
               "placement": graph.runtime.reason, "decomposition": spread.to_dict(),
+              "wire_format": graph.runtime.wire_format,
+              "wire_reason": graph.runtime.wire_reason,
               "moved_prepare": graph.predicted_moves(),
               "host_memory": (graph.runtime.host_plan.to_dict()
                               if graph.runtime.host_plan else None),
@@ -209,9 +211,9 @@ def plan_count(graph: PreparedGraph, timer: StageTimer) -> CountPlan:
 
 def decomposition_of(graph: PreparedGraph, timer: StageTimer, plan: CountPlan) -> Decomposition:
     """The count's decomposition (:func:`dtri.analytics.cannon.choose_decomposition`) by its
-    ``plan``, timed as part of ``plan``."""
-    with timer.timed("plan"):
-        return decomposition(graph, plan)
+    ``plan``; the 2D pieces that its bytes model reads are cut as part of
+    ``cyclic_blocks`` (:func:`dtri.analytics.cannon.decomposition`)."""
+    return decomposition(graph, plan, timer)
 
 
 def _plan(graph: PreparedGraph, runtime: Runtime, task_budget: int) -> CountPlan:

@@ -40,6 +40,7 @@ from dtri.kernels.csr import list_cuts, row_range
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
 from dtri.kernels.strategy import CREDIT_DTYPE, cpu_kernel
+from dtri.kernels.wire import pack_counts, unpack
 from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import partition_owner
@@ -205,6 +206,17 @@ def slice_ranges(counts: Any, bounds: list[int]) -> dict[int, Any]:
     return {p: counts[..., bounds[p]: bounds[p + 1]].copy() for p in range(len(bounds) - 1)}
 
 
+def packed_ranges(counts: Any, bounds: list[int], fmt: str) -> dict[int, Any]:
+    """:func:`slice_ranges`, each slice packed in the wire format ``fmt``: the triangles at
+    each vertex are small counts, which cross as a byte or less each."""
+    return {p: pack_counts(piece, fmt) for p, piece in slice_ranges(counts, bounds).items()}
+
+
+def add_packed(*pieces: Any) -> Any:
+    """:func:`~dtri.kernels.counting.add_counts` of slices as they crossed (packed)."""
+    return add_counts(*(unpack(piece) for piece in pieces))
+
+
 def range_zeros(like: Any, size: int | tuple[int, ...]) -> Any:
     """int64 zeros of ``size`` (a length or a shape) in the array library of ``like``."""
     xp = array_module(like)
@@ -232,9 +244,9 @@ def vertex_totals(graph: PreparedGraph, stage: str) -> list[Any]:
     for w, results in sorted(per_worker.items()):
         with tasks.on_worker(w):
             total = tasks.tree(stage, add_counts, results, on_host=True)
-            splits.append(tasks.task(stage, slice_ranges, total, bounds, key=("cut", w),
-                                     on_host=True))
-    return tasks.exchange(stage, splits, add_counts, graph.partitions, on_host=True)
+            splits.append(tasks.task(stage, packed_ranges, total, bounds,
+                                     graph.runtime.wire_format, key=("cut", w), on_host=True))
+    return tasks.exchange(stage, splits, add_packed, graph.partitions, on_host=True)
 
 
 # ------------------------------------------------------------------------- per edge

@@ -37,12 +37,20 @@ def support_frame(part: tuple, ids: Any, support: Any) -> Any:
 
 
 def support_totals(graph: PreparedGraph) -> list[Any]:
-    """Persisted, per partition on its owner: the triangles on each of its edges (int64)."""
+    """Persisted, per partition on its owner: the triangles on each of its edges (int64),
+    by the 2D join's rounds where the graph's decomposition is 2D
+    (:func:`dtri.analytics.cannon.cannon_edge_support`), else by the 1D credits."""
+    from dtri.analytics.cannon import cannon_edge_support, decomposition
     from dtri.analytics.credits import edge_totals
 
+    def totals() -> list[Any]:
+        spread = decomposition(graph)
+        if spread.kind == "2d":
+            return cannon_edge_support(graph, spread.side)
+        return edge_totals(graph, "support")
+
     return graph.cached("edge_support_totals", lambda: kept_partitions(
-        graph, "support", [s.edges for s in graph.summaries],
-        lambda: edge_totals(graph, "support")))
+        graph, "support", [s.edges for s in graph.summaries], totals))
 
 
 def edge_frame(graph: PreparedGraph, stage: str, build: Callable[[Any, Any, Any], Any],

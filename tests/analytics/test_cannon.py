@@ -31,18 +31,21 @@ from dtri.kernels.cyclic import (
     round_assignment,
     round_triangles,
     round_vertex_triangles,
+    unpacked_block,
 )
 from dtri.kernels.dispatch import to_host
+from dtri.kernels.wire import WIRE_FORMATS
 from dtri.report import most_to_one_worker
 from tests.oracles import host, messy_graphs, networkx_graph, networkx_triangles
 
 
-def rounds_by_hand(graph, q: int) -> tuple[int, np.ndarray]:
+def rounds_by_hand(graph, q: int, fmt: str = "raw") -> tuple[int, np.ndarray]:
     """The count and the triangles at each rank of a prepared graph by the 2D join on a
-    ``q x q`` grid, every block and round computed here, each worker's rounds in turn."""
+    ``q x q`` grid, every block and round computed here, each worker's rounds in turn, the
+    pieces and blocks packed in the wire format ``fmt``."""
     parts = [as_csr(p) for p in graph.parts]
-    pieces = [cyclic_pieces(p, q) for p in parts]
-    blocks = [cyclic_block(*(piece[g] for piece in pieces)) for g in range(q * q)]
+    pieces = [cyclic_pieces(p, q, fmt) for p in parts]
+    blocks = [cyclic_block(fmt, *(piece[g] for piece in pieces)) for g in range(q * q)]
     n = graph.vertices
     found, at_rank = 0, np.zeros(n, dtype=np.int64)  # on the host, whatever the backend
     assignment = round_assignment(q)
@@ -59,12 +62,13 @@ def rounds_by_hand(graph, q: int) -> tuple[int, np.ndarray]:
     return found, at_rank
 
 
-@given(edges=messy_graphs(), npartitions=st.integers(1, 4), q=st.integers(1, 4))
+@given(edges=messy_graphs(), npartitions=st.integers(1, 4), q=st.integers(1, 4),
+       fmt=st.sampled_from(WIRE_FORMATS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_the_rounds_of_every_grid_find_each_triangle_once(edges, npartitions, q):
+def test_the_rounds_of_every_grid_find_each_triangle_once(edges, npartitions, q, fmt):
     with dtri.prepare(edges, scheduler="synchronous", npartitions=npartitions,
                       backend="cpu") as graph:
-        found, at_rank = rounds_by_hand(graph, q)
+        found, at_rank = rounds_by_hand(graph, q, fmt)
         assert found == networkx_triangles(edges)
         ids = np.asarray(host(graph.ids))
         expected = nx.triangles(networkx_graph(edges))
@@ -80,7 +84,8 @@ def test_the_assignment_pulls_fewer_blocks_than_cannons_order(q):
     assert busiest == {2: 2, 3: 4, 4: 5}[q]
 
 
-def test_blocks_hold_every_edge_once_by_its_classes():
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+def test_blocks_hold_every_edge_once_by_its_classes(fmt):
     edges = np.array([(u, v) for u in range(9) for v in range(u + 1, 9) if (u * v) % 4 != 3])
     with dtri.prepare(edges, scheduler="synchronous", npartitions=3, backend="cpu") as graph:
         parts = [as_csr(p) for p in graph.parts]
@@ -88,11 +93,12 @@ def test_blocks_hold_every_edge_once_by_its_classes():
                     for s, d in zip(np.repeat(np.arange(p.low, p.high), np.diff(p.offsets)),
                                     p.dst, strict=True)}
         q = 3
-        pieces = [cyclic_pieces(p, q) for p in parts]
+        pieces = [cyclic_pieces(p, q, fmt) for p in parts]
         seen = set()
         for g in range(q * q):
             r, s = divmod(g, q)
-            dst, offsets = cyclic_block(*(piece[g] for piece in pieces))
+            dst, offsets = unpacked_block(cyclic_block(fmt, *(piece[g] for piece in pieces)),
+                                          s, q)
             assert offsets.shape[0] == class_rows(0, graph.vertices, r, q)[1] + 1
             for i in range(offsets.shape[0] - 1):
                 row = dst[offsets[i]: offsets[i + 1]].tolist()
