@@ -44,7 +44,7 @@ from dtri.kernels.canonicalize import (
 )
 from dtri.kernels.counting import add_counts, narrow_counts, wide_counts
 from dtri.kernels.csr import as_csr, edge_degrees, from_keys, keys_of, stored
-from dtri.kernels.dispatch import array_module
+from dtri.kernels.dispatch import array_module, sort_keys, to_host
 from dtri.kernels.orient import (
     PEEL_ROUNDS,
     WORK_MODELS,
@@ -52,6 +52,7 @@ from dtri.kernels.orient import (
     by_rank,
     degree_counts,
     edge_work,
+    orient_keys,
     orientation_reason,
     oriented_intersection_work,
     oriented_out_degree,
@@ -62,9 +63,10 @@ from dtri.kernels.orient import (
     source_bounds,
     wedge_work,
 )
+from dtri.kernels.wire import pack_ascending, pack_sorted_keys, unpack, unpack_sorted_keys
 from dtri.prepared.inputs import Inputs, concat_frames, input_copies
 from dtri.prepared.moved import BYTES_PER_INPUT_ROW, key_bytes
-from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
+from dtri.runtime.tasks import FAN_IN, PackedResult, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
 
 
@@ -93,6 +95,13 @@ class Prepared(NamedTuple):
     sample_stride: int = 0
     """The stride of the keys' sample that the sort's ranges were cut from (0: every key;
     :func:`sample_stride`)."""
+    degree_sum: Any = None
+    """The senders' degree counts summed, by dense id, where the first sender is (an edge
+    that several senders hold counts once for each): what the bytes model measures the
+    wire format's counts on (:func:`dtri.prepared.moved.count_factors`); ``None`` where not
+    kept."""
+    vertex_set: Any = None
+    """The merged vertex set as it crossed (packed), for the same."""
 
 
 class CanonicalKeys(NamedTuple):
@@ -125,8 +134,31 @@ def sorted_partition(vertices: int, bounds: list[int], unique: bool, j: int,
                      *pieces: Any) -> tuple:
     """Receiver ``j`` of the sort: its source range's oriented keys as a stored CSR, each edge
     once where the pieces may repeat one (``unique``)."""
-    keys = array_module(pieces[0]).concatenate(pieces)
+    bits = checked_key_bits(vertices)
+    keys = concatenated([unpack_sorted_keys(piece, bits, bounds[j]) for piece in pieces])
     return stored(from_keys(keys, vertices, bounds[j], bounds[j + 1], unique))
+
+
+def concatenated(arrays: list[Any]) -> Any:
+    """Arrays end to end."""
+    return array_module(arrays[0]).concatenate(arrays)
+
+
+def packed_split(keys: Any, rank: Any | None, bounds: list[int], vertices: int,
+                 fmt: str) -> dict[int, Any]:
+    """A sender's canonical keys oriented and cut by source range, piece ``j`` for receiver
+    ``j``, packed in the wire format ``fmt`` (:func:`~dtri.kernels.wire.pack_sorted_keys`):
+    sorted once, so that each piece is a run of whole adjacency lists, a degree per source
+    and its targets as gaps. ``raw``: the keys of each piece as they are."""
+    if fmt == "raw":
+        return oriented_split(keys, rank, bounds, vertices)
+    bits = checked_key_bits(vertices)
+    oriented = sort_keys(orient_keys(keys, rank, vertices))
+    xp = array_module(oriented)
+    cuts = xp.searchsorted(oriented, xp.asarray([b << bits for b in bounds], dtype=xp.int64))
+    cuts = [int(c) for c in to_host(cuts)]
+    return {j: pack_sorted_keys(oriented[cuts[j]: cuts[j + 1]], bits, bounds[j], bounds[j + 1],
+                                fmt) for j in range(len(bounds) - 1)}
 
 
 def sort_balance(join: str, one_at_a_time: bool) -> str:
@@ -180,9 +212,26 @@ def sample_stride(work_model: str, rows: int, parts: int) -> int:
     return stride
 
 
-def key_sample(keys: Any, stride: int) -> Any:
-    """Every ``stride``-th of a sender's keys, a copy (not a view that would hold them all)."""
-    return keys[::stride].copy()
+def key_sample(keys: Any, stride: int, fmt: str = "raw") -> Any:
+    """Every ``stride``-th of a sender's keys, a copy (not a view that would hold them all),
+    packed in the wire format ``fmt`` (ascending: as gaps)."""
+    return pack_ascending(keys[::stride].copy(), fmt)
+
+
+def sender_keys(frame: Any, vertices: Any) -> Any:
+    """:func:`~dtri.kernels.canonicalize.canonical_keys` of a sender, by the merged vertex
+    set as it crossed (packed)."""
+    return canonical_keys(frame, unpack(vertices))
+
+
+def set_size(vertices: Any) -> int:
+    """The vertices of a vertex set as it crossed (packed)."""
+    return vertex_count(unpack(vertices))
+
+
+def ids_of_ranks(vertices: Any, order: Any | None) -> Any:
+    """:func:`~dtri.kernels.canonicalize.ids_by_rank` of a vertex set as it crossed."""
+    return ids_by_rank(unpack(vertices), order)
 
 
 def sampled_bounds(rank: Any | None, out_degree: Any | None, vertices: int, parts: int,
@@ -194,7 +243,7 @@ def sampled_bounds(rank: Any | None, out_degree: Any | None, vertices: int, part
     each sender's vertex-wide sums and a task on the sum took two hops more; it receives a
     stride's share of the keys, where a tree received a vertex-wide array for each
     sender."""
-    keys = array_module(samples[0]).concatenate(samples)
+    keys = concatenated([unpack(sample) for sample in samples])
     work = oriented_out_degree(keys, rank, vertices) if out_degree is None else \
         oriented_intersection_work(keys, rank, out_degree, vertices)
     return source_bounds(work, parts)
@@ -240,7 +289,9 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
         return senders
 
     senders = sent("vertices")
-    vertices = tasks.reduce_over("vertices", partition_vertices, merge_vertices, senders, (),
+    fmt = tasks.wire_format  # the sets cross packed: marks as bits, ids as gaps
+    vertices = tasks.reduce_over("vertices", PackedResult(partition_vertices, "vertex-set", fmt),
+                                 PackedResult(merge_vertices, "vertex-set", fmt), senders, (),
                                  holders, "ids", fan_in,
                                  [r * BYTES_PER_INPUT_ROW for r in rows])
     # handed over before the keys are built on it: a delayed object carries the graph of
@@ -249,17 +300,17 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     # tree: the timer holds what it was handed until the plan stage, and the senders are the
     # input
     (vertices,) = timer.submit("canonicalize", vertices)
-    n = tasks.task("vertices", vertex_count, vertices, key=("count",), on_host=True)
+    n = tasks.task("vertices", set_size, vertices, key=("count",), on_host=True)
     if inputs.recomputed:  # read again: no sender is held from the vertex sets to the keys
         senders = sent("keys")
     stride = sample_stride(work_model, sum(rows), parts)
     keys, samples = [], []
     for g, (sender, holder) in enumerate(zip(senders, holders, strict=True)):
         with placed_on(holder):
-            keys.append(tasks.task("canonicalize", canonical_keys, sender, vertices,
+            keys.append(tasks.task("canonicalize", sender_keys, sender, vertices,
                                    key=("keys", g)))
-            if stride:  # while the keys are at hand
-                samples.append(tasks.task("canonicalize", key_sample, keys[-1], stride,
+            if stride:  # while the keys are at hand, packed: they cross to one task
+                samples.append(tasks.task("canonicalize", key_sample, keys[-1], stride, fmt,
                                           key=("sample", g), on_host=True))
     *done, n = timer.submit("canonicalize", *keys, *samples, n)
     keys, samples = done[:len(keys)], done[len(keys):]
@@ -300,77 +351,128 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     Where the keys overlap, the degrees that ranked the vertices counted an edge once for
     every sender that held it, so the degree of every rank is left to :func:`count_degrees`
     (``None``)."""
-    rank, ids, degree, rounds = ranked_by(orientation, keys, vertices, n, tasks, timer,
-                                          epsilon, fan_in, exact=not keys.overlapping)
+    rank, ids, degree, rounds, degree_sum = ranked_by(orientation, keys, vertices, n, tasks,
+                                                      timer, epsilon, fan_in,
+                                                      exact=not keys.overlapping)
+    fmt, first = tasks.wire_format, keys.holders[0]
+    ranks = {holder: (r,) for holder, r in rank.items()}  # each holder's leaves read its own
     sample = keys.samples  # taken only for the sampled work models (:func:`sample_stride`)
     # every key's out-degrees, but where the sample's edges alone cut the ranges: the
     # join's work of an edge reads those of both its ends
-    out_degree = None if sample is not None and work_model == "edges" else tasks.reduce_over(
-        "orient", sender_out_degrees, add_counts, keys.parts, (rank, n), keys.holders, "out",
-        fan_in, keys.sizes)
+    out_at: dict[str | None, Any] = {first: None}
+    if sample is None or work_model != "edges":
+        readers = keys.holders if sample is None and work_model == "intersect" else [first]
+        out_at = tasks.all_reduce("orient", sender_out_degrees, add_counts, keys.parts, (n,),
+                                  keys.holders, "out", fmt, readers, fan_in, keys.sizes,
+                                  holder_args=ranks)
     if sample is not None:  # the ranges from the senders' samples, in one task
-        bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts, *sample,
-                            key=("bounds",))
-    else:  # from every key: a tree of each sender's work, or the out-degrees' own
+        with placed_on(first):
+            bounds = tasks.task("orient", sampled_bounds, rank[first], out_at[first], n, parts,
+                                *sample, key=("bounds",))
+    else:  # from every key: a sum of each sender's work, or the out-degrees' own
         if work_model == "intersect":
-            work = tasks.reduce_over("orient", sender_work, add_counts, keys.parts,
-                                     (rank, out_degree, n), keys.holders, "work", fan_in,
-                                     keys.sizes)
+            work = tasks.all_reduce("orient", sender_work, add_counts, keys.parts, (n,),
+                                    keys.holders, "work", fmt, [first], fan_in, keys.sizes,
+                                    holder_args={h: (rank[h], out_at[h]) for h in rank})[first]
         else:
             work = tasks.task("orient", wedge_work if work_model == "wedges" else edge_work,
-                              out_degree, key=("work",))
-        bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
-    del vertices
+                              out_at[first], key=("work",))
+        with placed_on(first):
+            bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
     (bounds,) = timer.submit("orient", bounds)
     splits = []  # each where its keys are (not where the vertex-wide ranks are)
     for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True)):
         with placed_on(holder):
-            splits.append(tasks.task("sort", oriented_split, k, rank, bounds, n,
+            splits.append(tasks.task("sort", packed_split, k, rank[holder], bounds, n, fmt,
                                      key=("split", p)))
     overlapping, stride = keys.overlapping, keys.stride
     del keys
     sorted_parts = list(timer.submit("sort", *tasks.exchange(
         "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
     return Prepared(sorted_parts, n, ids, degree, bounds, orientation,
-                    orientation_reason(orientation, rounds=rounds), rounds, stride)
+                    orientation_reason(orientation, rounds=rounds), rounds, stride, degree_sum,
+                    vertices)
 
 
 def count_degrees(parts: list[Any], vertices: Any, tasks: Tasks, timer: StageTimer,
                   fan_in: int = FAN_IN) -> Any:
     """The ``degree`` stage: the degree of every rank (int64, persisted), counted from the
     sorted partitions ``parts`` of a graph of ``vertices`` vertices, which hold each edge
-    once, by a tree over the partitions' counts, each leaf on its partition's owner."""
+    once, by a sum over the partitions' counts, each leaf on its partition's owner
+    (:meth:`~dtri.runtime.tasks.Tasks.all_reduce`, to the owner of partition 0)."""
     owners = [tasks.owner(p) for p in range(len(parts))]
-    degree = tasks.reduce_over("degree", partition_degrees, add_counts, parts, (vertices,),
-                               owners, "degree", fan_in)
-    (degree,) = timer.submit("degree", tasks.task("degree", wide_counts, degree,
-                                                  key=("wide",)))
+    degree = tasks.all_reduce("degree", partition_degrees, add_counts, parts, (vertices,),
+                              owners, "degree", tasks.wire_format, owners[:1], fan_in)[owners[0]]
+    with tasks.placed(0):
+        (degree,) = timer.submit("degree", tasks.task("degree", wide_counts, degree,
+                                                      key=("wide",)))
     return degree
+
+
+Ranks = dict[str | None, Any]
+"""The rank of every vertex as each worker holding senders has it, by its address (one
+copy shared by all where the ranks are made in one place, or ``None`` for the id
+orientation)."""
 
 
 def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, tasks: Tasks,
               timer: StageTimer, epsilon: float | None, fan_in: int, exact: bool = True,
-              ) -> tuple[Any, Any, Any, int | None]:
+              ) -> tuple[Ranks, Any, Any, int | None, Any]:
     """The ``rank`` stage (and for ``adirection`` the ``direct`` stage before it): the rank of
-    every vertex, and by rank its input id and, where the senders share no edge (``exact``),
-    its degree (persisted; else ``None``: the degrees summed here count an edge once for
-    each sender that holds it), and the peeling's rounds (``None`` without one)."""
-    degree = tasks.reduce_over("rank", sender_degrees, add_counts, keys.parts, (n,),
-                               keys.holders, "degree", fan_in, keys.sizes)
-    peeling = rounds = None
-    if orientation == "adirection":
-        (degree,) = timer.submit("rank", degree)
-        peeling, rounds = peel_partitions(keys, degree, n, tasks, timer,
-                                          adirection_epsilon() if epsilon is None else epsilon,
-                                          fan_in)
-    ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
-    rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
-    order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
-    ids = tasks.task("rank", ids_by_rank, vertices, order, key=("ids",))
+    every vertex on each worker holding senders, and by rank its input id and, where the
+    senders share no edge (``exact``), its degree (persisted; else ``None``: the degrees
+    summed here count an edge once for each sender that holds it), the peeling's rounds
+    (``None`` without one), and the summed degree counts by dense id
+    (:attr:`Prepared.degree_sum`).
+
+    With the degree orientation the senders' degree counts are summed by
+    :meth:`~dtri.runtime.tasks.Tasks.all_reduce`, so that every worker holding senders has
+    the degrees and ranks its own vertices: ranks are a permutation, which packs to no
+    fewer bytes than a vertex's own id, where degrees are small counts that pack to about a
+    byte. Every copy ranks alike (:func:`~dtri.kernels.orient.rank_and_order` sorts by
+    (degree, id)), so the ranks are the same everywhere."""
+    holders = list(dict.fromkeys(keys.holders))
+    first = keys.holders[0]
+    if orientation == "degree":
+        copies = tasks.all_reduce("rank", sender_degrees, add_counts, keys.parts, (n,),
+                                  keys.holders, "degree", tasks.wire_format, fan_in=fan_in,
+                                  sizes=keys.sizes)
+        made = {}
+        for w, holder in enumerate(holders):
+            with placed_on(holder):
+                made[holder] = tasks.task("rank", rank_and_order, copies[holder], orientation,
+                                          key=(0, w))
+        rank = {holder: tasks.task("rank", getitem, ranked, 0, key=("rank", w), on_host=True)
+                for w, (holder, ranked) in enumerate(made.items())}
+        order = tasks.task("rank", getitem, made[first], 1, key=("order",), on_host=True)
+        degree, rounds = copies[first], None
+    else:
+        degree = tasks.reduce_over("rank", PackedResult(sender_degrees, "counts",
+                                                        tasks.wire_format),
+                                   PackedResult(add_counts, "counts", tasks.wire_format),
+                                   keys.parts, (n,), keys.holders, "degree", fan_in,
+                                   keys.sizes)
+        degree = tasks.task("rank", unpack, degree, key=("degree-sum",), on_host=True)
+        peeling = rounds = None
+        if orientation == "adirection":
+            (degree,) = timer.submit("rank", degree)
+            peeling, rounds = peel_partitions(keys, degree, n, tasks, timer,
+                                              adirection_epsilon() if epsilon is None
+                                              else epsilon, fan_in)
+        ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
+        shared = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
+        rank = dict.fromkeys(holders, shared)
+        order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
+    with placed_on(first):
+        ids = tasks.task("rank", ids_of_ranks, vertices, order, key=("ids",))
+    summed = degree
     if not exact:
-        return (*timer.submit("rank", rank, ids), None, rounds)
-    degree = tasks.task("rank", degrees_by_rank, degree, order, key=("degree",))
-    return (*timer.submit("rank", rank, ids, degree), rounds)
+        *done, ids, summed = timer.submit("rank", *rank.values(), ids, summed)
+        return dict(zip(rank, done, strict=True)), ids, None, rounds, summed
+    with placed_on(first):
+        degree = tasks.task("rank", degrees_by_rank, degree, order, key=("degree",))
+    *done, ids, degree, summed = timer.submit("rank", *rank.values(), ids, degree, summed)
+    return dict(zip(rank, done, strict=True)), ids, degree, rounds, summed
 
 
 # The vertex-wide trees send int32 counts where they fit (:func:`dtri.kernels.counting.

@@ -62,7 +62,13 @@ from dtri.prepared.local import (
     prepare_inputs,
     prepare_inputs_on_host,
 )
-from dtri.prepared.moved import PreparationShape, moved_prepare
+from dtri.prepared.moved import (
+    PreparationShape,
+    WireFactors,
+    count_factors,
+    moved_prepare,
+    piece_factors,
+)
 from dtri.prepared.order import choose_order, order_partitions
 from dtri.prepared.saved import (
     EDGES_FOLDER,
@@ -106,6 +112,8 @@ class PreparedFacts(NamedTuple):
     """One line on why that orientation."""
     largest_id: int = -1
     """The largest input vertex id (what the bytes model's vertex sets cost)."""
+    wire: WireFactors = WireFactors()
+    """What the run's wire format makes of the preparation's payloads (the bytes model's)."""
 
 
 class ReleasedGraphError(DtriError):
@@ -614,14 +622,30 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                          for p, part in enumerate(prepared.parts)]
         largest = tasks.task("plan", largest_input_id, prepared.ids, key=("largest",),
                              on_host=True)
+        # the bytes model's measure of the wire format, each where its data lies
+        measured = tasks.wire_format != "raw" and prepared.degree_sum is not None
+        pieces = [tasks.task("plan", piece_factors, part, prepared.vertices, len(senders),
+                             prepared.sample_stride, tasks.wire_format, key=("pieces", p))
+                  for p, part in enumerate(prepared.parts)] if measured else []
+        counts = [tasks.task("plan", count_factors, prepared.degree_sum, prepared.vertex_set,
+                             len(set(sender_holders)), len(senders), tasks.wire_format,
+                             key=("counts",))] if measured else []
         # each summary its own collection: a list would be gathered on a worker by a task
         # of its own first (Dask's finalize), a hop between the workers and the client
-        vertices, bounds, orientation, reason, largest, *summaries = timer.compute(
+        vertices, bounds, orientation, reason, largest, *rest = timer.compute(
             "plan", prepared.vertices, prepared.bounds, prepared.orientation, prepared.reason,
-            largest, *summary_tasks)
+            largest, *counts, *pieces, *summary_tasks)
+        wire = WireFactors()
+        if measured:
+            count, total, out, out_total, sender_set, merged_set, header = rest[0]
+            keyed = rest[1: 1 + len(pieces)]
+            wire = WireFactors(count, total, out, out_total, sender_set, merged_set,
+                               tuple(k for k, _ in keyed),
+                               sum(s for _, s in keyed) / max(len(keyed), 1), header)
+        summaries = rest[len(counts) + len(pieces):]
         return PreparedFacts(int(vertices), [PartitionSummary(*s) for s in summaries],
                              [0, int(vertices)] if bounds is None else list(bounds),
-                             orientation, reason, int(largest))
+                             orientation, reason, int(largest), wire)
 
     facts = summarised(prepared)
     if parts > 1 and list_limit is not None:  # auto: the longest list decides
@@ -636,7 +660,8 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     partitions, ids, degree = prepared.parts, prepared.ids, prepared.degree
     shape = None if facts.orientation == "adirection" else PreparationShape(
         len(tasks.workers), sender_rows, sender_holders, fan_in, staging.folds_per_worker,
-        work_model, facts.largest_id, parts == 1, prepared.sample_stride)
+        work_model, facts.largest_id, parts == 1, prepared.sample_stride, facts.orientation,
+        facts.wire)
     del prepared
     summaries, bounds, vertices = facts.summaries, facts.bounds, facts.vertices
     check_whole_adjacency(summaries)

@@ -24,7 +24,7 @@ bytes are, Dask's rule, then the first such worker.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dtri.kernels.canonicalize import MARKS_BYTES_PER_ID, dense_range
@@ -77,10 +77,117 @@ class PreparationShape:
     sample_stride: int = 0
     """The stride of the keys' sample that the sort's ranges were cut from, in one task
     (:func:`dtri.prepared.distributed.sampled_bounds`); 0: from every key, by trees."""
+    orientation: str = "degree"
+    """``degree``: the degrees are summed by an all-reduce and every holder ranks its own
+    (:func:`dtri.prepared.distributed.ranked_by`); else a tree, and the ranks spread."""
+    wire: WireFactors = field(default_factory=lambda: WireFactors())
+    """What the run's wire format makes of each payload (:class:`WireFactors`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class WireFactors:
+    """The bytes each kind of payload of the preparation costs on the wire, in the run's wire
+    format (:mod:`dtri.kernels.wire`), measured at the plan stage on the graph's own data
+    where it lies (:func:`count_factors`, :func:`piece_factors`). ``None`` (the defaults):
+    as the ``raw`` format sends it."""
+
+    count: float | None = None
+    """Per vertex of a slice of one worker's degree counts, as the all-reduce scatters
+    them; ``raw``: int32 where the counts fit, else int64."""
+    count_total: float | None = None
+    """Per vertex of a slice of the summed degree counts, as the all-reduce gathers them."""
+    out: float | None = None
+    """Per vertex of a slice of one worker's out-degree counts."""
+    out_total: float | None = None
+    """Per vertex of a slice of the summed out-degrees."""
+    sender_set: int | None = None
+    """A sender's vertex set (``raw``: :func:`vertex_set_bytes`)."""
+    merged_set: int | None = None
+    """The merged vertex set."""
+    keys: tuple[float, ...] = ()
+    """Per sorted partition, per edge of a piece of the sort's exchange bound for it
+    (``raw``, or empty: an int64 key)."""
+    sample: float = BYTES_PER_KEY
+    """Per key of a sender's sample."""
+    header: int = 0
+    """A packed value's own bytes beyond its payloads (its tags, as Dask sizes them)."""
+
+
+def thinned(counts: Any, share: float, seed: int = 0) -> Any:
+    """Counts as one of several holders of randomly spread edges holds them: each of a
+    count's units kept with probability ``share`` (a binomial draw, seeded)."""
+    import numpy as np
+
+    from dtri.kernels.dispatch import to_host
+
+    host = to_host(counts).astype(np.int64)
+    return np.random.default_rng(seed).binomial(host, min(max(share, 0.0), 1.0))
+
+
+def count_factors(degree_sum: Any, vertex_set: Any, holders: int, senders: int,
+                  fmt: str) -> tuple[float, float, float, float, int, int, int]:
+    """The count and vertex-set factors of :class:`WireFactors` (a task where the summed
+    degree counts are), measured by packing, in the wire format ``fmt``: slices of the
+    summed degrees, and of them thinned as one of ``holders`` workers holds them (a binomial
+    draw of each vertex's edges; out-degrees: half of them); the merged vertex set, and the
+    set of the vertices one of ``senders`` senders sees (those that keep an edge once
+    thinned). Returns ``count, count_total, out, out_total, sender_set, merged_set,
+    header``."""
+    import numpy as np
+    from dask.sizeof import sizeof
+
+    from dtri.kernels.canonicalize import is_marks, vertex_ids
+    from dtri.kernels.counting import narrow_counts
+    from dtri.kernels.dispatch import to_host
+    from dtri.kernels.wire import pack_counts, pack_vertex_set, packed_bytes, unpack
+
+    total = to_host(unpack(degree_sum)).astype(np.int64)
+    n = max(int(total.shape[0]), 1)
+    most = int(total.max()) if total.shape[0] else 0
+
+    def per_vertex(counts: Any) -> float:
+        return packed_bytes(pack_counts(narrow_counts(counts, most), fmt)) / n
+
+    mine = thinned(total, 1 / max(holders, 1))
+    out = thinned(total, 0.5, seed=1)
+    vertices = to_host(unpack(vertex_set))
+    ids = to_host(vertex_ids(vertices))
+    kept = ids[thinned(total, 1 / max(senders, 1), seed=2) > 0]
+    if is_marks(vertices):  # marks up to the largest id, as the sender's set is held
+        seen = np.zeros(vertices.shape[0], dtype=bool)
+        seen[kept] = True
+    else:
+        seen = kept
+    merged = pack_vertex_set(vertices, fmt)
+    header = sizeof(merged) - packed_bytes(merged)
+    return (per_vertex(mine), per_vertex(total), per_vertex(thinned(out, 1 / max(holders, 1),
+                                                                     seed=3)),
+            per_vertex(out), packed_bytes(pack_vertex_set(seen, fmt)), packed_bytes(merged),
+            int(header))
+
+
+def piece_factors(part: Any, vertices: int, senders: int, stride: int, fmt: str
+                  ) -> tuple[float, float]:
+    """The bytes per edge of a piece of the sort's exchange bound for this sorted partition,
+    and per key of a sender's sample, in the wire format ``fmt`` (a task where the partition
+    is): its keys thinned to every ``senders``-th, as one of that many senders holds them,
+    packed as a piece is; and thinned ``stride`` times more, packed as a sample is."""
+    from dtri.kernels.bins import checked_key_bits
+    from dtri.kernels.csr import as_csr, keys_of
+    from dtri.kernels.wire import pack_ascending, pack_sorted_keys, packed_bytes
+
+    csr = as_csr(part)
+    bits = checked_key_bits(vertices)
+    keys = keys_of(csr, bits)
+    piece = keys[::max(senders, 1)]
+    sample = keys[::max(senders, 1) * max(stride, 1)]
+    return (packed_bytes(pack_sorted_keys(piece, bits, csr.low, csr.high, fmt))
+            / max(int(piece.shape[0]), 1),
+            packed_bytes(pack_ascending(sample, fmt)) / max(int(sample.shape[0]), 1))
 
 
 class Flow:
@@ -127,6 +234,31 @@ class Flow:
         for worker in readers - {holder}:
             self.receive(stage, worker, nbytes)
 
+    def all_reduce(self, stage: str, holders: Sequence[int], vertices: int,
+                   per_vertex: tuple[float | None, float | None], header: int,
+                   readers: set[int]) -> None:
+        """A vertex-wide sum by :meth:`dtri.runtime.tasks.Tasks.all_reduce` over items held
+        by ``holders``, to every worker of ``readers``: each holding worker sends slice ``k``
+        of its sum to the ``k``-th of them, which sends its slice-sum to every reader; with
+        one holding worker, its sum to every reader. ``per_vertex``: the bytes a vertex of
+        a slice costs in one worker's sum, and in the whole sum (each with ``header``)."""
+        owners = list(dict.fromkeys(holders))
+        part, whole = (BYTES_PER_NARROW_VERTEX if each is None else each
+                       for each in per_vertex)
+        if len(owners) < 2:
+            self.spread(stage, owners[0], int(whole * vertices) + header, readers)
+            return
+        count = len(owners)
+        length = [vertices * (k + 1) // count - vertices * k // count for k in range(count)]
+        for k, owner in enumerate(owners):
+            for other in owners:
+                if other != owner:
+                    self.receive(stage, owner, int(part * length[k]) + header)
+        for reader in readers:
+            for k, owner in enumerate(owners):
+                if owner != reader:
+                    self.receive(stage, reader, int(whole * length[k]) + header)
+
     def busiest(self) -> dict[str, int]:
         """Per stage, the most one worker received."""
         return {stage: max(values) for stage, values in self.received.items()}
@@ -158,25 +290,24 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
                   vertices: int) -> dict[str, int]:
     """Predicted bytes the busiest worker receives in each stage of the preparation (see the
     module docstring), for a graph of ``vertices`` vertices whose sorted partitions hold
-    ``partition_edges`` edges. The terms, stage by stage (``n`` vertices; ``V = 4 n``, the
-    counts and ranks as int32, or ``8 n`` past 2**31 vertices or a sender's edges; ``W = 4 n``,
-    the work, float32):
+    ``partition_edges`` edges. Every payload is as the run's wire format packs it, at the
+    bytes per item measured at the plan stage (``shape.wire``: :class:`WireFactors`). The terms, stage by
+    stage (``n`` vertices):
 
-    * ``vertices``: the tree over each sender's vertex set (:func:`vertex_set_bytes`);
+    * ``vertices``: the tree over each sender's vertex set;
     * ``canonicalize``: the merged vertex set, one copy to each worker holding a sender;
-    * ``rank``: the tree of the senders' degree counts (``V`` each); the ranks are made
-      where its root is, beside the vertex set;
-    * ``orient``: the ranks (``V``), one copy to each worker holding a sender; the tree of
-      out-degrees (``V`` each); with the fused join's work model, the out-degrees (``V``)
-      to each worker holding a sender, then the tree of work (``W`` each). Where the
-      ranges are cut from a sample of the keys (``shape.sample_stride``), the work's tree
-      is one task instead, where the out-degrees are: each sender's sample (its keys, as
-      the sort's term takes them, over the stride) goes there;
-    * ``sort``: each sender's keys (int64), taken as its input rows times the graph's
-      distinct edges per input row, cut in proportion to the sorted partitions' edges;
-      piece ``j`` goes to the owner of partition ``j`` from every sender elsewhere;
-    * ``degree`` (several senders): the tree of the sorted partitions' degree counts (``V``
-      each), each partition's leaf on its owner;
+    * ``rank``: with the degree orientation, the senders' degree counts summed by an
+      all-reduce (:meth:`Flow.all_reduce`) to every worker holding senders, which ranks its
+      own vertices; else a tree of them, the ranks made at its root and spread as int32;
+    * ``orient``: the out-degrees, by an all-reduce to the first sender's worker, with every
+      sender's sample (packed keys, the sort's over the stride) where the ranges are cut
+      from one; without a sample, with the fused join's work model, the out-degrees to every
+      worker holding senders and the work (float32) to the first;
+    * ``sort``: each sender's keys, taken as its input rows times the graph's distinct edges
+      per input row, cut in proportion to the sorted partitions' edges, packed; piece ``j``
+      goes to the owner of partition ``j`` from every sender elsewhere;
+    * ``degree`` (several senders): the sorted partitions' degree counts, by an all-reduce
+      to the owner of partition 0;
     * ``plan``: the partitions' summaries go to the client, not between workers: 0.
 
     On the one-task path (``shape.one_task``) only ``prepare`` moves: the input partitions
@@ -196,43 +327,59 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
             if h != worker:
                 flow.receive("prepare", worker, BYTES_PER_INPUT_ROW * r)
         return {"prepare": 0, **flow.busiest()}
-    n, fan_in, folds = vertices, shape.fan_in, shape.folds_per_worker
-    fits = vertices <= INT32_MAX + 1 and max(rows, default=0) <= INT32_MAX
-    wide = (BYTES_PER_NARROW_VERTEX if fits else BYTES_PER_VERTEX) * vertices
-    work = BYTES_PER_NARROW_VERTEX * vertices
+    n, fan_in, folds, wire = vertices, shape.fan_in, shape.folds_per_worker, shape.wire
+    if wire.count is None:  # raw: int32 where the counts fit
+        fits = vertices <= INT32_MAX + 1 and max(rows, default=0) <= INT32_MAX
+        each = BYTES_PER_NARROW_VERTEX if fits else BYTES_PER_VERTEX
+        wire = replace(wire, count=each, count_total=each, out=each, out_total=each)
     readers = set(holders)
-    per_sender = [(h, wide) for h in holders]
+    first = holders[0]
     total_rows = max(sum(rows), 1)
+    distinct = sum(partition_edges)
 
-    merged = vertex_set_bytes(shape.largest_id, sum(rows), n)
-    sets = [(h, vertex_set_bytes(shape.largest_id, r, n)) for h, r in zip(holders, rows,
-                                                                          strict=True)]
+    def packed(size: float) -> int:
+        return int(size) + wire.header
+
+    merged = (vertex_set_bytes(shape.largest_id, sum(rows), n) if wire.merged_set is None
+              else packed(wire.merged_set))
+    sets = [(h, vertex_set_bytes(shape.largest_id, r, n) if wire.sender_set is None
+             else packed(wire.sender_set)) for h, r in zip(holders, rows, strict=True)]
     where = flow.tree("vertices", leaves_of(sets, folds), merged, fan_in)
     flow.spread("canonicalize", where, merged, readers)
 
-    ranked = flow.tree("rank", leaves_of(per_sender, folds), wide, fan_in)
-    if ranked not in readers and ranked != where:
-        flow.spread("rank", where, merged, {ranked})
-
-    flow.spread("orient", ranked, wide, readers)
-    out = flow.tree("orient", leaves_of(per_sender, folds), wide, fan_in)
-    distinct = sum(partition_edges)
-    if shape.sample_stride:  # one task beside the out-degrees takes every sender's sample
+    counts = packed((wire.count_total or BYTES_PER_NARROW_VERTEX) * n)  # a sum sent whole
+    degrees = (wire.count, wire.count_total)
+    outs = (wire.out, wire.out_total)
+    if shape.orientation == "degree":  # every holder gets the degrees and ranks alone
+        flow.all_reduce("rank", holders, n, degrees, wire.header, readers)
+    else:  # a tree, the ranks made at its root beside the ids, and spread as they are
+        ranked = flow.tree("rank", leaves_of([(h, counts) for h in holders], folds), counts,
+                           fan_in)
+        if ranked != where:
+            flow.spread("rank", where, merged, {ranked})
+        flow.spread("orient", ranked, BYTES_PER_NARROW_VERTEX * n, readers)
+    if shape.sample_stride:  # the out-degrees and every sender's sample to one task
+        if shape.work_model != "edges":
+            flow.all_reduce("orient", holders, n, outs, wire.header, {first})
         for h, r in zip(holders, rows, strict=True):
-            if h != out:
-                flow.receive("orient", out, BYTES_PER_KEY * (r * distinct // total_rows)
-                             // shape.sample_stride)
-    elif shape.work_model == "intersect":
-        flow.spread("orient", out, wide, readers)
-        flow.tree("orient", leaves_of([(h, work) for h in holders], folds), work, fan_in)
+            if h != first:
+                flow.receive("orient", first, packed(wire.sample * (r * distinct // total_rows)
+                                                     / shape.sample_stride))
+    elif shape.work_model == "intersect":  # out-degrees to every holder, work to one
+        flow.all_reduce("orient", holders, n, outs, wire.header, readers)
+        flow.all_reduce("orient", holders, n, (BYTES_PER_NARROW_VERTEX,) * 2, wire.header,
+                        {first})
+    else:
+        flow.all_reduce("orient", holders, n, outs, wire.header, {first})
 
     for j, edges in enumerate(partition_edges):
         owner = partition_owner(j, workers)
+        key = wire.keys[j] if wire.keys else BYTES_PER_KEY
         for h, r in zip(holders, rows, strict=True):
             if h != owner:  # its keys, r·m/R, times this partition's share, edges/m
-                flow.receive("sort", owner, BYTES_PER_KEY * r * edges // total_rows)
+                flow.receive("sort", owner, packed(key * r * edges / total_rows))
 
     if len(rows) > 1:
-        owned = [(partition_owner(j, workers), wide) for j in range(len(partition_edges))]
-        flow.tree("degree", leaves_of(owned, folds), wide, fan_in)
+        owners = [partition_owner(j, workers) for j in range(len(partition_edges))]
+        flow.all_reduce("degree", owners, n, degrees, wire.header, {owners[0]})
     return {**dict.fromkeys(stages, 0), **flow.busiest()}

@@ -37,6 +37,8 @@ from typing import Any, TypeVar
 import dask
 from dask.base import tokenize
 
+from dtri.kernels.dispatch import array_module
+from dtri.kernels.wire import pack_counts, pack_vertex_set, unpack
 from dtri.runtime.meter import StageMeter
 from dtri.runtime.staging import Staging, folded
 from dtri.runtime.timer import out_of_memory
@@ -89,6 +91,9 @@ class Tasks:
     one task, since they stay in its memory anyway, and cut folds only cost more crossings
     of the bus (R-MAT 26 under a 4 GiB pool, unlimited, on H100s: the orient stage 2.84 s
     with every fold cut, 0.51 s without; two hosts, neither run a host's first process)."""
+    wire_format: str = "raw"
+    """How data that crosses between workers is packed (:mod:`dtri.kernels.wire`): the
+    run's :attr:`dtri.runtime.session.Runtime.wire_format`."""
 
     def task(self, stage: str, func: Callable[..., Any], *args: Any, key: tuple,
              on_host: bool = False) -> Any:
@@ -170,6 +175,17 @@ class Tasks:
         """Tasks built inside run on worker number ``worker`` (as :meth:`placed`)."""
         return placed_on(self.workers[worker % len(self.workers)] if self.workers else None)
 
+    def pinned(self, worker: int) -> AbstractContextManager:
+        """Tasks built inside run on worker number ``worker`` and nowhere else: the 2D
+        decomposition's blocks and rounds, whose inputs are shifted to that worker on
+        purpose. Placed loosely (:meth:`on_worker`), Dask's work stealing moved rounds of
+        R-MAT 18 on 16 CPU workers to idle workers, which then pulled their three blocks
+        again: 1.0-2.1 bytes an edge more on five workers."""
+        if not self.workers:
+            return nullcontext()
+        return dask.annotate(workers=[self.workers[worker % len(self.workers)]],
+                             allow_other_workers=False)
+
     def owner(self, partition: int) -> str | None:
         """The worker that owns ``partition`` (``None`` without workers)."""
         if not self.workers:
@@ -214,9 +230,66 @@ class Tasks:
                                           key=("combine", j), on_host=on_host))
         return combined
 
+    def all_reduce(self, stage: str, func: Callable[..., Any], combine: Callable[..., Any],
+                   items: Sequence[Any], args: tuple, holders: Sequence[str | None], key: str,
+                   fmt: str, readers: Sequence[str | None] | None = None,
+                   fan_in: int = FAN_IN, sizes: Sequence[int] | None = None,
+                   holder_args: Mapping[str | None, tuple] | None = None,
+                   ) -> dict[str | None, Any]:
+        """``combine`` over ``func(item, *args)`` for every item (a vertex-wide sum of
+        counts), as a copy of the whole sum on each worker of ``readers`` (default: the
+        ``holders``), keyed by its address. A reduce-scatter and an all-gather, so that no
+        worker receives more than about two sums' worth, however many workers hold items:
+
+        * each worker holding items sums its own (:meth:`reduce_over`, on that worker) and
+          cuts the sum into one slice per such worker, by vertex range (``scatter``);
+        * worker ``k`` adds up slice ``k`` of every worker's sum (``slice-sum``);
+        * each reader joins every slice-sum into the whole (``gather``).
+
+        Slices travel packed in the wire format ``fmt`` (:func:`dtri.kernels.wire.
+        pack_counts`). A tree would bring every holder's whole sum to one root, and the
+        root's copy to every reader: R-MAT 18 on 16 CPU workers received 0.55 and 1.1 bytes
+        an edge on one worker in its rank and orient stages. Without workers (an in-process
+        run) or with one holder, it is :meth:`reduce_over` shared by every reader.
+        ``holder_args``: as for :meth:`reduce_over`."""
+        readers = list(holders if readers is None else readers)
+        by_holder: dict[str | None, list[int]] = {}
+        for i, holder in enumerate(holders):
+            by_holder.setdefault(holder, []).append(i)
+        if not self.workers or len(by_holder) < 2 or None in by_holder:
+            total = self.reduce_over(stage, func, combine, items, args, holders, key, fan_in,
+                                     sizes, holder_args)
+            return dict.fromkeys(readers, total)
+        owners = list(by_holder)
+        cuts = {}
+        for w, (holder, members) in enumerate(by_holder.items()):
+            partial = self.reduce_over(stage, func, combine, [items[i] for i in members], args,
+                                       [holder] * len(members), f"{key}-{w}", fan_in,
+                                       None if sizes is None else [sizes[i] for i in members],
+                                       holder_args)
+            with placed_on(holder):
+                cuts[w] = self.task(stage, vertex_slices, partial, len(owners), fmt,
+                                    key=(key, "scatter", w), on_host=True)
+        picks = self.pick_pieces(stage, cuts, dict.fromkeys(cuts, range(len(owners))))
+        sums = []
+        for k, holder in enumerate(owners):
+            with placed_on(holder):
+                sums.append(self.task(stage, slice_sum, combine, fmt,
+                                      *(picks[w, k] for w in cuts),
+                                      key=(key, "slice-sum", k), on_host=True))
+        copies: dict[str | None, Any] = {}
+        for reader in dict.fromkeys(readers):
+            with placed_on(reader):
+                copies[reader] = self.task(stage, joined_slices, *sums,
+                                           key=(key, "gather", owners.index(reader)
+                                                if reader in owners else f"r{len(copies)}"),
+                                           on_host=True)
+        return copies
+
     def reduce_over(self, stage: str, func: Callable[..., Any], combine: Callable[..., Any],
                     items: Sequence[Any], args: tuple, holders: Sequence[str | None],
-                    key: str, fan_in: int = FAN_IN, sizes: Sequence[int] | None = None) -> Any:
+                    key: str, fan_in: int = FAN_IN, sizes: Sequence[int] | None = None,
+                    holder_args: Mapping[str | None, tuple] | None = None) -> Any:
         """``combine`` over ``func(item, *args)`` for every item (a vertex-wide sum or union),
         as a tree: one leaf per item, placed on the worker holding it (``holders``: Dask
         would otherwise move a partition to where a larger vertex-wide argument is), or, where
@@ -228,14 +301,17 @@ class Tasks:
         ``sizes`` (bytes, where known) add up to more than :attr:`fold_budget`, a worker folds
         them in several leaves of at most that many bytes each (:func:`fold_groups`), summed on
         that worker before the tree goes across the workers: the bytes that cross are those of
-        one leaf per worker either way. Without this, a worker's fold took every edge it held
+        one leaf per worker either way. ``holder_args``: arguments of each holder's leaves
+        before ``args`` (a vertex-wide array that every worker holds a copy of, such as the
+        ranks: :meth:`all_reduce`). Without this, a worker's fold took every edge it held
         at once: R-MAT 26 on one H100 under a 4 GiB pool and a 12 GiB host limit grew 9 GiB
         past Dask's spilling in each vertex-wide sum, to 13.2 GiB."""
         if not self.staging.folds_per_worker:  # each leaf where its item is, not the args
             leaves = []
             for i, (item, holder) in enumerate(zip(items, holders, strict=True)):
                 with placed_on(holder):
-                    leaves.append(self.task(stage, func, item, *args, key=(key, i)))
+                    leaves.append(self.task(stage, func, item, *_args_of(holder_args, holder),
+                                            *args, key=(key, i)))
             return self.tree(stage, combine, leaves, fan_in, places=holders)
         by_holder: dict[str | None, list[int]] = {}
         for i, holder in enumerate(holders):
@@ -244,7 +320,8 @@ class Tasks:
         for w, (holder, members) in enumerate(by_holder.items()):
             groups = fold_groups(members, sizes, self.fold_budget)
             with placed_on(holder):
-                folds = [self.task(stage, folded, self.staging, combine, func, args,
+                folds = [self.task(stage, folded, self.staging, combine, func,
+                                   (*_args_of(holder_args, holder), *args),
                                    *(items[i] for i in group),
                                    key=(key, "owner", w) if len(groups) == 1 else
                                    (key, "owner", w, g), on_host=True)
@@ -252,6 +329,50 @@ class Tasks:
             leaves.append(folds[0] if len(folds) == 1 else
                           self.tree(stage, combine, folds, fan_in, places=[holder] * len(folds)))
         return self.tree(stage, combine, leaves, fan_in, places=list(by_holder))
+
+
+def _args_of(holder_args: Mapping[str | None, tuple] | None, holder: str | None) -> tuple:
+    """The arguments of a holder's leaves (:meth:`Tasks.reduce_over`)."""
+    return () if holder_args is None else tuple(holder_args[holder])
+
+
+def vertex_slices(counts: Any, slices: int, fmt: str) -> dict[int, Any]:
+    """A vertex-wide array cut into ``slices`` ranges of about equal length, each packed in
+    the wire format ``fmt`` (the scatter of :meth:`Tasks.all_reduce`)."""
+    counts = unpack(counts)
+    length = int(counts.shape[0])
+    return {k: pack_counts(counts[length * k // slices: length * (k + 1) // slices].copy(), fmt)
+            for k in range(slices)}
+
+
+def slice_sum(combine: Callable[..., Any], fmt: str, *slices: Any) -> Any:
+    """One vertex range's slices of every worker's sum, combined and packed again."""
+    return pack_counts(combine(*(unpack(piece) for piece in slices)), fmt)
+
+
+def joined_slices(*sums: Any) -> Any:
+    """The whole vertex-wide sum from its ranges' slice-sums, in order."""
+    arrays = [unpack(piece) for piece in sums]
+    xp = array_module(arrays[0])
+    return xp.concatenate(arrays)
+
+
+@dataclass(frozen=True)
+class PackedResult:
+    """A task function whose result crosses between workers packed in the wire format
+    (:mod:`dtri.kernels.wire`): its packed arguments are unpacked first, and its result, a
+    vertex-wide count array (``counts``) or a vertex set (``vertex-set``), packed. Trees
+    of vertex sets and of counts that go to one task are made of these."""
+
+    func: Callable[..., Any]
+    kind: str
+    fmt: str
+
+    def __call__(self, *args: Any) -> Any:
+        result = self.func(*(unpack(arg) for arg in args))
+        if self.kind == "counts":
+            return pack_counts(result, self.fmt)
+        return pack_vertex_set(result, self.fmt)
 
 
 def fold_groups(members: Sequence[int], sizes: Sequence[int] | None,

@@ -15,11 +15,12 @@ FLOOR = 1 << 20
 
 
 def test_the_terms_of_two_folding_workers():
-    """R-MAT 26's shape on two GPU workers (leaves folded per worker): the merged marks once,
-    to the worker without them, then one vertex-wide array per tree and per copy, int32 (the
-    work float32): in the orient stage the roots land with the ranks, on the first worker,
-    which receives the other's two leaves (out-degrees, work); the other receives the ranks
-    and the out-degrees; the sort's pieces in proportion to the partitions."""
+    """R-MAT 26's shape on two GPU workers (leaves folded per worker), in the raw wire
+    format: the merged marks once, to the worker without them, then each vertex-wide sum
+    by an all-reduce, int32 (the work float32): each worker receives the other's half of
+    the sum and the other half of the total, one array in all; in the orient stage the
+    first worker receives the out-degrees and the work, the other the out-degrees; the
+    sort's pieces in proportion to the partitions."""
     n, wide, work = 32_804_535, 4 * 32_804_535, 4 * 32_804_535
     shape = PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True, "intersect",
                              (1 << 26) - 1)
