@@ -402,6 +402,8 @@ def _decomposition_line(spread: dict[str, Any]) -> str:
                  if moved]
     if len(predicted) > 1:
         line += "; busiest worker pulls " + ", ".join(predicted)
+    if spread.get("link_bandwidth"):
+        line += f"; link {format_bytes(int(spread['link_bandwidth']))}/s (measured)"
     return line
 
 
@@ -469,6 +471,8 @@ def _print_plan(plan: dict[str, Any]) -> None:
     click.echo(f"orientation    {choices['orientation']} ({choices['orientation_reason']})")
     click.echo(f"order          {choices['order']} ({choices['order_reason']})")
     click.echo(f"decomposition  {_decomposition_line(plan['decomposition'])}")
+    if plan.get("wire_format"):
+        click.echo(f"wire format    {plan['wire_format']} ({plan['wire_reason']})")
     _print_prepare_moves(plan.get("moved_prepare"))
     if choices.get("longest_list") is not None:
         click.echo(f"lists          longest {choices['longest_list']}   hash tables up to "

@@ -56,6 +56,7 @@ from dtri.kernels.cyclic import (
 )
 from dtri.kernels.wire import pack_counts, packed_bytes, packed_rows, unpack
 from dtri.options import DECOMPOSITIONS
+from dtri.runtime.link import link_bandwidth
 from dtri.runtime.tasks import partition_owner
 
 if TYPE_CHECKING:
@@ -93,6 +94,13 @@ class Decomposition:
     """Predicted bytes the busiest worker pulls under the 1D join, per stage."""
     moved_2d: dict[str, int]
     """The same under the 2D join on the largest square grid (empty below 2 × 2)."""
+    link_bandwidth: float | None = None
+    """Bytes per second of the link between two workers, measured
+    (:func:`dtri.runtime.link.link_bandwidth`); ``None`` where not measured."""
+    seconds_1d: float | None = None
+    """The busiest worker's predicted transfer seconds under the 1D join on that link."""
+    seconds_2d: float | None = None
+    """The same under the 2D join."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -189,10 +197,31 @@ def moved_1d(plan: CountPlan) -> dict[str, int]:
 
 
 def choose_decomposition(requested: str, plan: CountPlan, bounds: Sequence[int],
-                         piece_sizes: PieceSizes | None = None) -> Decomposition:
+                         piece_sizes: PieceSizes | None = None,
+                         bandwidth: float | None = None) -> Decomposition:
     """The decomposition of a count by ``plan`` (1D, device staging) on its workers, whose
     partitions start at the ranks ``bounds`` (see the module docstring); ``piece_sizes``:
-    the 2D pieces as cut (:func:`moved_2d`)."""
+    the 2D pieces as cut (:func:`moved_2d`); ``bandwidth``: the measured link, in bytes a
+    second, on which each decomposition's busiest worker is predicted to spend the seconds
+    its bytes take. ``auto`` takes the fewer seconds (the joins' own work is the same:
+    every oriented edge intersected once), that is the fewer bytes."""
+    chosen = _choose(requested, plan, bounds, piece_sizes)
+    if not bandwidth:
+        return chosen
+    one, two = (round(sum(moved.values()) / bandwidth, 6) if moved else None
+                for moved in (chosen.moved_1d, chosen.moved_2d))
+    reason = chosen.reason
+    if requested == "auto" and two is not None and "predicted to pull" in reason:
+        reason += (f" ({one if chosen.kind == '1d' else two:.3g} s against "
+                   f"{two if chosen.kind == '1d' else one:.3g} s on the measured link of "
+                   f"{format_bytes(int(bandwidth))}/s)")
+    return Decomposition(chosen.kind, chosen.side, reason, chosen.moved_1d, chosen.moved_2d,
+                         round(bandwidth, 1), one, two)
+
+
+def _choose(requested: str, plan: CountPlan, bounds: Sequence[int],
+            piece_sizes: PieceSizes | None) -> Decomposition:
+    """:func:`choose_decomposition` by bytes alone."""
     summaries, vertices, workers = plan.summaries, plan.vertices, plan.workers
     if requested not in DECOMPOSITIONS:
         raise ConfigurationError(f"--decomposition must be one of "
@@ -233,15 +262,19 @@ def decomposition(graph: PreparedGraph, plan: CountPlan | None = None,
     made here. Where a grid of 2 x 2 or more could take it, unless ``--decomposition 1d``,
     the partitions are cut into their 2D pieces first, where they live, and the bytes model
     reads the pieces' sizes in the run's wire format (:func:`cyclic_piece_sizes`); the 2D
-    join starts from those pieces (``timer``: times them, as part of ``cyclic_blocks``)."""
+    join starts from those pieces (``timer``: times them, as part of ``cyclic_blocks``).
+    The link between the workers is measured there too, once per cluster
+    (:func:`~dtri.runtime.link.link_bandwidth`), for the predicted seconds."""
 
     def chosen() -> Decomposition:
         made = device_plan(graph) if plan is None or plan.staging != "device" else plan
         q = grid_side(made.workers)
-        sizes = None
+        sizes = bandwidth = None
         if q > 1 and graph.options.decomposition != "1d" and graph.runtime.client is not None:
             sizes = cyclic_piece_sizes(graph, q, timer)
-        return choose_decomposition(graph.options.decomposition, made, graph.bounds, sizes)
+            bandwidth = link_bandwidth(graph.runtime)
+        return choose_decomposition(graph.options.decomposition, made, graph.bounds, sizes,
+                                    bandwidth)
 
     return graph.cached("decomposition", chosen)
 

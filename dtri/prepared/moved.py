@@ -291,8 +291,8 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     """Predicted bytes the busiest worker receives in each stage of the preparation (see the
     module docstring), for a graph of ``vertices`` vertices whose sorted partitions hold
     ``partition_edges`` edges. Every payload is as the run's wire format packs it, at the
-    bytes per item measured at the plan stage (``shape.wire``: :class:`WireFactors`). The terms, stage by
-    stage (``n`` vertices):
+    bytes per item measured at the plan stage (``shape.wire``: :class:`WireFactors`). The
+    terms, stage by stage (``n`` vertices):
 
     * ``vertices``: the tree over each sender's vertex set;
     * ``canonicalize``: the merged vertex set, one copy to each worker holding a sender;
