@@ -81,6 +81,8 @@ BENCHMARKS = {
                  "wall seconds of the command, best of `--runs`",
     "saved-graph": "`dtri count` of a saved prepared graph, or the rerun of a killed "
                    "`--checkpoint` count: wall seconds of the command",
+    "scale-out": "`dtri count FILE --scheduler ADDRESS --json` in a new process, against P "
+                 "single-threaded CPU workers started for it: wall seconds of the command",
     "session-per-call": "a call in an open GPU session, median",
     "stage-profile": "the third warm count's wall seconds",
     "staged-count": "`dtri count --json` under `staged_gpu.sh`: wall seconds of the command",
@@ -333,6 +335,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "host-memory": lambda own: take(own, benchmark="host-memory"),
     "copy-probe": _gpu("copy-probe"),
     "transfer-probe": _transfer,
+    "scale-out": lambda own: take(own, benchmark="scale-out"),
 }
 """Each script's (or command's) own dict → the fields it gives (``detail`` among them)."""
 
