@@ -43,3 +43,8 @@ class ListTooLongError(ConfigurationError):
 class OutOfMemoryError(DtriError, MemoryError):
     """A task ran out of memory (an RMM pool, the GPU, or the host): names the stage and what
     to change."""
+
+
+class WorkerLostError(DtriError):
+    """A worker that tasks of the run are pinned to (the 2D decomposition's blocks and
+    rounds) left the cluster while a stage waited for them: they cannot run elsewhere."""

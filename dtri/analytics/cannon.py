@@ -314,8 +314,11 @@ def cyclic_cuts(graph: PreparedGraph, q: int, timer: StageTimer | None = None) -
 
     def cuts() -> list[Any]:
         tasks, fmt = graph.tasks, graph.runtime.wire_format
-        made = [tasks.task("cyclic-blocks", cut_pieces, part, q, fmt, key=("cut", p))
-                for p, part in enumerate(graph.parts)]  # where it lives, wherever that is
+        made = []
+        for p, part in enumerate(graph.parts):  # where it lives
+            with tasks.placed(p):
+                made.append(tasks.task("cyclic-blocks", cut_pieces, part, q, fmt,
+                                       key=("cut", p)))
         stage_timer = graph.timer() if timer is None else timer
         persisted = list(stage_timer.submit("cyclic_blocks", *made))
         if timer is None:

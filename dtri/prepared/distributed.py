@@ -102,6 +102,8 @@ class Prepared(NamedTuple):
     kept."""
     vertex_set: Any = None
     """The merged vertex set as it crossed (packed), for the same."""
+    first_holder: str | None = None
+    """The worker holding the first sender: where :attr:`degree_sum` is."""
 
 
 class CanonicalKeys(NamedTuple):
@@ -391,7 +393,7 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
         "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
     return Prepared(sorted_parts, n, ids, degree, bounds, orientation,
                     orientation_reason(orientation, rounds=rounds), rounds, stride, degree_sum,
-                    vertices)
+                    vertices, first)
 
 
 def count_degrees(parts: list[Any], vertices: Any, tasks: Tasks, timer: StageTimer,

@@ -86,7 +86,7 @@ from dtri.prepared.saved import (
 from dtri.runtime.meter import MeasuredMemory
 from dtri.runtime.session import Runtime
 from dtri.runtime.staging import Staging
-from dtri.runtime.tasks import FAN_IN, Tasks
+from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes
 
@@ -624,12 +624,17 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                              on_host=True)
         # the bytes model's measure of the wire format, each where its data lies
         measured = tasks.wire_format != "raw" and prepared.degree_sum is not None
-        pieces = [tasks.task("plan", piece_factors, part, prepared.vertices, len(senders),
-                             prepared.sample_stride, tasks.wire_format, key=("pieces", p))
-                  for p, part in enumerate(prepared.parts)] if measured else []
-        counts = [tasks.task("plan", count_factors, prepared.degree_sum, prepared.vertex_set,
-                             len(set(sender_holders)), len(senders), tasks.wire_format,
-                             key=("counts",))] if measured else []
+        pieces, counts = [], []
+        if measured:
+            for p, part in enumerate(prepared.parts):
+                with tasks.placed(p):
+                    pieces.append(tasks.task("plan", piece_factors, part, prepared.vertices,
+                                             len(senders), prepared.sample_stride,
+                                             tasks.wire_format, key=("pieces", p)))
+            with placed_on(prepared.first_holder):  # where the summed degrees are
+                counts.append(tasks.task("plan", count_factors, prepared.degree_sum,
+                                         prepared.vertex_set, len(set(sender_holders)),
+                                         len(senders), tasks.wire_format, key=("counts",)))
         # each summary its own collection: a list would be gathered on a worker by a task
         # of its own first (Dask's finalize), a hop between the workers and the client
         vertices, bounds, orientation, reason, largest, *rest = timer.compute(

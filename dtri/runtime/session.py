@@ -317,6 +317,9 @@ class Runtime:
     runtime opens (:func:`~dtri.runtime.wire_format.choose_wire_format`) where not given."""
     wire_reason: str = ""
     """One line on why that wire format."""
+    pinned: set[str] = field(default_factory=set, compare=False)
+    """The workers that tasks of the run were pinned to (:meth:`dtri.runtime.tasks.Tasks.
+    pinned` adds them; the stage timers watch them)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", Backend(self.backend))
@@ -338,7 +341,7 @@ class Runtime:
         """The task builder of a stage of this run."""
         return Tasks(self.staging, self.addresses, self.eager, self.meter, self.allocator,
                      self.budget.per_task if self.host_plan is not None else None,
-                     self.wire_format)
+                     self.wire_format, self.pinned)
 
     def timer(self, progress: bool = False) -> StageTimer:
         """A stage timer for this run (eager runs on the GPU wait for its queued work at the
@@ -346,7 +349,8 @@ class Runtime:
         return StageTimer(self.client, progress, eager=self.eager,
                           synchronize=_synchronize_device if self.eager and
                           self.backend.on_gpu else None,
-                          host_note=self._host_note if self.host_metered else None)
+                          host_note=self._host_note if self.host_metered else None,
+                          pinned=self.pinned)
 
     def _host_note(self) -> str:
         """The workers' host memory since the last stage ended, for its progress line:

@@ -30,7 +30,7 @@ import sys
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import getitem
 from typing import Any, TypeVar
 
@@ -94,6 +94,9 @@ class Tasks:
     wire_format: str = "raw"
     """How data that crosses between workers is packed (:mod:`dtri.kernels.wire`): the
     run's :attr:`dtri.runtime.session.Runtime.wire_format`."""
+    pinned_workers: set[str] = field(default_factory=set, compare=False)
+    """The workers that :meth:`pinned` pinned tasks to (the run's set, shared with its stage
+    timers, which fail a stage whose pinned worker left)."""
 
     def task(self, stage: str, func: Callable[..., Any], *args: Any, key: tuple,
              on_host: bool = False) -> Any:
@@ -180,11 +183,14 @@ class Tasks:
         decomposition's blocks and rounds, whose inputs are shifted to that worker on
         purpose. Placed loosely (:meth:`on_worker`), Dask's work stealing moved rounds of
         R-MAT 18 on 16 CPU workers to idle workers, which then pulled their three blocks
-        again: 1.0-2.1 bytes an edge more on five workers."""
+        again: 1.0-2.1 bytes an edge more on five workers. A stage that waits for them fails
+        where that worker leaves (:class:`~dtri.runtime.timer.StageTimer`), since they cannot
+        run elsewhere."""
         if not self.workers:
             return nullcontext()
-        return dask.annotate(workers=[self.workers[worker % len(self.workers)]],
-                             allow_other_workers=False)
+        address = self.workers[worker % len(self.workers)]
+        self.pinned_workers.add(address)
+        return dask.annotate(workers=[address], allow_other_workers=False)
 
     def owner(self, partition: int) -> str | None:
         """The worker that owns ``partition`` (``None`` without workers)."""

@@ -49,6 +49,10 @@ def out_of_memory(stage: str, error: MemoryError, in_process: bool = False
         "less (a smaller --memory-budget)")
 
 
+WORKERS_CHECK_SECONDS = 2.0
+"""How often a waiting stage checks that the run's workers are still there."""
+
+
 class StageTimer:
     """Runs the stages' collections on the cluster and times each stage, with optional progress:
     one ``dtri: STAGE SECONDS s`` line on stderr as each stage (or step of one) ends, with its
@@ -73,8 +77,13 @@ class StageTimer:
 
     def __init__(self, client: Any, progress: bool = False, *, eager: bool = False,
                  synchronize: Callable[[], None] | None = None,
-                 host_note: Callable[[], str] | None = None):
+                 host_note: Callable[[], str] | None = None,
+                 pinned: set[str] | None = None):
         self.client = client
+        self.pinned = set() if pinned is None else pinned
+        """The workers that tasks of the run are pinned to (:meth:`dtri.runtime.tasks.
+        Tasks.pinned`, which adds them): a stage that waits while one of them has left
+        fails (:meth:`_wait`)."""
         self.progress = progress
         self.host_note = host_note
         self.eager = eager
@@ -117,7 +126,7 @@ class StageTimer:
             if not self.eager:  # an eager run's next stage starts where this one ended
                 self._since = None
             return
-        from distributed import futures_of, wait
+        from distributed import futures_of
 
         for stage, collections in pending:
             futures = futures_of(collections)
@@ -127,7 +136,7 @@ class StageTimer:
                 print(f"{stage}:", file=sys.stderr, flush=True)
                 with redirect_stdout(sys.stderr):  # keep stdout for the result (and --json)
                     progress(futures)
-            wait(futures)
+            self._wait(stage, futures)
             for future in futures:
                 if future.status == "error":  # wait() returns on failed tasks too: raise
                     self._since = None
@@ -137,6 +146,35 @@ class StageTimer:
                     raise error
             self._add(stage)
         self._since = None
+
+    def _wait(self, stage: str, futures: list[Any]) -> None:
+        """Wait for ``futures``; every :data:`WORKERS_CHECK_SECONDS`, check that the workers
+        that tasks are pinned to are still there. Tasks pinned to a worker cannot run
+        elsewhere, also when they must run again (a lost worker's results are recomputed),
+        so a stage that waits for them would wait for ever: it raises
+        :class:`~dtri.errors.WorkerLostError` instead. Without pinned tasks (a 1D count) a
+        lost worker's work is recomputed on the others, as Dask does."""
+        from distributed import wait
+
+        while True:
+            try:
+                wait(futures, timeout=WORKERS_CHECK_SECONDS)
+                return
+            except TimeoutError:
+                pass
+            if not self.pinned or all(f.done() for f in futures):
+                continue
+            present = set(self.client.scheduler_info(n_workers=-1)["workers"])
+            lost = sorted(address for address in self.pinned if address not in present)
+            if lost:
+                from dtri.errors import WorkerLostError
+
+                self._since = None
+                raise WorkerLostError(
+                    f"worker {lost[0]} left the cluster during the {stage} stage, and tasks "
+                    f"pinned to it (the 2D decomposition's blocks and rounds) cannot run "
+                    f"elsewhere: run again, or give --decomposition 1d to recompute lost "
+                    f"work on the workers left")
 
     def _add(self, stage: str, rows: int | None = None) -> float:
         """Add a stage's wall time (added up when a stage runs in several steps); return it."""

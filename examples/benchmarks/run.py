@@ -750,6 +750,20 @@ PRESETS: dict[str, Preset] = {
         "issue 39, at 196d448 (the lines' commit); the 7d4929d lines ran the first and the "
         "last command from a copy of that commit's tree on the same host, between the "
         "196d448 runs (kind nvidia-h100-x2: the 4-GPU kind was not lent then)"),
+    "scale-out-cpu-2core": Preset(
+        "issue 68: dtri count of R-MAT 18 and 20 read from one text file, through --scheduler, "
+        "on local clusters of 4, 9 and 16 single-threaded CPU workers (1.4 GiB each), each arm "
+        "on a cluster and in a process of its own: this tree, and 4870299 from a git worktree",
+        CPU, (script("scale_out.py", "rmat:18", "rmat:20", "--workers", "4,9,16",
+                     "--baseline", "4870299", "--folder", "{tmp}", "--out", "{out}"),),
+        "every count checked against the baseline's"),
+    "scale-out-netns-cpu-2core": Preset(
+        "issue 68: the same count of R-MAT 18 on 1, 2 and 4 workers, each in a network "
+        "namespace of its own behind veth links shaped to 1 Gbit/s by tc (cluster/netns.py, "
+        "as root), against the same workers unshaped, with the kernel's received bytes",
+        CPU, (script("scale_out.py", "rmat:18", "--nodes", "1,2,4", "--rate", "1gbit",
+                     "--folder", "{tmp}", "--out", "{out}"),),
+        "this kernel has no netem qdisc: the links are shaped in rate only, no added delay"),
     "worker-malloc-cpu-2core": Preset(
         "a count on a local CPU cluster whose workers keep glibc's adaptive malloc against "
         "Dask's MALLOC_TRIM_THRESHOLD_=65536, alternated", CPU, (

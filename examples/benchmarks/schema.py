@@ -89,6 +89,8 @@ BENCHMARKS = {
     "staged-triangles": "`dtri triangles -o DIR` under `staged_triangles.sh`: wall seconds",
     "transfer-probe": "one copy or transfer (the measurement lines)",
     "verify-shared": "every check of one graph against NetworkX",
+    "wire-format": "packing and unpacking every 2D block of a graph once in one wire format, "
+                   "best of `--repeat`",
     "worker-malloc": "`dtri.count` on a local CPU cluster dtri starts: dtri's own total",
 }
 """What ``seconds`` is in each benchmark's lines (the index prints it)."""
@@ -336,6 +338,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "copy-probe": _gpu("copy-probe"),
     "transfer-probe": _transfer,
     "scale-out": lambda own: take(own, benchmark="scale-out"),
+    "wire-format": lambda own: take(own, benchmark="wire-format"),
 }
 """Each script's (or command's) own dict → the fields it gives (``detail`` among them)."""
 

@@ -418,3 +418,37 @@ def test_kvikio_settings_come_from_dask_config_unless_the_environment_sets_them(
     with dask.config.set({key: value}):
         set_device_io()
     assert os.environ[variable] == expected
+
+
+def test_a_stage_waiting_on_a_pinned_worker_that_left_fails_in_one_line():
+    """Tasks pinned to a worker (the 2D decomposition's blocks and rounds) cannot run
+    elsewhere: where that worker has left, the stage fails naming it, rather than waiting
+    for ever."""
+    from operator import add
+
+    from distributed import Client, LocalCluster
+
+    from dtri.errors import WorkerLostError
+    from dtri.runtime.staging import Staging
+    from dtri.runtime.tasks import Tasks
+    from dtri.runtime.timer import StageTimer
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(2, timeout=60)
+        addresses = tuple(sorted(client.scheduler_info()["workers"]))
+        tasks = Tasks(Staging(), addresses)
+        timer = StageTimer(client, pinned=tasks.pinned_workers)
+        with tasks.pinned(0):
+            (done,) = timer.compute("cannon_rounds", tasks.task("cannon-round", add, 1, 2,
+                                                                key=(0,)))
+        assert done == 3
+        client.retire_workers([addresses[1]])
+        with tasks.pinned(1):
+            stranded = tasks.task("cannon-round", add, 2, 2, key=(1,))
+        started = time.monotonic()
+        with pytest.raises(WorkerLostError, match=f"worker {addresses[1]} left the cluster "
+                                                  "during the cannon_rounds stage"):
+            timer.compute("cannon_rounds", stranded)
+        assert time.monotonic() - started < 30
