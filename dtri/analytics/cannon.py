@@ -56,7 +56,7 @@ from dtri.kernels.cyclic import (
 )
 from dtri.kernels.wire import pack_counts, packed_bytes, packed_rows, unpack
 from dtri.options import DECOMPOSITIONS
-from dtri.runtime.link import link_bandwidth
+from dtri.runtime.link import probed_bandwidth
 from dtri.runtime.tasks import partition_owner
 
 if TYPE_CHECKING:
@@ -171,8 +171,19 @@ def moved_1d(plan: CountPlan) -> dict[str, int]:
     its source ranks: a slice holds the partition's share of the bin's sources, with one
     offset per source rank (:func:`~dtri.analytics.plan.bin_share`)."""
     workers = max(plan.workers, 1)
-    if workers == 1 or not plan.owned:
+    if workers == 1:
         return {"edge-bins": 0, "join": 0, "intersect": 0}
+    if not plan.owned:  # fewer partitions than workers: Dask spreads the tasks, each of
+        # which pulls its partition and the bin it joins; at most, a worker pulls each once
+        busiest = min(range(workers), key=lambda w: sum(
+            partition_owner(p, workers) == w for p in range(len(plan.summaries))))
+        stage = "join" if plan.join == "wedges" else "intersect"
+        pulled_parts = sum(BYTES_PER_TARGET * s.edges for p, s in enumerate(plan.summaries)
+                           if s.wedges and partition_owner(p, workers) != busiest)
+        bins = sum(BYTES_PER_KEY * plan.bin_edges[k] if stage == "join" else
+                   csr_bytes(plan.bin_edges[k], plan.bin_sources[k][1] - plan.bin_sources[k][0])
+                   for k in plan.bin_edges)
+        return {"edge-bins": 0, "join": 0, "intersect": 0, stage: pulled_parts + bins}
     slices = [0] * workers
     for (k, w), parts in plan.copy_parts.items():
         for p in parts:
@@ -254,6 +265,15 @@ def _choose(requested: str, plan: CountPlan, bounds: Sequence[int],
                          f"under 1d against {pulls_2d} on {grid}", one, two)
 
 
+def measured_link(graph: PreparedGraph) -> float | None:
+    """The bandwidth between the workers, as measured: by the link probe where it ran on this
+    cluster (:func:`~dtri.runtime.link.probed_bandwidth`, ``--workers auto`` on GPUs), else
+    by the preparation's own transfers (their bytes over their seconds). Probing here would
+    send 192 MiB over each link, for a choice that the bytes make alone: the joins' own work
+    is the same either way, so the fewer bytes are the fewer seconds on any link."""
+    return probed_bandwidth(graph.runtime) or graph.moved.link_bandwidth()
+
+
 def decomposition(graph: PreparedGraph, plan: CountPlan | None = None,
                   timer: StageTimer | None = None) -> Decomposition:
     """The decomposition of a prepared graph's joins, chosen once and cached on the graph
@@ -263,8 +283,7 @@ def decomposition(graph: PreparedGraph, plan: CountPlan | None = None,
     the partitions are cut into their 2D pieces first, where they live, and the bytes model
     reads the pieces' sizes in the run's wire format (:func:`cyclic_piece_sizes`); the 2D
     join starts from those pieces (``timer``: times them, as part of ``cyclic_blocks``).
-    The link between the workers is measured there too, once per cluster
-    (:func:`~dtri.runtime.link.link_bandwidth`), for the predicted seconds."""
+    The predicted seconds are on the link as measured (:func:`measured_link`)."""
 
     def chosen() -> Decomposition:
         made = device_plan(graph) if plan is None or plan.staging != "device" else plan
@@ -272,7 +291,7 @@ def decomposition(graph: PreparedGraph, plan: CountPlan | None = None,
         sizes = bandwidth = None
         if q > 1 and graph.options.decomposition != "1d" and graph.runtime.client is not None:
             sizes = cyclic_piece_sizes(graph, q, timer)
-            bandwidth = link_bandwidth(graph.runtime)
+            bandwidth = measured_link(graph)
         return choose_decomposition(graph.options.decomposition, made, graph.bounds, sizes,
                                     bandwidth)
 
@@ -336,8 +355,11 @@ def cyclic_piece_sizes(graph: PreparedGraph, q: int,
     def sizes() -> list[list[tuple[int, int, int]]]:
         cuts = cyclic_cuts(graph, q, timer)
         tasks = graph.tasks
-        sized = [tasks.task("cyclic-blocks", cut_sizes, cut, key=("sizes", p), on_host=True)
-                 for p, cut in enumerate(cuts)]
+        sized = []
+        for p, cut in enumerate(cuts):
+            with tasks.placed(p):  # where the cut is: only its sizes move
+                sized.append(tasks.task("cyclic-blocks", cut_sizes, cut, key=("sizes", p),
+                                        on_host=True))
         stage_timer = graph.timer() if timer is None else timer
         return [[tuple(piece) for piece in sizes]
                 for sizes in stage_timer.compute("cyclic_blocks", *sized)]
@@ -392,7 +414,9 @@ def cannon_rounds(graph: PreparedGraph, q: int, timer: StageTimer | None = None,
     results = []
     for g, assigned in enumerate(round_assignment(q)):
         rounds: list[Any] = []
-        held: dict[int, Any] = {g: blocks[g]}
+        held: dict[int, Any] = {}  # its own block too: Dask's memory manager dropped a
+        # home's copy of its block once another worker had fetched one, and the home's
+        # rounds fetched it back (a block more to one worker of 16, sometimes)
         with tasks.pinned(g):
             for t, (x, y, z) in enumerate(assigned):
                 after = rounds[t - 2] if t >= 2 else None

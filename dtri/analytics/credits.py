@@ -278,7 +278,7 @@ def edge_totals(graph: PreparedGraph, stage: str, mode: str = "edge",
     for t, result, inputs in run_credits(graph, mode, states, parts, summaries):
         for index, p in enumerate(inputs):
             received[p].append(tasks.task(stage, pick_partition, result, index,
-                                          key=("pick", mode, t.group, t.worker, p),
+                                          key=(mode, t.group, t.worker, p), kind="pick",
                                           on_host=True))
     totals = []
     for p, pieces in received.items():

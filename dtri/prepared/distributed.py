@@ -66,7 +66,7 @@ from dtri.kernels.orient import (
 from dtri.kernels.wire import pack_ascending, pack_sorted_keys, unpack, unpack_sorted_keys
 from dtri.prepared.inputs import Inputs, concat_frames, input_copies
 from dtri.prepared.moved import BYTES_PER_INPUT_ROW, key_bytes
-from dtri.runtime.tasks import FAN_IN, PackedResult, Tasks, placed_on
+from dtri.runtime.tasks import FAN_IN, PackedResult, Tasks, joined_slices, placed_on
 from dtri.runtime.timer import StageTimer
 
 
@@ -95,15 +95,14 @@ class Prepared(NamedTuple):
     sample_stride: int = 0
     """The stride of the keys' sample that the sort's ranges were cut from (0: every key;
     :func:`sample_stride`)."""
-    degree_sum: Any = None
-    """The senders' degree counts summed, by dense id, where the first sender is (an edge
-    that several senders hold counts once for each): what the bytes model measures the
-    wire format's counts on (:func:`dtri.prepared.moved.count_factors`); ``None`` where not
-    kept."""
+    degree_sum: list[Any] | None = None
+    """The senders' degree counts summed, by dense id, as slices (an edge that several
+    senders hold counts once for each): what the bytes model measures the wire format's
+    counts on (:func:`dtri.prepared.moved.count_factors`); ``None`` where not kept."""
     vertex_set: Any = None
     """The merged vertex set as it crossed (packed), for the same."""
     first_holder: str | None = None
-    """The worker holding the first sender: where :attr:`degree_sum` is."""
+    """The worker holding the first sender."""
 
 
 class CanonicalKeys(NamedTuple):
@@ -152,6 +151,7 @@ def packed_split(keys: Any, rank: Any | None, bounds: list[int], vertices: int,
     ``j``, packed in the wire format ``fmt`` (:func:`~dtri.kernels.wire.pack_sorted_keys`):
     sorted once, so that each piece is a run of whole adjacency lists, a degree per source
     and its targets as gaps. ``raw``: the keys of each piece as they are."""
+    rank = resolved_rank(rank)
     if fmt == "raw":
         return oriented_split(keys, rank, bounds, vertices)
     bits = checked_key_bits(vertices)
@@ -246,6 +246,7 @@ def sampled_bounds(rank: Any | None, out_degree: Any | None, vertices: int, part
     stride's share of the keys, where a tree received a vertex-wide array for each
     sender."""
     keys = concatenated([unpack(sample) for sample in samples])
+    rank, out_degree = resolved_rank(rank), resolved_counts(out_degree)
     work = oriented_out_degree(keys, rank, vertices) if out_degree is None else \
         oriented_intersection_work(keys, rank, out_degree, vertices)
     return source_bounds(work, parts)
@@ -353,46 +354,45 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     Where the keys overlap, the degrees that ranked the vertices counted an edge once for
     every sender that held it, so the degree of every rank is left to :func:`count_degrees`
     (``None``)."""
-    rank, ids, degree, rounds, degree_sum = ranked_by(orientation, keys, vertices, n, tasks,
-                                                      timer, epsilon, fan_in,
-                                                      exact=not keys.overlapping)
+    rank, ids, degree, rounds, degree_sums = ranked_by(orientation, keys, vertices, n, tasks,
+                                                       timer, epsilon, fan_in,
+                                                       exact=not keys.overlapping)
     fmt, first = tasks.wire_format, keys.holders[0]
-    ranks = {holder: (r,) for holder, r in rank.items()}  # each holder's leaves read its own
     sample = keys.samples  # taken only for the sampled work models (:func:`sample_stride`)
     # every key's out-degrees, but where the sample's edges alone cut the ranges: the
-    # join's work of an edge reads those of both its ends
-    out_at: dict[str | None, Any] = {first: None}
+    # join's work of an edge reads those of both its ends; each task that reads them joins
+    # the slices itself
+    out_degree: Any = None
     if sample is None or work_model != "edges":
-        readers = keys.holders if sample is None and work_model == "intersect" else [first]
-        out_at = tasks.all_reduce("orient", sender_out_degrees, add_counts, keys.parts, (n,),
-                                  keys.holders, "out", fmt, readers, fan_in, keys.sizes,
-                                  holder_args=ranks)
+        out_degree = tasks.reduce_scatter("orient", sender_out_degrees, add_counts,
+                                          keys.parts, (rank, n), keys.holders, "out", fmt,
+                                          fan_in, keys.sizes)
     if sample is not None:  # the ranges from the senders' samples, in one task
         with placed_on(first):
-            bounds = tasks.task("orient", sampled_bounds, rank[first], out_at[first], n, parts,
+            bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts,
                                 *sample, key=("bounds",))
     else:  # from every key: a sum of each sender's work, or the out-degrees' own
-        if work_model == "intersect":
-            work = tasks.all_reduce("orient", sender_work, add_counts, keys.parts, (n,),
-                                    keys.holders, "work", fmt, [first], fan_in, keys.sizes,
-                                    holder_args={h: (rank[h], out_at[h]) for h in rank})[first]
-        else:
-            work = tasks.task("orient", wedge_work if work_model == "wedges" else edge_work,
-                              out_at[first], key=("work",))
         with placed_on(first):
-            bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
+            if work_model == "intersect":
+                work = tasks.reduce_scatter("orient", sender_work, add_counts, keys.parts,
+                                            (rank, out_degree, n), keys.holders, "work", fmt,
+                                            fan_in, keys.sizes)
+                bounds = tasks.task("orient", source_bounds_of, work, parts, key=("bounds",))
+            else:
+                work = tasks.task("orient", work_of, work_model, out_degree, key=("work",))
+                bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
     (bounds,) = timer.submit("orient", bounds)
     splits = []  # each where its keys are (not where the vertex-wide ranks are)
     for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True)):
         with placed_on(holder):
-            splits.append(tasks.task("sort", packed_split, k, rank[holder], bounds, n, fmt,
+            splits.append(tasks.task("sort", packed_split, k, rank, bounds, n, fmt,
                                      key=("split", p)))
     overlapping, stride = keys.overlapping, keys.stride
     del keys
     sorted_parts = list(timer.submit("sort", *tasks.exchange(
         "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
     return Prepared(sorted_parts, n, ids, degree, bounds, orientation,
-                    orientation_reason(orientation, rounds=rounds), rounds, stride, degree_sum,
+                    orientation_reason(orientation, rounds=rounds), rounds, stride, degree_sums,
                     vertices, first)
 
 
@@ -401,80 +401,105 @@ def count_degrees(parts: list[Any], vertices: Any, tasks: Tasks, timer: StageTim
     """The ``degree`` stage: the degree of every rank (int64, persisted), counted from the
     sorted partitions ``parts`` of a graph of ``vertices`` vertices, which hold each edge
     once, by a sum over the partitions' counts, each leaf on its partition's owner
-    (:meth:`~dtri.runtime.tasks.Tasks.all_reduce`, to the owner of partition 0)."""
+    (:meth:`~dtri.runtime.tasks.Tasks.reduce_scatter`), joined on the owner of partition
+    0."""
     owners = [tasks.owner(p) for p in range(len(parts))]
-    degree = tasks.all_reduce("degree", partition_degrees, add_counts, parts, (vertices,),
-                              owners, "degree", tasks.wire_format, owners[:1], fan_in)[owners[0]]
+    sums = tasks.reduce_scatter("degree", partition_degrees, add_counts, parts, (vertices,),
+                                owners, "degree", tasks.wire_format, fan_in)
     with tasks.placed(0):
-        (degree,) = timer.submit("degree", tasks.task("degree", wide_counts, degree,
+        (degree,) = timer.submit("degree", tasks.task("degree", wide_joined, *sums,
                                                       key=("wide",)))
     return degree
 
 
-Ranks = dict[str | None, Any]
-"""The rank of every vertex as each worker holding senders has it, by its address (one
-copy shared by all where the ranks are made in one place, or ``None`` for the id
-orientation)."""
+def wide_joined(*sums: Any) -> Any:
+    """A sum of counts as int64, from its slices."""
+    return wide_counts(joined_slices(*sums))
 
 
 def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, tasks: Tasks,
               timer: StageTimer, epsilon: float | None, fan_in: int, exact: bool = True,
-              ) -> tuple[Ranks, Any, Any, int | None, Any]:
-    """The ``rank`` stage (and for ``adirection`` the ``direct`` stage before it): the rank of
-    every vertex on each worker holding senders, and by rank its input id and, where the
-    senders share no edge (``exact``), its degree (persisted; else ``None``: the degrees
-    summed here count an edge once for each sender that holds it), the peeling's rounds
-    (``None`` without one), and the summed degree counts by dense id
-    (:attr:`Prepared.degree_sum`).
+              ) -> tuple[Any, Any, Any, int | None, Any]:
+    """The ``rank`` stage (and for ``adirection`` the ``direct`` stage before it). Returns
+    the rank of every vertex as the tasks that orient edges take it (:func:`resolved_rank`),
+    by rank the input id of every vertex and, where the senders share no edge (``exact``),
+    its degree (persisted; else ``None``: the degrees summed here count an edge once for
+    each sender that holds it), the peeling's rounds (``None`` without one), and the summed
+    degree counts by dense id, as slices (what the bytes model measures the wire format on).
 
     With the degree orientation the senders' degree counts are summed by
-    :meth:`~dtri.runtime.tasks.Tasks.all_reduce`, so that every worker holding senders has
-    the degrees and ranks its own vertices: ranks are a permutation, which packs to no
-    fewer bytes than a vertex's own id, where degrees are small counts that pack to about a
-    byte. Every copy ranks alike (:func:`~dtri.kernels.orient.rank_and_order` sorts by
-    (degree, id)), so the ranks are the same everywhere."""
-    holders = list(dict.fromkeys(keys.holders))
+    :meth:`~dtri.runtime.tasks.Tasks.reduce_scatter`, and each task that orients edges
+    takes the packed slices and ranks the vertices itself, sorting by (degree, id): every
+    such task ranks alike, no rank array crosses (ranks are a permutation, which packs to
+    no fewer bytes than a vertex's own id, where degrees are small counts that pack to
+    about a byte), and no small task that ranks could be stolen away from the keys it
+    serves."""
     first = keys.holders[0]
+    fmt = tasks.wire_format
     if orientation == "degree":
-        copies = tasks.all_reduce("rank", sender_degrees, add_counts, keys.parts, (n,),
-                                  keys.holders, "degree", tasks.wire_format, fan_in=fan_in,
-                                  sizes=keys.sizes)
-        made = {}
-        for w, holder in enumerate(holders):
-            with placed_on(holder):
-                made[holder] = tasks.task("rank", rank_and_order, copies[holder], orientation,
-                                          key=(0, w))
-        rank = {holder: tasks.task("rank", getitem, ranked, 0, key=("rank", w), on_host=True)
-                for w, (holder, ranked) in enumerate(made.items())}
-        order = tasks.task("rank", getitem, made[first], 1, key=("order",), on_host=True)
-        degree, rounds = copies[first], None
+        sums = tasks.reduce_scatter("rank", sender_degrees, add_counts, keys.parts, (n,),
+                                    keys.holders, "degree", fmt, fan_in, keys.sizes)
+        rank: Any = list(sums)
+        rounds = None
+        with placed_on(first):
+            ids = tasks.task("rank", ids_of_sums, vertices, *sums, key=("ids",))
+            degree = tasks.task("rank", degrees_of_sums, *sums, key=("degree",))
     else:
-        degree = tasks.reduce_over("rank", PackedResult(sender_degrees, "counts",
-                                                        tasks.wire_format),
-                                   PackedResult(add_counts, "counts", tasks.wire_format),
-                                   keys.parts, (n,), keys.holders, "degree", fan_in,
-                                   keys.sizes)
-        degree = tasks.task("rank", unpack, degree, key=("degree-sum",), on_host=True)
+        summed = tasks.reduce_over("rank", PackedResult(sender_degrees, "counts", fmt),
+                                   PackedResult(add_counts, "counts", fmt), keys.parts, (n,),
+                                   keys.holders, "degree", fan_in, keys.sizes)
+        sums = [summed]
+        total = tasks.task("rank", unpack, summed, key=("degree-sum",), on_host=True)
         peeling = rounds = None
         if orientation == "adirection":
-            (degree,) = timer.submit("rank", degree)
-            peeling, rounds = peel_partitions(keys, degree, n, tasks, timer,
+            (total,) = timer.submit("rank", total)
+            peeling, rounds = peel_partitions(keys, total, n, tasks, timer,
                                               adirection_epsilon() if epsilon is None
                                               else epsilon, fan_in)
-        ranked = tasks.task("rank", rank_and_order, degree, orientation, peeling, key=(0,))
-        shared = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
-        rank = dict.fromkeys(holders, shared)
+        ranked = tasks.task("rank", rank_and_order, total, orientation, peeling, key=(0,))
+        rank = tasks.task("rank", getitem, ranked, 0, key=("rank",), on_host=True)
         order = tasks.task("rank", getitem, ranked, 1, key=("order",), on_host=True)
-    with placed_on(first):
         ids = tasks.task("rank", ids_of_ranks, vertices, order, key=("ids",))
-    summed = degree
-    if not exact:
-        *done, ids, summed = timer.submit("rank", *rank.values(), ids, summed)
-        return dict(zip(rank, done, strict=True)), ids, None, rounds, summed
-    with placed_on(first):
-        degree = tasks.task("rank", degrees_by_rank, degree, order, key=("degree",))
-    *done, ids, degree, summed = timer.submit("rank", *rank.values(), ids, degree, summed)
-    return dict(zip(rank, done, strict=True)), ids, degree, rounds, summed
+        degree = tasks.task("rank", degrees_by_rank, total, order, key=("degree",))
+    persisted = [rank] if not isinstance(rank, list) else []
+    made = timer.submit("rank", *persisted, ids, *(() if not exact else (degree,)), *sums)
+    if persisted:
+        rank, made = made[0], made[1:]
+    ids, made = made[0], made[1:]
+    degree, made = ((made[0], made[1:]) if exact else (None, made))
+    sums = list(made)
+    if isinstance(rank, list):
+        rank = sums
+    return rank, ids, degree, rounds, sums
+
+
+def resolved_rank(rank: Any) -> Any:
+    """The rank of every vertex (int64 by dense id, or ``None`` for the id orientation) from
+    what a task received (:func:`ranked_by`): the ranks themselves, or the degree sums'
+    slices (a list, the degree orientation), from which it ranks the vertices itself."""
+    if isinstance(rank, list):
+        return rank_and_order(joined_slices(*rank), "degree")[0]
+    return rank
+
+
+def resolved_counts(counts: Any) -> Any:
+    """A vertex-wide sum from what a task received: the sum, or its slices (a list)."""
+    return joined_slices(*counts) if isinstance(counts, list) else counts
+
+
+def ids_of_sums(vertices: Any, *sums: Any) -> Any:
+    """The input id of every rank by the degree orientation, from the vertex set as it
+    crossed and the degree sums' slices."""
+    _, order = rank_and_order(joined_slices(*sums), "degree")
+    return ids_by_rank(unpack(vertices), order)
+
+
+def degrees_of_sums(*sums: Any) -> Any:
+    """The degree of every rank by the degree orientation (int64), from the degree sums'
+    slices."""
+    degree = joined_slices(*sums)
+    _, order = rank_and_order(degree, "degree")
+    return degrees_by_rank(degree, order)
 
 
 # The vertex-wide trees send int32 counts where they fit (:func:`dtri.kernels.counting.
@@ -490,16 +515,31 @@ def sender_degrees(keys: Any, vertices: int) -> Any:
 
 def sender_out_degrees(keys: Any, rank: Any | None, vertices: int) -> Any:
     """:func:`~dtri.kernels.orient.oriented_out_degree` of a sender's keys, int32 where they
-    fit."""
-    return narrow_counts(oriented_out_degree(keys, rank, vertices), int(keys.shape[0]))
+    fit (``rank`` as :func:`resolved_rank` takes it)."""
+    return narrow_counts(oriented_out_degree(keys, resolved_rank(rank), vertices),
+                         int(keys.shape[0]))
 
 
 def sender_work(keys: Any, rank: Any | None, out_degree: Any, vertices: int) -> Any:
     """:func:`~dtri.kernels.orient.oriented_intersection_work` of a sender's keys, as
     float32: the work only balances the sort's ranges, and a float32 value is exact to
     one part in 16 million, which moves no cut by more than that share of the work."""
-    work = oriented_intersection_work(keys, rank, out_degree, vertices)
+    work = oriented_intersection_work(keys, resolved_rank(rank), resolved_counts(out_degree),
+                                      vertices)
     return work.astype(array_module(work).float32)
+
+
+def source_bounds_of(work: Any, parts: int) -> list[int]:
+    """:func:`~dtri.kernels.orient.source_bounds` of the work as a task received it (the
+    sum, or its slices)."""
+    return source_bounds(resolved_counts(work), parts)
+
+
+def work_of(model: str, out_degree: Any) -> Any:
+    """Each source's work by its out-degrees (``wedges`` or ``edges``), from the
+    out-degrees as a task received them (the sum, or its slices)."""
+    out_degree = resolved_counts(out_degree)
+    return wedge_work(out_degree) if model == "wedges" else edge_work(out_degree)
 
 
 def partition_degrees(part: Any, vertices: int) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 
 from dtri.kernels.canonicalize import MARKS_BYTES_PER_ID, dense_range
 from dtri.kernels.counting import INT32_MAX
-from dtri.runtime.tasks import gathering_worker, partition_owner
+from dtri.runtime.tasks import gathering_worker, joined_slices, partition_owner
 
 BYTES_PER_VERTEX = 8
 """A vertex-wide int64 count or rank."""
@@ -128,7 +128,7 @@ def thinned(counts: Any, share: float, seed: int = 0) -> Any:
     return np.random.default_rng(seed).binomial(host, min(max(share, 0.0), 1.0))
 
 
-def count_factors(degree_sum: Any, vertex_set: Any, holders: int, senders: int,
+def count_factors(degree_sums: list[Any], vertex_set: Any, holders: int, senders: int,
                   fmt: str) -> tuple[float, float, float, float, int, int, int]:
     """The count and vertex-set factors of :class:`WireFactors` (a task where the summed
     degree counts are), measured by packing, in the wire format ``fmt``: slices of the
@@ -145,7 +145,7 @@ def count_factors(degree_sum: Any, vertex_set: Any, holders: int, senders: int,
     from dtri.kernels.dispatch import to_host
     from dtri.kernels.wire import pack_counts, pack_vertex_set, packed_bytes, unpack
 
-    total = to_host(unpack(degree_sum)).astype(np.int64)
+    total = to_host(joined_slices(*degree_sums)).astype(np.int64)
     n = max(int(total.shape[0]), 1)
     most = int(total.max()) if total.shape[0] else 0
 
@@ -234,34 +234,43 @@ class Flow:
         for worker in readers - {holder}:
             self.receive(stage, worker, nbytes)
 
-    def all_reduce(self, stage: str, holders: Sequence[int], vertices: int,
-                   per_vertex: tuple[float | None, float | None], header: int,
-                   readers: set[int]) -> None:
-        """A vertex-wide sum by :meth:`dtri.runtime.tasks.Tasks.all_reduce` over items held
-        by ``holders``, to every worker of ``readers``: each holding worker sends slice ``k``
-        of its sum to the ``k``-th of them, which sends its slice-sum to every reader; with
-        one holding worker, its sum to every reader. ``per_vertex``: the bytes a vertex of
-        a slice costs in one worker's sum, and in the whole sum (each with ``header``)."""
+    def scatter(self, stage: str, holders: Sequence[int], vertices: int,
+                per_vertex: tuple[float | None, float | None], header: int) -> list[int]:
+        """A vertex-wide sum by :meth:`dtri.runtime.tasks.Tasks.reduce_scatter` over items
+        held by ``holders``: each holding worker sends slice ``k`` of its sum to the ``k``-th
+        of them (a vertex of a slice costs ``per_vertex[0]``, with ``header`` a slice).
+        Returns the workers that hold the slice-sums, in order (one: the whole sum)."""
         owners = list(dict.fromkeys(holders))
-        part, whole = (BYTES_PER_NARROW_VERTEX if each is None else each
-                       for each in per_vertex)
         if len(owners) < 2:
-            self.spread(stage, owners[0], int(whole * vertices) + header, readers)
-            return
-        count = len(owners)
-        length = [vertices * (k + 1) // count - vertices * k // count for k in range(count)]
+            return owners
+        part = BYTES_PER_NARROW_VERTEX if per_vertex[0] is None else per_vertex[0]
         for k, owner in enumerate(owners):
             for other in owners:
                 if other != owner:
-                    self.receive(stage, owner, int(part * length[k]) + header)
+                    self.receive(stage, owner, int(part * slice_length(vertices, k,
+                                                                       len(owners))) + header)
+        return owners
+
+    def gather(self, stage: str, owners: Sequence[int], vertices: int,
+               per_vertex: tuple[float | None, float | None], header: int,
+               readers: set[int]) -> None:
+        """Each reader takes every slice-sum that ``owners`` hold (:meth:`scatter`) but its
+        own (a vertex costs ``per_vertex[1]``, with ``header`` a slice)."""
+        whole = BYTES_PER_NARROW_VERTEX if per_vertex[1] is None else per_vertex[1]
         for reader in readers:
             for k, owner in enumerate(owners):
                 if owner != reader:
-                    self.receive(stage, reader, int(whole * length[k]) + header)
+                    self.receive(stage, reader, int(whole * slice_length(
+                        vertices, k, len(owners))) + header)
 
     def busiest(self) -> dict[str, int]:
         """Per stage, the most one worker received."""
         return {stage: max(values) for stage, values in self.received.items()}
+
+
+def slice_length(vertices: int, k: int, slices: int) -> int:
+    """The vertices of slice ``k`` of ``slices`` (:func:`dtri.runtime.tasks.vertex_slices`)."""
+    return vertices * (k + 1) // slices - vertices * k // slices
 
 
 def vertex_set_bytes(largest: int, rows: int, vertices: int) -> int:
@@ -296,18 +305,23 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
 
     * ``vertices``: the tree over each sender's vertex set;
     * ``canonicalize``: the merged vertex set, one copy to each worker holding a sender;
-    * ``rank``: with the degree orientation, the senders' degree counts summed by an
-      all-reduce (:meth:`Flow.all_reduce`) to every worker holding senders, which ranks its
-      own vertices; else a tree of them, the ranks made at its root and spread as int32;
-    * ``orient``: the out-degrees, by an all-reduce to the first sender's worker, with every
-      sender's sample (packed keys, the sort's over the stride) where the ranges are cut
-      from one; without a sample, with the fused join's work model, the out-degrees to every
-      worker holding senders and the work (float32) to the first;
-    * ``sort``: each sender's keys, taken as its input rows times the graph's distinct edges
-      per input row, cut in proportion to the sorted partitions' edges, packed; piece ``j``
-      goes to the owner of partition ``j`` from every sender elsewhere;
-    * ``degree`` (several senders): the sorted partitions' degree counts, by an all-reduce
-      to the owner of partition 0;
+    * ``rank``: with the degree orientation, the senders' degree counts summed by a
+      reduce-scatter (:meth:`Flow.scatter`), whose slice-sums the first sender's worker
+      gathers (:meth:`Flow.gather`: the ids and degrees by rank); else a tree of them, the
+      ranks made at its root and spread as int32;
+    * ``orient``: the degree slice-sums to every worker holding senders, whose out-degree
+      tasks rank the vertices themselves; the out-degrees, reduce-scattered and gathered by
+      the first sender's worker, with every sender's sample (packed keys, the sort's over
+      the stride) where the ranges are cut from one; without a sample, with the fused join's
+      work model, the out-degrees to every worker holding senders and the work (float32) to
+      the first;
+    * ``sort``: the degree slice-sums again to every worker holding senders (its split
+      ranks too, once its out-degree tasks have let them go); each sender's keys, taken as
+      its input rows times the graph's distinct edges per input row, cut in proportion to
+      the sorted partitions' edges, packed; piece ``j`` goes to the owner of partition ``j``
+      from every sender elsewhere;
+    * ``degree`` (several senders): the sorted partitions' degree counts, reduce-scattered
+      and gathered by the owner of partition 0;
     * ``plan``: the partitions' summaries go to the client, not between workers: 0.
 
     On the one-task path (``shape.one_task``) only ``prepare`` moves: the input partitions
@@ -350,8 +364,11 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     counts = packed((wire.count_total or BYTES_PER_NARROW_VERTEX) * n)  # a sum sent whole
     degrees = (wire.count, wire.count_total)
     outs = (wire.out, wire.out_total)
-    if shape.orientation == "degree":  # every holder gets the degrees and ranks alone
-        flow.all_reduce("rank", holders, n, degrees, wire.header, readers)
+    narrow = (BYTES_PER_NARROW_VERTEX, BYTES_PER_NARROW_VERTEX)
+    if shape.orientation == "degree":  # the degree sums' slices, ranked by every reader
+        owners = flow.scatter("rank", holders, n, degrees, wire.header)
+        flow.gather("rank", owners, n, degrees, wire.header, {first})  # the ids, degrees
+        flow.gather("orient", owners, n, degrees, wire.header, readers)  # out-degree leaves
     else:  # a tree, the ranks made at its root beside the ids, and spread as they are
         ranked = flow.tree("rank", leaves_of([(h, counts) for h in holders], folds), counts,
                            fan_in)
@@ -360,17 +377,22 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
         flow.spread("orient", ranked, BYTES_PER_NARROW_VERTEX * n, readers)
     if shape.sample_stride:  # the out-degrees and every sender's sample to one task
         if shape.work_model != "edges":
-            flow.all_reduce("orient", holders, n, outs, wire.header, {first})
+            owners = flow.scatter("orient", holders, n, outs, wire.header)
+            flow.gather("orient", owners, n, outs, wire.header, {first})
         for h, r in zip(holders, rows, strict=True):
             if h != first:
                 flow.receive("orient", first, packed(wire.sample * (r * distinct // total_rows)
                                                      / shape.sample_stride))
     elif shape.work_model == "intersect":  # out-degrees to every holder, work to one
-        flow.all_reduce("orient", holders, n, outs, wire.header, readers)
-        flow.all_reduce("orient", holders, n, (BYTES_PER_NARROW_VERTEX,) * 2, wire.header,
-                        {first})
+        owners = flow.scatter("orient", holders, n, outs, wire.header)
+        flow.gather("orient", owners, n, outs, wire.header, readers)
+        owners = flow.scatter("orient", holders, n, narrow, wire.header)
+        flow.gather("orient", owners, n, narrow, wire.header, {first})
     else:
-        flow.all_reduce("orient", holders, n, outs, wire.header, {first})
+        owners = flow.scatter("orient", holders, n, outs, wire.header)
+        flow.gather("orient", owners, n, outs, wire.header, {first})
+    if shape.orientation == "degree":  # the splits rank again: the slices, again
+        flow.gather("sort", list(dict.fromkeys(holders)), n, degrees, wire.header, readers)
 
     for j, edges in enumerate(partition_edges):
         owner = partition_owner(j, workers)
@@ -380,6 +402,7 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
                 flow.receive("sort", owner, packed(key * r * edges / total_rows))
 
     if len(rows) > 1:
-        owners = [partition_owner(j, workers) for j in range(len(partition_edges))]
-        flow.all_reduce("degree", owners, n, degrees, wire.header, {owners[0]})
+        owned = [partition_owner(j, workers) for j in range(len(partition_edges))]
+        flow.gather("degree", flow.scatter("degree", owned, n, degrees, wire.header), n,
+                    degrees, wire.header, {owned[0]})
     return {**dict.fromkeys(stages, 0), **flow.busiest()}

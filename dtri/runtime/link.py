@@ -45,6 +45,16 @@ def probe_settings() -> tuple[int, int]:
     return nbytes, repeats
 
 
+def probed_bandwidth(runtime: Runtime) -> float | None:
+    """The bandwidth the link probe measured on the runtime's cluster, where it has run
+    (kept by the scheduler); ``None`` otherwise. Probes nothing."""
+    client = runtime.client
+    if client is None or len(runtime.addresses) < 2:
+        return None
+    cached = client.get_metadata([METADATA_KEY, runtime.backend], None)
+    return None if cached is None else float(cached)
+
+
 def link_bandwidth(runtime: Runtime) -> float | None:
     """Bytes per second between two workers of the runtime's cluster, measured the first time
     it is asked on that cluster for that backend and kept by the scheduler; ``None`` with

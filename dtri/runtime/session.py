@@ -72,7 +72,7 @@ from dtri.runtime.staging import (
     pinned_share,
     resolve_staging,
 )
-from dtri.runtime.tasks import Tasks
+from dtri.runtime.tasks import Tasks, paused_work_stealing
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes
 from dtri.runtime.wire_format import choose_wire_format
@@ -320,6 +320,9 @@ class Runtime:
     pinned: set[str] = field(default_factory=set, compare=False)
     """The workers that tasks of the run were pinned to (:meth:`dtri.runtime.tasks.Tasks.
     pinned` adds them; the stage timers watch them)."""
+    placements: dict[str, str] = field(default_factory=dict, compare=False)
+    """Where the run's placed tasks were placed, by key (:attr:`dtri.runtime.tasks.Tasks.
+    placements`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", Backend(self.backend))
@@ -341,7 +344,7 @@ class Runtime:
         """The task builder of a stage of this run."""
         return Tasks(self.staging, self.addresses, self.eager, self.meter, self.allocator,
                      self.budget.per_task if self.host_plan is not None else None,
-                     self.wire_format, self.pinned)
+                     self.wire_format, self.pinned, self.placements)
 
     def timer(self, progress: bool = False) -> StageTimer:
         """A stage timer for this run (eager runs on the GPU wait for its queued work at the
@@ -1126,6 +1129,7 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
         # an in-process GPU run beyond one task's budget reads its graph through cuDF
         beyond_one_task = (input_rows or 0) * row_bytes > runtime.budget.per_task
         with _staging_state(runtime), _reads_ahead(runtime), \
+                paused_work_stealing(runtime.client), \
                 _stage_meter(runtime) as runtime, _transfer_ledgers(runtime) as runtime, \
                 _device_pool(runtime, beyond_one_task) as runtime:
             yield runtime

@@ -25,6 +25,13 @@ OUTPUT_STAGE = "output"
 """The stage of Dask's own tasks beyond the read: those that make a result's collection, sum
 or first rows (``reset_index``, ``sum-tree``, ``first_rows``, ...)."""
 
+FAST_PREFIX = "split-stage"
+"""The task prefix of the tasks that pick one piece of a split (:meth:`dtri.runtime.tasks.
+Tasks.pick_pieces`): one of those that Dask's scheduler counts as taking a microsecond
+(``distributed.scheduler.default-task-durations``), which its work stealing never moves. A
+pick's key goes on ``<prefix>-<token>-dtri-<stage>-<token>-...``, its stage read after the
+first token."""
+
 TOKEN = re.compile(r"[0-9a-f]{32}")
 """A Dask token (:func:`dask.base.tokenize`): where a ``dtri-<stage>-...`` key's stage ends."""
 
@@ -35,6 +42,11 @@ def stage_of(key: Any) -> str | None:
     readers' and the generator's keys give ``read``; Dask's own gathering tasks ``None``;
     any other task :data:`OUTPUT_STAGE`."""
     name = key_split(key)
+    if name == FAST_PREFIX:  # a pick: the dtri key after the first token
+        first = key[0] if isinstance(key, tuple) and key else key
+        if isinstance(first, str) and "-dtri-" in first:
+            rest = first[first.index("-dtri-") + 1:]
+            return stage_of((rest, *key[1:]) if isinstance(key, tuple) else rest)
     if name in COLLECTING_KEYS:
         return None
     if name.startswith(READ_KEYS):

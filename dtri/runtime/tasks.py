@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from operator import getitem
 from typing import Any, TypeVar
@@ -40,6 +40,7 @@ from dask.base import tokenize
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.wire import pack_counts, pack_vertex_set, unpack
 from dtri.runtime.meter import StageMeter
+from dtri.runtime.stages import FAST_PREFIX
 from dtri.runtime.staging import Staging, folded
 from dtri.runtime.timer import out_of_memory
 
@@ -97,18 +98,30 @@ class Tasks:
     pinned_workers: set[str] = field(default_factory=set, compare=False)
     """The workers that :meth:`pinned` pinned tasks to (the run's set, shared with its stage
     timers, which fail a stage whose pinned worker left)."""
+    placements: dict[str, str] = field(default_factory=dict, compare=False)
+    """The worker each task placed by this run's tasks was placed on, by its key (the run's
+    dict): where :meth:`pick_pieces` places the picks of a split."""
 
     def task(self, stage: str, func: Callable[..., Any], *args: Any, key: tuple,
-             on_host: bool = False) -> Any:
+             on_host: bool = False, kind: str | None = None) -> Any:
         """A delayed call whose key names its stage (``dtri-<stage>-<token>-<index...>``),
         wrapped by the staging (``on_host``: a task that only looks at or picks from its
-        inputs, or moves its own data, runs as it is); eager: the call's value."""
+        inputs, or moves its own data, runs as it is); eager: the call's value. ``kind="pick"``
+        names a task that takes one piece of a split: ``split-stage-<token>-dtri-<stage>-
+        <token>-...`` (:data:`~dtri.runtime.stages.FAST_PREFIX`; its stage is read as any
+        other's, :func:`~dtri.runtime.stages.stage_of`)."""
         func = self.staging.wrap(func, on_host,
                                  moves_own_data=any(isinstance(arg, Staging) for arg in args))
         index = "-".join(str(part) for part in key)
+        token = EAGER_TOKEN if self.eager else tokenize(func, *args)
+        name = f"dtri-{stage}-{token}-{index}"
+        if kind == "pick":
+            name = f"{FAST_PREFIX}-{token}-{name}"
         if self.eager:
-            return self._run(f"dtri-{stage}-{EAGER_TOKEN}-{index}", stage, func, args)
-        name = f"dtri-{stage}-{tokenize(func, *args)}-{index}"
+            return self._run(name, stage, func, args)
+        placed = dask.get_annotations().get("workers")
+        if placed:
+            self.placements[name] = placed[0]
         return dask.delayed(func, pure=True)(*args, dask_key_name=name)
 
     def _run(self, name: str, stage: str, func: Callable[..., Any], args: tuple) -> Any:
@@ -202,7 +215,14 @@ class Tasks:
                     receivers: Mapping[int, Iterable[int]]) -> dict[tuple[int, int], Any]:
         """Piece ``j`` of each delayed split ``splits[i]`` (a ``{j: piece}``), for every ``j``
         in ``receivers[i]``, as its own task (``pick``, run where the split lives, so only
-        that piece travels), keyed ``(i, j)``.
+        that piece travels), keyed ``(i, j)``. A pick's task prefix is one that Dask's
+        scheduler counts as taking a microsecond (:data:`~dtri.runtime.stages.FAST_PREFIX`),
+        so it never steals one: under its stage's prefix, Dask took a pick for as costly as
+        the stage's real work and stole it to idle workers, which then pulled the whole split
+        (R-MAT 18 on 9 CPU workers: 0.37 bytes an edge more to one worker in the orient
+        stage; under a prefix of its own, unknown tasks' 0.5 s did the same). And a pick is
+        placed where its split was placed (:attr:`placements`): left to Dask, a pick went to
+        an idle worker rather than wait for its split's busy one, and pulled the split.
 
         The picks run split by split (a priority falling with ``i``): a split is a single
         stored result, which a worker short of memory moves to host memory or disk whole, and
@@ -212,9 +232,10 @@ class Tasks:
         top = max(splits, default=0) + 1
         picks = {}
         for i, split in splits.items():
-            with dask.annotate(priority=top - i):
-                picks.update({(i, j): self.task(stage, getitem, split, j, key=("pick", i, j),
-                                                on_host=True)
+            where = self.placements.get(str(getattr(split, "key", "")))
+            with dask.annotate(priority=top - i), placed_on(where):
+                picks.update({(i, j): self.task(stage, getitem, split, j, key=(i, j),
+                                                on_host=True, kind="pick")
                               for j in receivers[i]})
         return picks
 
@@ -236,43 +257,39 @@ class Tasks:
                                           key=("combine", j), on_host=on_host))
         return combined
 
-    def all_reduce(self, stage: str, func: Callable[..., Any], combine: Callable[..., Any],
-                   items: Sequence[Any], args: tuple, holders: Sequence[str | None], key: str,
-                   fmt: str, readers: Sequence[str | None] | None = None,
-                   fan_in: int = FAN_IN, sizes: Sequence[int] | None = None,
-                   holder_args: Mapping[str | None, tuple] | None = None,
-                   ) -> dict[str | None, Any]:
+    def reduce_scatter(self, stage: str, func: Callable[..., Any],
+                       combine: Callable[..., Any], items: Sequence[Any], args: tuple,
+                       holders: Sequence[str | None], key: str, fmt: str,
+                       fan_in: int = FAN_IN, sizes: Sequence[int] | None = None,
+                       ) -> list[Any]:
         """``combine`` over ``func(item, *args)`` for every item (a vertex-wide sum of
-        counts), as a copy of the whole sum on each worker of ``readers`` (default: the
-        ``holders``), keyed by its address. A reduce-scatter and an all-gather, so that no
-        worker receives more than about two sums' worth, however many workers hold items:
+        counts), as slices: the sum of vertex range ``k`` on the ``k``-th worker holding
+        items, packed in the wire format ``fmt`` (:func:`dtri.kernels.wire.pack_counts`).
 
         * each worker holding items sums its own (:meth:`reduce_over`, on that worker) and
           cuts the sum into one slice per such worker, by vertex range (``scatter``);
-        * worker ``k`` adds up slice ``k`` of every worker's sum (``slice-sum``);
-        * each reader joins every slice-sum into the whole (``gather``).
+        * worker ``k`` adds up slice ``k`` of every worker's sum (``slice-sum``).
 
-        Slices travel packed in the wire format ``fmt`` (:func:`dtri.kernels.wire.
-        pack_counts`). A tree would bring every holder's whole sum to one root, and the
-        root's copy to every reader: R-MAT 18 on 16 CPU workers received 0.55 and 1.1 bytes
-        an edge on one worker in its rank and orient stages. Without workers (an in-process
-        run) or with one holder, it is :meth:`reduce_over` shared by every reader.
-        ``holder_args``: as for :meth:`reduce_over`."""
-        readers = list(holders if readers is None else readers)
+        A task that needs the whole sum takes every slice-sum and joins them itself
+        (:func:`joined_slices`): a few packed slices cross to it, about a byte a vertex in
+        all, where a tree brought every holder's whole sum to one root and the root's copy
+        to every reader (R-MAT 18 on 16 CPU workers: 0.55 and 1.1 bytes an edge to one
+        worker in its rank and orient stages). A separate task that joined them would be
+        small enough for Dask to steal, and its vertex-wide result would then cross back
+        (0.18 bytes an edge for each such move of R-MAT 18's ranks). Without workers (an
+        in-process run) or with one holder, it is :meth:`reduce_over`'s sum, alone."""
         by_holder: dict[str | None, list[int]] = {}
         for i, holder in enumerate(holders):
             by_holder.setdefault(holder, []).append(i)
         if not self.workers or len(by_holder) < 2 or None in by_holder:
-            total = self.reduce_over(stage, func, combine, items, args, holders, key, fan_in,
-                                     sizes, holder_args)
-            return dict.fromkeys(readers, total)
+            return [self.reduce_over(stage, func, combine, items, args, holders, key, fan_in,
+                                     sizes)]
         owners = list(by_holder)
         cuts = {}
         for w, (holder, members) in enumerate(by_holder.items()):
             partial = self.reduce_over(stage, func, combine, [items[i] for i in members], args,
                                        [holder] * len(members), f"{key}-{w}", fan_in,
-                                       None if sizes is None else [sizes[i] for i in members],
-                                       holder_args)
+                                       None if sizes is None else [sizes[i] for i in members])
             with placed_on(holder):
                 cuts[w] = self.task(stage, vertex_slices, partial, len(owners), fmt,
                                     key=(key, "scatter", w), on_host=True)
@@ -283,19 +300,11 @@ class Tasks:
                 sums.append(self.task(stage, slice_sum, combine, fmt,
                                       *(picks[w, k] for w in cuts),
                                       key=(key, "slice-sum", k), on_host=True))
-        copies: dict[str | None, Any] = {}
-        for reader in dict.fromkeys(readers):
-            with placed_on(reader):
-                copies[reader] = self.task(stage, joined_slices, *sums,
-                                           key=(key, "gather", owners.index(reader)
-                                                if reader in owners else f"r{len(copies)}"),
-                                           on_host=True)
-        return copies
+        return sums
 
     def reduce_over(self, stage: str, func: Callable[..., Any], combine: Callable[..., Any],
                     items: Sequence[Any], args: tuple, holders: Sequence[str | None],
-                    key: str, fan_in: int = FAN_IN, sizes: Sequence[int] | None = None,
-                    holder_args: Mapping[str | None, tuple] | None = None) -> Any:
+                    key: str, fan_in: int = FAN_IN, sizes: Sequence[int] | None = None) -> Any:
         """``combine`` over ``func(item, *args)`` for every item (a vertex-wide sum or union),
         as a tree: one leaf per item, placed on the worker holding it (``holders``: Dask
         would otherwise move a partition to where a larger vertex-wide argument is), or, where
@@ -307,17 +316,14 @@ class Tasks:
         ``sizes`` (bytes, where known) add up to more than :attr:`fold_budget`, a worker folds
         them in several leaves of at most that many bytes each (:func:`fold_groups`), summed on
         that worker before the tree goes across the workers: the bytes that cross are those of
-        one leaf per worker either way. ``holder_args``: arguments of each holder's leaves
-        before ``args`` (a vertex-wide array that every worker holds a copy of, such as the
-        ranks: :meth:`all_reduce`). Without this, a worker's fold took every edge it held
+        one leaf per worker either way. Without this, a worker's fold took every edge it held
         at once: R-MAT 26 on one H100 under a 4 GiB pool and a 12 GiB host limit grew 9 GiB
         past Dask's spilling in each vertex-wide sum, to 13.2 GiB."""
         if not self.staging.folds_per_worker:  # each leaf where its item is, not the args
             leaves = []
             for i, (item, holder) in enumerate(zip(items, holders, strict=True)):
                 with placed_on(holder):
-                    leaves.append(self.task(stage, func, item, *_args_of(holder_args, holder),
-                                            *args, key=(key, i)))
+                    leaves.append(self.task(stage, func, item, *args, key=(key, i)))
             return self.tree(stage, combine, leaves, fan_in, places=holders)
         by_holder: dict[str | None, list[int]] = {}
         for i, holder in enumerate(holders):
@@ -326,8 +332,7 @@ class Tasks:
         for w, (holder, members) in enumerate(by_holder.items()):
             groups = fold_groups(members, sizes, self.fold_budget)
             with placed_on(holder):
-                folds = [self.task(stage, folded, self.staging, combine, func,
-                                   (*_args_of(holder_args, holder), *args),
+                folds = [self.task(stage, folded, self.staging, combine, func, args,
                                    *(items[i] for i in group),
                                    key=(key, "owner", w) if len(groups) == 1 else
                                    (key, "owner", w, g), on_host=True)
@@ -337,14 +342,9 @@ class Tasks:
         return self.tree(stage, combine, leaves, fan_in, places=list(by_holder))
 
 
-def _args_of(holder_args: Mapping[str | None, tuple] | None, holder: str | None) -> tuple:
-    """The arguments of a holder's leaves (:meth:`Tasks.reduce_over`)."""
-    return () if holder_args is None else tuple(holder_args[holder])
-
-
 def vertex_slices(counts: Any, slices: int, fmt: str) -> dict[int, Any]:
     """A vertex-wide array cut into ``slices`` ranges of about equal length, each packed in
-    the wire format ``fmt`` (the scatter of :meth:`Tasks.all_reduce`)."""
+    the wire format ``fmt`` (the scatter of :meth:`Tasks.reduce_scatter`)."""
     counts = unpack(counts)
     length = int(counts.shape[0])
     return {k: pack_counts(counts[length * k // slices: length * (k + 1) // slices].copy(), fmt)
@@ -357,8 +357,11 @@ def slice_sum(combine: Callable[..., Any], fmt: str, *slices: Any) -> Any:
 
 
 def joined_slices(*sums: Any) -> Any:
-    """The whole vertex-wide sum from its ranges' slice-sums, in order."""
+    """The whole vertex-wide sum from its ranges' slice-sums (:meth:`Tasks.reduce_scatter`),
+    in order, packed or not."""
     arrays = [unpack(piece) for piece in sums]
+    if len(arrays) == 1:
+        return arrays[0]
     xp = array_module(arrays[0])
     return xp.concatenate(arrays)
 
@@ -427,6 +430,51 @@ class EagerValues(Mapping):
 
     def __dask_tokenize__(self) -> str:
         return self.name
+
+
+PAUSE_STEALING = "dtri.pause-work-stealing"
+
+
+@contextmanager
+def paused_work_stealing(client: Any) -> Iterator[None]:
+    """Dask's work stealing paused on the scheduler of ``client`` for as long as the block
+    lasts (``dtri.pause-work-stealing``), and started again after it where it ran before.
+
+    Every task of a run is placed where its data is (:func:`placed_on`, :meth:`Tasks.
+    pinned`), and stealing moved tasks away from their inputs to idle workers, which then
+    pulled those inputs: on R-MAT 18 with 9 single-threaded CPU workers, a sender's keys
+    (1.8 bytes an edge) to one worker, and each stage's cheap tasks along with its costly
+    ones, since Dask times a stage's tasks together. The placement stays loose, so a lost
+    worker's tasks still run elsewhere. A scheduler that runs no code of the client's
+    (``distributed.scheduler.pickle`` off) keeps stealing."""
+    if client is None or not dask.config.get(PAUSE_STEALING):
+        yield
+        return
+
+    async def pause(dask_scheduler: Any) -> bool:
+        stealing = dask_scheduler.extensions.get("stealing")
+        if stealing is None or "stealing" not in dask_scheduler.periodic_callbacks:
+            return False
+        stopped = stealing.stop()  # a coroutine in the distributed dtri requires
+        if hasattr(stopped, "__await__"):
+            await stopped
+        return True
+
+    async def resume(dask_scheduler: Any) -> None:
+        started = dask_scheduler.extensions["stealing"].start()
+        if hasattr(started, "__await__"):
+            await started
+
+    try:
+        paused = bool(client.run_on_scheduler(pause))
+    except Exception:  # the scheduler refuses to run it: it keeps stealing
+        paused = False
+    try:
+        yield
+    finally:
+        if paused:
+            with suppress(Exception):
+                client.run_on_scheduler(resume)
 
 
 def placed_on(worker: str | None) -> AbstractContextManager:

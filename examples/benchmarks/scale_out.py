@@ -137,13 +137,14 @@ def run_arm(graph: Path, workers: int, name: str, tree: Path, timeout: int,
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def on_nodes(graph: Path, nodes: int, rate: str | None, timeout: int) -> dict[str, Any]:
+def on_nodes(graph: Path, nodes: int, rate: str | None, timeout: int,
+             memory_limit: str) -> dict[str, Any]:
     """The ``dtri`` arm on ``nodes`` namespaced workers behind links of ``rate``, with the
     bytes each node's link received (the kernel's count, framing included)."""
     sys.path.insert(0, str(ROOT / "cluster"))
     from netns import namespace_cluster
 
-    with namespace_cluster(nodes, rate) as cluster:
+    with namespace_cluster(nodes, rate, memory_limit=memory_limit) as cluster:
         before = cluster.nodes.received_bytes()
         seconds, result = count(graph, cluster.address, [], {}, ROOT, timeout)
         after = cluster.nodes.received_bytes()
@@ -196,7 +197,7 @@ def main() -> None:
     parser.add_argument("--rate", default="1gbit", help="the nodes' links (tc's rate)")
     parser.add_argument("--arms", default="", help=f"more arms of this tree: {', '.join(ARMS)}")
     parser.add_argument("--baseline", default=None, help="a commit to run as an arm")
-    parser.add_argument("--memory-limit", default="1.4GiB", help="per local worker")
+    parser.add_argument("--memory-limit", default="1.4GiB", help="per worker")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per command")
     parser.add_argument("--folder", type=Path, default=None, help="for the graphs and trees")
     parser.add_argument("--out", default=None)
@@ -214,8 +215,9 @@ def main() -> None:
                     for name, tree in trees.items()}
             emit(line(spec, workers, arms, "dtri", cluster="local"), args.out)
         for nodes in (int(w) for w in args.nodes.split(",") if w):
-            arms = {f"links {args.rate}": on_nodes(graph, nodes, args.rate, args.timeout),
-                    "unshaped": on_nodes(graph, nodes, None, args.timeout)}
+            arms = {f"links {args.rate}": on_nodes(graph, nodes, args.rate, args.timeout,
+                                                   args.memory_limit),
+                    "unshaped": on_nodes(graph, nodes, None, args.timeout, args.memory_limit)}
             emit(line(spec, nodes, arms, f"links {args.rate}", cluster="namespaces",
                       rate=args.rate), args.out)
 

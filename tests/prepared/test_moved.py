@@ -16,29 +16,34 @@ FLOOR = 1 << 20
 
 def test_the_terms_of_two_folding_workers():
     """R-MAT 26's shape on two GPU workers (leaves folded per worker), in the raw wire
-    format: the merged marks once, to the worker without them, then each vertex-wide sum
-    by an all-reduce, int32 (the work float32): each worker receives the other's half of
-    the sum and the other half of the total, one array in all; in the orient stage the
-    first worker receives the out-degrees and the work, the other the out-degrees; the
-    sort's pieces in proportion to the partitions."""
-    n, wide, work = 32_804_535, 4 * 32_804_535, 4 * 32_804_535
+    format. The merged marks once, to the worker without them. Each vertex-wide sum is
+    reduce-scattered (each worker receives the other's half of its slice) and gathered by
+    its readers (the other half of the total): the degrees by the first worker (the ids and
+    degrees by rank), then by both again in the orient stage (each out-degree task ranks
+    the vertices itself) and in the sort (the splits rank too); the out-degrees by both, the
+    work (float32) by the first. The sort's pieces in proportion to the partitions."""
+    n, wide = 32_804_535, 4 * 32_804_535
+    low, high = 4 * (n // 2), 4 * (n - n // 2)  # the two slices, int32
     shape = PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True, "intersect",
                              (1 << 26) - 1)
     predicted = moved_prepare(shape, [100, 300], n)
     assert predicted["vertices"] == predicted["canonicalize"] == 1 << 26
-    assert predicted["rank"] == predicted["degree"] == wide
-    assert predicted["orient"] == wide + work
-    assert predicted["sort"] == 8 * (1 << 29) * 300 // (1 << 30)  # partition 1 from worker 0
+    assert predicted["rank"] == predicted["degree"] == wide  # its slice, then the other
+    # the degrees' other slice; the out-degrees: the other's part of its slice and the other
+    # slice; the work: the same
+    assert predicted["orient"] == high + 2 * wide
+    pieces = 8 * (1 << 29) * 300 // (1 << 30)  # partition 1 from worker 0
+    assert predicted["sort"] == low + pieces
     assert predicted["plan"] == 0
     wedges = moved_prepare(PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True,
                                             "wedges", (1 << 26) - 1), [100, 300], n)
-    assert wedges["orient"] == wide  # no tree of work: the ranks, or the out-degrees' leaf
+    assert wedges["orient"] == high + wide  # the degrees' other slice; the out-degrees
     sampled = moved_prepare(PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True,
                                              "intersect", (1 << 26) - 1, False, 128),
                             [100, 300], n)
-    # the out-degrees' leaf and the other sender's sample (its 200 of the 400 keys, over 128)
-    # to the root, where one task cuts the ranges; no tree of work, no out-degrees sent back
-    assert sampled["orient"] == wide + 8 * 200 // 128
+    # the out-degrees to the first worker, with the other sender's sample (its 200 of the
+    # 400 keys, over 128), where one task cuts the ranges; no work summed
+    assert sampled["orient"] == high + wide + 8 * 200 // 128
 
 
 def test_counts_past_int32_cross_as_int64():
