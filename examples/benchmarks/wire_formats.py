@@ -71,7 +71,7 @@ def main() -> None:
                        for piece in cyclic_pieces(part, q, "raw").values()]
                 for fmt in WIRE_FORMATS:
                     pack_seconds, packed = best(
-                        lambda fmt=fmt: [cyclic_block(fmt, block) for block in raw],
+                        lambda fmt=fmt, raw=raw: [cyclic_block(fmt, block) for block in raw],
                         args.repeat, wait)
                     unpack_seconds, _ = best(
                         lambda packed=packed: [unpack_rows(block) for block in packed],
