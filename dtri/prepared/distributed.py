@@ -44,7 +44,7 @@ from dtri.kernels.canonicalize import (
 )
 from dtri.kernels.counting import add_counts, narrow_counts, wide_counts
 from dtri.kernels.csr import as_csr, edge_degrees, from_keys, keys_of, stored
-from dtri.kernels.dispatch import array_module, sort_keys, to_host
+from dtri.kernels.dispatch import array_module, is_device_object, sort_keys, to_host
 from dtri.kernels.orient import (
     PEEL_ROUNDS,
     WORK_MODELS,
@@ -151,7 +151,7 @@ def packed_split(keys: Any, rank: Any | None, bounds: list[int], vertices: int,
     ``j``, packed in the wire format ``fmt`` (:func:`~dtri.kernels.wire.pack_sorted_keys`):
     sorted once, so that each piece is a run of whole adjacency lists, a degree per source
     and its targets as gaps. ``raw``: the keys of each piece as they are."""
-    rank = resolved_rank(rank)
+    rank = resolved_rank(rank, keys)
     if fmt == "raw":
         return oriented_split(keys, rank, bounds, vertices)
     bits = checked_key_bits(vertices)
@@ -246,7 +246,7 @@ def sampled_bounds(rank: Any | None, out_degree: Any | None, vertices: int, part
     stride's share of the keys, where a tree received a vertex-wide array for each
     sender."""
     keys = concatenated([unpack(sample) for sample in samples])
-    rank, out_degree = resolved_rank(rank), resolved_counts(out_degree)
+    rank, out_degree = resolved_rank(rank, keys), resolved_counts(out_degree, keys)
     work = oriented_out_degree(keys, rank, vertices) if out_degree is None else \
         oriented_intersection_work(keys, rank, out_degree, vertices)
     return source_bounds(work, parts)
@@ -440,6 +440,8 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
         sums = tasks.reduce_scatter("rank", sender_degrees, add_counts, keys.parts, (n,),
                                     keys.holders, "degree", fmt, fan_in, keys.sizes)
         rank: Any = list(sums)
+        if not tasks.workers:  # in process: nothing crosses, and nothing is stolen
+            rank = tasks.task("rank", resolved_rank, rank, key=("rank",))
         rounds = None
         with placed_on(first):
             ids = tasks.task("rank", ids_of_sums, vertices, *sums, key=("ids",))
@@ -473,18 +475,29 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
     return rank, ids, degree, rounds, sums
 
 
-def resolved_rank(rank: Any) -> Any:
+def resolved_rank(rank: Any, like: Any = None) -> Any:
     """The rank of every vertex (int64 by dense id, or ``None`` for the id orientation) from
     what a task received (:func:`ranked_by`): the ranks themselves, or the degree sums'
-    slices (a list, the degree orientation), from which it ranks the vertices itself."""
+    slices (a list, the degree orientation), from which it ranks the vertices itself; in
+    the array library of ``like`` where given (a slice packed on the host unpacks there)."""
     if isinstance(rank, list):
-        return rank_and_order(joined_slices(*rank), "degree")[0]
-    return rank
+        rank = rank_and_order(joined_slices(*rank), "degree")[0]
+    return same_library(rank, like)
 
 
-def resolved_counts(counts: Any) -> Any:
-    """A vertex-wide sum from what a task received: the sum, or its slices (a list)."""
-    return joined_slices(*counts) if isinstance(counts, list) else counts
+def resolved_counts(counts: Any, like: Any = None) -> Any:
+    """A vertex-wide sum from what a task received: the sum, or its slices (a list); in the
+    array library of ``like`` where given."""
+    return same_library(joined_slices(*counts) if isinstance(counts, list) else counts, like)
+
+
+def same_library(values: Any, like: Any) -> Any:
+    """``values`` as an array of ``like``'s library (the device's where ``like`` is there),
+    or as they are (``None``, or ``like`` not given)."""
+    if values is None or like is None or is_device_object(values) == is_device_object(like):
+        return values
+    return array_module(like).asarray(to_host(values) if not is_device_object(like)
+                                      else values)
 
 
 def ids_of_sums(vertices: Any, *sums: Any) -> Any:
@@ -516,7 +529,7 @@ def sender_degrees(keys: Any, vertices: int) -> Any:
 def sender_out_degrees(keys: Any, rank: Any | None, vertices: int) -> Any:
     """:func:`~dtri.kernels.orient.oriented_out_degree` of a sender's keys, int32 where they
     fit (``rank`` as :func:`resolved_rank` takes it)."""
-    return narrow_counts(oriented_out_degree(keys, resolved_rank(rank), vertices),
+    return narrow_counts(oriented_out_degree(keys, resolved_rank(rank, keys), vertices),
                          int(keys.shape[0]))
 
 
@@ -524,8 +537,8 @@ def sender_work(keys: Any, rank: Any | None, out_degree: Any, vertices: int) -> 
     """:func:`~dtri.kernels.orient.oriented_intersection_work` of a sender's keys, as
     float32: the work only balances the sort's ranges, and a float32 value is exact to
     one part in 16 million, which moves no cut by more than that share of the work."""
-    work = oriented_intersection_work(keys, resolved_rank(rank), resolved_counts(out_degree),
-                                      vertices)
+    work = oriented_intersection_work(keys, resolved_rank(rank, keys),
+                                      resolved_counts(out_degree, keys), vertices)
     return work.astype(array_module(work).float32)
 
 

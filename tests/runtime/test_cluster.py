@@ -452,3 +452,27 @@ def test_a_stage_waiting_on_a_pinned_worker_that_left_fails_in_one_line():
                                                   "during the cannon_rounds stage"):
             timer.compute("cannon_rounds", stranded)
         assert time.monotonic() - started < 30
+
+
+def test_a_run_pauses_work_stealing_while_it_holds_the_cluster():
+    """Every task of a run is placed where its data is: the run pauses Dask's work stealing
+    while it holds the cluster, and starts it again after (dtri.pause-work-stealing)."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from dtri.options import Options
+    from dtri.runtime.session import open_runtime
+
+    def stealing(dask_scheduler) -> bool:
+        return "stealing" in dask_scheduler.periodic_callbacks
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
+        assert client.run_on_scheduler(stealing)
+        with open_runtime(Options(backend="cpu")):
+            assert not client.run_on_scheduler(stealing)
+        assert client.run_on_scheduler(stealing)
+        with dask.config.set({"dtri.pause-work-stealing": False}), \
+                open_runtime(Options(backend="cpu")):
+            assert client.run_on_scheduler(stealing)
