@@ -54,6 +54,7 @@ from dtri.kernels.cyclic import (
     round_triangles,
     round_vertex_triangles,
 )
+from dtri.kernels.strategy import cpu_kernel
 from dtri.kernels.wire import pack_counts, packed_bytes, packed_rows, unpack
 from dtri.options import DECOMPOSITIONS
 from dtri.runtime.link import probed_bandwidth
@@ -410,6 +411,7 @@ def cannon_rounds(graph: PreparedGraph, q: int, timer: StageTimer | None = None,
     later round was not waiting yet (R-MAT 18 on a 3 x 3 grid: 0.80 bytes an edge to a
     worker predicted to pull 0.55)."""
     tasks, n = graph.tasks, graph.vertices
+    kernel = "hash" if graph.backend.on_gpu else cpu_kernel(n)  # as the 1D join's
     blocks = cyclic_blocks(graph, q, timer)
     results = []
     for g, assigned in enumerate(round_assignment(q)):
@@ -427,12 +429,12 @@ def cannon_rounds(graph: PreparedGraph, q: int, timer: StageTimer | None = None,
                 pair = (held[x * q + y], held[x * q + z], held[y * q + z])
                 if mode == "count":
                     rounds.append(tasks.task("cannon-round", round_triangles, pair, x, y, z, q,
-                                             n, key=(mode, g, t)))
+                                             n, kernel, key=(mode, g, t)))
                 else:
                     before = rounds[-1] if rounds else None
                     credit = round_vertex_triangles if mode == "vertex" else round_edge_credits
                     rounds.append(tasks.task("cannon-round", credit, pair, x, y, z, q, n,
-                                             before, key=(mode, g, t)))
+                                             before, kernel, key=(mode, g, t)))
         results.extend(rounds if mode == "count" else rounds[-1:])
     return results
 

@@ -189,25 +189,27 @@ def round_inputs(arrived: tuple[tuple, tuple, tuple], x: int, y: int, z: int, q:
 
 
 def round_triangles(arrived: tuple[tuple, tuple, tuple], x: int, y: int, z: int, q: int,
-                    vertices: int) -> int:
-    """Triangles found in round ``(x, y, z)``, from its blocks once they arrived."""
+                    vertices: int, kernel: str = "hash") -> int:
+    """Triangles found in round ``(x, y, z)``, from its blocks once they arrived, by the
+    fused join's ``kernel`` (on the CPU, :func:`~dtri.kernels.strategy.cpu_kernel`'s)."""
     part, group = round_inputs(arrived, x, y, z, q, vertices)
-    return intersect(part, group).triangles
+    return intersect(part, group, kernel=kernel).triangles
 
 
 def round_vertex_triangles(arrived: tuple[tuple, tuple, tuple], x: int, y: int, z: int, q: int,
-                           vertices: int, before: Any = None) -> Any:
+                           vertices: int, before: Any = None, kernel: str = "hash") -> Any:
     """The triangles at each rank found in round ``(x, y, z)`` (int64, one per rank), added
     to ``before`` (the worker's earlier rounds) where given."""
     part, group = round_inputs(arrived, x, y, z, q, vertices)
-    found = intersect(part, group, credits=True)
+    found = intersect(part, group, credits=True, kernel=kernel)
     xp = array_module(part.offsets)
     out = xp.zeros(vertices, dtype=xp.int64) if before is None else before.copy()
     return vertex_credits(part, found.uv, found.uw, vertices, out=out)
 
 
 def round_edge_credits(arrived: tuple[Any, Any, Any], x: int, y: int, z: int, q: int,
-                       vertices: int, before: dict[int, Any] | None = None) -> dict[int, Any]:
+                       vertices: int, before: dict[int, Any] | None = None,
+                       kernel: str = "hash") -> dict[int, Any]:
     """The triangles on each edge found in round ``(x, y, z)``, by the block that holds the
     edge (keyed ``r·q + s``: int64, one per edge of the block, in its order), added to
     ``before`` (the worker's earlier rounds, whose arrays are added to in place).
@@ -222,7 +224,7 @@ def round_edge_credits(arrived: tuple[Any, Any, Any], x: int, y: int, z: int, q:
     else:
         union, places = merged_with_places(own, rows_block)
     found = intersect(spread(union, x, q, vertices), spread(lists_block, y, q, vertices),
-                      credits=True, group_credits=True)
+                      credits=True, group_credits=True, kernel=kernel)
     xp = array_module(union[1])
     credits = found.uv.astype(xp.int64) + found.uw
     out = {} if before is None else before

@@ -519,7 +519,7 @@ def degrees_of_sums(*sums: Any) -> Any:
 # narrow_counts`): a count within one sender's distinct edges, or one sorted partition's, is
 # at most its edges, since no edge is a self-loop. The sums stay int32 while they fit
 # (:func:`~dtri.kernels.counting.add_counts`), and the degrees the analytics read are int64.
-# The fused join's work travels as float32.
+# The fused join's work travels as whole steps (int64, narrowed by the wire format).
 
 def sender_degrees(keys: Any, vertices: int) -> Any:
     """:func:`~dtri.kernels.orient.degree_counts` of a sender's keys, int32 where they fit."""
@@ -534,12 +534,14 @@ def sender_out_degrees(keys: Any, rank: Any | None, vertices: int) -> Any:
 
 
 def sender_work(keys: Any, rank: Any | None, out_degree: Any, vertices: int) -> Any:
-    """:func:`~dtri.kernels.orient.oriented_intersection_work` of a sender's keys, as
-    float32: the work only balances the sort's ranges, and a float32 value is exact to
-    one part in 16 million, which moves no cut by more than that share of the work."""
+    """:func:`~dtri.kernels.orient.oriented_intersection_work` of a sender's keys, rounded
+    up to whole steps: the work only balances the sort's ranges, which a step does not
+    move. As counts, they pack as counts do (:func:`dtri.kernels.wire.pack_counts`), where
+    float32 packed to 3-4 bytes a vertex."""
     work = oriented_intersection_work(keys, resolved_rank(rank, keys),
                                       resolved_counts(out_degree, keys), vertices)
-    return work.astype(array_module(work).float32)
+    xp = array_module(work)
+    return xp.ceil(work).astype(xp.int64)
 
 
 def source_bounds_of(work: Any, parts: int) -> list[int]:

@@ -634,7 +634,8 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
             with placed_on(prepared.first_holder):  # where the summed degrees are
                 counts.append(tasks.task("plan", count_factors, prepared.degree_sum,
                                          prepared.vertex_set, len(set(sender_holders)),
-                                         len(senders), tasks.wire_format, key=("counts",)))
+                                         len(senders), runtime.backend.on_gpu,
+                                         tasks.wire_format, key=("counts",)))
         # each summary its own collection: a list would be gathered on a worker by a task
         # of its own first (Dask's finalize), a hop between the workers and the client
         vertices, bounds, orientation, reason, largest, *rest = timer.compute(
@@ -642,10 +643,11 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
             largest, *counts, *pieces, *summary_tasks)
         wire = WireFactors()
         if measured:
-            count, total, out, out_total, sender_set, merged_set, header = rest[0]
+            count, total, out, out_total, work, work_total, sender_set, merged_set, header = \
+                rest[0]
             keyed = rest[1: 1 + len(pieces)]
-            wire = WireFactors(count, total, out, out_total, sender_set, merged_set,
-                               tuple(k for k, _ in keyed),
+            wire = WireFactors(count, total, out, out_total, work, work_total, sender_set,
+                               merged_set, tuple(k for k, _ in keyed),
                                sum(s for _, s in keyed) / max(len(keyed), 1), header)
         summaries = rest[len(counts) + len(pieces):]
         return PreparedFacts(int(vertices), [PartitionSummary(*s) for s in summaries],

@@ -104,6 +104,10 @@ class WireFactors:
     """Per vertex of a slice of one worker's out-degree counts."""
     out_total: float | None = None
     """Per vertex of a slice of the summed out-degrees."""
+    work: float | None = None
+    """Per vertex of a slice of one worker's join work (whole steps; ``raw``: int64)."""
+    work_total: float | None = None
+    """Per vertex of a slice of the summed join work."""
     sender_set: int | None = None
     """A sender's vertex set (``raw``: :func:`vertex_set_bytes`)."""
     merged_set: int | None = None
@@ -129,20 +133,24 @@ def thinned(counts: Any, share: float, seed: int = 0) -> Any:
 
 
 def count_factors(degree_sums: list[Any], vertex_set: Any, holders: int, senders: int,
-                  fmt: str) -> tuple[float, float, float, float, int, int, int]:
+                  on_gpu: bool, fmt: str,
+                  ) -> tuple[float, float, float, float, float, float, int, int, int]:
     """The count and vertex-set factors of :class:`WireFactors` (a task where the summed
     degree counts are), measured by packing, in the wire format ``fmt``: slices of the
     summed degrees, and of them thinned as one of ``holders`` workers holds them (a binomial
     draw of each vertex's edges; out-degrees: half of them); the merged vertex set, and the
     set of the vertices one of ``senders`` senders sees (those that keep an edge once
-    thinned). Returns ``count, count_total, out, out_total, sender_set, merged_set,
-    header``."""
+    thinned). The join's work of a source is mostly :func:`~dtri.kernels.orient.
+    join_edge_cost` steps an out-edge (on the GPU where ``on_gpu``), so it is measured on
+    the out-degrees times that. Returns ``count, count_total, out, out_total, work, work_total,
+    sender_set, merged_set, header``."""
     import numpy as np
     from dask.sizeof import sizeof
 
     from dtri.kernels.canonicalize import is_marks, vertex_ids
     from dtri.kernels.counting import narrow_counts
     from dtri.kernels.dispatch import to_host
+    from dtri.kernels.orient import join_edge_cost
     from dtri.kernels.wire import pack_counts, pack_vertex_set, packed_bytes, unpack
 
     total = to_host(joined_slices(*degree_sums)).astype(np.int64)
@@ -164,10 +172,15 @@ def count_factors(degree_sums: list[Any], vertex_set: Any, holders: int, senders
         seen = kept
     merged = pack_vertex_set(vertices, fmt)
     header = sizeof(merged) - packed_bytes(merged)
-    return (per_vertex(mine), per_vertex(total), per_vertex(thinned(out, 1 / max(holders, 1),
-                                                                     seed=3)),
-            per_vertex(out), packed_bytes(pack_vertex_set(seen, fmt)), packed_bytes(merged),
-            int(header))
+    out_mine = thinned(out, 1 / max(holders, 1), seed=3)
+    cost = max(1, int(np.ceil(join_edge_cost(on_gpu, n))))
+
+    def per_vertex_work(counts: Any) -> float:
+        return packed_bytes(pack_counts(counts * cost, fmt)) / n
+
+    return (per_vertex(mine), per_vertex(total), per_vertex(out_mine), per_vertex(out),
+            per_vertex_work(out_mine), per_vertex_work(out),
+            packed_bytes(pack_vertex_set(seen, fmt)), packed_bytes(merged), int(header))
 
 
 def piece_factors(part: Any, vertices: int, senders: int, stride: int, fmt: str
@@ -306,11 +319,11 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     * ``vertices``: the tree over each sender's vertex set;
     * ``canonicalize``: the merged vertex set, one copy to each worker holding a sender;
     * ``rank``: with the degree orientation, the senders' degree counts summed by a
-      reduce-scatter (:meth:`Flow.scatter`), whose slice-sums the first sender's worker
-      gathers (:meth:`Flow.gather`: the ids and degrees by rank); else a tree of them, the
-      ranks made at its root and spread as int32;
-    * ``orient``: the degree slice-sums to every worker holding senders, whose out-degree
-      tasks rank the vertices themselves; the out-degrees, reduce-scattered and gathered by
+      reduce-scatter (:meth:`Flow.scatter`); else a tree of them, the ranks made at its root
+      and spread as int32;
+    * ``orient``: the degree slice-sums to every worker holding senders (:meth:`Flow.
+      gather`), whose out-degree tasks rank the vertices themselves (on the first, the ids
+      and degrees by rank take the same copy); the out-degrees, reduce-scattered and gathered by
       the first sender's worker, with every sender's sample (packed keys, the sort's over
       the stride) where the ranges are cut from one; without a sample, with the fused join's
       work model, the out-degrees to every worker holding senders and the work (float32) to
@@ -345,7 +358,8 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     if wire.count is None:  # raw: int32 where the counts fit
         fits = vertices <= INT32_MAX + 1 and max(rows, default=0) <= INT32_MAX
         each = BYTES_PER_NARROW_VERTEX if fits else BYTES_PER_VERTEX
-        wire = replace(wire, count=each, count_total=each, out=each, out_total=each)
+        wire = replace(wire, count=each, count_total=each, out=each, out_total=each,
+                       work=BYTES_PER_VERTEX, work_total=BYTES_PER_VERTEX)
     readers = set(holders)
     first = holders[0]
     total_rows = max(sum(rows), 1)
@@ -364,11 +378,13 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     counts = packed((wire.count_total or BYTES_PER_NARROW_VERTEX) * n)  # a sum sent whole
     degrees = (wire.count, wire.count_total)
     outs = (wire.out, wire.out_total)
-    narrow = (BYTES_PER_NARROW_VERTEX, BYTES_PER_NARROW_VERTEX)
+    works = (wire.work, wire.work_total)
     if shape.orientation == "degree":  # the degree sums' slices, ranked by every reader
         owners = flow.scatter("rank", holders, n, degrees, wire.header)
-        flow.gather("rank", owners, n, degrees, wire.header, {first})  # the ids, degrees
-        flow.gather("orient", owners, n, degrees, wire.header, readers)  # out-degree leaves
+        # every holder's out-degree tasks, and on the first the ids and degrees by rank,
+        # which take the slice-sums when its out-degree tasks do: one fetch, filed under
+        # whichever stage asked first (orient, as measured)
+        flow.gather("orient", owners, n, degrees, wire.header, readers)
     else:  # a tree, the ranks made at its root beside the ids, and spread as they are
         ranked = flow.tree("rank", leaves_of([(h, counts) for h in holders], folds), counts,
                            fan_in)
@@ -386,8 +402,8 @@ def moved_prepare(shape: PreparationShape, partition_edges: Sequence[int],
     elif shape.work_model == "intersect":  # out-degrees to every holder, work to one
         owners = flow.scatter("orient", holders, n, outs, wire.header)
         flow.gather("orient", owners, n, outs, wire.header, readers)
-        owners = flow.scatter("orient", holders, n, narrow, wire.header)
-        flow.gather("orient", owners, n, narrow, wire.header, {first})
+        owners = flow.scatter("orient", holders, n, works, wire.header)
+        flow.gather("orient", owners, n, works, wire.header, {first})
     else:
         owners = flow.scatter("orient", holders, n, outs, wire.header)
         flow.gather("orient", owners, n, outs, wire.header, {first})

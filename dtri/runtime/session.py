@@ -72,7 +72,7 @@ from dtri.runtime.staging import (
     pinned_share,
     resolve_staging,
 )
-from dtri.runtime.tasks import Tasks, paused_work_stealing
+from dtri.runtime.tasks import Tasks, kept_placement
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes
 from dtri.runtime.wire_format import choose_wire_format
@@ -1129,7 +1129,7 @@ def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int |
         # an in-process GPU run beyond one task's budget reads its graph through cuDF
         beyond_one_task = (input_rows or 0) * row_bytes > runtime.budget.per_task
         with _staging_state(runtime), _reads_ahead(runtime), \
-                paused_work_stealing(runtime.client), \
+                kept_placement(runtime.client), \
                 _stage_meter(runtime) as runtime, _transfer_ledgers(runtime) as runtime, \
                 _device_pool(runtime, beyond_one_task) as runtime:
             yield runtime

@@ -18,20 +18,21 @@ def test_the_terms_of_two_folding_workers():
     """R-MAT 26's shape on two GPU workers (leaves folded per worker), in the raw wire
     format. The merged marks once, to the worker without them. Each vertex-wide sum is
     reduce-scattered (each worker receives the other's half of its slice) and gathered by
-    its readers (the other half of the total): the degrees by the first worker (the ids and
-    degrees by rank), then by both again in the orient stage (each out-degree task ranks
-    the vertices itself) and in the sort (the splits rank too); the out-degrees by both, the
-    work (float32) by the first. The sort's pieces in proportion to the partitions."""
+    its readers (the other half of the total): the degrees by both in the orient stage
+    (each out-degree task ranks the vertices itself) and again in the sort (the splits rank
+    too); the out-degrees by both, the work (int64) by the first. The sort's pieces in
+    proportion to the partitions."""
     n, wide = 32_804_535, 4 * 32_804_535
     low, high = 4 * (n // 2), 4 * (n - n // 2)  # the two slices, int32
     shape = PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True, "intersect",
                              (1 << 26) - 1)
     predicted = moved_prepare(shape, [100, 300], n)
     assert predicted["vertices"] == predicted["canonicalize"] == 1 << 26
-    assert predicted["rank"] == predicted["degree"] == wide  # its slice, then the other
+    assert predicted["rank"] == high  # the other's part of the larger slice
+    assert predicted["degree"] == wide  # its slice, then the other
     # the degrees' other slice; the out-degrees: the other's part of its slice and the other
-    # slice; the work: the same
-    assert predicted["orient"] == high + 2 * wide
+    # slice; the work (int64): the same
+    assert predicted["orient"] == high + wide + 2 * wide
     pieces = 8 * (1 << 29) * 300 // (1 << 30)  # partition 1 from worker 0
     assert predicted["sort"] == low + pieces
     assert predicted["plan"] == 0
@@ -47,10 +48,11 @@ def test_the_terms_of_two_folding_workers():
 
 
 def test_counts_past_int32_cross_as_int64():
-    """More than 2**31 vertices: the counts and ranks cross as int64."""
+    """More than 2**31 vertices: the counts cross as int64 (in the rank stage, the other
+    worker's part of the larger slice of the degrees)."""
     n = 2**31 + 1
     shape = PreparationShape(2, (1 << 29, 1 << 29), (0, 1), 32, True, "wedges", n - 1)
-    assert moved_prepare(shape, [100, 300], n)["rank"] == 8 * n
+    assert moved_prepare(shape, [100, 300], n)["rank"] == 8 * (n - n // 2)
 
 
 def test_one_worker_moves_nothing_and_one_task_moves_only_its_inputs():

@@ -454,9 +454,10 @@ def test_a_stage_waiting_on_a_pinned_worker_that_left_fails_in_one_line():
         assert time.monotonic() - started < 30
 
 
-def test_a_run_pauses_work_stealing_while_it_holds_the_cluster():
+def test_a_run_pauses_work_stealing_and_memory_management_while_it_holds_the_cluster():
     """Every task of a run is placed where its data is: the run pauses Dask's work stealing
-    while it holds the cluster, and starts it again after (dtri.pause-work-stealing)."""
+    and active memory manager while it holds the cluster, and starts them again after
+    (dtri.keep-placement)."""
     import dask
     from distributed import Client, LocalCluster
 
@@ -469,10 +470,10 @@ def test_a_run_pauses_work_stealing_while_it_holds_the_cluster():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
             Client(cluster) as client:
-        assert client.run_on_scheduler(stealing)
+        assert client.run_on_scheduler(stealing) and client.amm.running()
         with open_runtime(Options(backend="cpu")):
-            assert not client.run_on_scheduler(stealing)
-        assert client.run_on_scheduler(stealing)
-        with dask.config.set({"dtri.pause-work-stealing": False}), \
+            assert not client.run_on_scheduler(stealing) and not client.amm.running()
+        assert client.run_on_scheduler(stealing) and client.amm.running()
+        with dask.config.set({"dtri.keep-placement": False}), \
                 open_runtime(Options(backend="cpu")):
-            assert client.run_on_scheduler(stealing)
+            assert client.run_on_scheduler(stealing) and client.amm.running()
