@@ -163,9 +163,14 @@ def undo_row_deltas(gaps: Any, offsets: Any) -> Any:
     if not total.shape[0]:
         return total
     degree = offsets[1:] - offsets[:-1]
-    before = total[offsets[:-1][degree > 0]] - gaps[offsets[:-1][degree > 0]]
-    # each entry's row among the rows that have entries
-    row = xp.searchsorted(offsets[1:][degree > 0], xp.arange(total.shape[0]), side="right")
+    filled = degree > 0
+    starts = offsets[:-1][filled]
+    before = total[starts] - gaps[starts]  # the running sum before each row
+    if not is_device_object(total):  # NumPy repeats by counts: one pass
+        total -= xp.repeat(before, degree[filled])
+        return total
+    # CuPy's repeat takes no counts: each entry's row among the rows that have entries
+    row = xp.searchsorted(offsets[1:][filled], xp.arange(total.shape[0]), side="right")
     return total - before[row]
 
 

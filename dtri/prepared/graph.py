@@ -626,15 +626,16 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         measured = tasks.wire_format != "raw" and prepared.degree_sum is not None
         pieces, counts = [], []
         if measured:
+            holding = len(set(sender_holders))
             for p, part in enumerate(prepared.parts):
                 with tasks.placed(p):
                     pieces.append(tasks.task("plan", piece_factors, part, prepared.vertices,
-                                             len(senders), prepared.sample_stride,
-                                             tasks.wire_format, key=("pieces", p)))
+                                             len(senders), holding, prepared.sample_stride,
+                                             runtime.backend.on_gpu, tasks.wire_format,
+                                             key=("pieces", p)))
             with placed_on(prepared.first_holder):  # where the summed degrees are
                 counts.append(tasks.task("plan", count_factors, prepared.degree_sum,
-                                         prepared.vertex_set, len(set(sender_holders)),
-                                         len(senders), runtime.backend.on_gpu,
+                                         prepared.vertex_set, holding, len(senders),
                                          tasks.wire_format, key=("counts",)))
         # each summary its own collection: a list would be gathered on a worker by a task
         # of its own first (Dask's finalize), a hop between the workers and the client
@@ -643,12 +644,14 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
             largest, *counts, *pieces, *summary_tasks)
         wire = WireFactors()
         if measured:
-            count, total, out, out_total, work, work_total, sender_set, merged_set, header = \
-                rest[0]
+            count, total, sender_set, merged_set, header = rest[0]
             keyed = rest[1: 1 + len(pieces)]
+            sources = max(sum(k[6] for k in keyed), 1)
+            out, out_total, work, work_total = (sum(k[i] for k in keyed) / sources
+                                                for i in (2, 3, 4, 5))
             wire = WireFactors(count, total, out, out_total, work, work_total, sender_set,
-                               merged_set, tuple(k for k, _ in keyed),
-                               sum(s for _, s in keyed) / max(len(keyed), 1), header)
+                               merged_set, tuple(k[0] for k in keyed),
+                               sum(k[1] for k in keyed) / max(len(keyed), 1), header)
         summaries = rest[len(counts) + len(pieces):]
         return PreparedFacts(int(vertices), [PartitionSummary(*s) for s in summaries],
                              [0, int(vertices)] if bounds is None else list(bounds),

@@ -133,24 +133,19 @@ def thinned(counts: Any, share: float, seed: int = 0) -> Any:
 
 
 def count_factors(degree_sums: list[Any], vertex_set: Any, holders: int, senders: int,
-                  on_gpu: bool, fmt: str,
-                  ) -> tuple[float, float, float, float, float, float, int, int, int]:
-    """The count and vertex-set factors of :class:`WireFactors` (a task where the summed
-    degree counts are), measured by packing, in the wire format ``fmt``: slices of the
-    summed degrees, and of them thinned as one of ``holders`` workers holds them (a binomial
-    draw of each vertex's edges; out-degrees: half of them); the merged vertex set, and the
-    set of the vertices one of ``senders`` senders sees (those that keep an edge once
-    thinned). The join's work of a source is mostly :func:`~dtri.kernels.orient.
-    join_edge_cost` steps an out-edge (on the GPU where ``on_gpu``), so it is measured on
-    the out-degrees times that. Returns ``count, count_total, out, out_total, work, work_total,
-    sender_set, merged_set, header``."""
+                  fmt: str) -> tuple[float, float, int, int, int]:
+    """The degree and vertex-set factors of :class:`WireFactors` (a task where the first
+    sender is), measured by packing in the wire format ``fmt``: the summed degrees, whole
+    and thinned as one of ``holders`` workers holds them (a binomial draw of each vertex's
+    edges); the merged vertex set, and the set of the vertices one of ``senders`` senders
+    sees (those that keep an edge once thinned). Returns ``count, count_total, sender_set,
+    merged_set, header``."""
     import numpy as np
     from dask.sizeof import sizeof
 
     from dtri.kernels.canonicalize import is_marks, vertex_ids
     from dtri.kernels.counting import narrow_counts
     from dtri.kernels.dispatch import to_host
-    from dtri.kernels.orient import join_edge_cost
     from dtri.kernels.wire import pack_counts, pack_vertex_set, packed_bytes, unpack
 
     total = to_host(joined_slices(*degree_sums)).astype(np.int64)
@@ -161,7 +156,6 @@ def count_factors(degree_sums: list[Any], vertex_set: Any, holders: int, senders
         return packed_bytes(pack_counts(narrow_counts(counts, most), fmt)) / n
 
     mine = thinned(total, 1 / max(holders, 1))
-    out = thinned(total, 0.5, seed=1)
     vertices = to_host(unpack(vertex_set))
     ids = to_host(vertex_ids(vertices))
     kept = ids[thinned(total, 1 / max(senders, 1), seed=2) > 0]
@@ -172,35 +166,43 @@ def count_factors(degree_sums: list[Any], vertex_set: Any, holders: int, senders
         seen = kept
     merged = pack_vertex_set(vertices, fmt)
     header = sizeof(merged) - packed_bytes(merged)
-    out_mine = thinned(out, 1 / max(holders, 1), seed=3)
-    cost = max(1, int(np.ceil(join_edge_cost(on_gpu, n))))
-
-    def per_vertex_work(counts: Any) -> float:
-        return packed_bytes(pack_counts(counts * cost, fmt)) / n
-
-    return (per_vertex(mine), per_vertex(total), per_vertex(out_mine), per_vertex(out),
-            per_vertex_work(out_mine), per_vertex_work(out),
-            packed_bytes(pack_vertex_set(seen, fmt)), packed_bytes(merged), int(header))
+    return (per_vertex(mine), per_vertex(total), packed_bytes(pack_vertex_set(seen, fmt)),
+            packed_bytes(merged), int(header))
 
 
-def piece_factors(part: Any, vertices: int, senders: int, stride: int, fmt: str
-                  ) -> tuple[float, float]:
-    """The bytes per edge of a piece of the sort's exchange bound for this sorted partition,
-    and per key of a sender's sample, in the wire format ``fmt`` (a task where the partition
-    is): its keys thinned to every ``senders``-th, as one of that many senders holds them,
-    packed as a piece is; and thinned ``stride`` times more, packed as a sample is."""
+def piece_factors(part: Any, vertices: int, senders: int, holders: int, stride: int,
+                  on_gpu: bool, fmt: str) -> tuple[float, float, int, int, int, int, int]:
+    """What the wire format ``fmt`` makes of this sorted partition's own payloads (a task
+    where the partition is, so nothing moves): the bytes per edge of a piece of the sort's
+    exchange bound for it (its keys thinned to every ``senders``-th, as one of that many
+    senders holds them); per key of a sender's sample (thinned ``stride`` times more); and
+    its sources' out-degrees packed as counts, thinned as one of ``holders`` workers holds
+    them and whole, and as the join's work (the out-degrees times
+    :func:`~dtri.kernels.orient.join_edge_cost`), with the sources they cover. Returns
+    ``key, sample, out, out_total, work, work_total, sources`` (the last five in bytes and
+    sources, for :class:`WireFactors` to divide once summed over the partitions)."""
     from dtri.kernels.bins import checked_key_bits
-    from dtri.kernels.csr import as_csr, keys_of
-    from dtri.kernels.wire import pack_ascending, pack_sorted_keys, packed_bytes
+    from dtri.kernels.csr import as_csr, degrees, keys_of
+    from dtri.kernels.dispatch import to_host
+    from dtri.kernels.orient import join_edge_cost
+    from dtri.kernels.wire import pack_ascending, pack_counts, pack_sorted_keys, packed_bytes
 
     csr = as_csr(part)
     bits = checked_key_bits(vertices)
     keys = keys_of(csr, bits)
     piece = keys[::max(senders, 1)]
     sample = keys[::max(senders, 1) * max(stride, 1)]
+    out = to_host(degrees(csr)).astype("int64")
+    mine = thinned(out, 1 / max(holders, 1), seed=4)
+    cost = max(1, int(-(-join_edge_cost(on_gpu, vertices) // 1)))
+
+    def size(counts: Any) -> int:
+        return packed_bytes(pack_counts(counts.astype("int32"), fmt))
+
     return (packed_bytes(pack_sorted_keys(piece, bits, csr.low, csr.high, fmt))
             / max(int(piece.shape[0]), 1),
-            packed_bytes(pack_ascending(sample, fmt)) / max(int(sample.shape[0]), 1))
+            packed_bytes(pack_ascending(sample, fmt)) / max(int(sample.shape[0]), 1),
+            size(mine), size(out), size(mine * cost), size(out * cost), int(out.shape[0]))
 
 
 class Flow:
