@@ -103,6 +103,10 @@ class Prepared(NamedTuple):
     """The merged vertex set as it crossed (packed), for the same."""
     first_holder: str | None = None
     """The worker holding the first sender."""
+    work_sum: list[Any] | None = None
+    """The join's work by source rank, as the reduce-scatter's packed slices, where the
+    senders summed it (the ``intersect`` work model): what the bytes model measures the
+    work's packing on, slice by slice (:func:`dtri.prepared.moved.slice_factors`)."""
 
 
 class CanonicalKeys(NamedTuple):
@@ -363,6 +367,7 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
     # join's work of an edge reads those of both its ends; each task that reads them joins
     # the slices itself
     out_degree: Any = None
+    work_sum: list[Any] | None = None
     if sample is None or work_model != "edges":
         out_degree = tasks.reduce_scatter("orient", sender_out_degrees, add_counts,
                                           keys.parts, (rank, n), keys.holders, "out", fmt,
@@ -378,10 +383,12 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
                                             (rank, out_degree, n), keys.holders, "work", fmt,
                                             fan_in, keys.sizes)
                 bounds = tasks.task("orient", source_bounds_of, work, parts, key=("bounds",))
+                work_sum = work if len(work) > 1 else None
             else:
                 work = tasks.task("orient", work_of, work_model, out_degree, key=("work",))
                 bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
-    (bounds,) = timer.submit("orient", bounds)
+    (bounds, *kept) = timer.submit("orient", bounds, *(work_sum or ()))
+    work_sum = kept or None  # the slices as they were summed, kept for the bytes model
     splits = []  # each where its keys are (not where the vertex-wide ranks are)
     for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True)):
         with placed_on(holder):
@@ -393,7 +400,7 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
         "sort", splits, sorted_partition, parts, n, bounds, overlapping, indexed=True)))
     return Prepared(sorted_parts, n, ids, degree, bounds, orientation,
                     orientation_reason(orientation, rounds=rounds), rounds, stride, degree_sums,
-                    vertices, first)
+                    vertices, first, work_sum)
 
 
 def count_degrees(parts: list[Any], vertices: Any, tasks: Tasks, timer: StageTimer,

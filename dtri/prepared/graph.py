@@ -67,7 +67,9 @@ from dtri.prepared.moved import (
     WireFactors,
     count_factors,
     moved_prepare,
+    per_slice_factors,
     piece_factors,
+    slice_factors,
 )
 from dtri.prepared.order import choose_order, order_partitions
 from dtri.prepared.saved import (
@@ -632,27 +634,33 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
                     pieces.append(tasks.task("plan", piece_factors, part, prepared.vertices,
                                              len(senders), holding, prepared.sample_stride,
                                              runtime.backend.on_gpu, tasks.wire_format,
-                                             key=("pieces", p)))
+                                             holding, key=("pieces", p)))
             with placed_on(prepared.first_holder):  # where the summed degrees are
                 counts.append(tasks.task("plan", count_factors, prepared.degree_sum,
                                          prepared.vertex_set, holding, len(senders),
                                          tasks.wire_format, key=("counts",)))
+        works = [tasks.task("plan", slice_factors, piece, holding, tasks.wire_format,
+                            key=("work", k))  # each where its slice is
+                 for k, piece in enumerate(prepared.work_sum or ()) if measured]
         # each summary its own collection: a list would be gathered on a worker by a task
         # of its own first (Dask's finalize), a hop between the workers and the client
         vertices, bounds, orientation, reason, largest, *rest = timer.compute(
             "plan", prepared.vertices, prepared.bounds, prepared.orientation, prepared.reason,
-            largest, *counts, *pieces, *summary_tasks)
+            largest, *counts, *pieces, *works, *summary_tasks)
         wire = WireFactors()
         if measured:
             count, total, sender_set, merged_set, header = rest[0]
             keyed = rest[1: 1 + len(pieces)]
             sources = max(sum(k[6] for k in keyed), 1)
-            out, out_total, work, work_total = (sum(k[i] for k in keyed) / sources
-                                                for i in (2, 3, 4, 5))
+            out, out_total, work, work_total = per_slice_factors(keyed, holding, sources)
+            slices = rest[1 + len(pieces): 1 + len(pieces) + len(works)]
+            if slices:  # the work as it was summed, slice by slice
+                work = tuple(mine / max(length, 1) for _, mine, length in slices)
+                work_total = tuple(whole / max(length, 1) for whole, _, length in slices)
             wire = WireFactors(count, total, out, out_total, work, work_total, sender_set,
                                merged_set, tuple(k[0] for k in keyed),
                                sum(k[1] for k in keyed) / max(len(keyed), 1), header)
-        summaries = rest[len(counts) + len(pieces):]
+        summaries = rest[len(counts) + len(pieces) + len(works):]
         return PreparedFacts(int(vertices), [PartitionSummary(*s) for s in summaries],
                              [0, int(vertices)] if bounds is None else list(bounds),
                              orientation, reason, int(largest), wire)

@@ -88,6 +88,20 @@ class PreparationShape:
         return asdict(self)
 
 
+PerSlice = float | tuple[float, ...] | None
+"""A payload's bytes per vertex of a slice: one figure for every slice, one per slice, or
+``None`` (as ``raw`` sends it)."""
+
+
+def slice_factor(factor: PerSlice, k: int, default: float) -> float:
+    """The bytes per vertex of slice ``k`` that ``factor`` gives (``default`` where none)."""
+    if factor is None:
+        return default
+    if isinstance(factor, tuple):
+        return factor[k] if k < len(factor) else sum(factor) / max(len(factor), 1)
+    return factor
+
+
 @dataclass(frozen=True)
 class WireFactors:
     """The bytes each kind of payload of the preparation costs on the wire, in the run's wire
@@ -100,13 +114,15 @@ class WireFactors:
     them; ``raw``: int32 where the counts fit, else int64."""
     count_total: float | None = None
     """Per vertex of a slice of the summed degree counts, as the all-reduce gathers them."""
-    out: float | None = None
-    """Per vertex of a slice of one worker's out-degree counts."""
-    out_total: float | None = None
-    """Per vertex of a slice of the summed out-degrees."""
-    work: float | None = None
+    out: PerSlice = None
+    """Per vertex of a slice of one worker's out-degree counts: one figure, or one per
+    slice of the reduce-scatter (a slice of high ranks holds larger counts, which pack
+    worse: R-MAT 18's last of five slices of work took twice the bytes of the middle one)."""
+    out_total: PerSlice = None
+    """Per vertex of a slice of the summed out-degrees (as :attr:`out`)."""
+    work: PerSlice = None
     """Per vertex of a slice of one worker's join work (whole steps; ``raw``: int64)."""
-    work_total: float | None = None
+    work_total: PerSlice = None
     """Per vertex of a slice of the summed join work."""
     sender_set: int | None = None
     """A sender's vertex set (``raw``: :func:`vertex_set_bytes`)."""
@@ -171,7 +187,8 @@ def count_factors(degree_sums: list[Any], vertex_set: Any, holders: int, senders
 
 
 def piece_factors(part: Any, vertices: int, senders: int, holders: int, stride: int,
-                  on_gpu: bool, fmt: str) -> tuple[float, float, int, int, int, int, int]:
+                  on_gpu: bool, fmt: str, slices: int = 1,
+                  ) -> tuple[float, float, int, int, int, int, int, tuple]:
     """What the wire format ``fmt`` makes of this sorted partition's own payloads (a task
     where the partition is, so nothing moves): the bytes per edge of a piece of the sort's
     exchange bound for it (its keys thinned to every ``senders``-th, as one of that many
@@ -180,7 +197,9 @@ def piece_factors(part: Any, vertices: int, senders: int, holders: int, stride: 
     them and whole, and as the join's work (the out-degrees times
     :func:`~dtri.kernels.orient.join_edge_cost`), with the sources they cover. Returns
     ``key, sample, out, out_total, work, work_total, sources`` (the last five in bytes and
-    sources, for :class:`WireFactors` to divide once summed over the partitions)."""
+    sources, for :class:`WireFactors` to divide once summed over the partitions), then the
+    same five for each of the reduce-scatter's ``slices`` vertex ranges that the partition's
+    sources meet, as ``(slice, out, out_total, work, work_total, sources)``."""
     from dtri.kernels.bins import checked_key_bits
     from dtri.kernels.csr import as_csr, degrees, keys_of
     from dtri.kernels.dispatch import to_host
@@ -199,10 +218,52 @@ def piece_factors(part: Any, vertices: int, senders: int, holders: int, stride: 
     def size(counts: Any) -> int:
         return packed_bytes(pack_counts(counts.astype("int32"), fmt))
 
+    per_slice = []
+    for k in range(max(slices, 1)):  # the slices' ranges, as the scatter cuts them
+        start = max(vertices * k // slices - csr.low, 0)
+        stop = min(vertices * (k + 1) // slices - csr.low, int(out.shape[0]))
+        if stop > start:
+            a, b = mine[start:stop], out[start:stop]
+            per_slice.append((k, size(a), size(b), size(a * cost), size(b * cost),
+                              stop - start))
     return (packed_bytes(pack_sorted_keys(piece, bits, csr.low, csr.high, fmt))
             / max(int(piece.shape[0]), 1),
             packed_bytes(pack_ascending(sample, fmt)) / max(int(sample.shape[0]), 1),
-            size(mine), size(out), size(mine * cost), size(out * cost), int(out.shape[0]))
+            size(mine), size(out), size(mine * cost), size(out * cost), int(out.shape[0]),
+            tuple(per_slice))
+
+
+def slice_factors(packed: Any, holders: int, fmt: str) -> tuple[int, int, int]:
+    """What the wire format ``fmt`` makes of one slice-sum of the join's work (a task where it
+    lies): its bytes whole and thinned as one of ``holders`` workers holds its units (a
+    binomial draw of each source's steps), and its sources. The work of an edge reads both
+    its ends' out-degrees, so its slices of high ranks pack worse than the out-degrees
+    would say (R-MAT 18 on 9 workers: a holder's last of five slices took 74 kB)."""
+    from dtri.kernels.dispatch import to_host
+    from dtri.kernels.wire import pack_counts, packed_bytes, unpack
+
+    whole = to_host(unpack(packed))
+    return (packed_bytes(pack_counts(whole, fmt)),
+            packed_bytes(pack_counts(thinned(whole, 1 / max(holders, 1), seed=6), fmt)),
+            int(whole.shape[0]))
+
+
+def per_slice_factors(pieces: Sequence[tuple], slices: int, sources: int,
+                      ) -> tuple[tuple[float, ...], ...]:
+    """The out-degrees' and the work's factors (:attr:`WireFactors.out`, ``out_total``,
+    ``work``, ``work_total``), one per slice of ``slices``, from every sorted partition's
+    :func:`piece_factors` (``pieces``): each slice's bytes over its sources, summed over the
+    partitions that meet it; a slice that none meets takes the whole graph's figure."""
+    bytes_in = [[0] * 4 for _ in range(max(slices, 1))]
+    sources_in = [0] * max(slices, 1)
+    for piece in pieces:
+        for k, *sizes, count in piece[7]:
+            for i, size in enumerate(sizes):
+                bytes_in[k][i] += size
+            sources_in[k] += count
+    whole = [sum(piece[i] for piece in pieces) / max(sources, 1) for i in (2, 3, 4, 5)]
+    return tuple(tuple(bytes_in[k][i] / sources_in[k] if sources_in[k] else whole[i]
+                       for k in range(len(sources_in))) for i in range(4))
 
 
 class Flow:
@@ -250,7 +311,7 @@ class Flow:
             self.receive(stage, worker, nbytes)
 
     def scatter(self, stage: str, holders: Sequence[int], vertices: int,
-                per_vertex: tuple[float | None, float | None], header: int) -> list[int]:
+                per_vertex: tuple[PerSlice, PerSlice], header: int) -> list[int]:
         """A vertex-wide sum by :meth:`dtri.runtime.tasks.Tasks.reduce_scatter` over items
         held by ``holders``: each holding worker sends slice ``k`` of its sum to the ``k``-th
         of them (a vertex of a slice costs ``per_vertex[0]``, with ``header`` a slice).
@@ -258,8 +319,8 @@ class Flow:
         owners = list(dict.fromkeys(holders))
         if len(owners) < 2:
             return owners
-        part = BYTES_PER_NARROW_VERTEX if per_vertex[0] is None else per_vertex[0]
         for k, owner in enumerate(owners):
+            part = slice_factor(per_vertex[0], k, BYTES_PER_NARROW_VERTEX)
             for other in owners:
                 if other != owner:
                     self.receive(stage, owner, int(part * slice_length(vertices, k,
@@ -267,13 +328,13 @@ class Flow:
         return owners
 
     def gather(self, stage: str, owners: Sequence[int], vertices: int,
-               per_vertex: tuple[float | None, float | None], header: int,
+               per_vertex: tuple[PerSlice, PerSlice], header: int,
                readers: set[int]) -> None:
         """Each reader takes every slice-sum that ``owners`` hold (:meth:`scatter`) but its
         own (a vertex costs ``per_vertex[1]``, with ``header`` a slice)."""
-        whole = BYTES_PER_NARROW_VERTEX if per_vertex[1] is None else per_vertex[1]
         for reader in readers:
             for k, owner in enumerate(owners):
+                whole = slice_factor(per_vertex[1], k, BYTES_PER_NARROW_VERTEX)
                 if owner != reader:
                     self.receive(stage, reader, int(whole * slice_length(
                         vertices, k, len(owners))) + header)

@@ -67,6 +67,26 @@ def test_ids_too_sparse_for_marks_cross_as_int64_ids():
     assert moved_prepare(shape, [10, 10], 500)["canonicalize"] == 8 * 500
 
 
+def test_a_slice_of_larger_counts_costs_its_own_bytes():
+    """Per-slice factors: each owner of the reduce-scatter receives its own slice's bytes
+    from every other holder, and each reader the other owners' slice-sums at their own
+    rates (the slice of high ranks, whose work is larger, packs worse)."""
+    from dtri.prepared.moved import Flow, per_slice_factors
+
+    flow = Flow(3)
+    owners = flow.scatter("orient", [0, 1, 2], 300, ((1.0, 2.0, 4.0), None), 10)
+    assert owners == [0, 1, 2]
+    assert flow.received["orient"] == [2 * 110, 2 * 210, 2 * 410]
+    flow.gather("orient", owners, 300, (None, (1.0, 2.0, 8.0)), 0, {0})
+    assert flow.received["orient"][0] == 2 * 110 + 200 + 800
+    # partition pieces: (key, sample, out, out_total, work, work_total, sources, per slice)
+    pieces = [(1, 1, 30, 60, 90, 180, 150, ((0, 10, 20, 30, 60, 100), (1, 20, 40, 60, 120, 50))),
+              (1, 1, 40, 80, 120, 240, 150, ((1, 40, 80, 120, 240, 100), (2, 0, 0, 0, 0, 50)))]
+    out, out_total, work, work_total = per_slice_factors(pieces, 4, 300)
+    assert out == (0.1, 60 / 150, 0.0, 70 / 300)  # slice 3: no partition meets it
+    assert work_total == (0.6, 360 / 150, 0.0, 420 / 300)
+
+
 @pytest.fixture(scope="module", params=[(2, True), (4, False)], ids=["2-processes", "4-threads"])
 def cluster(request):
     from distributed import Client, LocalCluster
