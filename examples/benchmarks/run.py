@@ -764,6 +764,11 @@ PRESETS: dict[str, Preset] = {
         CPU, (script("scale_out.py", "rmat:18", "--nodes", "1,2,4", "--rate", "1gbit",
                      "--folder", "{tmp}", "--out", "{out}"),),
         "this kernel has no netem qdisc: the links are shaped in rate only, no added delay"),
+    "wire-format-cpu-2core": Preset(
+        "issue 68: every 2D block of R-MAT 18 and 20 (grids 2 x 2 to 4 x 4) packed and "
+        "unpacked in each wire format on the CPU, best of 3", CPU,
+        (script("wire_formats.py", "rmat:18", "rmat:20", "--sides", "2,3,4", "--backend",
+                "cpu", "--out", "{out}"),)),
     "worker-malloc-cpu-2core": Preset(
         "a count on a local CPU cluster whose workers keep glibc's adaptive malloc against "
         "Dask's MALLOC_TRIM_THRESHOLD_=65536, alternated", CPU, (

@@ -84,6 +84,8 @@ def test_a_slice_of_larger_counts_costs_its_own_bytes():
               (1, 1, 40, 80, 120, 240, 150, ((1, 40, 80, 120, 240, 100), (2, 0, 0, 0, 0, 50)))]
     out, out_total, work, work_total = per_slice_factors(pieces, 4, 300)
     assert out == (0.1, 60 / 150, 0.0, 70 / 300)  # slice 3: no partition meets it
+    assert out_total == (0.2, 120 / 150, 0.0, 140 / 300)
+    assert work == (0.3, 180 / 150, 0.0, 210 / 300)
     assert work_total == (0.6, 360 / 150, 0.0, 420 / 300)
 
 
