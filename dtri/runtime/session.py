@@ -30,12 +30,13 @@ import functools
 import importlib.util
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, MutableMapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -323,6 +324,9 @@ class Runtime:
     placements: dict[str, str] = field(default_factory=dict, compare=False)
     """Where the run's placed tasks were placed, by key (:attr:`dtri.runtime.tasks.Tasks.
     placements`)."""
+    shown: list[str] = field(default_factory=list, compare=False)
+    """The stage of the run's last progress line, across its timers (:class:`dtri.runtime.
+    timer.StageTimer`): a stage that goes on in the next analytic's timer is one line."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", Backend(self.backend))
@@ -353,7 +357,7 @@ class Runtime:
                           synchronize=_synchronize_device if self.eager and
                           self.backend.on_gpu else None,
                           host_note=self._host_note if self.host_metered else None,
-                          pinned=self.pinned)
+                          pinned=self.pinned, shown=self.shown)
 
     def _host_note(self) -> str:
         """The workers' host memory since the last stage ended, for its progress line:
@@ -677,11 +681,66 @@ def cluster_settings(caps: MemoryCaps, plan: HostPlan | None) -> dict[str, Any]:
     return settings
 
 
+WORKER_PRELOAD = "distributed.worker.preload"
+
+
+def worker_preloads() -> list[str]:
+    """The preloads of a local cluster's workers: those configured, and dtri's own, which
+    has them ignore SIGINT (:mod:`dtri.runtime.local_worker`)."""
+    from dtri.runtime.local_worker import PRELOAD
+
+    configured = list(dask.config.get(WORKER_PRELOAD, default=None) or [])
+    return configured if PRELOAD in configured else [*configured, PRELOAD]
+
+
+CLOSE_TRIES = 3
+"""How often :func:`close_cluster` tries to close a cluster before it stops its workers."""
+
+
+def close_cluster(cluster: Any) -> None:
+    """Close a local cluster however far it started. An interrupt while it starts can leave
+    a worker closing as the cluster closes, which distributed asserts against (its own
+    close at exit then printed a traceback): the close is tried again, and at last its
+    worker processes are stopped and it is marked closed."""
+    from distributed.core import Status
+
+    for _ in range(CLOSE_TRIES):
+        try:
+            cluster.close(timeout=10)
+            return
+        except Exception:  # a half-started cluster fails in many ways
+            time.sleep(0.2)
+    import psutil
+
+    for worker in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(getattr(worker, "process", None), "pid", None)
+        with suppress(psutil.Error, TypeError, ValueError):
+            psutil.Process(pid).kill()
+    cluster.status = Status.closed
+
+
+@contextmanager
+def clusters_closed_on_failure() -> Iterator[None]:
+    """A local cluster that fails or is interrupted while it starts is closed here: its
+    constructor never returned it, so nothing else holds it."""
+    from distributed.deploy.spec import SpecCluster
+
+    before = set(SpecCluster._instances)
+    try:
+        yield
+    except BaseException:
+        for cluster in set(SpecCluster._instances) - before:
+            close_cluster(cluster)
+        raise
+
+
 def _start_local_cluster(backend: str, workers: int | None, protocol: str,
-                         caps: MemoryCaps | None = None, plan: HostPlan | None = None) -> Any:
+                         caps: MemoryCaps | None = None, plan: HostPlan | None = None,
+                         folder: str | None = None) -> Any:
     """A local cluster for one run; ``caps`` must have been through :func:`resolve_caps`.
     Workers with a host memory limit keep the stored results their ``plan`` gives them in
-    memory (:func:`local_host_plan` where not given), the rest on disk."""
+    memory (:func:`local_host_plan` where not given), the rest on disk. Its workers keep
+    their folders (spilled data, locks) in ``folder`` (:func:`workers_folder`)."""
     if (line := unguarded_script_line()) is not None:
         script = os.path.basename(sys.modules["__main__"].__file__ or "")
         raise ConfigurationError(
@@ -694,15 +753,16 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
     memory: dict[str, Any] = {}
     if caps.memory_limit is not None:
         memory["memory_limit"] = caps.memory_limit
-    if caps.spill_directory is not None:
-        memory["local_directory"] = caps.spill_directory
+    if folder is not None or caps.spill_directory is not None:
+        memory["local_directory"] = folder or caps.spill_directory
     if caps.memory_limit is not None and plan is None:
         plan = local_host_plan(backend, caps, None)
     # Each nanny copies the config when it is made and passes it to the worker it (re)starts;
     # the scheduler (in this process) reads it for as long as the cluster runs: open_runtime.
     if backend == "gpu" and protocol == "ucx":
         quiet_ucx()  # before the workers' server starts
-    with dask.config.set(cluster_settings(caps, plan)), worker_start(backend):
+    with dask.config.set(cluster_settings(caps, plan)), worker_start(backend), \
+            dask.config.set({WORKER_PRELOAD: worker_preloads()}), clusters_closed_on_failure():
         if backend == "gpu":
             from dask_cuda import LocalCUDACluster
 
@@ -861,6 +921,16 @@ def _environ_kept() -> Iterator[Callable[[], None]]:
         yield restore
 
 
+def workers_folder(spill_directory: str | None) -> str:
+    """A new folder for the worker folders of one local cluster, in ``spill_directory`` or
+    Dask's temporary directory, removed when the cluster closes, however the run ends: a
+    worker stopped as it started (an interrupt) left its folder and lock behind."""
+    root = spill_directory or dask.config.get("temporary-directory", None) \
+        or tempfile.gettempdir()
+    os.makedirs(root, exist_ok=True)  # Dask's temporary directory need not exist yet
+    return tempfile.mkdtemp(prefix="dtri-workers-", dir=root)
+
+
 def _prepare_spill_directory(path: str | None) -> None:
     """Create the workers' spill directory if need be (in a parent that exists: a typo in a
     path is not a tree of new folders), and write a byte to a file there: a
@@ -892,6 +962,36 @@ def _prepare_spill_directory(path: str | None) -> None:
     except OSError as error:
         raise ConfigurationError(f"--spill-directory {path}: cannot write a file there: "
                                  f"{error.strerror or error}") from None
+
+
+REFUSED_SECONDS = 2
+"""How long :func:`refuse_if_refused` waits for a scheduler's port to answer."""
+
+
+def refuse_if_refused(address: str) -> None:
+    """A TCP scheduler address whose host refuses the connection, refused in one line at
+    once: Dask's client tries again until its connect timeout (31 s for a port where nothing
+    listens). A host that does not answer within :data:`REFUSED_SECONDS` is left to that
+    timeout, whose message says so."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location)
+    except (ValueError, TypeError):
+        return  # not host:port: Dask says what is wrong with it
+    if scheme not in ("tcp", "tls"):
+        return
+    try:
+        socket.create_connection((host, port), timeout=REFUSED_SECONDS).close()
+    except ConnectionRefusedError:
+        raise ConfigurationError(f"cannot reach the Dask scheduler at {address}: the "
+                                 "connection was refused (nothing listens at that port)"
+                                 ) from None
+    except OSError:
+        return  # slow or unreachable: Dask's client waits, and says so
 
 
 CONNECT_SECONDS = 30
@@ -1337,6 +1437,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
     forked = False
     if starts_cluster:
         check_local_workers(backend, workers)
+        _prepare_spill_directory(caps.spill_directory)  # before the forkserver writes there
         plan = local_host_plan(backend, caps, given, staging)
         chosen = resolve_protocol(protocol, backend, workers)
         if backend == "gpu" and chosen.name == "ucx":
@@ -1363,16 +1464,16 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         from distributed import Client
 
         if address or scheduler_file:
+            target = address or scheduler_file_address(scheduler_file)
+            refuse_if_refused(target)
             try:
-                client = Client(address or scheduler_file_address(scheduler_file),
-                                timeout=f"{CONNECT_SECONDS}s")
+                client = Client(target, timeout=f"{CONNECT_SECONDS}s")
             except OSError as error:
                 raise ConfigurationError(
-                    f"cannot reach the Dask scheduler at {address or scheduler_file}: {error}"
-                ) from None
+                    f"cannot reach the Dask scheduler at {address or scheduler_file}: {error} "
+                    f"(waited Dask's connect timeout, {CONNECT_SECONDS} s)") from None
             stack.callback(client.close)
         elif chosen is not None:  # starts_cluster
-            _prepare_spill_directory(caps.spill_directory)
             if plan is not None:
                 stack.enter_context(dask.config.set(plan.dask_config()))
             restore_environ = stack.enter_context(_environ_kept())
@@ -1380,9 +1481,11 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             if forked:  # before import_ahead's thread imports
                 claim_start_method()
             import_ahead(backend)
-            cluster = _start_local_cluster(backend, workers, chosen.name, caps, plan)
+            folder = workers_folder(caps.spill_directory)
+            stack.callback(shutil.rmtree, folder, ignore_errors=True)  # after the close
+            cluster = _start_local_cluster(backend, workers, chosen.name, caps, plan, folder)
             restore_environ()
-            stack.callback(cluster.close)
+            stack.callback(close_cluster, cluster)
             client = Client(cluster)
             stack.callback(client.close)
         else:

@@ -22,6 +22,12 @@ log = logging.getLogger("dtri.stages")
 """One INFO line per stage as it ends (``stage seconds``), for logs of long runs."""
 
 
+SHOWN_STEP_SECONDS = 0.01
+"""A stage that runs in several steps shows its first as its progress line, and a later
+step in a line of its own (with the stage's seconds in all) only where it took this long
+or made rows: ``read`` had shown twice and ``plan`` three times, the later lines 0.00 s."""
+
+
 def stage_rows(values: tuple[Any, ...]) -> int | None:
     """The rows of a stage's values where each is an array, a table or an edge list (their
     lengths summed); ``None`` where any is something else (a count, a tuple of parts, a Dask
@@ -78,7 +84,7 @@ class StageTimer:
     def __init__(self, client: Any, progress: bool = False, *, eager: bool = False,
                  synchronize: Callable[[], None] | None = None,
                  host_note: Callable[[], str] | None = None,
-                 pinned: set[str] | None = None):
+                 pinned: set[str] | None = None, shown: list[str] | None = None):
         self.client = client
         self.pinned = set() if pinned is None else pinned
         """The workers that tasks of the run are pinned to (:meth:`dtri.runtime.tasks.
@@ -92,6 +98,8 @@ class StageTimer:
         self._pending: list[tuple[str, list[Any]]] = []
         self._since: float | None = time.perf_counter() if eager else None
         self._compiled = compile_seconds()
+        self._shown = [] if shown is None else shown
+        """The stage of the last progress line (a list of one, shared by a run's timers)."""
 
     def submit(self, stage: str, *collections: Any) -> tuple[Any, ...]:
         """Start persisting a stage's collections; returns them persisted (holding futures)."""
@@ -191,8 +199,13 @@ class StageTimer:
             logging.INFO)) else self.host_note()
         log.info("%s %.3f s%s", stage, seconds, host)
         if self.progress:
-            made = "" if rows is None else f", {rows} rows"
-            print(f"dtri: {stage} {seconds:.2f} s{made}{host}", file=sys.stderr, flush=True)
+            again = self._shown == [stage]  # the same stage in another step
+            if not again or rows is not None or seconds >= SHOWN_STEP_SECONDS:
+                made = "" if rows is None else f", {rows} rows"
+                total = f" ({self.seconds[stage]:.2f} s in all)" if again else ""
+                print(f"dtri: {stage} {seconds:.2f} s{made}{total}{host}", file=sys.stderr,
+                      flush=True)
+            self._shown[:] = [stage]
         return seconds
 
     def _compile_time(self) -> float:

@@ -28,6 +28,7 @@ import importlib.util
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -125,6 +126,24 @@ def _environ_set(environ: dict[str, str]) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def interrupts_ignored() -> Iterator[None]:
+    """SIGINT ignored by this process while a child starts that keeps it ignored: the
+    forkserver, whose workers then ignore it from birth (a process started with SIGINT
+    ignored keeps it so, and the forkserver gives its children the handlers it started
+    with). The forkserver's start takes milliseconds: an interrupt then is lost."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def start_worker_server(backend: str) -> dict[str, str] | None:
     """Start the forkserver that the workers of a local cluster about to start on ``backend``
     fork from, where they start forked (:func:`forks_workers`) and no forkserver runs in this
@@ -139,7 +158,7 @@ def start_worker_server(backend: str) -> dict[str, str] | None:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([str(name) for name in
                                         dask.config.get(WORKER_PRELOAD[backend])])
-        with _environ_set(environ):
+        with _environ_set(environ), interrupts_ignored():
             multiprocessing.forkserver.ensure_running()
         WorkerServer.environ = environ
     return environ if WorkerServer.environ == environ else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -11,7 +12,7 @@ from click.testing import CliRunner
 
 from dtri import cli
 
-STAGE_LINE = re.compile(r"dtri: [\w-]+ \d+\.\d\d s(, \d+ rows)?")
+STAGE_LINE = re.compile(r"dtri: [\w-]+ \d+\.\d\d s(, \d+ rows)?( \(\d+\.\d\d s in all\))?")
 
 
 def test_progress_in_this_process_prints_a_line_per_stage_on_stderr_only():
@@ -24,6 +25,8 @@ def test_progress_in_this_process_prints_a_line_per_stage_on_stderr_only():
     assert lines and all(STAGE_LINE.fullmatch(line) for line in lines), lines
     stages = {line.split()[1] for line in lines}
     assert {"read", "prepare", "triangles"} <= stages
+    for before, line in itertools.pairwise(lines):  # a stage's later steps: with time only
+        assert line.split()[1] != before.split()[1] or "in all" in line, lines
     assert "dtri: triangles" in done.stderr and ", 3336 rows" in done.stderr
     quiet = CliRunner().invoke(cli.main, ["triangles", "--generate", "rmat:8", "--backend",
                                           "cpu", "--no-progress"])

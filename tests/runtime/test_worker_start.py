@@ -1,6 +1,6 @@
 """A local cluster's workers forked from one server that imported their modules once
-(``dtri.worker-start-<backend>: forkserver``, the GPU's default), with the environment a
-nanny would give a spawned worker."""
+(``dtri.worker-start-<backend>: forkserver``, the default), with the environment a nanny
+would give a spawned worker."""
 
 from __future__ import annotations
 
