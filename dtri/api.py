@@ -174,6 +174,19 @@ def prepare_with_checkpoint(edges: Any, session: Session, chosen: Options,
     identity = input_identity(edges, chosen.storage_options, hash_values=True)
     assert chosen.checkpoint is not None  # the caller's test
     checkpoint = Checkpoint.open(chosen.checkpoint, identity, chosen)
+    try:
+        graph = prepared_in_checkpoint(edges, session, chosen, owned, identity, checkpoint)
+    except BaseException:
+        checkpoint.close()
+        raise
+    graph.checkpoint = checkpoint  # the graph's release lets go of its lock
+    return graph
+
+
+def prepared_in_checkpoint(edges: Any, session: Session, chosen: Options, owned: bool,
+                           identity: dict[str, Any] | None,
+                           checkpoint: Checkpoint) -> PreparedGraph:
+    """The prepared graph of ``checkpoint``, opened, or prepared and saved there."""
     if checkpoint.has_prepared():
         metadata = saved_metadata(checkpoint.prepared_url, chosen)
         runtime = session.open(input_on_gpu(edges), metadata["edges"], one_input=owned)
@@ -189,7 +202,6 @@ def prepare_with_checkpoint(edges: Any, session: Session, chosen: Options,
         with timer.timed("checkpoint"):
             graph.save(checkpoint.prepared_url)
         graph.seconds["checkpoint"] = timer.seconds["checkpoint"]
-    graph.checkpoint = checkpoint
     return graph
 
 
@@ -203,11 +215,16 @@ def open_prepared(path: str, *, session: Session | None = None,
     damaged file and an unknown format version (:mod:`dtri.prepared.saved`)."""
     def opened(session: Session, chosen: Options, owned: bool) -> PreparedGraph:
         metadata = saved_metadata(path, chosen)
-        checkpoint = None if chosen.checkpoint is None else \
-            Checkpoint.open(chosen.checkpoint, input_identity(path, chosen.storage_options),
-                            chosen)  # for the analytics' stages: the graph is prepared
-        runtime = session.open(False, metadata["edges"], one_input=owned)
-        graph = open_saved(path, runtime, chosen, metadata)
+        checkpoint = None if chosen.checkpoint is None else Checkpoint.open(
+            chosen.checkpoint, input_identity(path, chosen.storage_options, hash_values=True),
+            chosen)  # for the analytics' stages: the graph is prepared
+        try:
+            runtime = session.open(False, metadata["edges"], one_input=owned)
+            graph = open_saved(path, runtime, chosen, metadata)
+        except BaseException:
+            if checkpoint is not None:
+                checkpoint.close()
+            raise
         graph.checkpoint = checkpoint
         return graph
 

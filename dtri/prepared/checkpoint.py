@@ -3,11 +3,14 @@ same run, started again after a kill, skips them.
 
 A checkpoint folder holds:
 
-* ``dtri-checkpoint.json``: what the checkpoint is of: the input (its files by path, size and
-  modification time; a generated graph by its spec and seed; in-memory edges by a hash of
-  their values: :func:`input_identity`), the options that shape the prepared graph, and the
-  dtri version. A run whose input, options or dtri differ is refused in one line: a
-  checkpoint is never reused for something else.
+* ``dtri-checkpoint.json``: what the checkpoint is of: the input (its files by path, size,
+  modification time and a fingerprint of their bytes; a generated graph by its spec and
+  seed; in-memory edges by a hash of their values: :func:`input_identity`), the options
+  that shape the prepared graph, and the dtri version. A run whose input, options or dtri
+  differ is refused in one line: a checkpoint is never reused for something else.
+* ``dtri-checkpoint.lock``: while a run uses the checkpoint, which process it is (its pid,
+  host and start time). A second run is refused in one line while that process lives; a
+  lock whose process on this host has ended is taken over.
 * ``prepared/``: the prepared graph, saved as ``dtri prepare`` saves one
   (:mod:`dtri.prepared.saved`), renamed into place when complete.
 * ``STAGE-DIGEST/``: the results of one analytic stage's tasks, one small file a task unit
@@ -15,6 +18,12 @@ A checkpoint folder holds:
   partition with a ``done.json`` once all are there (:class:`PartitionResults`: triangles at
   each vertex, support of each edge). ``DIGEST`` names the plan the units belong to: a run
   that plans otherwise (other workers, another budget) does not reuse them.
+
+A file's fingerprint is a BLAKE2b hash of all its bytes where it has at most
+``dtri.checkpoint-hash-whole-bytes`` (1 GiB); a larger file's hashes its size and
+``dtri.checkpoint-hash-samples`` blocks of ``dtri.checkpoint-hash-sample-bytes`` spread
+evenly from its first byte to its last (64 of 1 MiB), beside its size and modification time.
+An edit to a large file between those blocks that keeps its size and time is not seen.
 
 Every file is written beside its name and renamed into place, so a file under its name is
 complete. A run reports the stages it skipped, and the seconds they took when they ran
@@ -36,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
+import dtri.config  # noqa: F401  (registers the dtri.* defaults: the checkpoint-hash keys)
 from dtri.errors import ConfigurationError, DtriError
 from dtri.kernels.compiled import compile_seconds
 from dtri.output import TEMPORARY_MARK
@@ -48,7 +58,8 @@ if TYPE_CHECKING:
 
 CHECKPOINT_NAME = "dtri-checkpoint.json"
 CHECKPOINT_FORMAT = "dtri-checkpoint"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+LOCK_NAME = "dtri-checkpoint.lock"
 PREPARED_FOLDER = "prepared"
 DONE_NAME = "done.json"
 
@@ -64,7 +75,8 @@ def input_identity(edges: Any, storage_options: dict | None = None,
                    hash_values: bool = False) -> dict[str, Any] | None:
     """What ``edges`` are, to tell whether a checkpoint or a saved graph was made of them:
     files by path, size and modification time; a generated graph by its kind, parameters,
-    edges and seed; with ``hash_values``, NumPy arrays and pandas frames by a hash of their
+    edges and seed; with ``hash_values``, files by their bytes' fingerprint too
+    (:func:`file_fingerprint`), and NumPy arrays and pandas frames by a hash of their
     values. ``None`` where it cannot be told (a Dask collection, device arrays, or values
     not hashed)."""
     from dtri.input.frames import is_path_like
@@ -78,8 +90,11 @@ def input_identity(edges: Any, storage_options: dict | None = None,
         for fs, path, _ in expand_paths(listed, storage_options):
             info = fs.info(path)
             modified = info.get("mtime") or info.get("LastModified") or info.get("ETag")
-            files.append({"path": fs.unstrip_protocol(path), "size": info.get("size"),
-                          "modified": str(modified)})
+            file = {"path": fs.unstrip_protocol(path), "size": info.get("size"),
+                    "modified": str(modified)}
+            if hash_values:
+                file["fingerprint"] = file_fingerprint(fs, path, int(info.get("size") or 0))
+            files.append(file)
         return {"paths": files}
     if isinstance(edges, GeneratedGraph):
         return {"generated": {"kind": edges.kind, "params": list(edges.params),
@@ -93,6 +108,28 @@ def input_identity(edges: Any, storage_options: dict | None = None,
     return None
 
 
+def file_fingerprint(fs: Any, path: str, size: int) -> str:
+    """A hash of the bytes of the file ``path`` of ``size`` bytes: all of them up to
+    ``dtri.checkpoint-hash-whole-bytes``, else evenly spread samples (the module's rule)."""
+    import dask
+    from dask.utils import parse_bytes
+
+    whole = parse_bytes(dask.config.get("dtri.checkpoint-hash-whole-bytes"))
+    digest = hashlib.blake2b(digest_size=20)
+    with fs.open(path, "rb") as handle:
+        if size <= whole:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+            return f"blake2b:{digest.hexdigest()}"
+        samples = max(int(dask.config.get("dtri.checkpoint-hash-samples")), 2)
+        length = min(parse_bytes(dask.config.get("dtri.checkpoint-hash-sample-bytes")), size)
+        digest.update(str(size).encode())
+        for i in range(samples):
+            handle.seek((size - length) * i // (samples - 1))
+            digest.update(handle.read(length))
+    return f"blake2b-{samples}-samples:{digest.hexdigest()}"
+
+
 def differences(made: dict[str, Any], given: dict[str, Any]) -> str | None:
     """The first way a checkpoint's manifest ``made`` differs from this run's ``given``, as
     words for the refusal; ``None`` where they agree."""
@@ -100,12 +137,29 @@ def differences(made: dict[str, Any], given: dict[str, Any]) -> str | None:
         return (f"it was made by dtri {made.get('dtri_version')}, this is dtri "
                 f"{given['dtri_version']}")
     if made.get("input") != given["input"]:
+        if (changed := changed_file(made.get("input"), given["input"])) is not None:
+            return (f"{changed} has other bytes than when it was made, at the same size and "
+                    "modification time")
         return f"it was made from other input ({_shown_input(made.get('input'))})"
     for name, value in given["options"].items():
         if made.get("options", {}).get(name) != value:
             return (f"it was made with {name} {made.get('options', {}).get(name)!r}, this run "
                     f"gives {value!r}")
     return None
+
+
+def changed_file(made: Any, given: dict[str, Any]) -> str | None:
+    """The first input file that only its fingerprint tells from the one a checkpoint was
+    made of; ``None`` where the files differ otherwise too, or not at all."""
+    if not isinstance(made, dict) or "paths" not in made or "paths" not in given:
+        return None
+    before, now = made["paths"], given["paths"]
+    if len(before) != len(now):
+        return None
+    without = [{k: v for k, v in f.items() if k != "fingerprint"} for f in before]
+    if without != [{k: v for k, v in f.items() if k != "fingerprint"} for f in now]:
+        return None
+    return next((f["path"] for f, g in zip(before, now, strict=True) if f != g), None)
 
 
 def _shown_input(identity: Any) -> str:
@@ -158,13 +212,102 @@ def read_json(fs: Any, path: str, shown: str) -> dict[str, Any]:
     return value
 
 
+def this_process() -> dict[str, Any]:
+    """What a lock records of the process holding it."""
+    import socket
+
+    import psutil
+
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "started": round(psutil.Process().create_time(), 2)}
+
+
+def lives(holder: dict[str, Any]) -> bool | None:
+    """Whether the process a lock names still runs: ``None`` where it runs on another host,
+    which this one cannot tell."""
+    import socket
+
+    import psutil
+
+    if holder.get("host") != socket.gethostname():
+        return None
+    try:
+        started = round(psutil.Process(int(holder["pid"])).create_time(), 2)
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        return False
+    return started == holder.get("started")  # else its pid was given to another process
+
+
 class Checkpoint:
-    """A checkpoint folder, opened for one run (:meth:`open`)."""
+    """A checkpoint folder, opened for one run (:meth:`open`), which holds its lock until
+    :meth:`close`."""
 
     def __init__(self, url: str, fs: Any, root: str):
         self.url = url.rstrip("/") or url
         self.fs = fs
         self.root = root
+        self.locked = False
+
+    def lock(self) -> None:
+        """Take the checkpoint's lock for this process: refused in one line while another
+        live process holds it; taken over from one that has ended."""
+        name, mine = self.path(LOCK_NAME), this_process()
+        data = json.dumps(mine).encode()
+        for _ in range(3):
+            if self._create(name, data):
+                break
+            try:
+                with self.fs.open(name, "r") as handle:
+                    holder = json.load(handle)
+            except FileNotFoundError:
+                continue  # released meanwhile: try again
+            except (OSError, ValueError):
+                holder = {}  # half written by a run killed as it locked: taken over
+            alive = lives(holder) if holder else False
+            if alive is None:
+                raise CheckpointError(
+                    f"{self.url}: in use by a run on {holder.get('host')} (pid "
+                    f"{holder.get('pid')}); wait for it to end, or remove "
+                    f"{self.shown(LOCK_NAME)} if that run is gone")
+            if alive:
+                since = time.strftime("%H:%M:%S", time.localtime(holder["started"]))
+                raise CheckpointError(
+                    f"{self.url}: in use by another run (pid {holder['pid']}, started "
+                    f"{since}); wait for it to end, or give another --checkpoint")
+            write_atomically(self.fs, name, data)  # its process ended: taken over
+            break
+        with self.fs.open(name, "r") as handle:  # two runs took over at once: one keeps it
+            if json.load(handle) != mine:
+                raise CheckpointError(f"{self.url}: in use by another run that started as "
+                                      "this one did; give another --checkpoint")
+        self.locked = True
+
+    def _create(self, name: str, data: bytes) -> bool:
+        """``name`` made with ``data`` if it did not exist (on a local disk atomically)."""
+        if isinstance(self.fs, LocalFileSystem):
+            try:
+                descriptor = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+            return True
+        if self.fs.exists(name):
+            return False
+        write_atomically(self.fs, name, data)
+        return True
+
+    def close(self) -> None:
+        """Let go of the lock (idempotent)."""
+        if not self.locked:
+            return
+        self.locked = False
+        try:
+            with self.fs.open(self.path(LOCK_NAME), "r") as handle:
+                if json.load(handle) == this_process():
+                    self.fs.rm(self.path(LOCK_NAME))
+        except (OSError, ValueError):
+            pass  # gone already, or not ours: nothing to let go of
 
     @classmethod
     def open(cls, url: str, identity: dict[str, Any] | None, options: Any) -> Checkpoint:
@@ -185,25 +328,45 @@ class Checkpoint:
                     "options": shaping_options(options)}
         name = checkpoint.path(CHECKPOINT_NAME)
         if fs.exists(name):
-            made = read_json(fs, name, checkpoint.shown(CHECKPOINT_NAME))
-            if made.get("format") != CHECKPOINT_FORMAT \
-                    or made.get("format_version") != CHECKPOINT_VERSION:
-                raise CheckpointError(
-                    f"{checkpoint.shown(CHECKPOINT_NAME)}: not a checkpoint this dtri reads "
-                    f"(format version {made.get('format_version')!r}); remove the folder or "
-                    "give another --checkpoint")
-            if (why := differences(made, manifest)) is not None:
-                raise CheckpointError(
-                    f"{checkpoint.url}: a checkpoint of another run: {why}; give another "
-                    "--checkpoint, or remove this one to start again")
-            checkpoint.remove_temporaries()
+            checkpoint.lock()
+            try:
+                checkpoint.check(name, manifest)
+            except BaseException:
+                checkpoint.close()
+                raise
             return checkpoint
-        if fs.exists(root) and (not fs.isdir(root) or fs.ls(root)):
+        listed = fs.ls(root, detail=False) if fs.exists(root) and fs.isdir(root) else []
+        if fs.exists(root) and (not fs.isdir(root) or any(
+                posixpath.basename(n.rstrip("/")) != LOCK_NAME for n in listed)):
             raise CheckpointError(f"{checkpoint.url}: exists and is not a dtri checkpoint (no "
                                   f"{CHECKPOINT_NAME}); give a new or empty folder")
         fs.makedirs(root, exist_ok=True)
-        write_atomically(fs, name, json.dumps(manifest, indent=1).encode())
+        checkpoint.lock()  # a run making it at the same time holds it, or this one does
+        try:
+            if not fs.exists(name):
+                write_atomically(fs, name, json.dumps(manifest, indent=1).encode())
+            else:
+                checkpoint.check(name, manifest)
+        except BaseException:
+            checkpoint.close()
+            raise
         return checkpoint
+
+    def check(self, name: str, manifest: dict[str, Any]) -> None:
+        """The manifest ``name`` against this run's: refused in one line where they differ;
+        else what a killed run left half written is removed."""
+        made = read_json(self.fs, name, self.shown(CHECKPOINT_NAME))
+        if made.get("format") != CHECKPOINT_FORMAT \
+                or made.get("format_version") != CHECKPOINT_VERSION:
+            raise CheckpointError(
+                f"{self.shown(CHECKPOINT_NAME)}: not a checkpoint this dtri reads "
+                f"(format version {made.get('format_version')!r}); remove the folder or "
+                "give another --checkpoint")
+        if (why := differences(made, manifest)) is not None:
+            raise CheckpointError(
+                f"{self.url}: a checkpoint of another run: {why}; give another "
+                "--checkpoint, or remove this one to start again")
+        self.remove_temporaries()
 
     def path(self, *names: str) -> str:
         return posixpath.join(self.root, *names)

@@ -519,8 +519,12 @@ class PreparedGraph:
         self.released = True
         self.parts, self.ids, self.counted_degree, self.present = [], None, None, None
         self.cache.clear()
-        if self.exit_stack is not None:
-            self.exit_stack.close()
+        try:
+            if self.exit_stack is not None:
+                self.exit_stack.close()
+        finally:
+            if self.checkpoint is not None:
+                self.checkpoint.close()
 
     def __enter__(self) -> PreparedGraph:
         return self

@@ -138,6 +138,100 @@ def test_a_checkpoint_of_other_input_is_refused(tmp_path):
         dtri.count(generated("rmat:8"), checkpoint=str(checkpoint))
 
 
+def test_an_edit_that_keeps_the_size_and_time_is_refused(tmp_path):
+    """The file's bytes are fingerprinted: an edit of one line at the same size, its
+    modification time put back, no longer resumes a count of the old edges."""
+    checkpoint = tmp_path / "ck"
+    graph_file = tmp_path / "g.txt"
+    graph_file.write_text("0 1\n1 2\n0 2\n2 3\n")
+    assert dtri.count(str(graph_file), checkpoint=str(checkpoint)).triangles == 1
+    before = graph_file.stat()
+    graph_file.write_text("0 1\n1 2\n0 3\n2 3\n")  # the same size, no triangle
+    os.utime(graph_file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert graph_file.stat().st_size == before.st_size
+    with pytest.raises(CheckpointError, match=r"g\.txt has other bytes than when it was made"):
+        dtri.count(str(graph_file), checkpoint=str(checkpoint))
+
+
+def test_a_large_file_is_fingerprinted_by_samples(tmp_path):
+    """Past ``dtri.checkpoint-hash-whole-bytes`` the fingerprint hashes evenly spread samples
+    and the size: a byte in a sample changes it, a byte between samples does not (the rule
+    the module documents)."""
+    import dask
+    from fsspec.implementations.local import LocalFileSystem
+
+    from dtri.prepared.checkpoint import file_fingerprint
+
+    fs, path = LocalFileSystem(), tmp_path / "big"
+    data = bytearray(np.random.default_rng(1).integers(0, 256, 10_000, dtype=np.uint8))
+    settings = {"dtri.checkpoint-hash-whole-bytes": 1000, "dtri.checkpoint-hash-samples": 3,
+                "dtri.checkpoint-hash-sample-bytes": 100}
+
+    def fingerprint(changed: int | None = None) -> str:
+        edited = bytearray(data)
+        if changed is not None:
+            edited[changed] ^= 0xFF
+        path.write_bytes(bytes(edited))
+        with dask.config.set(settings):
+            return file_fingerprint(fs, str(path), len(edited))
+
+    whole = fingerprint()
+    assert "3-samples" in whole
+    for sampled in (0, 99, 4950, 9999):  # samples at 0, 4950 and 9900, 100 bytes each
+        assert fingerprint(sampled) != whole
+    assert fingerprint(2000) == whole
+    assert file_fingerprint(fs, str(path), 10_000).startswith("blake2b:")  # whole by default
+
+
+def test_a_live_run_holds_its_checkpoint(tmp_path):
+    """While a graph of the checkpoint is open its lock is held: another run is refused in one
+    line, then takes it once the graph is released; a lock whose process has ended is taken
+    over."""
+    from dtri.prepared.checkpoint import LOCK_NAME
+
+    checkpoint = tmp_path / "ck"
+    with dtri.prepare(EDGES, checkpoint=str(checkpoint), **OPTIONS) as graph:
+        assert json.loads((checkpoint / LOCK_NAME).read_text())["pid"] == os.getpid()
+        with pytest.raises(CheckpointError, match=r"in use by another run \(pid \d+"):
+            count(checkpoint)
+        assert graph.count().triangles == TRIANGLES  # the holder goes on, exact
+    assert not (checkpoint / LOCK_NAME).exists()
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    (checkpoint / LOCK_NAME).write_text(json.dumps(
+        {"pid": int(ended.stdout), "host": os.uname().nodename, "started": 1.0}))
+    assert count(checkpoint).triangles == TRIANGLES  # a dead run's lock: taken over
+    assert not (checkpoint / LOCK_NAME).exists()
+
+
+def test_the_cli_refuses_a_checkpoint_in_use_in_one_line(tmp_path):
+    """``dtri count`` against a checkpoint whose lock names a live process: one line, exit
+    2, and the lock left as it was."""
+    import psutil
+
+    from dtri.prepared.checkpoint import LOCK_NAME
+
+    checkpoint = tmp_path / "ck"
+    done = subprocess.run([sys.executable, "-m", "dtri", "count", "--generate", "rmat:8",
+                           "--checkpoint", str(checkpoint)], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock = json.dumps({"pid": holder.pid, "host": os.uname().nodename,
+                           "started": round(psutil.Process(holder.pid).create_time(), 2)})
+        (checkpoint / LOCK_NAME).write_text(lock)
+        again = subprocess.run([sys.executable, "-m", "dtri", "count", "--generate", "rmat:8",
+                                "--checkpoint", str(checkpoint)], capture_output=True,
+                               text=True, check=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+    assert "in use by another run" in again.stderr and "Traceback" not in again.stderr
+    assert (checkpoint / LOCK_NAME).read_text() == lock
+
+
 def test_a_checkpoint_with_other_options_or_dtri_is_refused(tmp_path):
     checkpoint = tmp_path / "ck"
     count(checkpoint)
