@@ -35,6 +35,7 @@ unless ``--keep-checkpoint``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -218,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     import distributed  # noqa: F401  (loads distributed's configuration defaults)
 
     args = parse_args(argv)
+    if importlib.util.find_spec("dask_jobqueue") is None:
+        print('slurm.py: error: needs dask-jobqueue: pip install "dtri[cluster]"',
+              file=sys.stderr)
+        return 2
     # the scheduler (started here, with the cluster) fails tasks that wait this long with no
     # worker, so a count whose jobs are all gone ends with an error instead of waiting forever
     lost = dask.config.get("distributed.scheduler.no-workers-timeout", None) \

@@ -34,6 +34,7 @@ from dtri.input.frames import (
     parquet_arrays,
     planned_rows,
     read_plan,
+    user_edges,
 )
 from dtri.input.generate import GeneratedGraph
 from dtri.options import GENERATED_FORMATS, RUNTIME_OPTIONS, Options
@@ -120,6 +121,7 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     edges and self-loops do not change it. ``options``: any of :class:`dtri.Options` (in a
     ``session``, those that shape the input and the plan). Without a session the graph opens
     its own, which :meth:`PreparedGraph.release` (or the end of a ``with`` block) closes."""
+    edges = user_edges(edges)
     if is_saved_graph(edges, options.get("storage_options")):
         return open_prepared(saved_path(edges), session=session, **options)
 
@@ -331,6 +333,7 @@ def count(edges: Any, *, explain: bool = False, approx: Approx | dict | bool = F
     :class:`~dtri.analytics.colours.EstimatePlan` instead: the method, why, and what it would
     sample, with nothing sampled or counted."""
     wanted = None if approx is False or approx is None else Approx.of(approx)  # checked now
+    edges = user_edges(edges)
     if wanted is None:
         with prepare(edges, **options) as graph:
             return graph.count(explain=explain)

@@ -326,15 +326,23 @@ def _flag(name: str) -> str:
     return flag.split("/")[0] if flag else name
 
 
+MAX_SIZE = 2**63 - 1
+"""The most bytes a size may give (int64; ``1e400`` is infinity, which no integer holds)."""
+
+
 def _size(name: str, value: Any) -> int | None:
     """Bytes from an int or a string such as ``"2GiB"``."""
     if value is None or isinstance(value, int):
         return value
     try:
-        return parse_bytes(value)
-    except (ValueError, TypeError):
+        size = parse_bytes(value)
+    except (ValueError, TypeError, OverflowError):
         raise ConfigurationError(f"{_flag(name)} {value!r} is not a size such as 2GiB, 500MB "
                                  "or 1000000") from None
+    if size > MAX_SIZE:
+        raise ConfigurationError(f"{_flag(name)} {value!r} is more bytes than any machine has "
+                                 f"(at most {MAX_SIZE})")
+    return size
 
 
 # -------------------------------------------------------------------------- the command line
@@ -350,10 +358,14 @@ def cli_options(*groups: str, exclude: tuple[str, ...] = ()) -> Callable[[Any], 
 
             def convert(self, value: Any, param: Any, ctx: Any) -> int:
                 try:
-                    return value if isinstance(value, int) else parse_bytes(value)
-                except ValueError:
+                    size = value if isinstance(value, int) else parse_bytes(value)
+                except (ValueError, OverflowError):
                     self.fail(f"{value!r} is not a size such as 2GiB, 500MB or 1000000", param,
                               ctx)
+                if size > MAX_SIZE:
+                    self.fail(f"{value!r} is more bytes than any machine has (at most "
+                              f"{MAX_SIZE})", param, ctx)
+                return size
 
         return ByteSize()
 

@@ -72,9 +72,31 @@ def input_on_gpu(edges: Any) -> bool:
     return is_device_object(edges)
 
 
+def user_edges(edges: Any) -> Any:
+    """The edges a caller gave, under the rule the command line's reader keeps: a list or
+    tuple of pairs (not of paths) is an ``(m, 2)`` NumPy array, and an array's columns after
+    its first two (weights, timestamps) are left out, as a text file's are. Anything else
+    is returned as it is, for the readers to take or refuse."""
+    if isinstance(edges, list | tuple) and not is_path_like(edges):
+        try:
+            pairs = np.asarray(edges) if len(edges) else np.zeros((0, 2), dtype=np.int64)
+        except ValueError:  # rows of unequal length
+            raise InputError("a list of edges must hold pairs of vertex ids, such as "
+                             "[(0, 1), (1, 2)]") from None
+        if pairs.ndim != 2 or pairs.shape[1] < 2:
+            raise InputError(f"a list of edges must hold pairs of vertex ids, such as "
+                             f"[(0, 1), (1, 2)]; got rows of shape {pairs.shape[1:]}")
+        edges = pairs
+    is_array = isinstance(edges, np.ndarray) or _device_array(edges)
+    if is_array and edges.ndim == 2 and edges.shape[1] > 2:
+        edges = edges[:, :2]
+    return edges
+
+
 def _check_edge_array(edges: Any) -> None:
     if edges.ndim != 2 or edges.shape[1] != 2:
-        raise InputError(f"an edge array must have shape (m, 2), got {edges.shape}")
+        raise InputError(f"an edge array must have shape (m, 2) (or more columns, of which "
+                         f"the first two are read), got {edges.shape}")
 
 
 def _array_parts(edges: np.ndarray) -> list[EdgeArrays]:

@@ -70,8 +70,8 @@ def test_bad_inputs_and_options_are_refused_clearly():
         dtri.count(np.array([[0, -1]]), scheduler="synchronous")
     with pytest.raises(InputError, match="integers"):
         dtri.count(pd.DataFrame({"src": [0.5], "dst": [1.0]}), scheduler="synchronous")
-    with pytest.raises(InputError, match="shape"):
-        dtri.count(np.zeros((3, 3), np.int64), scheduler="synchronous")
+    with pytest.raises(InputError, match="shape"):  # (m, 3) reads its first two columns
+        dtri.count(np.zeros((3, 1), np.int64), scheduler="synchronous")
     with pytest.raises(ValueError, match="power of two"):
         dtri.count(np.array([[0, 1]]), scheduler="synchronous", bins=3)
     with pytest.raises(ValueError, match="orientation"):

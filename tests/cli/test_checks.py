@@ -177,3 +177,29 @@ def test_an_empty_plain_file_and_an_empty_gzip_stream_are_empty_graphs(tmp_path)
     packed.write_bytes(gzip.compress(b""))
     assert dtri.count_triangles(str(plain)) == 0
     assert dtri.count_triangles(str(packed)) == 0
+
+
+def test_a_refused_scheduler_connection_fails_at_once():
+    """Nothing listens at port 1: refused within 2 s (and so the command within
+    :data:`QUICK_SECONDS`), where Dask's client tried again for 31 s."""
+    line = refused("count", KARATE, "--scheduler", "tcp://127.0.0.1:1")
+    assert line == ("dtri: error: cannot reach the Dask scheduler at tcp://127.0.0.1:1: the "
+                    "connection was refused (nothing listens at that port)")
+
+
+@pytest.mark.parametrize("option", ["--memory-budget", "--blocksize", "--memory-limit"])
+def test_a_size_past_any_integer_is_one_line(option):
+    assert "'1e400' is not a size such as 2GiB" in refused("count", KARATE, option, "1e400")
+    assert "more bytes than any machine has" in refused("count", KARATE, option, "1e30")
+    with pytest.raises(ConfigurationError, match="'1e400' is not a size"):
+        Options(memory_budget="1e400")
+
+
+@pytest.mark.parametrize("args", [["count", KARATE, "--workers", "0"],
+                                  ["count", KARATE, "--workers", "-1"],
+                                  ["count", KARATE, "--jsn"], ["cont", KARATE], ["--bogus"]],
+                         ids=["workers-0", "workers-minus-1", "option", "command", "group"])
+def test_usage_errors_are_dtri_errors(args):
+    """click's usage errors in dtri's form: one line, the command to ask for help."""
+    line = refused(*args)
+    assert line.endswith("--help)") and "Usage:" not in line

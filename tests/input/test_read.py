@@ -6,6 +6,7 @@ import bz2
 import errno
 import gzip
 import io
+import json
 import random
 import re
 from pathlib import Path
@@ -35,7 +36,7 @@ from dtri.input.read import (
     plan_read,
     read_edges,
 )
-from tests.oracles import BAD_IDS, SHARED_DATA, bad_id_folder
+from tests.oracles import BAD_IDS, SHARED_DATA, bad_id_folder, networkx_triangles
 
 
 @pytest.fixture(scope="module", autouse=True, params=["numpy", "pandas", "numba"])
@@ -972,3 +973,24 @@ def test_the_device_reads_ids_get_the_host_checks_file_by_file():
         _check_device_ids((np.array([0, 2**63, 1, 2, 3], dtype=np.uint64), src), files,
                           ("from", "to"))
     assert error.value.path == "a.parquet"
+
+
+def test_the_api_reads_what_the_cli_reads(tmp_path):
+    """One reader rule: an array with a third column (a weight) counts as its text file does
+    on the command line, the column left out; a list of pairs is an edge array (and small,
+    so it runs in this process without a main guard); a ragged list is one error."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(3)
+    weighted = np.column_stack([rng.integers(0, 60, (500, 2)), rng.integers(0, 9, 500)])
+    text = tmp_path / "weighted.txt"
+    np.savetxt(text, weighted, fmt="%d")
+    done = subprocess.run([sys.executable, "-m", "dtri", "count", str(text), "--json"],
+                          capture_output=True, text=True, check=True)
+    assert dtri.count(weighted).triangles == json.loads(done.stdout)["triangles"] \
+        == networkx_triangles(weighted[:, :2])
+    pairs = [(int(a), int(b)) for a, b in weighted[:, :2]]
+    assert dtri.count(pairs).triangles == networkx_triangles(weighted[:, :2])
+    with pytest.raises(dtri.InputError, match="pairs of vertex ids"):
+        dtri.count([(0, 1), (1, 2, 3, 4), (2,)])

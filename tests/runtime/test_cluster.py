@@ -175,6 +175,15 @@ def slurm():
     return _load_slurm_script()
 
 
+def test_slurm_without_dask_jobqueue_says_what_to_install(slurm, monkeypatch, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "dask_jobqueue" else real(name, *args))
+    assert slurm.main(["--generate", "rmat:8", "--dry-run"]) == 2
+    assert capsys.readouterr().err == ('slurm.py: error: needs dask-jobqueue: pip install '
+                                       '"dtri[cluster]"\n')
+
+
 def _job_script(slurm, **options) -> str:
     # dashboard on a free port; the scheduler starts here, no job is submitted (no scale)
     with slurm.build_cluster(scheduler_options={"dashboard_address": ":0"}, **options) as cluster:
