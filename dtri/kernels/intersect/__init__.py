@@ -188,7 +188,7 @@ def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_stat
         intersect_edges,
         intersect_edges_parallel,
         intersect_marked,
-        intersect_marked_parallel,
+        intersect_marked_threads,
     )
 
     none8 = np.zeros(0, dtype=np.uint8)
@@ -202,9 +202,10 @@ def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_stat
         flags = np.zeros(1, dtype=np.int32 if credited else np.uint8)
         row_credits = (uv, uw) if credited else (none32, none32)
         if threads > 1:
-            return int(intersect_marked_parallel(
+            row_uv, row_uw = row_credits
+            return intersect_marked_threads(
                 threads, part.dst, part.offsets, group.dst, group.offsets, group.low,
-                group.high, credited, *row_credits, MARKS_GALLOP_RATIO, flags))
+                group.high, credited, row_uv, row_uw, MARKS_GALLOP_RATIO, flags)
         return int(intersect_marked(
             part.dst, part.offsets, group.dst, group.offsets, group.low, group.high,
             credited, vw is not None, *row_credits, vw if vw is not None else none32,

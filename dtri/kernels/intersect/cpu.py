@@ -4,7 +4,8 @@
 Imported only where they run (numba takes a moment to import); compiled on first use and
 cached on disk by numba. They hold no lock (``nogil``), so Dask's threaded scheduler runs them
 on several cores; dtri's CPU workers are single-threaded processes, each running one; an
-in-process run gives one task every core (:func:`intersect_edges_parallel`, numba's threads).
+in-process run gives one task every core (:func:`intersect_edges_parallel`, numba's threads;
+:func:`intersect_marked_threads`, Python's).
 :func:`seek` (a gallop) is shared with the graphlet kernels (:mod:`dtri.kernels.graphlets.cpu`).
 """
 
@@ -571,18 +572,36 @@ def intersect_marked(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, ghig
                         uv, uw, vw, gallop_ratio, marks)
 
 
-@numba.njit(nogil=True, cache=True, parallel=True)
-def intersect_marked_parallel(threads: int, pdst: Any, poff: Any, gdst: Any, goff: Any,
-                              glow: int, ghigh: int, credits: bool, uv: Any, uw: Any,
-                              gallop_ratio: float, positions: Any) -> int:
-    """:func:`intersect_marked` on ``threads`` threads, each with marks of its own, taking
-    every ``threads``-th row block: every write (``uv``, ``uw``) lands on an edge of the
-    row being walked, so no two threads write the same counter (no group credits)."""
-    width = _mark_width(pdst, gdst)
+@numba.njit(nogil=True, cache=True)
+def marked_blocks(first_block: int, block_step: int, width: int, pdst: Any, poff: Any,
+                  gdst: Any, goff: Any, glow: int, ghigh: int, credits: bool, uv: Any,
+                  uw: Any, gallop_ratio: float, positions: Any) -> int:
+    """One thread's share of :func:`intersect_marked_threads`: the row blocks
+    ``first_block, first_block + block_step, ...``, with marks of its own of ``width``."""
+    marks = np.zeros(width, dtype=positions.dtype)
     none = np.zeros(0, dtype=uw.dtype)
-    found = np.zeros(threads, dtype=np.int64)
-    for t in numba.prange(threads):
-        marks = np.zeros(width, dtype=positions.dtype)
-        found[t] = _marked_rows(t, threads, pdst, poff, gdst, goff, glow, ghigh, credits,
-                                False, uv, uw, none, gallop_ratio, marks)
-    return found.sum()
+    return _marked_rows(first_block, block_step, pdst, poff, gdst, goff, glow, ghigh, credits,
+                        False, uv, uw, none, gallop_ratio, marks)
+
+
+def intersect_marked_threads(threads: int, pdst: Any, poff: Any, gdst: Any, goff: Any,
+                             glow: int, ghigh: int, credits: bool, uv: Any, uw: Any,
+                             gallop_ratio: float, positions: Any) -> int:
+    """:func:`intersect_marked` on ``threads`` Python threads, each taking every
+    ``threads``-th row block with marks of its own (:func:`marked_blocks`, which releases the
+    GIL): every write (``uv``, ``uw``) lands on an edge of the row being walked, so no two
+    threads write the same counter (no group credits). Threads of Python's own, not numba's
+    ``prange``: a parallel kernel cost 3-4.4 s to compile on a machine's first run (R-MAT 18
+    took 7.1 s, then 2.1 s with the kernels cached); these compile only the serial rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    width = int(_mark_width(pdst, gdst))
+    # compiled (or loaded) here first, on no rows: threads that each compiled it would
+    # count the compile once each (the compile clock's spans are per thread)
+    marked_blocks(0, threads, width, pdst, poff[:1], gdst, goff, glow, ghigh, credits, uv, uw,
+                  gallop_ratio, positions)
+    with ThreadPoolExecutor(threads, thread_name_prefix="dtri-marks") as pool:
+        shares = [pool.submit(marked_blocks, t, threads, width, pdst, poff, gdst, goff, glow,
+                              ghigh, credits, uv, uw, gallop_ratio, positions)
+                  for t in range(threads)]
+        return sum(int(share.result()) for share in shares)
