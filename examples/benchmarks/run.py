@@ -750,6 +750,12 @@ PRESETS: dict[str, Preset] = {
         "issue 39, at 196d448 (the lines' commit); the 7d4929d lines ran the first and the "
         "last command from a copy of that commit's tree on the same host, between the "
         "196d448 runs (kind nvidia-h100-x2: the 4-GPU kind was not lent then)"),
+    "first-run-cpu-2core": Preset(
+        "issue 69: a machine's first dtri count of R-MAT 18 (numba's cache empty) against its "
+        "second, this tree and cff943c (the parallel marks kernel) each in a tree, a process "
+        "and a cache of its own", CPU,
+        (script("first_run.py", "rmat:18", "--baseline", "cff943c", "--repeat", "3",
+                "--folder", "{tmp}", "--out", "{out}"),)),
     "scale-out-cpu-2core": Preset(
         "issue 68: dtri count of R-MAT 18 and 20 read from one text file, through --scheduler, "
         "on local clusters of 4, 9 and 16 single-threaded CPU workers (1.4 GiB each), each arm "

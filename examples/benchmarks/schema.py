@@ -72,6 +72,8 @@ BENCHMARKS = {
     "multi-gpu": "prepare + count of edges persisted on the workers, best of `--repeat`",
     "multi-gpu-cli": "`dtri count --generate --workers W --json` in a new process: wall "
                      "seconds of the command, best of `--repeat`",
+    "first-run": "`dtri count --generate SPEC --backend cpu --json` in a fresh process with "
+                 "an empty numba cache: wall seconds of the command, median of `--repeat`",
     "nx-backend": "`nx.triangles(G, backend='dtri')`, conversion included, best of `--repeat`",
     "nx-backend-per-call": "`nx.<analytic>(G, backend='dtri')`, median",
     "one-liner-per-call": "`dtri.count` with every default, median",
@@ -339,6 +341,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "transfer-probe": _transfer,
     "scale-out": lambda own: take(own, benchmark="scale-out"),
     "wire-format": lambda own: take(own, benchmark="wire-format"),
+    "first-run": lambda own: take(own, benchmark="first-run"),
 }
 """Each script's (or command's) own dict → the fields it gives (``detail`` among them)."""
 
