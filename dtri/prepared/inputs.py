@@ -98,6 +98,21 @@ def minimum_budget(rows: int) -> int:
     return -(-rows * BYTES_PER_EDGE_IN_FLIGHT // MAX_PARTITIONS)
 
 
+def least_task_budget(rows: int) -> int:
+    """The least task budget that every check of a budget before the count's plan accepts,
+    for ``rows`` input edges, so that a refusal names one the next run takes: the minimum
+    (:func:`minimum_budget`), few enough partitions for the exchanges
+    (:func:`check_exchange_tasks`), and the longest adjacency list the count can meet
+    (:func:`dtri.analytics.plan.check_lists_fit`), at most √(2m) targets under the degree
+    orientation (each of a vertex's d later neighbours has degree d or more). Each check had
+    named only its own: karate under --memory-budget 1 asked for 13, then 32, then 256."""
+    from dtri.analytics.plan import list_bytes, max_plan_tasks
+
+    exchanges = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // max(1, math.isqrt(max_plan_tasks())))
+    longest = list_bytes(math.isqrt(2 * rows) + 1)
+    return max(minimum_budget(rows), exchanges, longest)
+
+
 def check_exchange_tasks(rows: int, partitions: int, threads_per_worker: int) -> None:
     """Refuse, before any exchange, a preparation whose all-to-all exchanges would each have
     more tasks than ``dtri.max-plan-tasks`` (a piece per sender and receiver: about
@@ -114,7 +129,7 @@ def check_exchange_tasks(rows: int, partitions: int, threads_per_worker: int) ->
 
     from dtri.errors import ConfigurationError
 
-    least = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // max(1, math.isqrt(ceiling)))
+    least = least_task_budget(rows)
     raise ConfigurationError(
         f"{rows:,} input edges in {partitions} partitions make about "
         f"{partitions * partitions:,} tasks in each exchange of the preparation, more than "
@@ -146,7 +161,7 @@ def check_budget(rows: int | None, estimated: bool, budget: Budget | None,
     if budget.given or runtime is None:
         raise ConfigurationError(f"--memory-budget {format_bytes(budget.per_worker)} is below "
                                  f"the minimum for this input: {why}; give --memory-budget "
-                                 f"{budget.per_worker_for(needed)} or more")
+                                 f"{budget.per_worker_for(least_task_budget(rows))} or more")
     least = budget.memory_for(needed)
     if runtime.capped and (pool := runtime.caps.rmm_pool_size) is not None:
         raise ConfigurationError(

@@ -203,3 +203,15 @@ def test_usage_errors_are_dtri_errors(args):
     """click's usage errors in dtri's form: one line, the command to ask for help."""
     line = refused(*args)
     assert line.endswith("--help)") and "Usage:" not in line
+
+
+def test_the_least_budget_named_is_one_the_next_run_takes():
+    """karate under --memory-budget 1: each check had named only its own minimum (13, then
+    32, then 256 B); the first refusal now names one that every check takes."""
+    line = refused("count", KARATE, "--memory-budget", "1")
+    budget = line.split("give --memory-budget ")[1].split(" or more")[0]
+    done = subprocess.run([sys.executable, "-m", "dtri", "count", KARATE, "--memory-budget",
+                           budget, "--json"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["triangles"] == 45

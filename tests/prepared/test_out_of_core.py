@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 import dtri
 from dtri.cli import main
+from dtri.prepared.inputs import least_task_budget
 from tests.oracles import networkx_triangles
 
 BUDGET = 1 << 20
@@ -91,7 +92,10 @@ def test_a_budget_below_the_minimum_for_the_input_stops_before_reading(graph200k
     assert result.output.strip() == (
         "dtri: error: --memory-budget 1.00 kiB is below the minimum for this input: "
         f"{len(edges):,} input edges at 128 B each in flight need a task budget of at least "
-        f"24.00 kiB, to fit in 1024 partitions; give --memory-budget {len(edges) // 8} or more")
+        f"24.00 kiB, to fit in 1024 partitions; give --memory-budget "
+        f"{least_task_budget(len(edges))} or more")
+    # the least budget that the exchanges' check takes too: 1024 partitions were too many
+    assert least_task_budget(len(edges)) == -(-len(edges) * 128 // 316)
 
 
 def test_an_rmm_pool_below_the_minimum_is_named_with_the_least_pool():
