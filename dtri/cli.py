@@ -348,7 +348,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
                 low, high = quick.triangles_interval
                 click.echo(f"estimate       {quick.triangles:.4g} triangles ("
                            f"{quick.confidence:.0%} interval {low:.4g} - {high:.4g}, from "
-                           f"{quick.samples} of {quick.wedges} wedges)" if not quick.exact
+                           f"{quick.samples} samples of the {quick.wedges} oriented wedges)"
+                           if not quick.exact
                            else f"estimate       {quick.triangles:.0f} triangles (exact: "
                            f"{quick.reason})")
             read = result.read
@@ -366,7 +367,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
     click.echo(f"triangles      {result.triangles}")
     click.echo(f"vertices       {result.vertices}")
     click.echo(f"edges          {result.edges}")
-    click.echo(f"wedges         {result.wedges}")
+    click.echo(f"wedges         {result.wedges} (oriented: pairs of a vertex's "
+               "later neighbours, each a candidate triangle)")
     click.echo(f"bins           {result.bins}   batches {result.batches}   "
                f"partitions {result.partitions}")
     click.echo(f"decomposition  {_decomposition_line(result.plan['decomposition'])}")
@@ -443,7 +445,7 @@ def _print_estimate_plan(plan: Any, as_json: bool, source: dict[str, Any]) -> No
                    f"supports: the most colours predicted within {target} are taken, or the "
                    f"whole input is prepared for wedges if even {low} are not")
     else:
-        click.echo(f"wedges         {plan.wedges} (the prepared graph's)")
+        click.echo(f"wedges         {plan.wedges} (the prepared graph's oriented wedges)")
         click.echo(f"pilot          {plan.samples} wedges asked for" if plan.samples else
                    f"pilot          {plan.pilot_samples} wedges size the sample for {target}")
 
@@ -547,7 +549,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
     """The plan of ``dtri count --explain`` as a short table."""
     partitions = plan["partitions"]
     click.echo(f"plan           vertices {plan['vertices']}   edges {plan['edges']}   "
-               f"wedges {plan['wedges']}   partitions {len(partitions)}")
+               f"oriented wedges {plan['wedges']}   partitions {len(partitions)}")
     kernel = f" ({plan['kernel']} kernel: {plan['kernel_reason']})" if plan.get("kernel") \
         else ""
     click.echo(f"bins           {plan['bins']} ({plan['bins_with_edges']} with edges)   "

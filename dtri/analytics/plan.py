@@ -403,8 +403,15 @@ class CountPlan:
                                "moved_bytes": e.moved_bytes}
                        for stage, e in self.estimates.items()},
             "peak_bytes": self.peak_bytes, "moved_bytes": self.moved_bytes,
-            "over_budget": self.over_budget(), "staging": self.staging,
+            "over_budget": self.over_budget(), "staging": self.shown_staging,
         }
+
+    @property
+    def shown_staging(self) -> str:
+        """Where the plan's stage results wait, as reported: ``none`` on the CPU backend
+        without host staging (no device: they wait in the workers' memory; it had said
+        ``device``)."""
+        return "none" if self.backend == "cpu" and self.staging != "host" else self.staging
 
 
 def bin_layout(summaries: Sequence[PartitionSummary], vertices: int, bits: int, nbins: int,

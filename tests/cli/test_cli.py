@@ -292,3 +292,14 @@ def test_count_prints_the_note_the_moves_and_with_explain_the_link(monkeypatch):
     assert f"note           {note}" in lines
     assert analytic.exit_code == 0, analytic.output
     assert f"note           {note}" in analytic.output.splitlines()
+
+
+def test_wedges_are_named_oriented_wherever_they_are_counted():
+    """karate's 69 wedges are the oriented ones (pairs of a vertex's later neighbours), not
+    NetworkX's 528 paths of length two: the labels say so."""
+    runner = CliRunner()
+    counted = runner.invoke(main, ["count", KARATE, *LOCAL])
+    assert "wedges         69 (oriented: pairs of a vertex's later neighbours" in counted.output
+    explained = runner.invoke(main, ["count", KARATE, "--explain", *LOCAL])
+    assert "oriented wedges 69" in explained.output
+    assert "samples of the 69 oriented wedges" in explained.output

@@ -409,3 +409,12 @@ def test_a_task_moving_its_own_data_goes_on_on_the_host_when_the_device_is_short
     assert staged.wrap(getitem, on_host=True) is getitem  # pickers stay as they are
     assert Staging("host", "cpu").wrap(moves_its_own, True, True) is moves_its_own
 
+
+
+def test_a_cpu_plan_says_no_device():
+    """On the CPU backend the default plan reports no staging (it had said ``device``); host
+    staging is named as asked."""
+    edges = np.array([(0, 1), (1, 2), (0, 2), (2, 3)])
+    assert dtri.count(edges, backend="cpu").plan["staging"] == "none"
+    assert dtri.count(edges, backend="cpu", scheduler="synchronous",
+                      staging="host").plan["staging"] == "host"
