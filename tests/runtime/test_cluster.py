@@ -125,7 +125,7 @@ def test_count_is_exact_after_a_worker_is_killed(phase, rmat13):
         client.wait_for_workers(3, timeout=60)
         result, address, key = count_while_killing_a_worker(
             client, PHASES[phase],
-            lambda: dtri.count(edges, backend="cpu", npartitions=6, memory_budget="256KiB",
+            lambda: dtri.count(edges, backend="cpu", npartitions=6, memory_budget="1MiB",
                                join="wedges"))  # the counting phase's tasks: wedges, bins, joins
         assert result.triangles == expected, (
             f"{result.triangles} triangles after the loss of worker {address} in the {phase} "
