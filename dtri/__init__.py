@@ -16,6 +16,8 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
+from dtri.version import VERSION
+
 if "dask.config" in sys.modules:
     import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from dtri.analytics.count import CountResult
     from dtri.analytics.estimate import Approx, Estimate
     from dtri.api import (
+        PreparedGraph,
         Session,
         count,
         count_triangles,
@@ -34,7 +37,6 @@ if TYPE_CHECKING:
     from dtri.input.generate import generated
     from dtri.input.read import read_edges
     from dtri.options import Options
-    from dtri.prepared.graph import PreparedGraph
     from dtri.runtime.driver import start_cuda_driver
 
 _HOMES = {
@@ -45,7 +47,7 @@ _HOMES = {
     "DtriError": "dtri.errors",
     "InputError": "dtri.errors",
     "Options": "dtri.options",
-    "PreparedGraph": "dtri.prepared.graph",
+    "PreparedGraph": "dtri.api",
     "Session": "dtri.api",
     "count": "dtri.api",
     "count_triangles": "dtri.api",
@@ -77,7 +79,7 @@ __all__ = [
     "start_cuda_driver",
     "write_generated",
 ]
-__version__ = "0.1.0"
+__version__ = VERSION
 
 
 def __getattr__(name: str) -> Any:

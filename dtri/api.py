@@ -18,12 +18,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict
-from typing import Any, Literal, NamedTuple, overload
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
+from dtri.analytics import edge, graphlets, truss, vertex
 from dtri.analytics.colours import EstimatePlan, estimate_input
-from dtri.analytics.count import CountResult
-from dtri.analytics.estimate import Approx, Estimate
+from dtri.analytics.count import CountResult, count_triangles_of
+from dtri.analytics.count import count as count_graph
+from dtri.analytics.estimate import Approx, Estimate, estimate
 from dtri.errors import ConfigurationError, DtriError
 from dtri.input.frames import (
     as_edge_frame,
@@ -39,11 +41,12 @@ from dtri.input.frames import (
 from dtri.input.generate import GeneratedGraph
 from dtri.options import GENERATED_FORMATS, RUNTIME_OPTIONS, Options
 from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
-from dtri.prepared.graph import PreparedGraph, open_saved, prepare_graph, saved_metadata
+from dtri.prepared.graph import GraphData, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
 from dtri.prepared.saved import is_saved_graph
 from dtri.runtime.budget import given_budget
 from dtri.runtime.driver import start_cuda_driver
+from dtri.runtime.link import link_bandwidth
 from dtri.runtime.session import (
     LOCAL_SCHEDULERS,
     Runtime,
@@ -53,6 +56,137 @@ from dtri.runtime.session import (
     options_caps,
     runs_on_this_machine,
 )
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
+
+class PreparedGraph:
+    """A graph prepared on the workers, and the analytics of it. Its data
+    (:class:`dtri.prepared.graph.GraphData`: ``edges``, ``wedges``, ``vertices``,
+    ``partitions``, ``degree``, ``backend``, ``seconds``, ``read``, ``orientation``,
+    ``order``, ``choices()``, ``memory()``, ``moves()``, ``save(path)``, ...) reads as its
+    attributes. Made by :func:`dtri.prepare` and :func:`dtri.open_prepared`; a ``with`` block
+    releases it."""
+
+    def __init__(self, data: GraphData) -> None:
+        self.data = data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.data, name)
+
+    def count(self, *, explain: bool = False) -> CountResult:
+        """The triangle count with the run's statistics and plan
+        (:class:`dtri.analytics.count.CountResult`); ``explain``: the plan only."""
+        return count_graph(self.data, explain=explain)
+
+    def count_triangles(self) -> int:
+        """The exact number of triangles."""
+        return count_triangles_of(self.data)
+
+    def triangles(self) -> dd.Series:
+        """Triangles at each vertex (0 for vertices in none), a Dask Series indexed by the
+        input's vertex ids, like ``networkx.triangles``."""
+        return vertex.triangles(self.data)
+
+    def clustering(self) -> dd.Series:
+        """The local clustering coefficient of each vertex (NetworkX's: 0 below degree 2),
+        a Dask Series indexed by the input's vertex ids."""
+        return vertex.clustering(self.data)
+
+    def average_clustering(self) -> float:
+        """The mean local clustering coefficient over all vertices (zeros included), as
+        ``networkx.average_clustering``."""
+        return vertex.average_clustering(self.data)
+
+    def transitivity(self) -> float:
+        """3 × triangles / connected triples, as ``networkx.transitivity``."""
+        return vertex.transitivity(self.data)
+
+    def estimate(self, error: float = 0.01, confidence: float = 0.95, *,
+                 samples: int | None = None, seconds: float | None = None,
+                 seed: int | None = None, average_clustering: bool = True,
+                 method: str = "auto", allow_exact: bool = True) -> Estimate:
+        """The triangle count and transitivity estimated from a uniform sample of the oriented
+        wedges, and the average clustering from one of vertices (``average_clustering=False``:
+        not estimated), with intervals at ``confidence``: the wedge sample is sized for a
+        relative ``error``, or ``samples`` wedges, or as many as ``seconds`` of the estimate's
+        own wall time allow (the result's ``samples`` and ``seed`` repeat it); a graph where
+        that sample costs about what counting does is counted exactly, and the result says so
+        (:class:`dtri.analytics.estimate.Estimate`). A prepared graph is always wedge-sampled
+        (``method`` ``auto`` or ``wedges``): colourful sampling colours the input as it is
+        read (``dtri.count(edges, approx=...)``). ``allow_exact=False``: sample even where
+        counting would cost no more (the quick forecast of ``dtri count --explain``)."""
+        self.data._check()
+        approx = Approx(error, confidence, samples=samples, seconds=seconds, seed=seed,
+                        average_clustering=average_clustering, method=method)
+        if method == "colours":
+            raise ConfigurationError("colourful sampling filters the input as it is read, "
+                                     "before the preparation: ask dtri.count(edges, approx="
+                                     "{'method': 'colours'}), not a prepared graph")
+        return estimate(self.data, approx, allow_exact=allow_exact)
+
+    def edge_support(self) -> dd.DataFrame:
+        """Each undirected edge once, ``u < v`` by input id, with the triangles on it
+        (``support``): a Dask DataFrame."""
+        return edge.edge_support(self.data)
+
+    def k_truss(self, k: int) -> PreparedGraph:
+        """The k-truss (``networkx.k_truss``): the largest subgraph in which every edge lies on
+        at least ``k - 2`` of its triangles, without isolated vertices, as a prepared graph on
+        the same workers."""
+        return PreparedGraph(truss.k_truss(self.data, k))
+
+    def truss_numbers(self) -> dd.DataFrame:
+        """The truss number of each edge (the largest ``k`` whose k-truss holds it): a Dask
+        DataFrame of ``u < v`` by input id and ``truss``."""
+        return truss.truss_numbers(self.data)
+
+    def graphlets(self, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
+        """Graphlet degrees: the orbit frequencies σ0 … σ15 of the Fast Graphlet Transform
+        (``orbits="sigma0-4"``: σ0 … σ4) of each vertex, ``net`` (induced subgraphs) or
+        ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …"""
+        return graphlets.graphlets(self.data, orbits, kind)
+
+    def graphlet_summary(self, orbits: str = "all", kind: str = "net",
+                         top: int = 10) -> dict[str, Any]:
+        """The graph's copies of each graphlet (``graphlets``: name to copies) and the ``top``
+        vertices in most 4-cliques, or in most triangles with ``orbits="sigma0-4"`` (``top``:
+        rows of plain values), summed where each partition lives."""
+        return graphlets.graphlet_summary(self.data, orbits, kind, top)
+
+    def graphlet_plan(self, orbits: str = "all") -> dict[str, Any]:
+        """What :meth:`graphlets` would run (``dtri graphlets --explain``): per stage its
+        tasks, batches and the largest task's estimated peak bytes; nothing is counted."""
+        return graphlets.graphlet_plan(self.data, orbits)
+
+    def present_vertices(self) -> int:
+        """The vertices of the graph: of a k-truss, those left with an edge (counted on the
+        workers), else ``vertices``."""
+        return vertex.present_vertices(self.data)
+
+    def link_bandwidth(self) -> float | None:
+        """The bandwidth between two of the runtime's workers in bytes per second, probed
+        once per cluster (``dtri count --explain``); ``None`` without two workers."""
+        return link_bandwidth(self.data.runtime)
+
+    def save(self, path: str) -> str:
+        """Write this graph to ``path`` (a folder or fsspec URL, absent or empty), renamed into
+        place when complete; :func:`dtri.open_prepared` reads it back. Returns ``path``."""
+        return self.data.save(path)
+
+    def release(self) -> None:
+        """Let go of the workers' data and close what this graph opened. Idempotent."""
+        self.data.release()
+
+    def __enter__(self) -> PreparedGraph:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.data.release()
+
+    def __repr__(self) -> str:
+        return repr(self.data).replace("GraphData", "PreparedGraph", 1)
 
 
 class Session:
@@ -125,13 +259,12 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     if is_saved_graph(edges, options.get("storage_options")):
         return open_prepared(saved_path(edges), session=session, **options)
 
-    def prepared(session: Session, chosen: Options, owned: bool) -> PreparedGraph:
+    def prepared(session: Session, chosen: Options, owned: bool) -> GraphData:
         if chosen.checkpoint is not None:
             return prepare_with_checkpoint(edges, session, chosen, owned)
         read = read_source(edges, session, chosen, owned)
-        graph = prepare_graph(read.source, read.runtime, chosen)
-        graph.input_identity = identity_if_known(edges, chosen)
-        return graph
+        return replace(prepare_graph(read.source, read.runtime, chosen),
+                       input_identity=identity_if_known(edges, chosen))
 
     return graph_in_session(session, options, prepared)
 
@@ -142,7 +275,7 @@ def saved_path(edges: Any) -> str:
 
 
 def graph_in_session(session: Session | None, options: dict[str, Any],
-                     make: Callable[[Session, Options, bool], PreparedGraph]) -> PreparedGraph:
+                     make: Callable[[Session, Options, bool], GraphData]) -> PreparedGraph:
     """``make(session, chosen, owned)``'s graph in ``session`` (:func:`session_of`): a
     session of its own is closed if making fails, and with the graph otherwise."""
     session, chosen, owned = session_of(session, options)
@@ -152,9 +285,7 @@ def graph_in_session(session: Session | None, options: dict[str, Any],
         if owned:
             session.close()
         raise
-    if owned:
-        graph.exit_stack = session._stack
-    return graph
+    return PreparedGraph(replace(graph, exit_stack=session._stack) if owned else graph)
 
 
 def identity_if_known(edges: Any, chosen: Options) -> dict[str, Any] | None:
@@ -167,7 +298,7 @@ def identity_if_known(edges: Any, chosen: Options) -> dict[str, Any] | None:
 
 
 def prepare_with_checkpoint(edges: Any, session: Session, chosen: Options,
-                            owned: bool) -> PreparedGraph:
+                            owned: bool) -> GraphData:
     """The prepared graph of a run with a checkpoint (``chosen.checkpoint``,
     :mod:`dtri.prepared.checkpoint`): opened from it where a run before saved it there (the
     ``prepare`` stage skipped), else prepared and saved there (the ``checkpoint`` stage).
@@ -181,13 +312,12 @@ def prepare_with_checkpoint(edges: Any, session: Session, chosen: Options,
     except BaseException:
         checkpoint.close()
         raise
-    graph.checkpoint = checkpoint  # the graph's release lets go of its lock
-    return graph
+    return replace(graph, checkpoint=checkpoint)  # the graph's release lets go of its lock
 
 
 def prepared_in_checkpoint(edges: Any, session: Session, chosen: Options, owned: bool,
                            identity: dict[str, Any] | None,
-                           checkpoint: Checkpoint) -> PreparedGraph:
+                           checkpoint: Checkpoint) -> GraphData:
     """The prepared graph of ``checkpoint``, opened, or prepared and saved there."""
     if checkpoint.has_prepared():
         metadata = saved_metadata(checkpoint.prepared_url, chosen)
@@ -198,8 +328,8 @@ def prepared_in_checkpoint(edges: Any, session: Session, chosen: Options, owned:
         resumed_line("prepare", saved, chosen.progress)
     else:
         read = read_source(edges, session, chosen, owned)
-        graph = prepare_graph(read.source, read.runtime, chosen)
-        graph.input_identity = identity
+        graph = replace(prepare_graph(read.source, read.runtime, chosen),
+                        input_identity=identity)
         timer = graph.timer()
         with timer.timed("checkpoint"):
             graph.save(checkpoint.prepared_url)
@@ -215,7 +345,7 @@ def open_prepared(path: str, *, session: Session | None = None,
     :func:`prepare`; those that would shape the graph otherwise than it was saved (another
     ``orientation`` or ``order``, a way of reading edges) are refused, as are a missing or
     damaged file and an unknown format version (:mod:`dtri.prepared.saved`)."""
-    def opened(session: Session, chosen: Options, owned: bool) -> PreparedGraph:
+    def opened(session: Session, chosen: Options, owned: bool) -> GraphData:
         metadata = saved_metadata(path, chosen)
         checkpoint = None if chosen.checkpoint is None else Checkpoint.open(
             chosen.checkpoint, input_identity(path, chosen.storage_options, hash_values=True),
@@ -227,8 +357,7 @@ def open_prepared(path: str, *, session: Session | None = None,
             if checkpoint is not None:
                 checkpoint.close()
             raise
-        graph.checkpoint = checkpoint
-        return graph
+        return replace(graph, checkpoint=checkpoint)
 
     return graph_in_session(session, options, opened)
 

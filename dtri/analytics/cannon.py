@@ -61,7 +61,7 @@ from dtri.runtime.link import probed_bandwidth
 from dtri.runtime.tasks import partition_owner
 
 if TYPE_CHECKING:
-    from dtri.prepared.graph import PreparedGraph
+    from dtri.prepared.graph import GraphData
     from dtri.runtime.timer import StageTimer
 
 BYTES_PER_TARGET = 4
@@ -266,7 +266,7 @@ def _choose(requested: str, plan: CountPlan, bounds: Sequence[int],
                          f"under 1d against {pulls_2d} on {grid}", one, two)
 
 
-def measured_link(graph: PreparedGraph) -> float | None:
+def measured_link(graph: GraphData) -> float | None:
     """The bandwidth between the workers, as measured: by the link probe where it ran on this
     cluster (:func:`~dtri.runtime.link.probed_bandwidth`, ``--workers auto`` on GPUs), else
     by the preparation's own transfers (their bytes over their seconds). Probing here would
@@ -275,7 +275,7 @@ def measured_link(graph: PreparedGraph) -> float | None:
     return probed_bandwidth(graph.runtime) or graph.moved.link_bandwidth()
 
 
-def decomposition(graph: PreparedGraph, plan: CountPlan | None = None,
+def decomposition(graph: GraphData, plan: CountPlan | None = None,
                   timer: StageTimer | None = None) -> Decomposition:
     """The decomposition of a prepared graph's joins, chosen once and cached on the graph
     (the count and the triangles at each vertex share it, and the blocks), by the 1D plan of
@@ -299,7 +299,7 @@ def decomposition(graph: PreparedGraph, plan: CountPlan | None = None,
     return graph.cached("decomposition", chosen)
 
 
-def device_plan(graph: PreparedGraph) -> CountPlan:
+def device_plan(graph: GraphData) -> CountPlan:
     """The 1D plan of a graph's count under device staging (the fused join's where the
     options' join cannot plan: the count says why)."""
     runtime = graph.runtime
@@ -327,7 +327,7 @@ def cut_sizes(pieces: dict[int, Any]) -> list[tuple[int, int, int]]:
             for g in sorted(pieces)]
 
 
-def cyclic_cuts(graph: PreparedGraph, q: int, timer: StageTimer | None = None) -> list[Any]:
+def cyclic_cuts(graph: GraphData, q: int, timer: StageTimer | None = None) -> list[Any]:
     """Persisted, each where its partition lives: the sorted partitions cut into their
     ``q²`` pieces, packed (cached on the graph; ``timer`` times them as part of
     ``cyclic_blocks``, else a timer of their own)."""
@@ -348,7 +348,7 @@ def cyclic_cuts(graph: PreparedGraph, q: int, timer: StageTimer | None = None) -
     return graph.cached(f"cyclic-cuts-{q}", cuts)
 
 
-def cyclic_piece_sizes(graph: PreparedGraph, q: int,
+def cyclic_piece_sizes(graph: GraphData, q: int,
                        timer: StageTimer | None = None) -> list[list[tuple[int, int, int]]]:
     """The sizes of every partition's 2D pieces, as cut (:func:`cyclic_cuts`, :func:`cut_sizes`):
     what the bytes model of the 2D join reads (cached on the graph)."""
@@ -368,7 +368,7 @@ def cyclic_piece_sizes(graph: PreparedGraph, q: int,
     return graph.cached(f"cyclic-piece-sizes-{q}", sizes)
 
 
-def cyclic_blocks(graph: PreparedGraph, q: int, timer: StageTimer | None = None) -> list[Any]:
+def cyclic_blocks(graph: GraphData, q: int, timer: StageTimer | None = None) -> list[Any]:
     """Persisted, block ``g = r·q + s`` on grid worker ``g``: the graph's ``q²`` blocks
     (cached on the graph; ``timer`` times their stage, else a timer of their own)."""
 
@@ -397,7 +397,7 @@ def arrived(block: Any, after: Any = None) -> Any:
     return block
 
 
-def cannon_rounds(graph: PreparedGraph, q: int, timer: StageTimer | None = None,
+def cannon_rounds(graph: GraphData, q: int, timer: StageTimer | None = None,
                   mode: str = "count") -> list[Any]:
     """The rounds of every grid worker (:func:`~dtri.kernels.cyclic.round_assignment`):
     ``count``, each round's triangles (delayed ints); ``vertex``, per worker its rounds'
@@ -463,7 +463,7 @@ def partition_support(part: tuple, q: int, blocks: Sequence[int], *segments: Any
                                               in zip(blocks, segments, strict=True)})
 
 
-def cannon_edge_support(graph: PreparedGraph, q: int) -> list[Any]:
+def cannon_edge_support(graph: GraphData, q: int) -> list[Any]:
     """The triangles on each edge under the 2D join, per sorted partition (delayed int64
     arrays in its order, on its owner): each grid worker's rounds credit the edges of the
     blocks they read (:func:`~dtri.kernels.cyclic.round_edge_credits`); each block's credits

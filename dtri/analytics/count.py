@@ -54,7 +54,7 @@ from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks, partition_owner
 
 if TYPE_CHECKING:
-    from dtri.prepared.graph import PreparedGraph
+    from dtri.prepared.graph import GraphData
     from dtri.runtime.session import Runtime
     from dtri.runtime.timer import StageTimer
 
@@ -140,8 +140,8 @@ class CountResult:
         return asdict(self)
 
 
-def count(graph: PreparedGraph, *, explain: bool = False) -> CountResult:
-    """Count the triangles of a prepared graph (:class:`dtri.prepared.graph.PreparedGraph`);
+def count(graph: GraphData, *, explain: bool = False) -> CountResult:
+    """Count the triangles of a prepared graph (:class:`dtri.prepared.graph.GraphData`);
     ``explain``: plan only (no edge bin, wedge or join is built) and return the plan with
     ``triangles=None``."""
     started = time.perf_counter()
@@ -194,7 +194,14 @@ def count(graph: PreparedGraph, *, explain: bool = False) -> CountResult:
         link_bandwidth=moved.link_bandwidth(), resumed=dict(graph.resumed))
 
 
-def plan_count(graph: PreparedGraph, timer: StageTimer) -> CountPlan:
+
+def count_triangles_of(graph: GraphData) -> int:
+    """The exact number of triangles of ``graph``, counted once (then cached)."""
+    if "count" not in graph.cache:
+        count(graph)  # caches its count
+    return graph.cache["count"]
+
+def plan_count(graph: GraphData, timer: StageTimer) -> CountPlan:
     """The plan of the counting phase (host staging: groups of partitions; else radix bins),
     timed as part of ``plan``; a list too long for the budget is named by its input id."""
     runtime = graph.runtime
@@ -209,14 +216,14 @@ def plan_count(graph: PreparedGraph, timer: StageTimer) -> CountPlan:
     return plan
 
 
-def decomposition_of(graph: PreparedGraph, timer: StageTimer, plan: CountPlan) -> Decomposition:
+def decomposition_of(graph: GraphData, timer: StageTimer, plan: CountPlan) -> Decomposition:
     """The count's decomposition (:func:`dtri.analytics.cannon.choose_decomposition`) by its
     ``plan``; the 2D pieces that its bytes model reads are cut as part of
     ``cyclic_blocks`` (:func:`dtri.analytics.cannon.decomposition`)."""
     return decomposition(graph, plan, timer)
 
 
-def _plan(graph: PreparedGraph, runtime: Runtime, task_budget: int) -> CountPlan:
+def _plan(graph: GraphData, runtime: Runtime, task_budget: int) -> CountPlan:
     """The plan itself at ``task_budget`` (host staging: groups of partitions; else radix
     bins)."""
     if graph.staging.on_host:
@@ -283,7 +290,7 @@ def intersect_bin(part: tuple, csr: tuple, kernel: str) -> int:
     return intersect(as_csr(part), as_csr(csr), kernel=kernel or "hash").triangles
 
 
-def binned_joins(plan: CountPlan, graph: PreparedGraph, timer: StageTimer,
+def binned_joins(plan: CountPlan, graph: GraphData, timer: StageTimer,
                  resume: UnitResults | None = None) -> list[Any]:
     """The counting tasks of device staging: edge bins, then wedge batches joined against
     them or the fused join of each partition against the bins it reaches. ``resume``: the
@@ -416,7 +423,7 @@ def count_group(staging: Staging, rows: int, kernel: str, bounds: tuple[int, int
     return found
 
 
-def staged_joins(plan: CountPlan, graph: PreparedGraph, resume: UnitResults | None = None
+def staged_joins(plan: CountPlan, graph: GraphData, resume: UnitResults | None = None
                  ) -> list[Any]:
     """Host staging's join (``dtri-count``): per group of consecutive partitions (the plan's
     bins) and per worker, one task that moves the group to the device as one CSR and counts

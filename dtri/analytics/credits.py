@@ -23,7 +23,9 @@ reach the group against it. What the tasks return, and how it is summed:
 from __future__ import annotations
 
 import itertools
+import time
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -41,12 +43,13 @@ from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect, vertex_credits
 from dtri.kernels.strategy import CREDIT_DTYPE, cpu_kernel
 from dtri.kernels.wire import pack_counts, unpack
+from dtri.prepared.checkpoint import resumed_line
 from dtri.runtime.budget import TASK_SHARES
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import partition_owner
 
 if TYPE_CHECKING:
-    from dtri.prepared.graph import PreparedGraph
+    from dtri.prepared.graph import GraphData
 
 MODES = ("vertex", "edge", "peel")
 
@@ -94,7 +97,7 @@ def pieces_of(partition: int, summary: Any, count: int) -> list[Piece]:
     return [Piece(partition, a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
 
-def group_plan(graph: PreparedGraph, summaries: list[Any] | None = None) -> GroupPlan:
+def group_plan(graph: GraphData, summaries: list[Any] | None = None) -> GroupPlan:
     """The credits' plan of a prepared graph (see the module docstring), or of partitions
     over its ranks with these ``summaries`` (a graph being peeled)."""
     summaries = graph.summaries if summaries is None else summaries
@@ -167,7 +170,7 @@ def credit_group(staging: Staging, mode: str, rows: int, kernel: str,
     return credited
 
 
-def run_credits(graph: PreparedGraph, mode: str, states: list[Any] | None = None,
+def run_credits(graph: GraphData, mode: str, states: list[Any] | None = None,
                 parts: list[Any] | None = None, summaries: list[Any] | None = None,
                 ) -> list[tuple[GroupTask, Any, list[int]]]:
     """The ``dtri-credits`` tasks of ``mode`` over ``parts`` with their ``summaries``
@@ -223,7 +226,7 @@ def range_zeros(like: Any, size: int | tuple[int, ...]) -> Any:
     return xp.zeros(size, dtype=xp.int64)
 
 
-def vertex_totals(graph: PreparedGraph, stage: str) -> list[Any]:
+def vertex_totals(graph: GraphData, stage: str) -> list[Any]:
     """Triangles at each vertex, partition by partition: the credits of ``vertex`` tasks (or
     of the 2D join's rounds, :mod:`dtri.analytics.cannon`) summed per worker, cut by the
     partitions' rank ranges and summed on each partition's owner. Delayed, one per partition
@@ -266,7 +269,7 @@ def pick_partition(credited: dict[int, Any], index: int) -> list[tuple[int, Any]
     return credited.get(index, [])
 
 
-def edge_totals(graph: PreparedGraph, stage: str, mode: str = "edge",
+def edge_totals(graph: GraphData, stage: str, mode: str = "edge",
                 states: list[Any] | None = None, parts: list[Any] | None = None,
                 summaries: list[Any] | None = None) -> list[Any]:
     """Triangles on each edge (``edge``), or lost by each edge still there when the leaving
@@ -286,3 +289,28 @@ def edge_totals(graph: PreparedGraph, stage: str, mode: str = "edge",
             totals.append(tasks.task(stage, add_pieces, parts[p], *pieces, key=("sum", p),
                                      on_host=True))
     return totals
+
+
+def kept_partitions(graph: GraphData, stage: str, lengths: list[int],
+                    build: Callable[[], list[Any]]) -> list[Any]:
+    """A per-partition stage of ``graph``'s analytics (``build()``: its delayed arrays, one
+    a partition of ``lengths[p]`` values), persisted: read from the graph's checkpoint where
+    a run before finished it (the stage skipped), else run, and written there when the graph
+    has a checkpoint."""
+    timer = graph.timer()
+    checkpoint = graph.checkpoint
+    results = None if checkpoint is None else checkpoint.partitions(stage, len(lengths))
+    if results is not None and results.done is not None:  # finished
+        on_device = graph.staging.in_gpu_memory
+        values = list(timer.submit(stage, *results.read(graph.tasks, lengths, on_device)))
+        timer.settle()
+        saved = float(results.done.get("seconds", 0.0))
+        graph.resumed[stage] = {"seconds": saved}
+        resumed_line(stage, saved, graph.options.progress)
+        return values
+    started = time.perf_counter()
+    values = list(timer.submit(stage, *build()))
+    timer.settle()
+    if results is not None:
+        results.write(graph.tasks, timer, values, time.perf_counter() - started)
+    return values

@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from dtri.kernels.csr import as_csr, sources
 from dtri.kernels.dispatch import array_module, frame_from_arrays
-from dtri.prepared.checkpoint import kept_partitions
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-    from dtri.prepared.graph import PreparedGraph
+    from dtri.prepared.graph import GraphData
 
 
 def edge_ids(part: tuple, ids: Any) -> tuple[Any, Any]:
@@ -36,12 +35,12 @@ def support_frame(part: tuple, ids: Any, support: Any) -> Any:
     return frame_from_arrays(u, {"u": u, "v": v, "support": support})
 
 
-def support_totals(graph: PreparedGraph) -> list[Any]:
+def support_totals(graph: GraphData) -> list[Any]:
     """Persisted, per partition on its owner: the triangles on each of its edges (int64),
     by the 2D join's rounds where the graph's decomposition is 2D
     (:func:`dtri.analytics.cannon.cannon_edge_support`), else by the 1D credits."""
     from dtri.analytics.cannon import cannon_edge_support, decomposition
-    from dtri.analytics.credits import edge_totals
+    from dtri.analytics.credits import edge_totals, kept_partitions
 
     def totals() -> list[Any]:
         spread = decomposition(graph)
@@ -53,7 +52,7 @@ def support_totals(graph: PreparedGraph) -> list[Any]:
         graph, "support", [s.edges for s in graph.summaries], totals))
 
 
-def edge_frame(graph: PreparedGraph, stage: str, build: Callable[[Any, Any, Any], Any],
+def edge_frame(graph: GraphData, stage: str, build: Callable[[Any, Any, Any], Any],
                columns: dict[str, str], per_partition: Sequence[Any],
                parts: Sequence[Any] | None = None) -> dd.DataFrame:
     """A Dask DataFrame of one persisted ``build(part, ids, values)`` per partition."""
@@ -63,7 +62,7 @@ def edge_frame(graph: PreparedGraph, stage: str, build: Callable[[Any, Any, Any]
     return graph.tasks.collection(persisted, frame_meta(graph, columns), stage)
 
 
-def result_module(graph: PreparedGraph) -> Any:
+def result_module(graph: GraphData) -> Any:
     """The array library of a graph's results: CuPy where they stay on GPUs (cuDF frames),
     NumPy otherwise (pandas: the CPU, and host staging)."""
     if graph.staging.in_gpu_memory:
@@ -75,14 +74,14 @@ def result_module(graph: PreparedGraph) -> Any:
     return numpy
 
 
-def frame_meta(graph: PreparedGraph, columns: dict[str, str]) -> Any:
+def frame_meta(graph: GraphData, columns: dict[str, str]) -> Any:
     """An empty frame like the partitions (:func:`result_module`)."""
     xp = result_module(graph)
     arrays = {name: xp.zeros(0, dtype=dtype) for name, dtype in columns.items()}
     return frame_from_arrays(next(iter(arrays.values())), arrays)
 
 
-def edge_support(graph: PreparedGraph) -> dd.DataFrame:
+def edge_support(graph: GraphData) -> dd.DataFrame:
     """Each undirected edge once, ``u < v`` by input id, with the triangles on it."""
     return graph.cached("edge_support", lambda: edge_frame(
         graph, "edge-support", support_frame, {"u": "int64", "v": "int64", "support": "int64"},

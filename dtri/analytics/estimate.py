@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
+from dtri.analytics import vertex
+from dtri.analytics.count import count_triangles_of
 from dtri.errors import ConfigurationError
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.sampling import (
@@ -100,7 +102,7 @@ cost per wedge predicts its own: larger arrays cost more per wedge (caches), so 
 from a much smaller round would pass the deadline."""
 
 if TYPE_CHECKING:
-    from dtri.prepared.graph import PreparedGraph
+    from dtri.prepared.graph import GraphData
 
 METHODS = ("auto", "wedges", "colours")
 """What :attr:`Approx.method` may ask for: ``auto`` (the planner's choice,
@@ -252,7 +254,7 @@ class Estimate:
     backend: str
     seconds: dict[str, float] = field(default_factory=dict)
     """As a count reports them: the preparation's stages, the ``estimate`` (its wall time)
-    and the ``total`` of both (:meth:`PreparedGraph.seconds_with`); for colours, the colour
+    and the ``total`` of both (:meth:`GraphData.seconds_with`); for colours, the colour
     filter's read (``estimate-colours``), the preparations of the monochromatic graphs and
     their counting (``estimate``)."""
     colours: int | None = None
@@ -293,7 +295,7 @@ def needed_samples(hits: int, draws: int, approx: Approx) -> float:
     return z * z * (1.0 - low) / (low * error * error)
 
 
-def estimate(graph: PreparedGraph, approx: Approx, allow_exact: bool = True) -> Estimate:
+def estimate(graph: GraphData, approx: Approx, allow_exact: bool = True) -> Estimate:
     """The estimate of :class:`Approx` on a prepared graph (see the module docstring);
     ``allow_exact=False``: sample the asked wedges even where counting would cost no more
     (the quick forecast of ``--explain``, which counts nothing)."""
@@ -387,7 +389,7 @@ def first_round(chunk: int, vertex_count: int) -> int:
     return PILOT_SAMPLES + chunks * chunk
 
 
-def timed_sample(graph: PreparedGraph, approx: Approx, seed: int, started: float, allow_exact: bool
+def timed_sample(graph: GraphData, approx: Approx, seed: int, started: float, allow_exact: bool
                  ) -> tuple[float, str, tuple[int, int, tuple[int, int, int]] | None]:
     """The sample of a time budget (see the module docstring): ``(wedges, why, drawn)``,
     ``drawn`` the ``(samples, closed, clustering)`` of :func:`draw`, or ``None`` with the wedges
@@ -434,7 +436,7 @@ def timed_sample(graph: PreparedGraph, approx: Approx, seed: int, started: float
         "(a time budget)", (samples, closed, clustering)
 
 
-def draw_pieces(graph: PreparedGraph, pieces: list[int], seed: int, vertex_count: int
+def draw_pieces(graph: GraphData, pieces: list[int], seed: int, vertex_count: int
                 ) -> tuple[int, tuple[int, int, int]]:
     """The closed wedges of a sample drawn as ``pieces`` (piece ``i`` from phase ``i``), in
     rounds of at most :func:`round_wedges` wedges, and the clustering of ``vertex_count``
@@ -452,12 +454,12 @@ def draw_pieces(graph: PreparedGraph, pieces: list[int], seed: int, vertex_count
     return closed, clustering
 
 
-def exact_estimate(graph: PreparedGraph, base: dict[str, Any], pilot_samples: int, started: float,
+def exact_estimate(graph: GraphData, base: dict[str, Any], pilot_samples: int, started: float,
                    reason: str, with_clustering: bool = True) -> Estimate:
     """The exact values, as an :class:`Estimate` labelled exact."""
-    triangles = graph.count_triangles()
-    transitivity = graph.transitivity()
-    clustering = graph.average_clustering() if with_clustering else None
+    triangles = count_triangles_of(graph)
+    transitivity = vertex.transitivity(graph)
+    clustering = vertex.average_clustering(graph) if with_clustering else None
     return Estimate(
         triangles=float(triangles), triangles_interval=(float(triangles), float(triangles)),
         transitivity=transitivity, transitivity_interval=(transitivity, transitivity),
@@ -469,7 +471,7 @@ def exact_estimate(graph: PreparedGraph, base: dict[str, Any], pilot_samples: in
             {"estimate": time.perf_counter() - started}, started), **base)
 
 
-def draw(graph: PreparedGraph, counts: list[int], seed: int, first_phase: int,
+def draw(graph: GraphData, counts: list[int], seed: int, first_phase: int,
          vertex_count: int) -> tuple[list[int], tuple[int, int, int]]:
     """One round of tasks: independent samples of ``counts[s]`` wedges each, stratified over
     the graph's wedges (sample ``s`` from the stream of phase ``first_phase + s``:
@@ -538,7 +540,7 @@ def pair_total(degree: Any, present: Any) -> int:
     return int((degree * (degree - 1) // 2).sum())
 
 
-def triples(graph: PreparedGraph) -> int:
+def triples(graph: GraphData) -> int:
     """The graph's connected triples (transitivity's denominator), exactly."""
 
     def computed() -> int:

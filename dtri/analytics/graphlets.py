@@ -48,7 +48,7 @@ from dtri.runtime.staging import Staging
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-    from dtri.prepared.graph import PreparedGraph
+    from dtri.prepared.graph import GraphData
     from dtri.runtime.timer import StageTimer
 
 RECORD_BYTES = 160
@@ -78,7 +78,7 @@ def second_pass(part: tuple, sums: Any, vertices: int) -> Any:
     return kernels.neighbour_total(as_csr(part), sums[0], vertices)
 
 
-def vertex_wide_sum(graph: PreparedGraph, stage: str, func: Callable[..., Any],
+def vertex_wide_sum(graph: GraphData, stage: str, func: Callable[..., Any],
                     per_partition: list[tuple]) -> Any:
     """``func(*args)`` per partition (on its owner), summed by a tree: one delayed array."""
     tasks = graph.tasks
@@ -125,7 +125,7 @@ def clique_group(staging: Staging, budget_records: int, rows: int, bounds: tuple
     return staging.to_host(totals)
 
 
-def clique_terms(graph: PreparedGraph, supports: list[Any]) -> Any:
+def clique_terms(graph: GraphData, supports: list[Any]) -> Any:
     """``graphlets-cliques`` over the credits' plan, and per group every top group at or
     above it; the opposite-edge sums in the tasks whose top group is their group (each
     triangle once). One delayed ``(2, vertices)`` array."""
@@ -227,7 +227,7 @@ def cycle_range(staging: Staging, bits: int, vertices: int, *pieces: Any) -> Any
     return staging.to_host(kernels.cycle_credits(keys, bits, vertices))
 
 
-def cycle_plan(graph: PreparedGraph) -> tuple[list[int], list[list[tuple[int, int]]], int]:
+def cycle_plan(graph: GraphData) -> tuple[list[int], list[list[tuple[int, int]]], int]:
     """The anchor ranges, each partition's wedge batches (edge ranges) and the wedges in all,
     from the per-edge wedge counts (prefix sums: nothing is written yet)."""
     tasks = graph.tasks
@@ -258,7 +258,7 @@ def sum_of(values: Any) -> int:
     return int(values.sum())
 
 
-def cycle_terms(graph: PreparedGraph) -> Any:
+def cycle_terms(graph: GraphData) -> Any:
     """4-cycles at each vertex: in-lists by exchange, wedges by batch split by anchor range,
     reduced per range. One delayed vertex-wide array."""
     tasks, bounds = graph.tasks, graph.bounds
@@ -310,7 +310,7 @@ def orbit_frame(block: tuple, triangles: Any, rows: Any, full: bool, kind: str) 
     return frame.set_index("vertex")
 
 
-def orbit_rows(graph: PreparedGraph, timer: StageTimer, counts: list[Any], full: bool) -> Any:
+def orbit_rows(graph: GraphData, timer: StageTimer, counts: list[Any], full: bool) -> Any:
     """The vertex-wide sums the frequencies are made of, persisted: neighbour sums (and, for
     every orbit, the second pass, the triangles' and 4-cliques' terms and the 4-cycles),
     stacked by row."""
@@ -332,7 +332,7 @@ def orbit_rows(graph: PreparedGraph, timer: StageTimer, counts: list[Any], full:
     return rows
 
 
-def graphlet_frames(graph: PreparedGraph, orbits: str = "all", kind: str = "net") -> list[Any]:
+def graphlet_frames(graph: GraphData, orbits: str = "all", kind: str = "net") -> list[Any]:
     """The partitions of :func:`graphlets`, persisted on their owners (cached on the graph):
     delayed frames, one per sorted partition."""
     check_choice("orbits", orbits, GRAPHLET_ORBITS)
@@ -355,7 +355,7 @@ def graphlet_frames(graph: PreparedGraph, orbits: str = "all", kind: str = "net"
     return graph.cached(f"graphlet-frames-{orbits}-{kind}", frames)
 
 
-def graphlets(graph: PreparedGraph, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
+def graphlets(graph: GraphData, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
     """Orbit frequencies σ0 … σ15 (``orbits="sigma0-4"``: σ0 … σ4) of every vertex, ``net``
     (induced) or ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …,
     one partition per sorted partition (cached on the graph)."""
@@ -365,7 +365,7 @@ def graphlets(graph: PreparedGraph, orbits: str = "all", kind: str = "net") -> d
         frames, _meta(graph, orbit_count), "graphlets"))
 
 
-def _meta(graph: PreparedGraph, orbits: int) -> Any:
+def _meta(graph: GraphData, orbits: int) -> Any:
     """An empty frame like the partitions."""
     xp = result_module(graph)
     empty = xp.zeros(0, dtype="int64")
@@ -422,7 +422,7 @@ def frame_top(frame: Any, columns: list[str], order: list[str], top: int) -> Any
 
 # ----------------------------------------------------------------- the plan (--explain)
 
-def graphlet_plan(graph: PreparedGraph, orbits: str = "all") -> dict[str, Any]:
+def graphlet_plan(graph: GraphData, orbits: str = "all") -> dict[str, Any]:
     """What :func:`graphlets` would run, from the partition summaries and the per-edge wedge
     counts (prefix sums; no wedge or triangle is written): per stage its tasks, the batches
     and the largest task's estimated peak bytes."""

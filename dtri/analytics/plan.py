@@ -49,8 +49,8 @@ from dtri.kernels.compiled import NUMPY_JOIN
 from dtri.kernels.csr import PartitionSummary
 from dtri.kernels.dispatch import compiled_kernels_loaded
 from dtri.kernels.strategy import cpu_kernel, cpu_kernel_reason
-from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE
-from dtri.runtime.budget import TASK_SHARES
+from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE, batch_bytes, list_bytes
+from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, max_plan_tasks
 from dtri.runtime.tasks import partition_owner
 
 REDUCE_FAN_IN = 32
@@ -84,11 +84,6 @@ BYTES_PER_KEY = 8
 BYTES_PER_COUNT = 8
 """A partial count passed to ``dtri-reduce``."""
 
-MAX_PLAN_TASKS = "dtri.max-plan-tasks"
-"""``dask.config`` key: the most tasks a count's plan may have (:func:`check_plan_tasks`). Its
-default (``dtri/dtri.yaml``): Dask's scheduler spends about a millisecond on each task, a 2-core
-machine more: a plan of 100,000 tasks costs minutes of scheduling alone, and a budget too small
-for the graph gives millions (R-MAT 18 under a 1 MiB budget: 4.7 M, silent for minutes)."""
 BUDGET_SEARCH_LIMIT = 1 << 50
 """The largest task budget :func:`check_plan_tasks` tries before it gives up naming one."""
 
@@ -124,18 +119,6 @@ def partition_kernel(strategy: str, backend: str, vertices: int) -> str:
     if strategy != "intersect" or backend != "cpu":
         return ""
     return cpu_kernel(vertices)
-
-
-def batch_bytes(rows: int, wedges: int) -> int:
-    """Estimated peak memory of a ``dtri-wedges`` task that reads ``rows`` rows of its
-    partition and writes ``wedges`` closure keys, radix-split."""
-    return BYTES_PER_ROW * rows + BYTES_PER_WEDGE * wedges
-
-
-def list_bytes(out_degree: int) -> int:
-    """The least memory a ``dtri-wedges`` task over a list of ``out_degree`` targets needs:
-    the whole list and one wedge."""
-    return batch_bytes(out_degree, 1)
 
 
 class WedgeBatch(NamedTuple):
@@ -836,13 +819,6 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
         moved_bytes=remote * BYTES_PER_COUNT * counts,
     )
     return estimates
-
-
-def max_plan_tasks() -> int:
-    """The most tasks a count's plan may have (``dtri.max-plan-tasks``)."""
-    import dask
-
-    return int(dask.config.get(MAX_PLAN_TASKS))
 
 
 def check_plan_tasks(plan: CountPlan, plan_for: Any) -> None:

@@ -48,7 +48,7 @@ from dtri.options import checked_k
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-    from dtri.prepared.graph import PreparedGraph
+    from dtri.prepared.graph import GraphData
 
 NO_SUPPORT = 2**62
 """The smallest remaining support where nothing remains."""
@@ -125,7 +125,7 @@ class Peeling:
     """The client's side of peeling one graph: the per-partition states as futures, and the
     rounds that advance them."""
 
-    def __init__(self, graph: PreparedGraph, numbers: bool):
+    def __init__(self, graph: GraphData, numbers: bool):
         self.graph = graph
         self.tasks = graph.tasks
         self.timer = graph.timer()
@@ -206,7 +206,7 @@ class Peeling:
         return stats
 
 
-def k_truss(graph: PreparedGraph, k: int) -> PreparedGraph:
+def k_truss(graph: GraphData, k: int) -> GraphData:
     """The k-truss of a prepared graph, as a prepared graph on the same workers."""
     k = checked_k(k)
     started = time.perf_counter()
@@ -238,7 +238,7 @@ def has_edges(degree: Any) -> Any:
     return degree > 0
 
 
-def truss_numbers(graph: PreparedGraph) -> dd.DataFrame:
+def truss_numbers(graph: GraphData) -> dd.DataFrame:
     """The truss number of every edge (cached on the graph)."""
 
     def peeled() -> dd.DataFrame:

@@ -21,12 +21,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dtri.kernels.dispatch import array_module, series_from_arrays
-from dtri.prepared.checkpoint import kept_partitions
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-    from dtri.prepared.graph import PreparedGraph
+    from dtri.prepared.graph import GraphData
 
 
 def vertex_block(ids: Any, degree: Any, present: Any, low: int, high: int) -> tuple:
@@ -36,7 +35,7 @@ def vertex_block(ids: Any, degree: Any, present: Any, low: int, high: int) -> tu
             None if present is None else present[low:high].copy())
 
 
-def vertex_blocks(graph: PreparedGraph) -> list[Any]:
+def vertex_blocks(graph: GraphData) -> list[Any]:
     """Persisted, per partition on its owner: :func:`vertex_block` of its rank range."""
 
     def blocks() -> list[Any]:
@@ -58,7 +57,7 @@ def present_count(block: tuple) -> int:
     return int(degree.shape[0] if present is None else present.sum())
 
 
-def present_vertices(graph: PreparedGraph) -> int:
+def present_vertices(graph: GraphData) -> int:
     """The vertices of the graph (of a k-truss: those with an edge)."""
     if graph.present is None:
         return graph.vertices
@@ -69,9 +68,9 @@ def present_vertices(graph: PreparedGraph) -> int:
     return sum(values)
 
 
-def triangle_counts(graph: PreparedGraph) -> list[Any]:
+def triangle_counts(graph: GraphData) -> list[Any]:
     """Persisted, per partition: the triangles at each of its ranks (int64)."""
-    from dtri.analytics.credits import vertex_totals
+    from dtri.analytics.credits import kept_partitions, vertex_totals
 
     bounds = graph.bounds
     return graph.cached("vertex_triangles", lambda: kept_partitions(
@@ -118,7 +117,7 @@ def partition_sums(block: tuple, counts: Any) -> tuple[int, int, float, int]:
             int(degree.shape[0]))
 
 
-def _series(graph: PreparedGraph, stage: str, build: Callable[[tuple, Any], Any], name: str,
+def _series(graph: GraphData, stage: str, build: Callable[[tuple, Any], Any], name: str,
             dtype: str) -> dd.Series:
     """A Dask Series of one persisted ``build(block, counts)`` per partition."""
     counts, blocks = triangle_counts(graph), vertex_blocks(graph)
@@ -127,7 +126,7 @@ def _series(graph: PreparedGraph, stage: str, build: Callable[[tuple, Any], Any]
     return graph.tasks.collection(persisted, _meta(graph, name, dtype), stage)
 
 
-def _meta(graph: PreparedGraph, name: str, dtype: str) -> Any:
+def _meta(graph: GraphData, name: str, dtype: str) -> Any:
     """An empty Series like the partitions (:func:`dtri.analytics.edge.result_module`)."""
     from dtri.analytics.edge import result_module
 
@@ -136,19 +135,19 @@ def _meta(graph: PreparedGraph, name: str, dtype: str) -> Any:
                               "vertex")
 
 
-def triangles(graph: PreparedGraph) -> dd.Series:
+def triangles(graph: GraphData) -> dd.Series:
     """Triangles at each vertex, by input id (cached on the graph)."""
     return graph.cached("triangles", lambda: _series(graph, "vertex-triangles",
                                                      triangles_series, "triangles", "int64"))
 
 
-def clustering(graph: PreparedGraph) -> dd.Series:
+def clustering(graph: GraphData) -> dd.Series:
     """Local clustering coefficient of each vertex, by input id (cached on the graph)."""
     return graph.cached("clustering", lambda: _series(graph, "clustering", clustering_series,
                                                       "clustering", "float64"))
 
 
-def _sums(graph: PreparedGraph) -> tuple[int, int, float, int]:
+def _sums(graph: GraphData) -> tuple[int, int, float, int]:
     """Σ T, Σ d (d - 1), Σ c and the vertex count over the graph (cached)."""
 
     def sums() -> tuple[int, int, float, int]:
@@ -163,13 +162,13 @@ def _sums(graph: PreparedGraph) -> tuple[int, int, float, int]:
     return graph.cached("sums", sums)
 
 
-def average_clustering(graph: PreparedGraph) -> float:
+def average_clustering(graph: GraphData) -> float:
     """Mean local clustering over every vertex, zeros included."""
     _, _, total, vertices = _sums(graph)
     return total / vertices if vertices else 0.0
 
 
-def transitivity(graph: PreparedGraph) -> float:
+def transitivity(graph: GraphData) -> float:
     """``Σ 2 T(v) / Σ d (d - 1)``, 0 without triangles (NetworkX's)."""
     triangles_at, pairs, _, _ = _sums(graph)
     return 0.0 if triangles_at == 0 else 2 * triangles_at / pairs  # Python ints: rounded once

@@ -32,6 +32,18 @@ BYTES_PER_ROW = 32
 when the batch runs away from its partition), each row's wedge count and their prefix sums."""
 
 
+def batch_bytes(rows: int, wedges: int) -> int:
+    """Estimated peak memory of a ``dtri-wedges`` task that reads ``rows`` rows of its
+    partition and writes ``wedges`` closure keys, radix-split."""
+    return BYTES_PER_ROW * rows + BYTES_PER_WEDGE * wedges
+
+
+def list_bytes(out_degree: int) -> int:
+    """The least memory a ``dtri-wedges`` task over a list of ``out_degree`` targets needs:
+    the whole list and one wedge."""
+    return batch_bytes(out_degree, 1)
+
+
 def list_ends(src: Any) -> Any:
     """For each edge of a source-sorted edge array, the end of its source's out-list (the
     position after the source's last edge)."""

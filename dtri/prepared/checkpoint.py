@@ -27,7 +27,7 @@ An edit to a large file between those blocks that keeps its size and time is not
 
 Every file is written beside its name and renamed into place, so a file under its name is
 complete. A run reports the stages it skipped, and the seconds they took when they ran
-(:attr:`dtri.prepared.graph.PreparedGraph.resumed`).
+(:attr:`dtri.prepared.graph.GraphData.resumed`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ import posixpath
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,7 +51,6 @@ from dtri.output import TEMPORARY_MARK
 from dtri.prepared.saved import dtri_version, has_metadata, shaping_options
 
 if TYPE_CHECKING:
-    from dtri.prepared.graph import PreparedGraph
     from dtri.runtime.tasks import Tasks
     from dtri.runtime.timer import StageTimer
 
@@ -565,28 +563,3 @@ class PartitionResults:
         timer.compute("checkpoint", written)
         write_atomically(fs, posixpath.join(folder, DONE_NAME),
                          json.dumps({"seconds": round(seconds, 6)}).encode())
-
-
-def kept_partitions(graph: PreparedGraph, stage: str, lengths: list[int],
-                    build: Callable[[], list[Any]]) -> list[Any]:
-    """A per-partition stage of ``graph``'s analytics (``build()``: its delayed arrays, one
-    a partition of ``lengths[p]`` values), persisted: read from the graph's checkpoint where
-    a run before finished it (the stage skipped), else run, and written there when the graph
-    has a checkpoint."""
-    timer = graph.timer()
-    checkpoint = graph.checkpoint
-    results = None if checkpoint is None else checkpoint.partitions(stage, len(lengths))
-    if results is not None and results.done is not None:  # finished
-        on_device = graph.staging.in_gpu_memory
-        values = list(timer.submit(stage, *results.read(graph.tasks, lengths, on_device)))
-        timer.settle()
-        saved = float(results.done.get("seconds", 0.0))
-        graph.resumed[stage] = {"seconds": saved}
-        resumed_line(stage, saved, graph.options.progress)
-        return values
-    started = time.perf_counter()
-    values = list(timer.submit(stage, *build()))
-    timer.settle()
-    if results is not None:
-        results.write(graph.tasks, timer, values, time.perf_counter() - started)
-    return values

@@ -3,7 +3,7 @@ workers, and reused by every analytic.
 
 :func:`prepare_graph` runs the preparation (the read stage, then one ``dtri-prepare`` task for
 a graph that fits one, or the exchange of :mod:`dtri.prepared.distributed`) and summarises each
-sorted partition for the planners. :class:`PreparedGraph` holds what it leaves on the workers:
+sorted partition for the planners. :class:`GraphData` holds what it leaves on the workers:
 
 * the sorted partitions, partition ``p`` a CSR of the oriented edges of the ranks
   ``[bounds[p], bounds[p + 1])``, owned by worker ``p mod W``;
@@ -13,7 +13,7 @@ sorted partition for the planners. :class:`PreparedGraph` holds what it leaves o
 
 Its methods are the analytics (:mod:`dtri.analytics`); each result they compute is cached on
 the graph, so ``clustering()`` reuses ``triangles()`` and the degrees, and a second analytic
-costs only its own counting. :meth:`PreparedGraph.release` lets go of the workers' data (and
+costs only its own counting. :meth:`GraphData.release` lets go of the workers' data (and
 closes the cluster the graph started, if it started one); ``with`` does it at the end of the
 block.
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from operator import getitem
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from dtri.errors import ConfigurationError, DtriError
+from dtri.errors import DtriError
 from dtri.kernels.canonicalize import check_integer_columns
 from dtri.kernels.csr import PartitionSummary, longest_list, stored_summary
 from dtri.kernels.dispatch import is_device_object
@@ -95,8 +95,6 @@ from dtri.runtime.transfers import MovedBytes
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-    from dtri.analytics.count import CountResult
-    from dtri.analytics.estimate import Estimate
     from dtri.prepared.checkpoint import Checkpoint
 
 Result = TypeVar("Result")
@@ -108,7 +106,7 @@ class PreparedFacts(NamedTuple):
     summaries: list[PartitionSummary]
     """One summary per sorted partition."""
     bounds: list[int]
-    """The rank ranges of the partitions (:attr:`PreparedGraph.bounds`)."""
+    """The rank ranges of the partitions (:attr:`GraphData.bounds`)."""
     orientation: str
     reason: str
     """One line on why that orientation."""
@@ -122,10 +120,11 @@ class ReleasedGraphError(DtriError):
     """An analytic was asked of a graph whose data has been released."""
 
 
-@dataclass(eq=False)
-class PreparedGraph:
-    """A graph prepared on the workers (see the module docstring); made by
-    :func:`dtri.prepare`."""
+@dataclass(frozen=True, eq=False)
+class GraphData:
+    """A graph prepared on the workers (see the module docstring): data only, frozen until
+    :meth:`release` lets go of it. The analytics are functions of it (:mod:`dtri.analytics`),
+    and :class:`dtri.PreparedGraph` offers them as methods."""
 
     runtime: Runtime
     options: Options
@@ -192,12 +191,12 @@ class PreparedGraph:
     prepared (the ``degree`` stage, when first read), not yet in a result's seconds: the
     next result reports them (:meth:`seconds_with`)."""
     released: bool = False
-    task_budget: int = field(init=False, repr=False)
-    """Bytes one task may plan for: the runtime's, resolved once when it opened
-    (:attr:`dtri.runtime.session.Runtime.budget`)."""
 
-    def __post_init__(self) -> None:
-        self.task_budget = self.runtime.budget.per_task
+    @property
+    def task_budget(self) -> int:
+        """Bytes one task may plan for: the runtime's, resolved once when it opened
+        (:attr:`dtri.runtime.session.Runtime.budget`)."""
+        return self.runtime.budget.per_task
 
     # ----------------------------------------------------------------- facts
 
@@ -335,133 +334,6 @@ class PreparedGraph:
         timer.settle()
         return persisted
 
-    # ----------------------------------------------------------------- analytics
-
-    def count(self, *, explain: bool = False) -> CountResult:
-        """The triangle count with the run's statistics and plan
-        (:class:`dtri.analytics.count.CountResult`); ``explain``: the plan only."""
-        from dtri.analytics.count import count
-
-        return count(self, explain=explain)
-
-    def count_triangles(self) -> int:
-        """The exact number of triangles."""
-        if "count" not in self.cache:
-            self.count()  # caches its count
-        return self.cache["count"]
-
-    def triangles(self) -> dd.Series:
-        """Triangles at each vertex (0 for vertices in none), a Dask Series indexed by the
-        input's vertex ids, like ``networkx.triangles``."""
-        from dtri.analytics.vertex import triangles
-
-        return triangles(self)
-
-    def clustering(self) -> dd.Series:
-        """The local clustering coefficient of each vertex (NetworkX's: 0 below degree 2),
-        a Dask Series indexed by the input's vertex ids."""
-        from dtri.analytics.vertex import clustering
-
-        return clustering(self)
-
-    def average_clustering(self) -> float:
-        """The mean local clustering coefficient over all vertices (zeros included), as
-        ``networkx.average_clustering``."""
-        from dtri.analytics.vertex import average_clustering
-
-        return average_clustering(self)
-
-    def transitivity(self) -> float:
-        """3 × triangles / connected triples, as ``networkx.transitivity``."""
-        from dtri.analytics.vertex import transitivity
-
-        return transitivity(self)
-
-    def estimate(self, error: float = 0.01, confidence: float = 0.95, *,
-                 samples: int | None = None, seconds: float | None = None,
-                 seed: int | None = None, average_clustering: bool = True,
-                 method: str = "auto", allow_exact: bool = True) -> Estimate:
-        """The triangle count and transitivity estimated from a uniform sample of the oriented
-        wedges, and the average clustering from one of vertices (``average_clustering=False``:
-        not estimated), with intervals at ``confidence``: the wedge sample is sized for a
-        relative ``error``, or ``samples`` wedges, or as many as ``seconds`` of the estimate's
-        own wall time allow (the result's ``samples`` and ``seed`` repeat it); a graph where
-        that sample costs about what counting does is counted exactly, and the result says so
-        (:class:`dtri.analytics.estimate.Estimate`). A prepared graph is always wedge-sampled
-        (``method`` ``auto`` or ``wedges``): colourful sampling colours the input as it is
-        read (``dtri.count(edges, approx=...)``). ``allow_exact=False``: sample even where
-        counting would cost no more (the quick forecast of ``dtri count --explain``)."""
-        from dtri.analytics.estimate import Approx, estimate
-
-        self._check()
-        approx = Approx(error, confidence, samples=samples, seconds=seconds, seed=seed,
-                        average_clustering=average_clustering, method=method)
-        if method == "colours":
-            raise ConfigurationError("colourful sampling filters the input as it is read, "
-                                     "before the preparation: ask dtri.count(edges, approx="
-                                     "{'method': 'colours'}), not a prepared graph")
-        return estimate(self, approx, allow_exact=allow_exact)
-
-    def edge_support(self) -> dd.DataFrame:
-        """Each undirected edge once, ``u < v`` by input id, with the triangles on it
-        (``support``): a Dask DataFrame."""
-        from dtri.analytics.edge import edge_support
-
-        return edge_support(self)
-
-    def k_truss(self, k: int) -> PreparedGraph:
-        """The k-truss (``networkx.k_truss``): the largest subgraph in which every edge lies on
-        at least ``k - 2`` of its triangles, without isolated vertices, as a prepared graph on
-        the same workers."""
-        from dtri.analytics.truss import k_truss
-
-        return k_truss(self, k)
-
-    def truss_numbers(self) -> dd.DataFrame:
-        """The truss number of each edge (the largest ``k`` whose k-truss holds it): a Dask
-        DataFrame of ``u < v`` by input id and ``truss``."""
-        from dtri.analytics.truss import truss_numbers
-
-        return truss_numbers(self)
-
-    def graphlets(self, orbits: str = "all", kind: str = "net") -> dd.DataFrame:
-        """Graphlet degrees: the orbit frequencies σ0 … σ15 of the Fast Graphlet Transform
-        (``orbits="sigma0-4"``: σ0 … σ4) of each vertex, ``net`` (induced subgraphs) or
-        ``raw``: a Dask DataFrame indexed by input id, int64 columns ``sigma0`` …"""
-        from dtri.analytics.graphlets import graphlets
-
-        return graphlets(self, orbits, kind)
-
-    def graphlet_summary(self, orbits: str = "all", kind: str = "net",
-                         top: int = 10) -> dict[str, Any]:
-        """The graph's copies of each graphlet (``graphlets``: name to copies) and the ``top``
-        vertices in most 4-cliques, or in most triangles with ``orbits="sigma0-4"`` (``top``:
-        rows of plain values), summed where each partition lives."""
-        from dtri.analytics.graphlets import graphlet_summary
-
-        return graphlet_summary(self, orbits, kind, top)
-
-    def graphlet_plan(self, orbits: str = "all") -> dict[str, Any]:
-        """What :meth:`graphlets` would run (``dtri graphlets --explain``): per stage its
-        tasks, batches and the largest task's estimated peak bytes; nothing is counted."""
-        from dtri.analytics.graphlets import graphlet_plan
-
-        return graphlet_plan(self, orbits)
-
-    def present_vertices(self) -> int:
-        """The vertices of the graph: of a k-truss, those left with an edge (counted on the
-        workers), else :attr:`vertices`."""
-        from dtri.analytics.vertex import present_vertices
-
-        return present_vertices(self)
-
-    def link_bandwidth(self) -> float | None:
-        """The bandwidth between two of the runtime's workers in bytes per second, probed
-        once per cluster (``dtri count --explain``); ``None`` without two workers."""
-        from dtri.runtime.link import link_bandwidth
-
-        return link_bandwidth(self.runtime)
-
     def save(self, path: str) -> str:
         """Write this graph to ``path`` (a folder, or an fsspec URL, that does not exist or
         is empty), as :mod:`dtri.prepared.saved` describes: each partition by a task where it
@@ -499,11 +371,11 @@ class PreparedGraph:
             present=self.present is not None, input_identity=self.input_identity))
 
     def peeled_to(self, parts: list[Any], summaries: list[PartitionSummary], degree: Any,
-                  present: Any, seconds: dict[str, float]) -> PreparedGraph:
+                  present: Any, seconds: dict[str, float]) -> GraphData:
         """A subgraph of this graph over the same ranks, vertex ids and workers (a k-truss:
         :mod:`dtri.analytics.truss`): its own partitions, summaries and degrees, and which
         ranks are still vertices. Releasing it leaves this graph, and its session, open."""
-        return PreparedGraph(runtime=self.runtime, options=self.options, parts=list(parts),
+        return GraphData(runtime=self.runtime, options=self.options, parts=list(parts),
                              bounds=self.bounds, summaries=list(summaries),
                              vertices=self.vertices, ids=self.ids, counted_degree=degree,
                              present=present, orientation=self.orientation,
@@ -516,8 +388,9 @@ class PreparedGraph:
         what this graph opened (a local cluster). Idempotent."""
         if self.released:
             return
-        self.released = True
-        self.parts, self.ids, self.counted_degree, self.present = [], None, None, None
+        for name, value in (("released", True), ("parts", []), ("ids", None),
+                            ("counted_degree", None), ("present", None)):
+            object.__setattr__(self, name, value)  # the one change a frozen graph takes
         self.cache.clear()
         try:
             if self.exit_stack is not None:
@@ -526,7 +399,7 @@ class PreparedGraph:
             if self.checkpoint is not None:
                 self.checkpoint.close()
 
-    def __enter__(self) -> PreparedGraph:
+    def __enter__(self) -> GraphData:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -538,12 +411,12 @@ class PreparedGraph:
 
     def __repr__(self) -> str:
         state = "released" if self.released else f"{self.partitions} partitions"
-        return (f"PreparedGraph(vertices={self.vertices}, edges={self.edges}, "
+        return (f"GraphData(vertices={self.vertices}, edges={self.edges}, "
                 f"backend={self.backend!r}, {state})")
 
 
 def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
-                  options: Options) -> PreparedGraph:
+                  options: Options) -> GraphData:
     """Read, canonicalize, rank, orient and sort ``frame`` (a Dask DataFrame with integer
     ``src``, ``dst``, or an in-process run's delayed
     :class:`~dtri.input.frames.EdgeArrays`) on the workers of ``runtime``, and summarise the
@@ -697,7 +570,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     seconds = dict(timer.seconds)
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
     measured, moved = runtime.readings()
-    return PreparedGraph(runtime=runtime, options=options, parts=partitions, bounds=bounds,
+    return GraphData(runtime=runtime, options=options, parts=partitions, bounds=bounds,
                          summaries=summaries, vertices=vertices, ids=ids,
                          counted_degree=degree, fan_in=fan_in,
                          orientation=facts.orientation, orientation_reason=facts.reason,
@@ -707,7 +580,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
 
 
 def open_saved(path: str, runtime: Runtime, options: Options,
-               metadata: dict[str, Any] | None = None) -> PreparedGraph:
+               metadata: dict[str, Any] | None = None) -> GraphData:
     """The saved graph at ``path`` (:mod:`dtri.prepared.saved`) on the workers of
     ``runtime``: partition ``p`` read by a task on its owner (the ``open`` stage), the vertex
     arrays by one task; nothing prepared again. ``metadata``: read already
@@ -758,7 +631,7 @@ def open_saved(path: str, runtime: Runtime, options: Options,
 
 def opened_graph(runtime: Runtime, options: Options, metadata: dict[str, Any],
                  parts: list[Any], ids: Any, degree: Any, present: Any, timer: StageTimer,
-                 started: float) -> PreparedGraph:
+                 started: float) -> GraphData:
     """The prepared graph of a saved graph's partitions and vertex arrays, read."""
     summaries = metadata["summaries"]
     seconds = dict(timer.seconds)
@@ -766,7 +639,7 @@ def opened_graph(runtime: Runtime, options: Options, metadata: dict[str, Any],
     read = {"partitions": metadata["partitions"], "rows": metadata["edges"],
             "largest_rows": max((s.edges for s in summaries), default=0)}
     measured, moved = runtime.readings()
-    return PreparedGraph(runtime=runtime, options=options, parts=parts,
+    return GraphData(runtime=runtime, options=options, parts=parts,
                          bounds=metadata["bounds"], summaries=summaries,
                          vertices=int(metadata["vertices"]), ids=ids, counted_degree=degree,
                          present=present, orientation=metadata["orientation"],

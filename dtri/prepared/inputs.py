@@ -32,7 +32,8 @@ import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.input.edges import EdgeArrays
 from dtri.input.frames import arrays_on
 from dtri.kernels.dispatch import array_module
-from dtri.runtime.budget import TASK_SHARES, Budget
+from dtri.kernels.wedges import list_bytes
+from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, Budget, max_plan_tasks
 from dtri.runtime.session import Runtime
 from dtri.runtime.tasks import FAN_IN, Tasks, fold_groups, placed_on
 from dtri.runtime.timer import StageTimer
@@ -106,8 +107,6 @@ def least_task_budget(rows: int) -> int:
     (:func:`dtri.analytics.plan.check_lists_fit`), at most √(2m) targets under the degree
     orientation (each of a vertex's d later neighbours has degree d or more). Each check had
     named only its own: karate under --memory-budget 1 asked for 13, then 32, then 256."""
-    from dtri.analytics.plan import list_bytes, max_plan_tasks
-
     exchanges = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // max(1, math.isqrt(max_plan_tasks())))
     longest = list_bytes(math.isqrt(2 * rows) + 1)
     return max(minimum_budget(rows), exchanges, longest)
@@ -120,8 +119,6 @@ def check_exchange_tasks(rows: int, partitions: int, threads_per_worker: int) ->
     partitions. The count's own plan is checked again once the graph is sorted
     (:func:`dtri.analytics.plan.check_plan_tasks`): a smaller budget there is refused as
     soon as its wedges are known, this one before the input is even split."""
-    from dtri.analytics.plan import MAX_PLAN_TASKS, max_plan_tasks
-
     ceiling = max_plan_tasks()
     if partitions * partitions <= ceiling:
         return

@@ -37,6 +37,7 @@ import numpy as np
 from dtri.errors import DtriError
 from dtri.kernels.csr import CSR, PartitionSummary, as_csr, stored
 from dtri.kernels.dispatch import array_module, is_device_object, to_host
+from dtri.version import VERSION
 
 METADATA_NAME = "dtri-graph.json"
 """The metadata file of a saved graph; its presence makes a folder one."""
@@ -60,9 +61,7 @@ def part_name(folder: str, p: int) -> str:
 
 def dtri_version() -> str:
     """The version of dtri that writes (and must read) saves and checkpoints."""
-    import dtri
-
-    return dtri.__version__
+    return VERSION
 
 
 def shaping_options(options: Any) -> dict[str, Any]:

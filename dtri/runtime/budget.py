@@ -129,3 +129,18 @@ def resolve_budget(given: Budget | None, memory: int | Callable[[], int], thread
     per_worker = worker_budget(given, memory, staging)
     return Budget(per_worker, max(1, per_worker // threads), given is not None,
                   budget_fraction(staging), threads)
+
+
+MAX_PLAN_TASKS = "dtri.max-plan-tasks"
+"""``dask.config`` key: the most tasks a count's plan may have
+(:func:`dtri.analytics.plan.check_plan_tasks`). Its default (``dtri/dtri.yaml``): Dask's
+scheduler spends about a millisecond on each task, a 2-core machine more: a plan of 100,000
+tasks costs minutes of scheduling alone, and a budget too small for the graph gives millions
+(R-MAT 18 under a 1 MiB budget: 4.7 M, silent for minutes)."""
+
+
+def max_plan_tasks() -> int:
+    """The most tasks a count's plan may have (``dtri.max-plan-tasks``)."""
+    import dask
+
+    return int(dask.config.get(MAX_PLAN_TASKS))
