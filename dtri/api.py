@@ -39,7 +39,7 @@ from dtri.input.frames import (
     user_edges,
 )
 from dtri.input.generate import GeneratedGraph
-from dtri.options import GENERATED_FORMATS, RUNTIME_OPTIONS, Options
+from dtri.options import GENERATED_FORMATS, LOCAL_SCHEDULERS, RUNTIME_OPTIONS, Options
 from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
 from dtri.prepared.graph import GraphData, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
@@ -47,15 +47,9 @@ from dtri.prepared.saved import is_saved_graph
 from dtri.runtime.budget import given_budget
 from dtri.runtime.driver import start_cuda_driver
 from dtri.runtime.link import link_bandwidth
-from dtri.runtime.session import (
-    LOCAL_SCHEDULERS,
-    Runtime,
-    machine_room,
-    named_placement,
-    open_runtime,
-    options_caps,
-    runs_on_this_machine,
-)
+from dtri.runtime.opened import Runtime
+from dtri.runtime.resolve import machine_room, named_placement, options_caps, runs_on_this_machine
+from dtri.runtime.session import open_runtime
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -210,7 +204,7 @@ class Session:
              one_input: bool = False) -> Runtime:
         """The session's runtime, opened on first use, for an input of ``input_rows`` edges
         (``None``: not known before it is read): whether the run stays in this process
-        (:func:`dtri.runtime.session.placement`), and under ``backend="auto"`` whether it
+        (:func:`dtri.runtime.resolve.placement`), and under ``backend="auto"`` whether it
         uses the GPU: an input on the GPU does, and for a session of ``one_input`` (what
         :func:`prepare` opens for itself) one too small to gain from it does not."""
         if self.runtime is None:
@@ -507,7 +501,7 @@ def write_generated(spec: str, output: str, *, seed: int = 0, partitions: int | 
     the number of files written."""
     from dtri.input.generate import from_spec
     from dtri.output import reserve_output
-    from dtri.runtime.session import resolve_backend
+    from dtri.runtime.resolve import resolve_backend
 
     if format not in GENERATED_FORMATS:
         raise ConfigurationError(f"format must be one of {', '.join(GENERATED_FORMATS)}, got "

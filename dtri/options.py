@@ -25,7 +25,7 @@ BACKENDS = ("auto", "cpu", "gpu")
 
 class Backend(StrEnum):
     """The backend a run decided on (``--backend``, ``auto`` resolved once when the runtime
-    opens: :func:`dtri.runtime.session.choose_backend`). It equals its name as a string
+    opens: :func:`dtri.runtime.resolve.choose_backend`). It equals its name as a string
     (``"cpu"``, ``"gpu"``), so it prints, compares and serialises as one."""
 
     CPU = "cpu"

@@ -17,7 +17,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from dtri.runtime.session import gpu_available
+    from dtri.runtime.resolve import gpu_available
 
     if gpu_available():
         return

@@ -41,7 +41,7 @@ from dtri.input.colours import STAGE, colour_key, coloured
 from dtri.kernels.dispatch import array_module
 from dtri.options import Options
 from dtri.prepared.graph import prepare_graph
-from dtri.runtime.session import Runtime
+from dtri.runtime.opened import Runtime
 
 MIN_EDGES_KEY = "dtri.estimate-colours-min-edges"
 """``dask.config`` key: input rows from which ``auto`` samples colours. Its default (2**25,

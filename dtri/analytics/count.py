@@ -55,7 +55,7 @@ from dtri.runtime.tasks import Tasks, partition_owner
 
 if TYPE_CHECKING:
     from dtri.prepared.graph import GraphData
-    from dtri.runtime.session import Runtime
+    from dtri.runtime.opened import Runtime
     from dtri.runtime.timer import StageTimer
 
 
@@ -88,7 +88,7 @@ class CountResult:
     (:meth:`dtri.analytics.plan.CountPlan.to_dict`)."""
     caps: dict[str, Any] = field(default_factory=dict)
     """The workers' memory caps, bytes or ``None``: ``memory_limit``, ``device_memory_limit``,
-    ``rmm_pool_size`` (:class:`dtri.runtime.session.MemoryCaps`)."""
+    ``rmm_pool_size`` (:class:`dtri.runtime.caps.MemoryCaps`)."""
     peak_device_bytes: dict[str, int] | None = None
     """Measured on the workers: per stage (the ``dtri-<stage>`` of its tasks' keys, ``read``
     for the readers) the most device memory in use while its tasks ran, and ``overall``;
@@ -116,7 +116,7 @@ class CountResult:
     same result, more slowly): measured where the workers have a stage meter."""
     placement: str = ""
     """Where the run went (this process, a local cluster, a running one) and on which
-    backend, and why (:func:`dtri.runtime.session.placement`)."""
+    backend, and why (:func:`dtri.runtime.resolve.placement`)."""
     protocol: str | None = None
     """The comms between the workers (``tcp``, ``ucx``); ``None`` in this process."""
     protocol_note: str | None = None

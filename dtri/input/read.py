@@ -1228,7 +1228,7 @@ def read_edges(
         plan = plan_read(urlpath, format, **options)
     except InputNotFoundError:
         # Not here, but the cluster's workers may see it (a disk mounted on them alone).
-        from dtri.runtime.session import active_client
+        from dtri.runtime.resolve import active_client
 
         if (client := active_client()) is None:
             raise

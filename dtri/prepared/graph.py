@@ -86,7 +86,7 @@ from dtri.prepared.saved import (
     write_partition,
 )
 from dtri.runtime.meter import MeasuredMemory
-from dtri.runtime.session import Runtime
+from dtri.runtime.opened import Runtime
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
 from dtri.runtime.timer import StageTimer
@@ -195,7 +195,7 @@ class GraphData:
     @property
     def task_budget(self) -> int:
         """Bytes one task may plan for: the runtime's, resolved once when it opened
-        (:attr:`dtri.runtime.session.Runtime.budget`)."""
+        (:attr:`dtri.runtime.opened.Runtime.budget`)."""
         return self.runtime.budget.per_task
 
     # ----------------------------------------------------------------- facts
@@ -285,7 +285,7 @@ class GraphData:
 
     def _read(self) -> None:
         """Add what the workers' meters measured since they were last read (one round trip:
-        :meth:`dtri.runtime.session.Runtime.readings`)."""
+        :meth:`dtri.runtime.opened.Runtime.readings`)."""
         if not self.released:
             measured, moved = self.runtime.readings()
             self.measured.merge(measured)

@@ -34,7 +34,7 @@ from dtri.input.frames import arrays_on
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.wedges import list_bytes
 from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, Budget, max_plan_tasks
-from dtri.runtime.session import Runtime
+from dtri.runtime.opened import Runtime
 from dtri.runtime.tasks import FAN_IN, Tasks, fold_groups, placed_on
 from dtri.runtime.timer import StageTimer
 

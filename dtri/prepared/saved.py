@@ -304,7 +304,7 @@ def _read_on_device(fs: Any, paths: list[str], columns: list[str]) -> dict[str, 
                 for name in columns}
     import pylibcudf as plc
 
-    from dtri.runtime.session import OPERATOR_MODULES, import_operator_modules
+    from dtri.runtime.local_cluster import OPERATOR_MODULES, import_operator_modules
 
     options = plc.io.parquet.ParquetReaderOptions.builder(
         plc.io.SourceInfo(locals_)).column_names(columns).build()

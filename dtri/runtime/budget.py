@@ -10,7 +10,7 @@ cache between tasks.
 
 This module is the only one that reads ``--memory-budget``. :func:`resolve_budget` turns it,
 with the workers' memory, threads and staging, into a :class:`Budget`, once when the runtime
-opens (:attr:`dtri.runtime.session.Runtime.budget`); everything below reads that record. Before
+opens (:attr:`dtri.runtime.opened.Runtime.budget`); everything below reads that record. Before
 the workers are known, :func:`given_budget` is what the option alone says, and the local
 cluster that dtri starts is shaped from the same formula (:func:`worker_budget`).
 

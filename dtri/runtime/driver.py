@@ -43,7 +43,7 @@ def may_run_here(options: Mapping[str, Any]) -> bool:
     may run in this process, by what they name alone: no scheduler but a local one (nor
     ``DASK_SCHEDULER_ADDRESS``), no scheduler file or memory caps, ``workers`` left to
     ``auto``, and no active ``distributed.Client``. The input's size decides the rest
-    (:func:`dtri.runtime.session.placement`)."""
+    (:func:`dtri.runtime.resolve.placement`)."""
     scheduler = options.get("scheduler") or os.environ.get("DASK_SCHEDULER_ADDRESS")
     if scheduler not in (None, *LOCAL_SCHEDULERS):
         return False

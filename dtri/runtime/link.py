@@ -21,7 +21,7 @@ from dtri.errors import ConfigurationError
 from dtri.runtime.transfers import PROBE_STAGE
 
 if TYPE_CHECKING:
-    from dtri.runtime.session import Runtime
+    from dtri.runtime.opened import Runtime
 
 PROBE_BYTES = "dtri.link-probe-bytes"
 """``dask.config`` key: the bytes the link probe sends per repeat."""

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dtri.runtime.connect import cluster_workers
 from dtri.runtime.host_meter import Spilled, spilled, worker_host_meter
 from dtri.runtime.meter import worker_meter
-from dtri.runtime.session import Runtime, cluster_workers
+from dtri.runtime.opened import Runtime
 
 BENCH_READER = "bench"
 """The name under which a benchmark reads the workers' meters (apart from each run's own)."""

@@ -55,7 +55,7 @@ CACHED_MIN_BYTES = 1 << 20
 class Staging:
     """Where stage results wait between tasks (``where``: ``host`` or ``device``) for tasks
     that run on ``backend`` (``cpu`` or ``gpu``): a run's is made from its runtime's backend
-    (:attr:`dtri.runtime.session.Runtime.staging`). Small and picklable: tasks that move their
+    (:attr:`dtri.runtime.opened.Runtime.staging`). Small and picklable: tasks that move their
     own data receive it as an argument."""
 
     where: str = "device"

@@ -85,7 +85,7 @@ class Tasks:
     """Where an eager run's tasks report their start and end (its stage meter, if any)."""
     allocator: Any = None
     """The CuPy allocator an eager run's tasks allocate from (``None``: CuPy's current one;
-    :attr:`dtri.runtime.session.Runtime.allocator`)."""
+    :attr:`dtri.runtime.opened.Runtime.allocator`)."""
     fold_budget: int | None = None
     """The bytes of inputs one fold may take (the run's per-task memory budget) where the
     workers spill past a host memory limit: a worker's fold over items larger than that
@@ -95,7 +95,7 @@ class Tasks:
     with every fold cut, 0.51 s without; two hosts, neither run a host's first process)."""
     wire_format: str = "raw"
     """How data that crosses between workers is packed (:mod:`dtri.kernels.wire`): the
-    run's :attr:`dtri.runtime.session.Runtime.wire_format`."""
+    run's :attr:`dtri.runtime.opened.Runtime.wire_format`."""
     pinned_workers: set[str] = field(default_factory=set, compare=False)
     """The workers that :meth:`pinned` pinned tasks to (the run's set, shared with its stage
     timers, which fail a stage whose pinned worker left)."""

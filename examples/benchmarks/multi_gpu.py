@@ -58,7 +58,8 @@ def cluster(workers: int, protocol: str, devices: str | None,
             "cls": Scheduler, "options": {"dashboard_address": ":0", "protocol": protocol}})
     from dask_cuda import LocalCUDACluster
 
-    from dtri.runtime.session import DEFAULT_RMM_POOL, quiet_ucx
+    from dtri.runtime.caps import DEFAULT_RMM_POOL
+    from dtri.runtime.local_cluster import quiet_ucx
 
     # the RMM pool that dtri gives the workers of a cluster it starts (without one, every
     # allocation is a cudaMalloc and UCX opens a CUDA IPC handle per received buffer)
@@ -249,7 +250,7 @@ def main() -> None:
     from distributed import Client
 
     from dtri.report import most_to_one_worker
-    from dtri.runtime.session import ucx_available
+    from dtri.runtime.resolve import ucx_available
 
     counts = [w if w == "auto" else int(w) for w in args.workers.split(",")]
     decompositions = args.decompositions.split(",")

@@ -83,7 +83,7 @@ def test_bad_inputs_and_options_are_refused_clearly():
 
 
 def test_gpu_backend_without_gpu_says_what_is_missing():
-    from dtri.runtime.session import gpu_available
+    from dtri.runtime.resolve import gpu_available
 
     if gpu_available():
         pytest.skip("a GPU is visible here")

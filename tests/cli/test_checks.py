@@ -21,7 +21,7 @@ import dtri
 from dtri.errors import ConfigurationError, InputError
 from dtri.input.generate import generated
 from dtri.options import Options
-from dtri.runtime.session import usable_cores
+from dtri.runtime.resolve import usable_cores
 
 KARATE = "examples/karate.txt"
 QUICK_SECONDS = 5

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from dtri.cli import main
 from dtri.report import total_moved
 from dtri.runtime import link, session
-from dtri.runtime.session import ProtocolChoice
+from dtri.runtime.resolve import ProtocolChoice
 
 TRIANGLE_AND_TAIL = "# a triangle with a tail\n1 2\n2 3\n3 1\n3 4\n"
 

@@ -208,7 +208,7 @@ needs_two_gpus = pytest.mark.skipif(not _enough_gpus(), reason="needs two or mor
 
 
 def _protocols() -> list[str]:
-    from dtri.runtime.session import ucx_available
+    from dtri.runtime.resolve import ucx_available
 
     return ["tcp", "ucx"] if ucx_available() else ["tcp"]
 

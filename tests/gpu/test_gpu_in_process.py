@@ -188,7 +188,7 @@ def test_an_input_beyond_one_task_runs_here_where_the_gpu_holds_it_else_on_a_clu
         monkeypatch):
     import dask
 
-    monkeypatch.setattr("dtri.runtime.session.in_process_budget", lambda *_: 1)
+    monkeypatch.setattr("dtri.runtime.resolve.in_process_budget", lambda *_: 1)
     with dtri.prepare(str(KARATE), backend="gpu") as graph:
         assert graph.runtime.client is None and graph.runtime.eager
         assert "fits its memory" in graph.runtime.reason
@@ -334,7 +334,7 @@ def test_the_networkx_backend_on_the_gpu_prepares_once_in_this_process(no_cluste
 
 def test_cupy_operators_import_what_a_saved_graph_imports_while_it_is_read(tmp_path):
     """CuPy's first operator between an array and a Python number imports
-    :data:`~dtri.runtime.session.OPERATOR_MODULES` (what makes importing them during the read
+    :data:`~dtri.runtime.local_cluster.OPERATOR_MODULES` (what makes importing them during the read
     worth it); a saved graph decoded on the device in a new process imports them on a thread
     of its own while the device reads it, and counts as the graph prepared again."""
     import os

@@ -103,7 +103,8 @@ def test_an_rmm_pool_below_the_minimum_is_named_with_the_least_pool():
     makes the budget the minimum."""
     from dtri.errors import ConfigurationError
     from dtri.prepared.inputs import check_budget, minimum_budget
-    from dtri.runtime.session import MemoryCaps, Runtime
+    from dtri.runtime.caps import MemoryCaps
+    from dtri.runtime.opened import Runtime
 
     pool = 1 << 30
     runtime = Runtime("gpu", None, 1, 1, pool, caps=MemoryCaps(rmm_pool_size=pool),

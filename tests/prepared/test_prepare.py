@@ -38,7 +38,7 @@ from dtri.prepared.inputs import (
     vertex_fan_in,
 )
 from dtri.prepared.local import prepare_partition
-from dtri.runtime.session import Runtime
+from dtri.runtime.opened import Runtime
 from tests.oracles import (
     check_vertex_results,
     edge_copies_in_every_partition,
@@ -587,8 +587,8 @@ def test_an_input_made_from_data_on_the_workers_is_not_read_again():
 def test_the_input_is_read_again_on_gpu_workers_under_a_host_limit_only():
     from dtri.errors import ConfigurationError
     from dtri.prepared.inputs import recomputes_input
+    from dtri.runtime.caps import MemoryCaps
     from dtri.runtime.host_plan import HostPlan
-    from dtri.runtime.session import MemoryCaps
 
     client = object()
     caps = MemoryCaps(memory_limit=1 << 30)

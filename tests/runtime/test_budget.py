@@ -10,7 +10,9 @@ import pytest
 import dtri
 from dtri.options import Backend, Options
 from dtri.runtime.budget import Budget, given_budget, resolve_budget
-from dtri.runtime.session import MemoryCaps, Runtime, in_process_budget, resolve_caps
+from dtri.runtime.caps import MemoryCaps, resolve_caps
+from dtri.runtime.opened import Runtime
+from dtri.runtime.resolve import in_process_budget
 from dtri.runtime.staging import Staging
 
 GIB = 1 << 30

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 import dtri
-from dtri.runtime.session import cluster_workers
+from dtri.runtime.connect import cluster_workers
 from tests.oracles import REPO_ROOT, manifest_rows, networkx_triangles
 
 CLUSTER = REPO_ROOT / "cluster"
@@ -417,7 +417,7 @@ def test_kvikio_settings_come_from_dask_config_unless_the_environment_sets_them(
     dtri.device-read-threads where the environment leaves them unset, and keeps a user's."""
     import dask
 
-    from dtri.runtime.session import KVIKIO_DIRECT_WRITES, KVIKIO_THREADS, set_device_io
+    from dtri.runtime.resolve import KVIKIO_DIRECT_WRITES, KVIKIO_THREADS, set_device_io
 
     assert {variable} <= {KVIKIO_DIRECT_WRITES, KVIKIO_THREADS}
     for name in (KVIKIO_DIRECT_WRITES, KVIKIO_THREADS):  # each given back at the end

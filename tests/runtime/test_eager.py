@@ -78,9 +78,9 @@ def test_a_session_opens_where_its_first_input_says():
 def test_auto_runs_small_inputs_on_the_cpu_where_a_gpu_is_usable(monkeypatch):
     import dask
 
-    from dtri.runtime.session import choose_backend
+    from dtri.runtime.resolve import choose_backend
 
-    monkeypatch.setattr("dtri.runtime.session.gpu_available", lambda: True)
+    monkeypatch.setattr("dtri.runtime.resolve.gpu_available", lambda: True)
     with dask.config.set({"dtri.gpu-min-edges": 1000}):
         backend, reason = choose_backend("auto", False, 78)
         assert backend == "cpu" and "78 edges, fewer than dtri.gpu-min-edges = 1000" in reason

@@ -16,9 +16,10 @@ from dask.utils import parse_bytes
 
 from dtri.cli import main
 from dtri.errors import ConfigurationError
+from dtri.runtime.caps import MemoryCaps
 from dtri.runtime.host_meter import HostMeter, ResidentMemory, resident_bytes
 from dtri.runtime.host_plan import host_plan, worker_overhead
-from dtri.runtime.session import MemoryCaps, local_host_plan
+from dtri.runtime.local_cluster import local_host_plan
 from tests.oracles import networkx_triangles
 
 BUDGET = 512 * 1024

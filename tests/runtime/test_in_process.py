@@ -139,7 +139,7 @@ def test_an_input_too_big_for_one_task_or_given_workers_starts_a_local_cluster(m
         assert graph.runtime.client is not None and graph.runtime.workers == 2
         assert graph.count_triangles() == 45
     # nothing fits in process
-    monkeypatch.setattr("dtri.runtime.session.in_process_budget", lambda *_: 1)
+    monkeypatch.setattr("dtri.runtime.resolve.in_process_budget", lambda *_: 1)
     with dtri.prepare(edges, backend="cpu") as graph:
         assert graph.runtime.client is not None
         assert graph.count_triangles() == 45

@@ -25,15 +25,11 @@ from dtri.cli import main
 from dtri.errors import ConfigurationError
 from dtri.options import Options
 from dtri.runtime.budget import given_budget
+from dtri.runtime.caps import MemoryCaps, default_device_memory_limit, resolve_caps
 from dtri.runtime.host_plan import worker_overhead
+from dtri.runtime.local_cluster import failsafe_spill_buffer
 from dtri.runtime.memory import measured_memory
-from dtri.runtime.session import (
-    MemoryCaps,
-    default_device_memory_limit,
-    failsafe_spill_buffer,
-    open_runtime,
-    resolve_caps,
-)
+from dtri.runtime.session import open_runtime
 from tests.oracles import REPO_ROOT, networkx_triangles
 
 SCALE = 12
@@ -193,7 +189,8 @@ def test_caps_with_a_running_scheduler_are_one_line_errors(where):
 
 
 def test_caps_with_the_active_client_are_refused(monkeypatch):
-    monkeypatch.setattr("dtri.runtime.session.active_client", lambda: object())
+    for home in ("resolve", "session"):  # where a run is placed, and where it opens
+        monkeypatch.setattr(f"dtri.runtime.{home}.active_client", lambda: object())
     with pytest.raises(ConfigurationError, match=r"active distributed\.Client"):
         dtri.count(KARATE, backend="cpu", memory_limit="1GiB")
     with pytest.raises(ConfigurationError, match="not a size"):

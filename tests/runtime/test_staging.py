@@ -22,7 +22,8 @@ from dtri.analytics.plan import csr_groups, partition_csr_bytes, staged_plan
 from dtri.cli import main
 from dtri.kernels.csr import PartitionSummary, from_sorted, stored, summary
 from dtri.kernels.intersect import intersect
-from dtri.runtime.session import MemoryCaps, Runtime
+from dtri.runtime.caps import MemoryCaps
+from dtri.runtime.opened import Runtime
 from dtri.runtime.staging import (
     ARENA_MIN_BYTES,
     HostArena,

@@ -12,7 +12,9 @@ import pytest
 from dtri.options import Options
 from dtri.report import most_to_one_worker, total_moved
 from dtri.runtime import link, session
-from dtri.runtime.session import ProtocolChoice, Runtime, open_runtime, resolve_protocol
+from dtri.runtime.opened import Runtime
+from dtri.runtime.resolve import ProtocolChoice, resolve_protocol
+from dtri.runtime.session import open_runtime
 from dtri.runtime.transfers import MovedBytes, TransferLedger
 from tests.oracles import networkx_triangles
 

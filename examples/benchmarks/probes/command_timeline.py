@@ -13,7 +13,7 @@ process started it:
 * ``imported``: ``dtri.cli`` imported, after Dask's scheduler and nanny (the marks wrap them:
   a plain command imports ``distributed`` later);
 * ``cluster_start`` and ``cluster_started``: the local cluster dtri starts
-  (:func:`dtri.runtime.session._start_local_cluster`), where it starts one;
+  (:func:`dtri.runtime.local_cluster._start_local_cluster`), where it starts one;
 * ``scheduler_start`` and ``scheduler_started``: the scheduler's own start, within it;
 * ``nannies_start`` and ``nannies_started``: the first nanny's start and the last one's end;
 * ``cluster_close`` and ``cluster_closed``;

@@ -91,7 +91,8 @@ def profile(graph: str, workers: int) -> dict:
     import dtri
     from dtri.input.generate import from_spec, is_spec
     from dtri.prepared.inputs import spread_persist
-    from dtri.runtime.session import _start_local_cluster, memory_caps, resolve_caps
+    from dtri.runtime.caps import memory_caps, resolve_caps
+    from dtri.runtime.local_cluster import _start_local_cluster
     from dtri.runtime.timer import StageTimer
 
     pool = os.environ.get("DTRI_RMM_POOL")
@@ -167,7 +168,7 @@ def profile(graph: str, workers: int) -> dict:
 
 
 if __name__ == "__main__":
-    from dtri.runtime.session import quiet_ucx
+    from dtri.runtime.local_cluster import quiet_ucx
 
     quiet_ucx()  # UCX's warning on every worker's standard output, between the JSON lines
     spec, *counts = sys.argv[1:]

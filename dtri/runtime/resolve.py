@@ -1,0 +1,351 @@
+"""What this machine has and where a run goes: the backend (:func:`choose_backend`), the
+protocol, the memory this machine offers and the placement of a run (:func:`placement`):
+in this process, on a local cluster to start, or on a running one."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import psutil
+from dask.utils import format_bytes
+
+import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
+from dtri.errors import ConfigurationError
+from dtri.options import (
+    LOCAL_SCHEDULERS,
+    PROTOCOLS,
+    Backend,
+    Options,
+)
+from dtri.runtime.budget import (
+    given_budget,
+    worker_budget,
+)
+from dtri.runtime.caps import MemoryCaps, memory_caps
+from dtri.runtime.driver import gpu_modules_installed
+from dtri.runtime.staging import (
+    resolve_staging,
+)
+
+GPU_MIN_EDGES = "dtri.gpu-min-edges"
+"""``dask.config`` key: :func:`gpu_min_edges`. Its default (``dtri/dtri.yaml``) was measured by
+``examples/benchmarks/in_process.py sizes`` (``in-process-h100.jsonl``): on one H100 and its
+host's 16 cores, ``dtri.count`` of an R-MAT edge array in host memory took 3.6 ms on the CPU
+against 6.0 ms on the GPU at 8,192 edges, and 8.4 ms against 6.2 ms at 16,384 (a second host:
+4.6 against 6.3, 9.6 against 6.8); the GPU was ahead at every size above (40x at 16.8 M
+edges)."""
+
+
+IN_PROCESS_GPU_BYTES_PER_ROW = "dtri.in-process-gpu-bytes-per-row"
+"""``dask.config`` key: the device bytes an input row holds at the peak of an in-process GPU
+run, where every stage's results stay in GPU memory (:func:`placement`). Its default
+(``dtri/dtri.yaml``) is above what a probe saw on one H100 (80 GB): the device memory in use
+(``cudaMemGetInfo``, sampled every 2 ms, so the blocks cached by CuPy's pool and by CUDA's
+stream-ordered pool count too) rose by 73.3 B an input row for R-MAT 25 and 69.5 B for R-MAT
+26 (74.6 GB); R-MAT 24 rose by 28.4 GB, 106 B a row, most of it one task's budget. RMM's
+statistics do not see CuPy's pool, so they could not measure it; this was a probe, not a
+committed benchmark."""
+
+
+DIRECT_DEVICE_WRITES = "dtri.direct-device-writes"
+"""``dask.config`` key: whether a GPU run's Parquet writes (a saved graph's partitions, a
+checkpoint's prepared graph) bypass the page cache. KvikIO, which writes them for pylibcudf,
+does so by default (``O_DIRECT``), and the next process then reads them back from the disk.
+dtri sets ``KVIKIO_AUTO_DIRECT_IO_WRITE`` to this where the environment leaves it unset
+(:func:`set_device_io`). Its default, ``false``, writes through the cache, as the host's
+writes go: on one H100, saving R-MAT 26 took 2.57 s and a count opened it next in 0.82 s,
+against 3.83 s and 2.88 s past the cache (a probe, not a committed benchmark)."""
+
+
+KVIKIO_DIRECT_WRITES = "KVIKIO_AUTO_DIRECT_IO_WRITE"
+"""KvikIO's environment variable for ``O_DIRECT`` writes, read once, at its first file."""
+
+
+DEVICE_READ_THREADS = "dtri.device-read-threads"
+"""``dask.config`` key: the threads KvikIO reads a GPU run's files with (cuDF's Parquet reader
+on the device: the input's files, a saved graph, a checkpoint), which copy the file's pages
+to the device in pieces side by side. dtri sets ``KVIKIO_NTHREADS`` to this where the
+environment leaves it unset (:func:`set_device_io`). In one process on one H200, reading the
+4 edge files of a saved R-MAT 26 (3.5 GB, from the page cache) took 0.145 s with 8 threads
+against 0.22 s with cuDF's own default, and 1.0 s with one (probes, not committed
+benchmarks)."""
+
+
+KVIKIO_THREADS = "KVIKIO_NTHREADS"
+"""KvikIO's environment variable for its threads, read once, at its first file."""
+
+
+def gpu_available() -> bool:
+    """True when cuDF, dask-cuDF and CuPy import and at least one GPU is visible."""
+    if not gpu_modules_installed():
+        return False
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def set_device_io() -> None:
+    """KvikIO's settings in this process's environment, where it does not set them:
+    ``KVIKIO_AUTO_DIRECT_IO_WRITE`` from ``dtri.direct-device-writes``
+    (:data:`DIRECT_DEVICE_WRITES`) and ``KVIKIO_NTHREADS`` from ``dtri.device-read-threads``
+    (:data:`DEVICE_READ_THREADS`). They hold for a run in this process, and for the workers
+    of a local cluster, which inherit them; workers started elsewhere keep their own
+    environment."""
+    direct = bool(dask.config.get(DIRECT_DEVICE_WRITES))
+    os.environ.setdefault(KVIKIO_DIRECT_WRITES, "true" if direct else "false")
+    os.environ.setdefault(KVIKIO_THREADS, str(int(dask.config.get(DEVICE_READ_THREADS))))
+
+
+def gpu_min_edges() -> int:
+    """``dtri.gpu-min-edges`` from ``dask.config``: inputs of fewer edges than this run on the
+    CPU under ``backend="auto"`` though a GPU is usable (an input on the GPU stays there)."""
+    return int(dask.config.get(GPU_MIN_EDGES))
+
+
+def choose_backend(requested: str, input_on_gpu: bool, rows: int | None = None
+                   ) -> tuple[Backend, str]:
+    """The :class:`~dtri.options.Backend` for a requested ``auto``/``cpu``/``gpu`` (checked
+    by :class:`~dtri.options.Options`) and an input of ``rows`` edges (``None``: not known
+    before it is read), with one line on why."""
+    if requested == "gpu" or (requested == "auto" and input_on_gpu):
+        if not gpu_available():
+            raise ConfigurationError(
+                "the GPU backend needs cuDF, dask-cuDF, dask-cuda and CuPy with a visible GPU "
+                '(pip install "dtri[cuda13]"); use --backend cpu to run on pandas'
+            )
+        return Backend.GPU, ("--backend gpu" if requested == "gpu"
+                             else "auto: the input is on the GPU")
+    if requested == "cpu":
+        return Backend.CPU, "--backend cpu"
+    if not gpu_available():
+        return Backend.CPU, "auto: no usable GPU"
+    smallest = gpu_min_edges()
+    if rows is not None and rows < smallest:
+        return Backend.CPU, (f"auto: {rows} edges, fewer than {GPU_MIN_EDGES} = {smallest}, "
+                             "below which the CPU measured faster")
+    return Backend.GPU, "auto: a usable GPU"
+
+
+def resolve_backend(requested: str, input_on_gpu: bool, rows: int | None = None) -> Backend:
+    """``cpu`` or ``gpu`` for a requested ``auto``/``cpu``/``gpu`` (:func:`choose_backend`)."""
+    return choose_backend(requested, input_on_gpu, rows)[0]
+
+
+def active_client() -> Any:
+    """The active ``distributed.Client`` (as Dask would use it), or ``None``. There is none
+    while ``distributed`` has not been imported, so it is not imported to find out."""
+    if "distributed" not in sys.modules:
+        return None
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def ucx_available() -> bool:
+    """True when Dask can talk UCX (``distributed-ucxx`` installed)."""
+    return importlib.util.find_spec("distributed_ucxx") is not None
+
+
+def _visible_gpus() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def cuda_major() -> int | None:
+    """The CUDA major version of the installed CuPy's runtime (12, 13), ``None`` without
+    CuPy."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.runtimeGetVersion()) // 1000
+    except Exception:  # no CuPy, or no CUDA runtime it can load
+        return None
+
+
+def ucx_package() -> str:
+    """The distributed-ucxx package for the installed CUDA (``distributed-ucxx-cu13`` where
+    that is not known)."""
+    return f"distributed-ucxx-cu{cuda_major() or 13}"
+
+
+@dataclass(frozen=True)
+class ProtocolChoice:
+    """The comms of a cluster that dtri starts, and why it is not the best one, if not."""
+
+    name: str
+    """``tcp`` or ``ucx``."""
+    note: str | None = None
+    """One line for the user, with the command that would give the better comms."""
+
+
+def resolve_protocol(requested: str, backend: str, workers: int | None) -> ProtocolChoice:
+    """``tcp`` or ``ucx`` for an embedded cluster. ``auto`` picks UCX for several GPU workers
+    when it is installed: Dask's TCP comm moves GPU data at about 1 GB/s through host memory,
+    UCX over NVLink at about 100 GB/s (measured on 4 H200, examples/benchmarks/README.md).
+    Where it is not installed, ``auto`` takes TCP, and the choice's note says so with the
+    command that installs it."""
+    if requested not in PROTOCOLS:
+        raise ConfigurationError(
+            f"protocol must be one of {', '.join(PROTOCOLS)}, got {requested!r}")
+    if requested == "ucx" and not ucx_available():
+        raise ConfigurationError(
+            f"the UCX protocol needs distributed-ucxx (pip install {ucx_package()}); "
+            "use --protocol tcp")
+    if requested != "auto":
+        return ProtocolChoice(requested)
+    several = (workers or (_visible_gpus() if backend == "gpu" else 1)) > 1
+    if backend != "gpu" or not several:
+        return ProtocolChoice("tcp")
+    if ucx_available():
+        return ProtocolChoice("ucx")
+    return ProtocolChoice("tcp", (
+        "the GPU workers talk TCP, through host memory: distributed-ucxx is not installed "
+        f"(pip install {ucx_package()} for UCX over NVLink)"))
+
+
+def _synchronize_device() -> None:
+    import cupy
+
+    cupy.cuda.get_current_stream().synchronize()
+
+
+def _device_name() -> str:
+    import cupy
+
+    device = cupy.cuda.Device()
+    name = cupy.cuda.runtime.getDeviceProperties(device.id)["name"]
+    return f"GPU {device.id} ({name.decode() if isinstance(name, bytes) else name})"
+
+
+def _device_memory() -> int:
+    from dtri.runtime.gpu import device_memory_bytes
+
+    return device_memory_bytes()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def in_process_budget(backend: str = "cpu", staging: str = "auto") -> int:
+    """Bytes one task of an in-process run may plan for by default: the share of this
+    machine's memory, or of the current GPU's, that a worker's budget takes under the
+    ``staging`` asked for (:func:`dtri.runtime.budget.resolve_budget`; a quarter but for
+    host staging on the GPU)."""
+    memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
+    return worker_budget(None, memory, resolve_staging(staging, backend, capped=False))
+
+
+def runs_on_this_machine(options: Options) -> bool:
+    """Whether ``options`` run on this machine (in this process or on a local cluster that
+    dtri starts), not on a running cluster (named, or the active client's)."""
+    address = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if address in LOCAL_SCHEDULERS:
+        return True
+    return not (address or options.scheduler_file) and active_client() is None
+
+
+def machine_room(options: Options) -> tuple[int, str]:
+    """The bytes of data this machine can hold for a run, with what they are: its memory
+    and the free disk where a local cluster's workers would spill (none where no temporary
+    directory is writable: the cluster's start says so)."""
+    memory = psutil.virtual_memory().total
+    try:
+        spill = options.spill_directory or dask.config.get("temporary-directory", None) \
+            or tempfile.gettempdir()
+    except OSError:  # gettempdir could write to none of its candidates
+        return memory, f"this machine's memory ({format_bytes(memory)})"
+    existing = os.path.abspath(spill)
+    while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    disk = psutil.disk_usage(existing).free
+    return memory + disk, (f"this machine's memory ({format_bytes(memory)}) and free disk at "
+                           f"{spill} ({format_bytes(disk)})")
+
+
+def options_caps(options: Options) -> MemoryCaps:
+    """The memory caps ``options`` give (:func:`memory_caps`)."""
+    return memory_caps(options.memory_limit, options.device_memory_limit,
+                       options.rmm_pool_size, options.spill_directory)
+
+
+def named_placement(options: Options, caps: MemoryCaps) -> tuple[str | None, str] | None:
+    """Where ``options`` (with their ``caps``) send a run whatever its input, as
+    :func:`placement` gives it; ``None`` where they name nothing and no client is active,
+    so that the input's size decides."""
+    scheduler = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if scheduler in LOCAL_SCHEDULERS:
+        return scheduler, f"in this process, on Dask's {scheduler} scheduler (--scheduler)"
+    if scheduler or options.scheduler_file:
+        return scheduler, f"the Dask cluster at {scheduler or options.scheduler_file}"
+    active = active_client() is not None
+    if options.worker_count is not None:
+        if active:  # its first workers: _describe_client
+            return None, (f"the active distributed.Client's cluster, {options.worker_count} "
+                          "of its workers (--workers)")
+        return None, f"a local cluster of {options.worker_count} workers (--workers)"
+    if caps.given():
+        return None, f"a local cluster, for {', '.join(caps.given())} to shape its workers"
+    if active:
+        return None, "the active distributed.Client's cluster"
+    return None
+
+
+def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int | None,
+              row_bytes: int) -> tuple[str | None, str]:
+    """Where a run goes: a scheduler (an address, a local scheduler's name, or ``None`` for
+    a cluster to start or the active client's), with one line on why. With nothing named, a
+    run whose input fits one task's budget (``input_rows`` of ``row_bytes`` each; ``None``:
+    not known before it is read) runs in this process, on the CPU or the current GPU. The
+    budget is the default share of the machine's or the GPU's memory
+    (:func:`in_process_budget`), or ``--memory-budget`` where that is larger: the user's word
+    that one task may plan for it (a smaller one still runs here, in more partitions).
+
+    On the GPU a larger input runs in this process too, in tasks of that budget, where the
+    current GPU holds the whole graph (:data:`IN_PROCESS_GPU_BYTES_PER_ROW`): starting a local
+    cluster costs more than its GPUs save. On one H100, ``dtri count --generate rmat:26
+    --backend gpu`` in a new process took 3.80 s in this process against 14.73 s with
+    ``--workers 1`` (``placement-h100.jsonl``); two H100s over UCX count R-MAT 26 from their
+    memory in 1.66 s against one's 2.48 s (``multi-gpu-head-h100x2.jsonl``)."""
+    if (named := named_placement(options, caps)) is not None:
+        return named
+    if input_rows is None:
+        return None, "a local cluster: the input's size is not known before it is read"
+    given = given_budget(options)
+    default = in_process_budget(backend, options.staging)
+    budget = max(given.per_task if given else 0, default)
+    if input_rows * row_bytes > budget:
+        if backend == "gpu" and (held := input_rows * int(dask.config.get(
+                IN_PROCESS_GPU_BYTES_PER_ROW))) <= (memory := _device_memory()):
+            return "synchronous", (
+                f"this process, on {_device_name()}, no cluster: the graph ({input_rows} edges, "
+                f"{format_bytes(held)} at {IN_PROCESS_GPU_BYTES_PER_ROW}) fits its memory "
+                f"({format_bytes(memory)}), in tasks of {format_bytes(budget)}; a local "
+                "cluster's start costs more than more GPUs save")
+        return None, (f"a local cluster: {input_rows} edges need more than one task's budget "
+                      f"in this process ({format_bytes(budget)})")
+    where = "this process" if backend == "cpu" else f"this process, on {_device_name()}"
+    fits = f"fits one task's budget ({format_bytes(budget)})"
+    if given is not None and given.per_task < budget:
+        fits = (f"fits the default budget of the {'GPU' if backend == 'gpu' else 'machine'}'s "
+                f"memory ({format_bytes(budget)}); its tasks plan for --memory-budget "
+                f"{format_bytes(given.per_task)}")
+    return "synchronous", (f"{where}, no cluster: the input ({input_rows} edges or fewer) "
+                           f"{fits}")
