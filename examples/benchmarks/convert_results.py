@@ -15,7 +15,7 @@ goes to ``detail`` under its own name. Where an old line lacks a field that
 ``README.md`` states for its file (the command that made it, the device, the commit), that
 value is filled in and named in ``detail.filled_from_readme``. Every line is checked: each key
 and value of the old line is in the new one, at its own path in ``detail`` or in a field.
-``capped-rmat24-h200.txt`` is a log, not measurements: it moves to ``results/`` as it is.
+``capped-rmat24-h200.txt`` is a log, not measurements: it moves as it is.
 """
 
 from __future__ import annotations
