@@ -1,6 +1,7 @@
 """The benchmark results: every line in the one schema (the archived files' too), INDEX.md as
 index.py writes it with each file under Current or Archived, a runner preset for every results
-file, and every relative link of the docs resolving."""
+file, docs/performance.md citing the current files and only those (in at most 5,000 words),
+docs/history.md every archived one, and every relative link of the docs resolving."""
 
 from __future__ import annotations
 
@@ -177,3 +178,57 @@ def test_the_link_check_finds_a_broken_link(tmp_path):
     page.write_text("[ok](there.md) [anchor](there.md#a) [web](https://x.org) "
                     "[gone](results/missing.jsonl)")
     assert broken_links(page) == ["results/missing.jsonl"]
+
+
+PERFORMANCE = ROOT / "docs" / "performance.md"
+HISTORY = ROOT / "docs" / "history.md"
+PERFORMANCE_WORDS = 5000
+"""performance.md gives the current figures only; their story goes to history.md."""
+
+
+def cited_results(path: Path, folder: Path = RESULTS_FOLDER) -> set[Path]:
+    """The results files (current or archived) that a markdown file links, resolved."""
+    cited = set()
+    for target in LINK.findall(path.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue  # a URL, or an anchor in the same file
+        resolved = (path.parent / target.split("#")[0]).resolve()
+        if resolved.is_relative_to(folder.resolve()) and resolved.suffix:
+            cited.add(resolved)
+    return cited
+
+
+def test_performance_cites_only_current_results():
+    cited = cited_results(PERFORMANCE)
+    assert len(cited) > 30
+    assert not [path.name for path in cited if path.parent != RESULTS_FOLDER.resolve()], (
+        "performance.md cites an archived results file: cite the current one")
+    assert all(path.is_file() for path in cited)
+
+
+def test_every_current_result_is_cited():
+    """A file in results/ is current because performance.md (or the README) cites it; one
+    that no claim cites any more belongs in results/archive/."""
+    cited = cited_results(PERFORMANCE) | cited_results(ROOT / "README.md")
+    current = module("index").results_files()["current"]
+    assert [path.name for path in current if path.resolve() not in cited] == []
+
+
+def test_history_cites_every_archived_result():
+    cited = cited_results(HISTORY)
+    archived = module("index").results_files()["archived"]
+    assert [path.name for path in archived if path.resolve() not in cited] == []
+
+
+def test_performance_stays_short():
+    assert len(PERFORMANCE.read_text().split()) <= PERFORMANCE_WORDS
+
+
+def test_the_citation_check_finds_results_links(tmp_path):
+    results = tmp_path / "results"
+    (results / "archive").mkdir(parents=True)
+    page = tmp_path / "page.md"
+    page.write_text("[a](results/now.jsonl) [b](results/archive/old.jsonl#x) "
+                    "[c](https://x.org/results/y.jsonl) [d](elsewhere.md) [e](#top)")
+    assert cited_results(page, results) == {(results / "now.jsonl").resolve(),
+                                            (results / "archive" / "old.jsonl").resolve()}
