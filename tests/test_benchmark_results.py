@@ -1,5 +1,7 @@
-"""The benchmark results: every line in the one schema, INDEX.md as index.py writes it, a
-runner preset for every results file, and every relative link of the docs resolving."""
+"""The benchmark results: every line in the one schema (the archived files' too), INDEX.md as
+index.py writes it with each file under Current or Archived, a runner preset for every results
+file, docs/performance.md citing the current files and only those (in at most 5,000 words),
+docs/history.md every archived one, and every relative link of the docs resolving."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "examples" / "benchmarks"
-RESULTS = sorted((BENCHMARKS / "results").glob("*.jsonl"))
+RESULTS_FOLDER = BENCHMARKS / "results"
+ARCHIVE_FOLDER = RESULTS_FOLDER / "archive"
+RESULTS = sorted([*RESULTS_FOLDER.glob("*.jsonl"), *ARCHIVE_FOLDER.glob("*.jsonl")])
+"""Every results file, current (``results/``) and archived (``results/archive/``)."""
 
 
 @functools.cache
@@ -72,7 +77,8 @@ def test_there_are_results():
     assert len(RESULTS) > 30
 
 
-@pytest.mark.parametrize("path", RESULTS, ids=lambda path: path.name)
+@pytest.mark.parametrize("path", RESULTS,
+                         ids=lambda path: path.relative_to(RESULTS_FOLDER).as_posix())
 def test_every_line_has_the_schema(path):
     for number, text in enumerate(path.read_text().splitlines(), 1):
         assert schema_problems(json.loads(text)) == [], f"{path.name}:{number}"
@@ -103,11 +109,39 @@ def test_index_changes_with_the_results(tmp_path, monkeypatch):
     (tmp_path / "one.jsonl").write_text(json.dumps({**line, "seconds": 12345.0}) + "\n")
     assert index.render() != before
     assert "1.234e+04" in index.render()
+    (tmp_path / "archive").mkdir()
+    (tmp_path / "archive" / "old.jsonl").write_text(RESULTS[0].read_text())
+    (tmp_path / "archive" / "old.txt").write_text("a log\n")
+    current, archived = index.render().split("\n## Archived\n")
+    assert "[one](" in current and "[old](" in archived and "[old](" not in current
+    assert "archive/old.txt" in archived
+
+
+def test_index_marks_each_file_current_or_archived():
+    """INDEX.md lists each file of results/ under Current and each of results/archive/
+    under Archived, linked where it is."""
+    files = module("index").results_files()
+    current, archived = (BENCHMARKS / "INDEX.md").read_text().split("\n## Archived\n")
+    for path in files["current"]:
+        assert f"(results/{path.name})" in current, path.name
+        assert f"(results/{path.name})" not in archived, path.name
+    for path in files["archived"]:
+        assert f"(results/archive/{path.name})" in archived, path.name
+        assert f"/{path.name})" not in current, path.name
+
+
+def test_a_results_file_is_current_or_archived_not_both():
+    files = module("index").results_files()
+    names = [path.name for paths in files.values() for path in paths]
+    assert len(names) == len(set(names))
+    assert all(path.is_file() for path in ARCHIVE_FOLDER.iterdir()) \
+        if ARCHIVE_FOLDER.is_dir() else True
 
 
 def test_every_results_file_has_a_runner_preset():
     run = module("run")
-    names = {path.name.rsplit(".", 1)[0] for path in (BENCHMARKS / "results").iterdir()}
+    names = {path.name.rsplit(".", 1)[0]
+             for paths in module("index").results_files().values() for path in paths}
     assert set(run.PRESETS) == names
     for preset in run.PRESETS.values():
         for command in preset.commands:
@@ -144,3 +178,57 @@ def test_the_link_check_finds_a_broken_link(tmp_path):
     page.write_text("[ok](there.md) [anchor](there.md#a) [web](https://x.org) "
                     "[gone](results/missing.jsonl)")
     assert broken_links(page) == ["results/missing.jsonl"]
+
+
+PERFORMANCE = ROOT / "docs" / "performance.md"
+HISTORY = ROOT / "docs" / "history.md"
+PERFORMANCE_WORDS = 5000
+"""performance.md gives the current figures only; their story goes to history.md."""
+
+
+def cited_results(path: Path, folder: Path = RESULTS_FOLDER) -> set[Path]:
+    """The results files (current or archived) that a markdown file links, resolved."""
+    cited = set()
+    for target in LINK.findall(path.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue  # a URL, or an anchor in the same file
+        resolved = (path.parent / target.split("#")[0]).resolve()
+        if resolved.is_relative_to(folder.resolve()) and resolved.suffix:
+            cited.add(resolved)
+    return cited
+
+
+def test_performance_cites_only_current_results():
+    cited = cited_results(PERFORMANCE)
+    assert len(cited) > 30
+    assert not [path.name for path in cited if path.parent != RESULTS_FOLDER.resolve()], (
+        "performance.md cites an archived results file: cite the current one")
+    assert all(path.is_file() for path in cited)
+
+
+def test_every_current_result_is_cited():
+    """A file in results/ is current because performance.md (or the README) cites it; one
+    that no claim cites any more belongs in results/archive/."""
+    cited = cited_results(PERFORMANCE) | cited_results(ROOT / "README.md")
+    current = module("index").results_files()["current"]
+    assert [path.name for path in current if path.resolve() not in cited] == []
+
+
+def test_history_cites_every_archived_result():
+    cited = cited_results(HISTORY)
+    archived = module("index").results_files()["archived"]
+    assert [path.name for path in archived if path.resolve() not in cited] == []
+
+
+def test_performance_stays_short():
+    assert len(PERFORMANCE.read_text().split()) <= PERFORMANCE_WORDS
+
+
+def test_the_citation_check_finds_results_links(tmp_path):
+    results = tmp_path / "results"
+    (results / "archive").mkdir(parents=True)
+    page = tmp_path / "page.md"
+    page.write_text("[a](results/now.jsonl) [b](results/archive/old.jsonl#x) "
+                    "[c](https://x.org/results/y.jsonl) [d](elsewhere.md) [e](#top)")
+    assert cited_results(page, results) == {(results / "now.jsonl").resolve(),
+                                            (results / "archive" / "old.jsonl").resolve()}

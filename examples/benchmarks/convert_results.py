@@ -4,6 +4,9 @@ mapping can be reviewed and run again.
     python examples/benchmarks/convert_results.py --rev 93995e9          # into results/
     python examples/benchmarks/convert_results.py --rev 93995e9 --check  # compare with results/
 
+A converted file goes where its results file is now: ``results/archive/`` for one archived
+since (superseded: INDEX.md says which), else ``results/``.
+
 Each old file ``NAME.jsonl`` (or ``.json``, or ``transfer-probe-h200x4.txt``), read from the
 folder ``--source`` or from the commit ``--rev`` (the last one that has them), becomes
 ``results/NAME.jsonl``, line for line, by the family of :mod:`schema` that its script writes
@@ -12,7 +15,7 @@ goes to ``detail`` under its own name. Where an old line lacks a field that
 ``README.md`` states for its file (the command that made it, the device, the commit), that
 value is filled in and named in ``detail.filled_from_readme``. Every line is checked: each key
 and value of the old line is in the new one, at its own path in ``detail`` or in a field.
-``capped-rmat24-h200.txt`` is a log, not measurements: it moves to ``results/`` as it is.
+``capped-rmat24-h200.txt`` is a log, not measurements: it moves as it is.
 """
 
 from __future__ import annotations
@@ -266,6 +269,13 @@ def convert(name: str, text: str) -> list[dict[str, Any]]:
     return lines
 
 
+def home(name: str) -> Path:
+    """Where the results file ``name`` is now: ``results/archive/`` once archived, else
+    ``results/``."""
+    archived = RESULTS / "archive" / name
+    return archived if archived.exists() else RESULTS / name
+
+
 def write_all(target: Path, source: Path | None, rev: str | None) -> None:
     target.mkdir(exist_ok=True)
     for name in SOURCES:
@@ -285,14 +295,15 @@ def main() -> None:
     args = parser.parse_args()
     if (args.source is None) == (args.rev is None):
         parser.error("give --source or --rev")
-    if not args.check:
-        write_all(RESULTS, args.source, args.rev)
-        return
     with tempfile.TemporaryDirectory() as folder:
         write_all(Path(folder), args.source, args.rev)
+        if not args.check:
+            for path in sorted(Path(folder).iterdir()):
+                home(path.name).write_bytes(path.read_bytes())
+            return
         differ = [path.name for path in sorted(Path(folder).iterdir())
-                  if not (RESULTS / path.name).exists()
-                  or (RESULTS / path.name).read_bytes() != path.read_bytes()]
+                  if not home(path.name).exists()
+                  or home(path.name).read_bytes() != path.read_bytes()]
     print("results/ differs in: " + ", ".join(differ) if differ else "results/ is as converted")
     sys.exit(1 if differ else 0)
 

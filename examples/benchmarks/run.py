@@ -1,5 +1,6 @@
-"""The one runner of the benchmarks: a preset for each file of ``results/``, the command(s)
-that made it, as ``README.md`` records them.
+"""The one runner of the benchmarks: a preset for each file of ``results/`` and of
+``results/archive/`` (the superseded ones), the command(s) that made it, as ``README.md``
+records them.
 
     python examples/benchmarks/run.py --list
     python examples/benchmarks/run.py NAME [--out FILE] [--data DIR] [--dry-run]
@@ -1078,8 +1079,8 @@ PRESETS: dict[str, Preset] = {
             script("verify_shared.py"),),
         "reads ../shared/data beside the repository"),
 }
-"""Each file of ``results/`` (its name without ``.jsonl``): what it holds, where it ran, and
-the commands."""
+"""Each file of ``results/`` and ``results/archive/`` (its name without ``.jsonl``): what it
+holds, where it ran, and the commands."""
 
 
 def expand(argv: tuple[str, ...], places: dict[str, str]) -> list[str]:

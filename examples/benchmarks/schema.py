@@ -1,7 +1,7 @@
 """The one schema of every benchmark line, and how each script's own fields map into it.
 
-Every line of ``results/*.jsonl``, and every line a script of this folder writes, is one JSON
-object with exactly the keys of :data:`FIELDS`, in that order:
+Every line of ``results/*.jsonl`` and ``results/archive/*.jsonl``, and every line a script of
+this folder writes, is one JSON object with exactly the keys of :data:`FIELDS`, in that order:
 
 * ``benchmark``: the family of the line (:data:`BENCHMARKS` says what its ``seconds`` are);
 * ``graph``: a generator spec (``rmat:24``) or a file (its name, or its path as given), or null;

@@ -1,7 +1,7 @@
 """A capped GPU count with the task states of each stage sampled every 10 s.
 
 Usage (on a GPU host): ``python examples/benchmarks/probes/capped_diag.py 24 2GiB`` (RMAT scale, RMM
-pool size); as run for ``results/capped-rmat24-h200.txt`` (a log).
+pool size); as run for ``results/archive/capped-rmat24-h200.txt`` (a log).
 """
 import collections
 import re
