@@ -52,7 +52,7 @@ WORKER_OVERHEAD = {"cpu": "dtri.worker-overhead-cpu", "gpu": "dtri.worker-overhe
 backend (a size: bytes or a string such as ``"400MiB"``). Their defaults (``dtri/dtri.yaml``):
 CPU, the largest resident memory measured of an idle worker of a local cluster on this
 project's 2-core machine once it had run a count (numba's kernels loaded), rounded up
-(``examples/benchmarks/results/host-memory-cpu.jsonl``, ``idle_worker_bytes``). GPU: 3 GiB.
+(``examples/benchmarks/results/host-memory-cpu-2core.jsonl``, ``idle_worker_bytes``). GPU: 3 GiB.
 An idle GPU worker held 0.83 and 1.06 GB on one H100 after a count (the CUDA context and the
 libraries of cuDF, RMM and CuPy; ``host-memory-overhead-h100.jsonl``), but the tasks of a join
 hold more than their budget on the host: at 1.5 GiB, R-MAT 26 under a 12 GiB limit peaked at

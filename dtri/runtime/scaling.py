@@ -48,7 +48,7 @@ RESIDENT_BYTES_PER_ROW = "dtri.scaling-resident-bytes-per-row"
 """``dask.config`` key: ``r``, the device bytes an input row needs at the preparation's peak
 when results wait in GPU memory. Its default (``dtri/dtri.yaml``): R-MAT 26's 1.07 G rows ran
 on one H100 of 80 GB (at most 75 B a row), and R-MAT 27's 2.15 G rows ran out of its memory in
-the sort stage (so more than 37 B a row; multi-gpu-tcp-h100x4.jsonl), where ``--workers
+the sort stage (so more than 37 B a row; a run, never committed as a result), where ``--workers
 auto`` over TCP had kept one GPU of four."""
 
 
