@@ -39,7 +39,7 @@ from dtri.input.frames import (
     user_edges,
 )
 from dtri.input.generate import GeneratedGraph
-from dtri.options import GENERATED_FORMATS, LOCAL_SCHEDULERS, RUNTIME_OPTIONS, Options
+from dtri.options import GENERATED_FORMATS, LOCAL_SCHEDULERS, RUNTIME_OPTIONS, Backend, Options
 from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
 from dtri.prepared.graph import GraphData, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
@@ -195,7 +195,7 @@ class Session:
 
     def __init__(self, options: Options | None = None, /, **changes: Any):
         self.options = Options.of(options, **changes)
-        if self.options.backend != "cpu":  # while the run imports what it needs
+        if self.options.asked_backend is not Backend.CPU:  # while the run imports what it needs
             start_cuda_driver(vars(self.options))
         self.runtime: Runtime | None = None
         self._stack = ExitStack()

@@ -275,6 +275,11 @@ class Options:
         return replace(base, **changes) if changes else base
 
     @property
+    def asked_backend(self) -> Backend | None:
+        """The backend ``--backend`` names; ``None`` for ``auto``, which the runtime resolves."""
+        return None if self.backend == "auto" else Backend(self.backend)
+
+    @property
     def worker_count(self) -> int | None:
         """``--workers`` as a number, ``None`` for ``auto``."""
         return None if self.workers == "auto" else int(self.workers)

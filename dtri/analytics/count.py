@@ -49,6 +49,7 @@ from dtri.kernels.dispatch import array_module, compiled_kernels_loaded
 from dtri.kernels.intersect import intersect
 from dtri.kernels.join import count_closed
 from dtri.kernels.wedges import closure_keys
+from dtri.options import Backend
 from dtri.prepared.checkpoint import UnitResults, resumed_line
 from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks, partition_owner
@@ -71,7 +72,7 @@ class CountResult:
     bins: int
     batches: int
     partitions: int
-    backend: str
+    backend: Backend
     workers: int
     orientation: str
     """The orientation used (``auto`` resolved)."""
@@ -166,7 +167,7 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
             graph.resumed[stage] = reused
             resumed_line(stage, reused["seconds"], graph.options.progress,
                          f"{reused['tasks']} of {reused['of']} tasks")
-        if plan.backend == "cpu" and not compiled_kernels_loaded():
+        if not plan.backend.on_gpu and not compiled_kernels_loaded():
             NUMPY_JOIN.add(sum(b.last - b.first for b in plan.batches))
     seconds = graph.seconds_with(timer.seconds, started)
     memory = graph.memory()

@@ -58,6 +58,7 @@ from dtri.kernels.sampling import (
     sample_wedges,
     seeds,
 )
+from dtri.options import Backend
 
 PILOT_SAMPLES = 1 << 16
 """Wedges drawn to size the sample when only an error and a confidence are given."""
@@ -67,16 +68,16 @@ tasks instead of two when the pilot asks for no more (a round on a cluster costs
 milliseconds whatever it draws)."""
 
 
-def chunk_wedges(backend: str) -> int:
+def chunk_wedges(backend: Backend) -> int:
     """Wedges of one chunk of a sized sample (``dtri.estimate-chunk-wedges``; where it is null,
     32,768 on the GPU, where drawing them costs little, 8,192 on the CPU)."""
     import dask
 
     configured = dask.config.get("dtri.estimate-chunk-wedges")
-    return int(configured) if configured else (1 << 15 if backend == "gpu" else 1 << 13)
+    return int(configured) if configured else (1 << 15 if backend.on_gpu else 1 << 13)
 
 
-def clustering_vertices(backend: str) -> int:
+def clustering_vertices(backend: Backend) -> int:
     """Vertices drawn for the average clustering (``dtri.estimate-clustering-vertices``;
     where it is null, 65,536 on the GPU, 16,384 on the CPU, or the wedges asked for if fewer). Each
     brings its out-list and the edges that end at it, so they cost more than wedges; the
@@ -84,7 +85,7 @@ def clustering_vertices(backend: str) -> int:
     import dask
 
     configured = dask.config.get("dtri.estimate-clustering-vertices")
-    return int(configured) if configured else (1 << 16 if backend == "gpu" else 1 << 14)
+    return int(configured) if configured else (1 << 16 if backend.on_gpu else 1 << 14)
 
 
 def round_wedges() -> int:
@@ -251,7 +252,7 @@ class Estimate:
     """The graph's vertices (the average's denominator; ``None``: colours)."""
     edges: int | None
     """The graph's edges (``None``: colours)."""
-    backend: str
+    backend: Backend
     seconds: dict[str, float] = field(default_factory=dict)
     """As a count reports them: the preparation's stages, the ``estimate`` (its wall time)
     and the ``total`` of both (:meth:`GraphData.seconds_with`); for colours, the colour

@@ -50,6 +50,7 @@ from dtri.kernels.csr import PartitionSummary
 from dtri.kernels.dispatch import compiled_kernels_loaded
 from dtri.kernels.strategy import cpu_kernel, cpu_kernel_reason
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE, batch_bytes, list_bytes
+from dtri.options import Backend
 from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, max_plan_tasks
 from dtri.runtime.tasks import partition_owner
 
@@ -91,7 +92,7 @@ STAGES = ("edge-bins", "edge-keys", "wedges", "bins", "join", "intersect", "redu
 """Task kinds of the counting phase, as their Dask keys name them (``dtri-<stage>-...``)."""
 
 
-def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
+def choose_join(join: str, backend: Backend, summary: PartitionSummary) -> str:
     """``wedges`` (materialise closure keys, sort-free radix bins, sorted search) or
     ``intersect`` (fused list intersection, no wedge written) for one partition.
 
@@ -104,7 +105,7 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")
     if join != "auto":
         return join
-    if backend == "gpu":
+    if backend.on_gpu:
         return "intersect" if summary.wedges > GPU_INTERSECT_MIN_WEDGES else "wedges"
     if compiled_kernels_loaded():
         return "intersect" if summary.wedges >= INTERSECT_MIN_WEDGES else "wedges"
@@ -112,11 +113,11 @@ def choose_join(join: str, backend: str, summary: PartitionSummary) -> str:
     return "intersect" if summary.wedges > least else "wedges"
 
 
-def partition_kernel(strategy: str, backend: str, vertices: int) -> str:
+def partition_kernel(strategy: str, backend: Backend, vertices: int) -> str:
     """The CPU kernel of a partition's fused join (:func:`dtri.kernels.strategy.cpu_kernel`:
     ``dtri.cpu-kernel``, else ``marks`` while a mark per vertex stays in a core's cache);
     ``""`` for the ``wedges`` join or on the GPU, whose kernels class each edge."""
-    if strategy != "intersect" or backend != "cpu":
+    if strategy != "intersect" or backend.on_gpu:
         return ""
     return cpu_kernel(vertices)
 
@@ -264,7 +265,7 @@ class CountPlan:
     vertices: int
     edges: int
     wedges: int
-    backend: str
+    backend: Backend
     workers: int
     threads_per_worker: int
     task_budget: int
@@ -394,7 +395,7 @@ class CountPlan:
         """Where the plan's stage results wait, as reported: ``none`` on the CPU backend
         without host staging (no device: they wait in the workers' memory; it had said
         ``device``)."""
-        return "none" if self.backend == "cpu" and self.staging != "host" else self.staging
+        return "none" if not self.backend.on_gpu and self.staging != "host" else self.staging
 
 
 def bin_layout(summaries: Sequence[PartitionSummary], vertices: int, bits: int, nbins: int,
@@ -530,7 +531,7 @@ def reduce_task_count(counts: int) -> int:
 
 
 def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
-               threads_per_worker: int, backend: str, task_budget: int,
+               threads_per_worker: int, backend: Backend, task_budget: int,
                bins: int | None = None, join: str = "auto") -> CountPlan:
     """The plan of the counting phase (pure: sizes in, decisions and estimates out).
 
@@ -645,7 +646,7 @@ def chunk_rows(task_budget: int) -> int:
 
 
 def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
-                threads_per_worker: int, backend: str, task_budget: int) -> CountPlan:
+                threads_per_worker: int, backend: Backend, task_budget: int) -> CountPlan:
     """The plan under host staging: the fused join, with groups of consecutive partitions as
     its bins (each group's CSR fits half a task's budget, :func:`csr_groups`). Partitions are
     source ranges already, so a group is made of whole partitions and no edge is re-cut;

@@ -104,7 +104,7 @@ def default_device_memory_limit(rmm_pool_size: int, worker_budget: int) -> int:
     return max(rmm_pool_size - 2 * worker_budget, rmm_pool_size // 4)
 
 
-def resolve_caps(caps: MemoryCaps, backend: str, given: Budget | None) -> MemoryCaps:
+def resolve_caps(caps: MemoryCaps, backend: Backend, given: Budget | None) -> MemoryCaps:
     """Check ``caps`` against the backend and the ``given`` budget (:func:`dtri.runtime.
     budget.given_budget`); fill in the device memory limit of an RMM pool
     (:func:`default_device_memory_limit`). Stored results wait in device memory only under
@@ -113,7 +113,7 @@ def resolve_caps(caps: MemoryCaps, backend: str, given: Budget | None) -> Memory
     on them may stage on the device."""
     gpu_only = [option for option in ("--device-memory-limit", "--rmm-pool-size")
                 if option in caps.given()]
-    if gpu_only and backend != "gpu":
+    if gpu_only and not backend.on_gpu:
         raise ConfigurationError(
             f"{' and '.join(gpu_only)} need{'s' if len(gpu_only) == 1 else ''} the GPU backend "
             "(dask-cuda workers); on the CPU backend use --memory-limit")

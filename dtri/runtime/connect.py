@@ -19,7 +19,7 @@ from dtri.runtime.opened import Runtime
 from dtri.runtime.resolve import _device_memory
 
 
-def _worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
+def _worker_memory(backend: Backend, *, dask_worker: Any) -> dict[str, Any]:
     """One worker's memory caps as it runs (and its GPU's memory on the GPU backend)."""
     data = dask_worker.data  # dtri's TieredStore, or dask-cuda's DeviceHostFile
     device_limit = getattr(data, "device_limit",
@@ -34,7 +34,7 @@ def _worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
         "device_memory_limit": device_limit,
         "rmm_pool_size": pool,
         "spill_directory": os.path.dirname(dask_worker.local_directory),
-        "device_memory": _device_memory() if backend == "gpu" else None,
+        "device_memory": _device_memory() if backend.on_gpu else None,
     }
 
 
@@ -53,7 +53,7 @@ def cluster_workers(client: Any) -> dict[str, dict[str, Any]]:
     return dict(identity["workers"])
 
 
-def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
+def _describe_client(client: Any, backend: Backend, workers: int | None) -> Runtime:
     info = cluster_workers(client)
     if not info:
         client.wait_for_workers(1, timeout=60)
@@ -64,7 +64,7 @@ def _describe_client(client: Any, backend: str, workers: int | None) -> Runtime:
     caps = MemoryCaps(**{name: _smallest([r[name] for r in reports])
                          for name in ("memory_limit", "device_memory_limit", "rmm_pool_size")},
                       spill_directory=reports[0]["spill_directory"])
-    if backend == "gpu":
+    if backend.on_gpu:
         memory = caps.rmm_pool_size or min(r["device_memory"] for r in reports)
     else:
         memory = caps.memory_limit or psutil.virtual_memory().total

@@ -46,6 +46,7 @@ from dask.utils import format_bytes, parse_bytes
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
+from dtri.options import Backend
 
 WORKER_OVERHEAD = {"cpu": "dtri.worker-overhead-cpu", "gpu": "dtri.worker-overhead-gpu"}
 """``dask.config`` keys: a worker process's resident memory that no spilling frees, by
@@ -60,7 +61,7 @@ hold more than their budget on the host: at 1.5 GiB, R-MAT 26 under a 12 GiB lim
 MEGABYTE = 1 << 20
 
 
-def worker_overhead(backend: str) -> int:
+def worker_overhead(backend: Backend) -> int:
     """``dtri.worker-overhead-<backend>`` from ``dask.config``, in bytes."""
     value = dask.config.get(WORKER_OVERHEAD[backend])
     return value if isinstance(value, int) else parse_bytes(value)
@@ -96,7 +97,7 @@ class HostPlan:
         return {**asdict(self), "stored": self.stored}
 
 
-def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
+def host_plan(limit: int, backend: Backend, host_staged: bool, task_budget: int,
               threads: int, budget_given: bool, budget_fraction: float) -> HostPlan:
     """The plan of a worker with this host memory ``limit``; refuses, in one line naming
     the least ``--memory-limit``, a limit whose stored results could not hold one task's
@@ -106,8 +107,8 @@ def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
     ``host_staged``: GPU workers under host staging, whose page-locked pool holds the budget
     (the running tasks' results)."""
     overhead = worker_overhead(backend)
-    on_host = backend == "cpu" or host_staged
-    follows = backend == "cpu" and not budget_given
+    on_host = not backend.on_gpu or host_staged
+    follows = not backend.on_gpu and not budget_given
     threads = max(1, threads)
 
     def plan(size: int) -> HostPlan:
@@ -129,7 +130,7 @@ def host_plan(limit: int, backend: str, host_staged: bool, task_budget: int,
         least += MEGABYTE
     while least > MEGABYTE and plan(least - MEGABYTE).stored >= plan(least - MEGABYTE).task_budget:
         least -= MEGABYTE
-    kind = "GPU" if backend == "gpu" else "CPU"
+    kind = "GPU" if backend.on_gpu else "CPU"
     parts = [f"{format_bytes(overhead)} of a {kind} worker's own ({WORKER_OVERHEAD[backend]})"]
     if chosen.staging:
         parts.append(f"{format_bytes(chosen.staging)} of page-locked staging")

@@ -18,6 +18,7 @@ import dask
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
+from dtri.options import Backend
 from dtri.runtime.transfers import PROBE_STAGE
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def link_bandwidth(runtime: Runtime) -> float | None:
 
 # ------------------------------------------------------------------------------ client side
 
-def _send_once(client: Any, backend: str, nbytes: int, sender: str, receiver: str) -> float:
+def _send_once(client: Any, backend: Backend, nbytes: int, sender: str, receiver: str) -> float:
     """One transfer of ``nbytes`` from ``sender`` to ``receiver``: its bytes per second, as
     the receiver logged it."""
     name = f"dtri-{PROBE_STAGE}-{uuid.uuid4().hex}"
@@ -98,9 +99,9 @@ def _send_once(client: Any, backend: str, nbytes: int, sender: str, receiver: st
 
 # ------------------------------------------------------------------------------ worker side
 
-def probe_payload(backend: str, nbytes: int) -> Any:
+def probe_payload(backend: Backend, nbytes: int) -> Any:
     """The array the probe sends: ``nbytes`` bytes on the device (CuPy) or the host (NumPy)."""
-    if backend == "gpu":
+    if backend.on_gpu:
         import cupy
 
         return cupy.ones(nbytes, dtype=cupy.uint8)

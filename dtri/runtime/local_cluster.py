@@ -22,6 +22,7 @@ from dask.utils import parse_bytes
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
+from dtri.options import Backend
 from dtri.runtime.budget import (
     Budget,
     resolve_budget,
@@ -125,7 +126,7 @@ def failsafe_spill_buffer(worker_local_directory: str,
         max_spill=False if max_spill is False else parse_bytes(max_spill))
 
 
-def local_host_plan(backend: str, caps: MemoryCaps, given: Budget | None,
+def local_host_plan(backend: Backend, caps: MemoryCaps, given: Budget | None,
                     staging: str = "auto") -> HostPlan | None:
     """How the host memory limit of the workers of a local cluster is shared out
     (:func:`dtri.runtime.host_plan.host_plan`, which refuses one too small); ``None``
@@ -136,7 +137,7 @@ def local_host_plan(backend: str, caps: MemoryCaps, given: Budget | None,
     if limit is None:
         return None
     staged = resolve_staging(staging, backend, caps.rmm_pool_size is not None)
-    memory = limit if backend == "cpu" else (lambda: caps.rmm_pool_size or _device_memory())
+    memory = limit if not backend.on_gpu else (lambda: caps.rmm_pool_size or _device_memory())
     budget = resolve_budget(given, memory, 1, staged)
     return host_plan(limit, backend, staged.moves, budget.per_worker, threads=1,
                      budget_given=budget.given, budget_fraction=budget.share_of_memory)
@@ -173,7 +174,7 @@ def import_on_thread(names: tuple[str, ...], thread_name: str, daemon: bool
     return thread
 
 
-def import_ahead(backend: str) -> threading.Thread:
+def import_ahead(backend: Backend) -> threading.Thread:
     """Import :data:`IMPORTED_AHEAD` on a thread of its own (:func:`import_on_thread`),
     started as the local cluster starts: the cluster waits seconds on its worker processes
     (four GPU workers: 5 to 9 s, a probe on 4 x H200), in which this process would otherwise
@@ -261,7 +262,7 @@ def clusters_closed_on_failure() -> Iterator[None]:
         raise
 
 
-def _start_local_cluster(backend: str, workers: int | None, protocol: str,
+def _start_local_cluster(backend: Backend, workers: int | None, protocol: str,
                          caps: MemoryCaps | None = None, plan: HostPlan | None = None,
                          folder: str | None = None) -> Any:
     """A local cluster for one run; ``caps`` must have been through :func:`resolve_caps`.
@@ -286,11 +287,11 @@ def _start_local_cluster(backend: str, workers: int | None, protocol: str,
         plan = local_host_plan(backend, caps, None)
     # Each nanny copies the config when it is made and passes it to the worker it (re)starts;
     # the scheduler (in this process) reads it for as long as the cluster runs: open_runtime.
-    if backend == "gpu" and protocol == "ucx":
+    if backend.on_gpu and protocol == "ucx":
         quiet_ucx()  # before the workers' server starts
     with dask.config.set(cluster_settings(caps, plan)), worker_start(backend), \
             dask.config.set({WORKER_PRELOAD: worker_preloads()}), clusters_closed_on_failure():
-        if backend == "gpu":
+        if backend.on_gpu:
             from dask_cuda import LocalCUDACluster
 
             ucx = {"enable_tcp_over_ucx": True, "enable_nvlink": True,
@@ -420,14 +421,14 @@ workers on 2 cores), but their processes start one after the other: 100 on 2 cor
 237 s with Dask's "Timed out trying to connect"."""
 
 
-def check_local_workers(backend: str, workers: int | None) -> None:
+def check_local_workers(backend: Backend, workers: int | None) -> None:
     """Refuse a local cluster of more workers than this machine runs: more than one a
     visible GPU on the GPU (dask-cuda gives each GPU one worker), more than
     ``dtri.local-workers-per-core`` a core on the CPU. Their processes would not start in
     time, and Dask would say only that it timed out connecting to them."""
     if workers is None:
         return
-    if backend == "gpu":
+    if backend.on_gpu:
         most = _visible_gpus()
         what = f"{most} visible GPUs (one worker each)"
     else:

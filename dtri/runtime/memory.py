@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dtri.options import Backend
 from dtri.runtime.connect import cluster_workers
 from dtri.runtime.host_meter import Spilled, spilled, worker_host_meter
 from dtri.runtime.meter import worker_meter
@@ -30,7 +31,7 @@ def _sampled_peak(monitor: Any, quantity: str, since: float) -> int | None:
     return int(max(recent)) if recent else int(samples[-1])
 
 
-def _reset_worker_memory(backend: str, *, dask_worker: Any) -> None:
+def _reset_worker_memory(backend: Backend, *, dask_worker: Any) -> None:
     """Start this worker's peak and spill counts afresh (run on the worker)."""
     marks: dict[str, Any] = {"time": time.time(), "spilled": spilled(dask_worker.data)}
     for meter in (worker_meter(dask_worker), worker_host_meter(dask_worker)):
@@ -39,7 +40,7 @@ def _reset_worker_memory(backend: str, *, dask_worker: Any) -> None:
     _MEMORY_MARKS[dask_worker.address] = marks
 
 
-def _read_worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
+def _read_worker_memory(backend: Backend, *, dask_worker: Any) -> dict[str, Any]:
     """This worker's peaks and spilled bytes since :func:`_reset_worker_memory` (run on the
     worker; a worker restarted since then counts from its start)."""
     marks = _MEMORY_MARKS.get(dask_worker.address) or {"time": 0.0, "spilled": Spilled()}
@@ -49,7 +50,7 @@ def _read_worker_memory(backend: str, *, dask_worker: Any) -> dict[str, Any]:
                  else _sampled_peak(monitor, "memory", marks["time"]))
     now, before = spilled(dask_worker.data), marks["spilled"]
     device_peak, device_source = None, None
-    if backend == "gpu":
+    if backend.on_gpu:
         meter = worker_meter(dask_worker)
         if meter is not None and meter.source == "rmm":
             device_peak, device_source = meter.take(BENCH_READER).overall(), "rmm"

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import dask
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
+from dtri.options import Backend
 from dtri.runtime.host_meter import MeasuredHost
 from dtri.runtime.stages import stage_of
 
@@ -108,11 +109,11 @@ def meter_choice() -> str:
     return choice
 
 
-def make_probe(backend: str, choice: str) -> Probe | None:
+def make_probe(backend: Backend, choice: str) -> Probe | None:
     """The probe for a worker of ``backend``, or ``None`` where nothing is measured (``auto``
     on CPU workers; RMM where CuPy does not allocate through it, so RMM would not see
     everything)."""
-    if choice == "off" or (choice == "auto" and backend != "gpu"):
+    if choice == "off" or (choice == "auto" and not backend.on_gpu):
         return None
     if choice == "tracemalloc":
         return TracemallocProbe()

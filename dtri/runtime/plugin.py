@@ -8,6 +8,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from dtri.options import Backend
 from dtri.runtime.host_meter import HOST_METER_NAME, HostMeter
 from dtri.runtime.meter import METER_NAME, StageMeter, make_probe, probe_source
 from dtri.runtime.staging import PLUGIN_NAME, StagingState, pinned_arena
@@ -61,7 +62,7 @@ class MeterPlugin(TaskMeterPlugin):
 
     name = METER_NAME
 
-    def __init__(self, backend: str, choice: str):
+    def __init__(self, backend: Backend, choice: str):
         self.backend = backend
         self.choice = choice
         self.meter: StageMeter | None = None

@@ -116,15 +116,16 @@ def choose_backend(requested: str, input_on_gpu: bool, rows: int | None = None
     """The :class:`~dtri.options.Backend` for a requested ``auto``/``cpu``/``gpu`` (checked
     by :class:`~dtri.options.Options`) and an input of ``rows`` edges (``None``: not known
     before it is read), with one line on why."""
-    if requested == "gpu" or (requested == "auto" and input_on_gpu):
+    asked = None if requested == "auto" else Backend(requested)
+    if asked is Backend.GPU or (asked is None and input_on_gpu):
         if not gpu_available():
             raise ConfigurationError(
                 "the GPU backend needs cuDF, dask-cuDF, dask-cuda and CuPy with a visible GPU "
                 '(pip install "dtri[cuda13]"); use --backend cpu to run on pandas'
             )
-        return Backend.GPU, ("--backend gpu" if requested == "gpu"
+        return Backend.GPU, ("--backend gpu" if asked is Backend.GPU
                              else "auto: the input is on the GPU")
-    if requested == "cpu":
+    if asked is Backend.CPU:
         return Backend.CPU, "--backend cpu"
     if not gpu_available():
         return Backend.CPU, "auto: no usable GPU"
@@ -191,7 +192,7 @@ class ProtocolChoice:
     """One line for the user, with the command that would give the better comms."""
 
 
-def resolve_protocol(requested: str, backend: str, workers: int | None) -> ProtocolChoice:
+def resolve_protocol(requested: str, backend: Backend, workers: int | None) -> ProtocolChoice:
     """``tcp`` or ``ucx`` for an embedded cluster. ``auto`` picks UCX for several GPU workers
     when it is installed: Dask's TCP comm moves GPU data at about 1 GB/s through host memory,
     UCX over NVLink at about 100 GB/s (measured on 4 H200, examples/benchmarks/README.md).
@@ -206,8 +207,8 @@ def resolve_protocol(requested: str, backend: str, workers: int | None) -> Proto
             "use --protocol tcp")
     if requested != "auto":
         return ProtocolChoice(requested)
-    several = (workers or (_visible_gpus() if backend == "gpu" else 1)) > 1
-    if backend != "gpu" or not several:
+    several = (workers or (_visible_gpus() if backend.on_gpu else 1)) > 1
+    if not backend.on_gpu or not several:
         return ProtocolChoice("tcp")
     if ucx_available():
         return ProtocolChoice("ucx")
@@ -244,12 +245,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def in_process_budget(backend: str = "cpu", staging: str = "auto") -> int:
+def in_process_budget(backend: Backend = Backend.CPU, staging: str = "auto") -> int:
     """Bytes one task of an in-process run may plan for by default: the share of this
     machine's memory, or of the current GPU's, that a worker's budget takes under the
     ``staging`` asked for (:func:`dtri.runtime.budget.resolve_budget`; a quarter but for
     host staging on the GPU)."""
-    memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
+    memory = _device_memory() if backend.on_gpu else psutil.virtual_memory().total
     return worker_budget(None, memory, resolve_staging(staging, backend, capped=False))
 
 
@@ -308,7 +309,7 @@ def named_placement(options: Options, caps: MemoryCaps) -> tuple[str | None, str
     return None
 
 
-def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int | None,
+def placement(options: Options, backend: Backend, caps: MemoryCaps, input_rows: int | None,
               row_bytes: int) -> tuple[str | None, str]:
     """Where a run goes: a scheduler (an address, a local scheduler's name, or ``None`` for
     a cluster to start or the active client's), with one line on why. With nothing named, a
@@ -332,7 +333,7 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
     default = in_process_budget(backend, options.staging)
     budget = max(given.per_task if given else 0, default)
     if input_rows * row_bytes > budget:
-        if backend == "gpu" and (held := input_rows * int(dask.config.get(
+        if backend.on_gpu and (held := input_rows * int(dask.config.get(
                 IN_PROCESS_GPU_BYTES_PER_ROW))) <= (memory := _device_memory()):
             return "synchronous", (
                 f"this process, on {_device_name()}, no cluster: the graph ({input_rows} edges, "
@@ -341,7 +342,7 @@ def placement(options: Options, backend: str, caps: MemoryCaps, input_rows: int 
                 "cluster's start costs more than more GPUs save")
         return None, (f"a local cluster: {input_rows} edges need more than one task's budget "
                       f"in this process ({format_bytes(budget)})")
-    where = "this process" if backend == "cpu" else f"this process, on {_device_name()}"
+    where = "this process" if not backend.on_gpu else f"this process, on {_device_name()}"
     fits = f"fits one task's budget ({format_bytes(budget)})"
     if given is not None and given.per_task < budget:
         fits = (f"fits the default budget of the {'GPU' if backend == 'gpu' else 'machine'}'s "

@@ -333,7 +333,7 @@ def _has_worker_plugin(name: str, dask_scheduler: Any = None) -> bool:
 
 
 @contextmanager
-def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
+def _opened(backend: Backend, scheduler: str | None, scheduler_file: str | None,
             workers: int | None, protocol: str, caps: MemoryCaps,
             given: Budget | None, input_rows: int | None = None,
             staging: str = "auto") -> Iterator[Runtime]:
@@ -357,12 +357,12 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         _prepare_spill_directory(caps.spill_directory)  # before the forkserver writes there
         plan = local_host_plan(backend, caps, given, staging)
         chosen = resolve_protocol(protocol, backend, workers)
-        if backend == "gpu" and chosen.name == "ucx":
+        if backend.on_gpu and chosen.name == "ucx":
             quiet_ucx()
         with dask.config.set(cluster_settings(caps, plan)):  # its workers' modules, imported
             forked = start_worker_server(backend) is not None  # while distributed is imported
     with ExitStack() as stack:
-        if backend == "gpu" or address in LOCAL_SCHEDULERS:
+        if backend.on_gpu or address in LOCAL_SCHEDULERS:
             # p2p needs distributed workers, and on cuDF it is far slower than the task shuffle.
             stack.enter_context(dask.config.set({"dataframe.shuffle.method": "tasks"}))
         if address in LOCAL_SCHEDULERS:
@@ -371,7 +371,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
             if address != "threads":  # one task at a time: its kernels take every core
                 stack.enter_context(dask.config.set({KERNEL_THREADS: usable_cores()}))
             threads = 1 if address != "threads" else usable_cores()
-            memory = _device_memory() if backend == "gpu" else psutil.virtual_memory().total
+            memory = _device_memory() if backend.on_gpu else psutil.virtual_memory().total
             yield Runtime(Backend(backend), None, 1, threads, memory, eager=address != "threads")
             return
         # a scheduler of this process's own (LocalCluster) may wait on a property lock that
@@ -413,7 +413,7 @@ def _opened(backend: str, scheduler: str | None, scheduler_file: str | None,
         runtime = _describe_client(client, backend, workers)
         if chosen is not None:
             runtime = replace(runtime, protocol_note=chosen.note, host_plan=plan)
-            if backend == "gpu" and workers is None and runtime.workers > 1 and input_rows:
+            if backend.on_gpu and workers is None and runtime.workers > 1 and input_rows:
                 runtime = _fewer_gpus(cluster, runtime, input_rows)
             runtime = replace(runtime, start_seconds=round(time.perf_counter() - starting, 3))
         yield runtime

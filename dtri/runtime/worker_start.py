@@ -43,6 +43,7 @@ except ImportError:  # PyYAML without libyaml
     from yaml import SafeLoader  # type: ignore[assignment]
 
 import dtri.config  # noqa: F401  (registers the dtri.* defaults)
+from dtri.options import Backend
 
 WORKER_START = {"cpu": "dtri.worker-start-cpu", "gpu": "dtri.worker-start-gpu"}
 """How the workers of a local cluster start, by backend: ``forkserver`` or ``spawn``."""
@@ -63,7 +64,7 @@ class WorkerServer:
     environ: dict[str, str] | None = None
 
 
-def forks_workers(backend: str) -> bool:
+def forks_workers(backend: Backend) -> bool:
     """Whether the workers of a local cluster on ``backend`` start forked
     (:data:`WORKER_START`, where this platform has the ``forkserver`` start method)."""
     return (dask.config.get(WORKER_START[backend]) == "forkserver"
@@ -144,7 +145,7 @@ def interrupts_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def start_worker_server(backend: str) -> dict[str, str] | None:
+def start_worker_server(backend: Backend) -> dict[str, str] | None:
     """Start the forkserver that the workers of a local cluster about to start on ``backend``
     fork from, where they start forked (:func:`forks_workers`) and no forkserver runs in this
     process yet: it imports :data:`WORKER_PRELOAD` while this process goes on. Call it under
@@ -181,7 +182,7 @@ def claim_start_method() -> None:
 
 
 @contextmanager
-def worker_start(backend: str) -> Iterator[None]:
+def worker_start(backend: Backend) -> Iterator[None]:
     """The start method of the worker processes of a local cluster started in this block on
     ``backend``: forked from dtri's server where they start forked and the server runs with
     their environment (:func:`start_worker_server`, which starts it where it does not run),

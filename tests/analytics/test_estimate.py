@@ -38,6 +38,7 @@ from dtri.kernels.sampling import (
     sample_wedges,
     stratum_draws,
 )
+from dtri.options import Backend
 from tests.oracles import networkx_graph
 
 
@@ -371,7 +372,8 @@ def test_a_time_budget_draws_by_the_clock_alone_and_keeps_to_it(monkeypatch):
             assert not result.exact and result.seconds_budget == 0.5
             assert result.error is None and result.pilot_samples == 0
             assert result.reason.endswith("wedges drawn in 0.50 s (a time budget)")
-            assert clock.rounds[0] == first_round(chunk_wedges("cpu"), clustering_vertices("cpu"))
+            assert clock.rounds[0] == first_round(chunk_wedges(Backend.CPU),
+                                                  clustering_vertices(Backend.CPU))
             assert all(later <= ROUND_GROWTH * earlier
                        for earlier, later in itertools.pairwise(clock.rounds))
             assert result.samples == sum(clock.rounds) > clock.rounds[0]
@@ -392,8 +394,8 @@ def test_a_time_budget_is_kept_and_its_samples_and_seed_repeat_it():
         wall = time.perf_counter() - started
         repeated = graph.estimate(samples=timed.samples, seed=timed.seed)
     assert wall < 3.0 and timed.seconds["estimate"] < 3.0
-    assert not timed.exact and timed.samples > first_round(chunk_wedges("cpu"),
-                                                           clustering_vertices("cpu"))
+    assert not timed.exact and timed.samples > first_round(chunk_wedges(Backend.CPU),
+                                                           clustering_vertices(Backend.CPU))
     for name in ("triangles", "triangles_interval", "transitivity", "closed",
                  "average_clustering", "average_clustering_interval", "vertex_samples"):
         assert getattr(repeated, name) == getattr(timed, name), name

@@ -39,6 +39,7 @@ from dtri.kernels.csr import (
 )
 from dtri.kernels.csr import summary as csr_summary
 from dtri.kernels.wedges import BYTES_PER_ROW, closure_keys
+from dtri.options import Backend
 from dtri.prepared.local import prepare_partition
 from tests.oracles import networkx_triangles
 
@@ -196,7 +197,7 @@ def test_any_budget_that_holds_the_longest_list_gives_exact_batches_within_it(
     summaries = [csr_summary(as_csr(part)) for part in parts]
     budget = max(list_bytes(s.max_out_degree) for s in summaries) + spare
     plan = build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
-                      backend="cpu", task_budget=budget, join="wedges")
+                      backend=Backend.CPU, task_budget=budget, join="wedges")
     assert all(b.peak_bytes <= budget for b in plan.batches)
     for p, part in enumerate(parts):
         keys = [closure_keys(*batch_rows(part, b.row_start, b.row_stop), b.first - b.wedge_base,
@@ -347,15 +348,15 @@ def test_the_join_choice(monkeypatch):
     monkeypatch.setattr("dtri.analytics.plan.NUMPY_JOIN", tally)
     monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: False)
     many = summary._replace(wedges=CPU_INTERSECT_MIN_WEDGES // 2)
-    assert choose_join("auto", "cpu", many) == "wedges"
-    assert choose_join("auto", "gpu", many) == "intersect"
+    assert choose_join("auto", Backend.CPU, many) == "wedges"
+    assert choose_join("auto", Backend.GPU, many) == "intersect"
     more = summary._replace(wedges=CPU_INTERSECT_MIN_WEDGES + 1)
-    assert choose_join("auto", "cpu", more) == "intersect"
+    assert choose_join("auto", Backend.CPU, more) == "intersect"
     # a process that has joined as many wedges by NumPy as loading the kernels costs loads them
     tally.add(CPU_INTERSECT_MIN_WEDGES // 2)
-    assert choose_join("auto", "cpu", many) == "wedges"
+    assert choose_join("auto", Backend.CPU, many) == "wedges"
     tally.add(1)
-    assert choose_join("auto", "cpu", many) == "intersect"
+    assert choose_join("auto", Backend.CPU, many) == "intersect"
     with pytest.raises(ValueError, match="join"):
         plan_of(GRAPHS["K12"], join="hash")
 
@@ -504,7 +505,7 @@ def test_bins_double_until_the_fullest_estimated_bin_fits():
     summaries = [PartitionSummary(edges // 70 if i < 7 else edges * 9 // 10, 0, low, high,
                                   vertices - 1) for i, (low, high) in enumerate(ranges)]
     budget = BYTES_PER_KEY * 4 * edges // 2  # the total alone asks for 2 bins
-    plan = build_plan(summaries, vertices, workers=1, threads_per_worker=1, backend="cpu",
+    plan = build_plan(summaries, vertices, workers=1, threads_per_worker=1, backend=Backend.CPU,
                       task_budget=budget)
     assert plan.nbins == 128  # the top partition's range cut in two bins of 450 k edges
     assert max(plan.bin_edges.values()) * BYTES_PER_KEY * 4 <= budget

@@ -53,7 +53,7 @@ def test_the_runtime_carries_the_budget_it_was_resolved_with():
 def test_the_device_memory_limit_leaves_room_for_device_stagings_budget():
     """Stored results wait on the device only under device staging: a pool's default limit
     is the same whatever staging the run that starts the workers has."""
-    caps = resolve_caps(MemoryCaps(rmm_pool_size=8 * GIB), "gpu", None)
+    caps = resolve_caps(MemoryCaps(rmm_pool_size=8 * GIB), Backend.GPU, None)
     assert caps.device_memory_limit == 8 * GIB - 2 * (2 * GIB)
 
 
@@ -65,4 +65,4 @@ def test_a_count_reports_the_resolved_budget():
         result = graph.count()
     assert result.triangles == 1 and result.memory_budget == 64 << 10
     assert result.plan["task_budget"] == 64 << 10
-    assert in_process_budget("cpu", "host") == in_process_budget("cpu", "device")
+    assert in_process_budget(Backend.CPU, "host") == in_process_budget(Backend.CPU, "device")

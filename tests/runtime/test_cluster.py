@@ -361,17 +361,18 @@ def test_the_cluster_s_workers_are_asked_of_the_scheduler_not_the_client_s_cache
 
 
 def test_the_input_frames_are_imported_ahead_while_the_cluster_starts(monkeypatch):
-    from dtri.runtime import session
+    from dtri.options import Backend
+    from dtri.runtime import local_cluster
 
     monkeypatch.delitem(sys.modules, "colorsys", raising=False)
-    monkeypatch.setitem(session.IMPORTED_AHEAD, "cpu", ("colorsys",))
-    thread = session.import_ahead("cpu")
+    monkeypatch.setitem(local_cluster.IMPORTED_AHEAD, "cpu", ("colorsys",))
+    thread = local_cluster.import_ahead(Backend.CPU)
     thread.join(timeout=60)
     assert not thread.is_alive() and thread.daemon and "colorsys" in sys.modules
     # a module that does not import stops the thread quietly: its import raises where needed
     monkeypatch.delitem(sys.modules, "colorsys")
-    monkeypatch.setitem(session.IMPORTED_AHEAD, "cpu", ("dtri_no_such_module", "colorsys"))
-    thread = session.import_ahead("cpu")
+    monkeypatch.setitem(local_cluster.IMPORTED_AHEAD, "cpu", ("dtri_no_such_module", "colorsys"))
+    thread = local_cluster.import_ahead(Backend.CPU)
     thread.join(timeout=60)
     assert not thread.is_alive() and "colorsys" not in sys.modules
 

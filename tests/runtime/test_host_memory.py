@@ -16,6 +16,7 @@ from dask.utils import parse_bytes
 
 from dtri.cli import main
 from dtri.errors import ConfigurationError
+from dtri.options import Backend
 from dtri.runtime.caps import MemoryCaps
 from dtri.runtime.host_meter import HostMeter, ResidentMemory, resident_bytes
 from dtri.runtime.host_plan import host_plan, worker_overhead
@@ -23,7 +24,7 @@ from dtri.runtime.local_cluster import local_host_plan
 from tests.oracles import networkx_triangles
 
 BUDGET = 512 * 1024
-LIMIT = worker_overhead("cpu") + 2 * BUDGET
+LIMIT = worker_overhead(Backend.CPU) + 2 * BUDGET
 """A worker's own memory, the running task's budget and 512 KiB of stored results: R-MAT 12's
 775 kB of oriented edges alone do not fit, so the workers spill."""
 TOKEN = "0" * 32
@@ -72,23 +73,23 @@ def test_a_host_staged_gpu_worker_plans_a_pool_and_the_inputs_of_one_budget(limi
     """Under host staging the page-locked pool holds one budget (the running task's results)
     and the running task's inputs read back from disk another, beside the stored results:
     R-MAT 28's issue caps (16 GiB pool, 32 GiB limit) leave the stored results 13 GiB."""
-    plan = host_plan(limit, "gpu", True, budget, threads=1, budget_given=False,
+    plan = host_plan(limit, Backend.GPU, True, budget, threads=1, budget_given=False,
                      budget_fraction=0.5)
     assert plan.staging == plan.tasks == plan.task_budget == budget
-    assert plan.stored == limit - worker_overhead("gpu") - 2 * budget
-    least = worker_overhead("gpu") + 3 * budget
-    assert host_plan(least, "gpu", True, budget, threads=1, budget_given=False,
+    assert plan.stored == limit - worker_overhead(Backend.GPU) - 2 * budget
+    least = worker_overhead(Backend.GPU) + 3 * budget
+    assert host_plan(least, Backend.GPU, True, budget, threads=1, budget_given=False,
                      budget_fraction=0.5).stored == budget
     with pytest.raises(ConfigurationError, match=f"give --memory-limit {least // MIB}MiB"):
-        host_plan(least - MIB, "gpu", True, budget, threads=1, budget_given=False,
+        host_plan(least - MIB, Backend.GPU, True, budget, threads=1, budget_given=False,
                   budget_fraction=0.5)
 
 
 def test_the_plan_gives_stored_results_what_is_left():
-    plan = local_host_plan("cpu", MemoryCaps(memory_limit=2 << 30), None)
+    plan = local_host_plan(Backend.CPU, MemoryCaps(memory_limit=2 << 30), None)
     assert plan.tasks == plan.task_budget == 512 * MIB
-    assert plan.stored == (2 << 30) - worker_overhead("cpu") - 512 * MIB
-    assert local_host_plan("cpu", MemoryCaps(), None) is None
+    assert plan.stored == (2 << 30) - worker_overhead(Backend.CPU) - 512 * MIB
+    assert local_host_plan(Backend.CPU, MemoryCaps(), None) is None
 
 
 def test_a_limit_below_the_plan_is_one_line_before_anything_is_read(monkeypatch, tmp_path):
@@ -114,9 +115,9 @@ def test_a_limit_below_the_plan_is_one_line_before_anything_is_read(monkeypatch,
                                "worker needs: ")
     assert "dtri.worker-overhead-cpu" in lines[0]
     least = _least(lines[0])
-    assert local_host_plan("cpu", MemoryCaps(memory_limit=least), None).stored > 0
+    assert local_host_plan(Backend.CPU, MemoryCaps(memory_limit=least), None).stored > 0
     with pytest.raises(ConfigurationError):
-        local_host_plan("cpu", MemoryCaps(memory_limit=least - MIB), None)
+        local_host_plan(Backend.CPU, MemoryCaps(memory_limit=least - MIB), None)
 
 
 # ---------------------------------------------------------------------------- the meter
@@ -234,7 +235,7 @@ def test_under_host_staging_a_spilling_workers_folds_keep_to_a_tasks_budget(monk
     monkeypatch.setattr(tasks, "fold_groups", recorded)
     result = CliRunner().invoke(main, [
         "count", "--generate", "rmat:12", "--backend", "cpu", "--workers", "1",
-        "--staging", "host", "--memory-limit", str(worker_overhead("cpu") + 2 * budget),
+        "--staging", "host", "--memory-limit", str(worker_overhead(Backend.CPU) + 2 * budget),
         "--memory-budget", str(budget), "--json"])
     assert result.exit_code == 0, result.output
     edges = rmat(12, seed=0, npartitions=1).compute(scheduler="sync")

@@ -154,25 +154,25 @@ def test_a_gpu_graph_beyond_one_task_runs_in_process_where_the_gpu_holds_it(monk
     input row, dtri.in-process-gpu-bytes-per-row) runs here, in tasks of the budget: a
     local cluster's start costs more than its GPUs save. One the GPU cannot hold, or any on
     the CPU beyond one task, starts a cluster."""
-    from dtri.options import Options
-    from dtri.runtime import session
+    from dtri.options import Backend, Options
+    from dtri.runtime import resolve
 
-    monkeypatch.setattr(session, "_device_memory", lambda: 80 << 30)
-    monkeypatch.setattr(session, "_device_name", lambda: "the test's GPU")
-    monkeypatch.setattr(session, "in_process_budget", lambda *_: 20 << 30)
+    monkeypatch.setattr(resolve, "_device_memory", lambda: 80 << 30)
+    monkeypatch.setattr(resolve, "_device_name", lambda: "the test's GPU")
+    monkeypatch.setattr(resolve, "in_process_budget", lambda *_: 20 << 30)
     options = Options.of(None, backend="gpu")
-    caps = session.options_caps(options)
+    caps = resolve.options_caps(options)
     held = (80 << 30) // 75  # the most rows the GPU holds
-    where, why = session.placement(options, "gpu", caps, held, 128)
+    where, why = resolve.placement(options, Backend.GPU, caps, held, 128)
     assert where == "synchronous"
     assert "fits its memory (80.00 GiB), in tasks of 20.00 GiB" in why
-    where, why = session.placement(options, "gpu", caps, held + 1, 128)
+    where, why = resolve.placement(options, Backend.GPU, caps, held + 1, 128)
     assert where is None and "more than one task's budget" in why
     cpu = Options.of(None, backend="cpu")
-    assert session.placement(cpu, "cpu", caps, held, 128)[0] is None
+    assert resolve.placement(cpu, Backend.CPU, caps, held, 128)[0] is None
     # what is named still decides
     two = Options.of(None, backend="gpu", workers=2)
-    assert session.placement(two, "gpu", caps, held, 128)[0] is None
+    assert resolve.placement(two, Backend.GPU, caps, held, 128)[0] is None
 
 
 def test_an_unguarded_script_that_needs_a_cluster_stops_before_starting_one(tmp_path):

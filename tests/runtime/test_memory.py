@@ -23,7 +23,7 @@ from click.testing import CliRunner
 import dtri
 from dtri.cli import main
 from dtri.errors import ConfigurationError
-from dtri.options import Options
+from dtri.options import Backend, Options
 from dtri.runtime.budget import given_budget
 from dtri.runtime.caps import MemoryCaps, default_device_memory_limit, resolve_caps
 from dtri.runtime.host_plan import worker_overhead
@@ -37,7 +37,7 @@ SCALE = 12
 BUDGET = 512 * 1024
 """Per-worker memory budget: the running task's share of the limit, and the least room for
 stored results (a task's inputs)."""
-LIMIT = worker_overhead("cpu") + 2 * BUDGET
+LIMIT = worker_overhead(Backend.CPU) + 2 * BUDGET
 """Per-worker memory limit: a worker's own memory (``dtri.worker-overhead-cpu``), the running
 task's budget and 512 KiB of stored results, below that edge list, so workers must spill."""
 KARATE = "examples/karate.txt"
@@ -111,12 +111,12 @@ def test_cli_count_under_a_memory_limit_is_exact(rmat12, tmp_path):
 def test_bench_records_peaks_and_spilled_bytes_per_worker():
     result = CliRunner().invoke(main, [
         "bench", "rmat:10", "--backend", "cpu", "--workers", "2", "--repeat", "1",
-        "--peers", "networkx", "--memory-limit", str(worker_overhead("cpu") + (128 << 10)),
+        "--peers", "networkx", "--memory-limit", str(worker_overhead(Backend.CPU) + (128 << 10)),
         "--memory-budget", "64KiB"])
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout.splitlines()[-1])
     assert record["peers"]["networkx"]["agrees"] is True
-    assert record["caps"] == {"memory_limit": worker_overhead("cpu") + (128 << 10),
+    assert record["caps"] == {"memory_limit": worker_overhead(Backend.CPU) + (128 << 10),
                               "device_memory_limit": None, "rmm_pool_size": None}
     assert record["memory_budget"] == 64 << 10
     for runs in ("worker_memory", "in_memory_worker_memory"):
@@ -212,25 +212,26 @@ def test_help_lists_the_memory_options():
 
 def test_rmm_pool_caps_are_checked_and_leave_room_for_the_running_tasks():
     gib = 1 << 30
-    caps = resolve_caps(MemoryCaps(rmm_pool_size=8 * gib + 100), "gpu", None)
+    caps = resolve_caps(MemoryCaps(rmm_pool_size=8 * gib + 100), Backend.GPU, None)
     assert caps.rmm_pool_size == 8 * gib  # rounded down to RMM's 256-byte alignment
     assert caps.device_memory_limit == 4 * gib  # less twice the default budget (2 GiB)
     assert default_device_memory_limit(8 * gib, 3 * gib) == 2 * gib
     assert default_device_memory_limit(8 * gib, 7 * gib) == 2 * gib  # never below a quarter
-    explicit = resolve_caps(MemoryCaps(device_memory_limit=gib, rmm_pool_size=8 * gib), "gpu",
+    explicit = resolve_caps(MemoryCaps(device_memory_limit=gib, rmm_pool_size=8 * gib), Backend.GPU,
                             None)
     assert explicit.device_memory_limit == gib
-    assert resolve_caps(MemoryCaps(device_memory_limit=gib), "gpu", None).rmm_pool_size is None
+    assert resolve_caps(MemoryCaps(device_memory_limit=gib), Backend.GPU,
+                        None).rmm_pool_size is None
     with pytest.raises(ConfigurationError, match=r"--device-memory-limit 8\.00 GiB is not below"):
-        resolve_caps(MemoryCaps(device_memory_limit=8 * gib, rmm_pool_size=8 * gib), "gpu",
+        resolve_caps(MemoryCaps(device_memory_limit=8 * gib, rmm_pool_size=8 * gib), Backend.GPU,
                      None)
     with pytest.raises(ConfigurationError, match=r"--memory-budget 8\.00 GiB is not below"):
-        resolve_caps(MemoryCaps(rmm_pool_size=8 * gib), "gpu",
+        resolve_caps(MemoryCaps(rmm_pool_size=8 * gib), Backend.GPU,
                      given_budget(Options(memory_budget=8 * gib)))
     with pytest.raises(ConfigurationError, match="--memory-limit must be positive"):
-        resolve_caps(MemoryCaps(memory_limit=0), "cpu", None)
+        resolve_caps(MemoryCaps(memory_limit=0), Backend.CPU, None)
     with pytest.raises(ConfigurationError, match="needs the GPU backend"):
-        resolve_caps(MemoryCaps(rmm_pool_size=gib), "cpu", None)
+        resolve_caps(MemoryCaps(rmm_pool_size=gib), Backend.CPU, None)
 
 
 def test_no_client_measures_nothing():

@@ -9,8 +9,9 @@ import dask
 import pytest
 
 from dtri.errors import ConfigurationError
-from dtri.options import Options
-from dtri.runtime import session
+from dtri.options import Backend, Options
+from dtri.runtime import local_cluster
+from dtri.runtime.connect import _describe_client
 from dtri.runtime.scaling import choose_workers, predicted_seconds
 
 GB = 1e9
@@ -77,9 +78,9 @@ def test_a_local_cluster_is_scaled_down_to_the_choice(monkeypatch):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
-        runtime = session._describe_client(client, "cpu", None)  # no GPU here
+        runtime = _describe_client(client, Backend.CPU, None)  # no GPU here
         assert runtime.workers == 2
-        scaled = session._fewer_gpus(cluster, runtime, 1 << 24)
+        scaled = local_cluster._fewer_gpus(cluster, runtime, 1 << 24)
         assert scaled.workers == 1 and len(scaled.addresses) == 1
         assert scaled.workers_choice.workers == 1 and scaled.workers_choice.available == 2
         assert len(client.nthreads()) == 1

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import dask
 import pytest
 
-from dtri.options import Options
+from dtri.options import Backend, Options
 from dtri.report import most_to_one_worker, total_moved
 from dtri.runtime import link, session
 from dtri.runtime.opened import Runtime
@@ -34,14 +34,14 @@ def without_ucx(monkeypatch):
 
 def test_several_gpu_workers_on_tcp_say_how_to_install_ucx(without_ucx):
     without_ucx.setattr(session, "cuda_major", lambda: 12)
-    choice = resolve_protocol("auto", "gpu", None)
+    choice = resolve_protocol("auto", Backend.GPU, None)
     assert choice.name == "tcp"
     assert "pip install distributed-ucxx-cu12" in choice.note
     assert "\n" not in choice.note
 
 
 def test_the_note_names_cuda_13_where_the_cuda_version_is_unknown(without_ucx):
-    assert "pip install distributed-ucxx-cu13" in resolve_protocol("auto", "gpu", 2).note
+    assert "pip install distributed-ucxx-cu13" in resolve_protocol("auto", Backend.GPU, 2).note
 
 
 @pytest.mark.parametrize(("requested", "backend", "workers"), [
@@ -55,7 +55,7 @@ def test_no_note_where_tcp_is_the_right_comm(without_ucx, requested, backend, wo
 
 def test_ucx_where_it_is_installed_and_no_note(without_ucx):
     without_ucx.setattr(session, "ucx_available", lambda: True)
-    assert resolve_protocol("auto", "gpu", None) == ProtocolChoice("ucx")
+    assert resolve_protocol("auto", Backend.GPU, None) == ProtocolChoice("ucx")
 
 
 def test_a_run_in_this_process_has_no_protocol_and_no_note():

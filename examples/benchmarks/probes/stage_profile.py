@@ -90,14 +90,15 @@ def profile(graph: str, workers: int) -> dict:
 
     import dtri
     from dtri.input.generate import from_spec, is_spec
+    from dtri.options import Backend
     from dtri.prepared.inputs import spread_persist
     from dtri.runtime.caps import memory_caps, resolve_caps
     from dtri.runtime.local_cluster import _start_local_cluster
     from dtri.runtime.timer import StageTimer
 
     pool = os.environ.get("DTRI_RMM_POOL")
-    caps = resolve_caps(memory_caps(rmm_pool_size=pool), "gpu", None) if pool else None
-    cluster = _start_local_cluster("gpu", workers, "auto", caps)
+    caps = resolve_caps(memory_caps(rmm_pool_size=pool), Backend.GPU, None) if pool else None
+    cluster = _start_local_cluster(Backend.GPU, workers, "auto", caps)
     with Client(cluster) as client:
         edges = graph
         if is_spec(graph):
