@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 from dask.sizeof import sizeof
 from dask.utils import format_bytes
 
-from dtri.analytics.plan import BYTES_PER_KEY, CountPlan, bin_share, build_plan, csr_bytes
+from dtri.analytics.bin_layout import bin_share, csr_bytes
+from dtri.analytics.plan import BYTES_PER_KEY, CountPlan, build_plan
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.csr import as_csr
 from dtri.kernels.cyclic import (
@@ -165,12 +166,12 @@ def moved_1d(plan: CountPlan) -> dict[str, int]:
     plan (device staging): each worker builds its own copy of every edge bin its partitions
     reach from the slices of the partitions that overlap it and hold sources its edges can
     reach, pulling those that other workers own (``edge-bins``,
-    :func:`~dtri.analytics.plan.bin_homes`, :func:`~dtri.analytics.plan.copy_partitions`),
-    and pulls every bin its
+    :func:`~dtri.analytics.bin_layout.bin_homes`,
+    :func:`~dtri.analytics.bin_layout.copy_partitions`), and pulls every bin its
     partitions reach that is another worker's partition, once (``join``: its packed keys, 8 B
     an edge; ``intersect``: its CSR). Each partition's edges are taken to spread evenly over
     its source ranks: a slice holds the partition's share of the bin's sources, with one
-    offset per source rank (:func:`~dtri.analytics.plan.bin_share`)."""
+    offset per source rank (:func:`~dtri.analytics.bin_layout.bin_share`)."""
     workers = max(plan.workers, 1)
     if workers == 1:
         return {"edge-bins": 0, "join": 0, "intersect": 0}

@@ -8,8 +8,8 @@ summaries alone; this module builds its task graph, whose keys are named after t
 * ``dtri-edge-bins-(k, w)``: worker ``w``'s copy of bin ``k`` of the edge set, the sources
   ``[k << src_shift, (k + 1) << src_shift)``, as CSR, built from the slices of the partitions
   that overlap it (``dtri-edge-bins-slices-p``, cut where each partition lives), on every
-  worker whose partitions reach it (:func:`~dtri.analytics.plan.bin_homes`); only the slices
-  whose sources that worker's edges can reach (:func:`~dtri.analytics.plan.copy_partitions`);
+  worker whose partitions reach it (:func:`~dtri.analytics.bin_layout.bin_homes`); only the slices
+  whose sources that worker's edges can reach (:func:`~dtri.analytics.bin_layout.copy_partitions`);
   ``dtri-edge-keys-(k, w)``: its packed keys, for the wedges join;
 * ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, a wedge-number range
   sized by prefix sums to fit the memory budget, radix-split into bins; it reads only the
@@ -32,15 +32,10 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from dtri.analytics.bin_layout import REDUCE_FAN_IN
 from dtri.analytics.cannon import Decomposition, cannon_rounds, decomposition
-from dtri.analytics.plan import (
-    REDUCE_FAN_IN,
-    CountPlan,
-    build_plan,
-    check_plan_tasks,
-    chunk_rows,
-    staged_plan,
-)
+from dtri.analytics.plan import CountPlan, build_plan, check_plan_tasks
+from dtri.analytics.staged_plan import chunk_rows, staged_plan
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.bins import radix_split
 from dtri.kernels.compiled import NUMPY_JOIN

@@ -29,14 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from dtri.analytics.bin_layout import reaches
 from dtri.analytics.cannon import cannon_rounds, decomposition
 from dtri.analytics.count import load_group, member_starts, own_partition
-from dtri.analytics.plan import (
-    checkpoints,
-    chunk_rows,
-    csr_groups,
-    reaches,
-)
+from dtri.analytics.plan import checkpoints
+from dtri.analytics.staged_plan import chunk_rows, csr_groups
 from dtri.kernels.counting import add_counts
 from dtri.kernels.csr import list_cuts, row_range
 from dtri.kernels.dispatch import array_module

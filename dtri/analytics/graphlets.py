@@ -29,10 +29,10 @@ from collections.abc import Callable
 from operator import getitem
 from typing import TYPE_CHECKING, Any
 
+from dtri.analytics.bin_layout import reaches
 from dtri.analytics.count import load_group, member_starts, own_partition
 from dtri.analytics.credits import group_plan, range_zeros, slice_ranges
 from dtri.analytics.edge import result_module, support_totals
-from dtri.analytics.plan import reaches
 from dtri.analytics.vertex import triangle_counts, vertex_blocks
 from dtri.errors import ConfigurationError
 from dtri.kernels import graphlets as kernels

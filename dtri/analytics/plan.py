@@ -38,6 +38,17 @@ from typing import Any, NamedTuple
 from dask.utils import format_bytes
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
+from dtri.analytics.bin_layout import (
+    REDUCE_FAN_IN,
+    bin_homes,
+    bin_layout,
+    bin_share,
+    bins_reached,
+    copy_partitions,
+    csr_bytes,
+    partitions_owned,
+    reduce_task_count,
+)
 from dtri.errors import ListTooLongError
 from dtri.kernels.bins import (
     MAX_BIN_BITS,
@@ -52,9 +63,7 @@ from dtri.kernels.strategy import cpu_kernel, cpu_kernel_reason
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE, batch_bytes, list_bytes
 from dtri.options import Backend
 from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, max_plan_tasks
-from dtri.runtime.tasks import partition_owner
 
-REDUCE_FAN_IN = 32
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 0
 """With ``join="auto"``, CPU partitions with at least this many wedges use the fused join once
@@ -207,27 +216,6 @@ def check_lists_fit(summaries: Sequence[PartitionSummary], strategy: Sequence[st
         f"{BYTES_PER_WEDGE} B), more than the {format_bytes(task_budget)} a task may use "
         f"(the memory budget over {threads} per worker); give --memory-budget {smallest} "
         f"({format_bytes(smallest)}) or more", rank=worst.max_out_source)
-
-
-def reaches(summary: PartitionSummary, low: int, high: int) -> bool:
-    """Whether the targets of a partition's edges can fall in the sources ``[low, high)``:
-    a target lies above its partition's first source, and at most at its largest target."""
-    return high > summary.first_src + 1 and low <= summary.last_dst
-
-
-def bins_reached(summaries: Sequence[PartitionSummary],
-                 bin_sources: dict[int, tuple[int, int]]) -> tuple[tuple[int, ...], ...]:
-    """For each partition, the bins (ascending) whose sources its edges' targets can reach
-    (:func:`reaches`)."""
-    return tuple(tuple(k for k, (low, high) in bin_sources.items() if reaches(s, low, high))
-                 for s in summaries)
-
-
-def partitions_owned(partitions: int, workers: int) -> bool:
-    """Whether every worker owns a sorted partition. Then each partition's counting tasks run
-    on its owner (its work is spread already, by the sort's source ranges) and bins only bound
-    memory; with fewer partitions than workers, bins spread the work and Dask places it."""
-    return partitions >= workers
 
 
 @dataclass(frozen=True)
@@ -398,138 +386,6 @@ class CountPlan:
         return "none" if not self.backend.on_gpu and self.staging != "host" else self.staging
 
 
-def bin_layout(summaries: Sequence[PartitionSummary], vertices: int, bits: int, nbins: int,
-               ) -> tuple[int, dict[int, tuple[int, int]], dict[int, tuple[int, ...]],
-                          dict[int, int]]:
-    """The edge bins of ``nbins`` even source-rank ranges: the shift from a source to its
-    bin, and for the bins that hold any edge their source range, the partitions that
-    overlap it and their estimated edges (:func:`estimated_bin_edges`)."""
-    src_shift = bits - (nbins.bit_length() - 1)
-    overlapping: dict[int, list[int]] = {}
-    for p, s in enumerate(summaries):  # only the bins some partition overlaps
-        if s.edges:
-            for k in range(s.first_src >> src_shift, (s.last_src >> src_shift) + 1):
-                overlapping.setdefault(k, []).append(p)
-    bin_sources = {k: (k << src_shift, min((k + 1) << src_shift, vertices))
-                   for k in sorted(overlapping)}
-    bin_partitions = {k: tuple(sorted(overlapping[k])) for k in bin_sources}
-    return src_shift, bin_sources, bin_partitions, estimated_bin_edges(summaries, bin_sources,
-                                                                       src_shift)
-
-
-def estimated_bin_edges(summaries: Sequence[PartitionSummary],
-                        bin_sources: dict[int, tuple[int, int]],
-                        src_shift: int) -> dict[int, int]:
-    """Edges per bin, estimated before the bins exist: each partition's edges are assumed to
-    spread evenly over the source ranks of its ``[first_src, last_src]`` range; a bin gets
-    each partition's share of its range (rounded up)."""
-    share: dict[int, float] = dict.fromkeys(bin_sources, 0.0)
-    for s in summaries:
-        if not s.edges:
-            continue
-        for k in range(s.first_src >> src_shift, (s.last_src >> src_shift) + 1):
-            if k in bin_sources:
-                share[k] += bin_share(s, bin_sources[k])[0]
-    return {k: math.ceil(round(v, 6)) for k, v in share.items()}
-
-
-def bin_share(summary: PartitionSummary, sources: tuple[int, int]) -> tuple[float, int]:
-    """A partition's estimated edges among the sources ``[low, high)`` of a bin, its edges
-    taken to spread evenly over its source ranks, and the source ranks the two share."""
-    low, high = sources
-    overlap = max(min(high, summary.last_src + 1) - max(low, summary.first_src), 0)
-    span = summary.last_src - summary.first_src + 1
-    return (summary.edges * overlap / span if summary.edges else 0.0), overlap
-
-
-def bin_homes(summaries: Sequence[PartitionSummary], bin_partitions: dict[int, tuple[int, ...]],
-              reach: tuple[tuple[int, ...], ...], workers: int,
-              ) -> tuple[dict[int, int], dict[int, tuple[int, ...]]]:
-    """Where the edge bins come from: the bins that are one partition (``alone``, bin to
-    partition), and for every other bin that a partition with wedges reaches, the workers
-    that build it (``builders``, bin to worker numbers).
-
-    Where every worker owns a partition (:func:`partitions_owned`), each worker whose
-    partitions reach a bin builds its own copy, from the slices that the partitions' owners
-    cut: a worker then pulls the slices others hold, never a copy that another worker built
-    with its own slices in it. (Built once, R-MAT 26's one bin on two H100 went whole, 4.47
-    GB, to the worker that had not built it, though 1.5 GB of it were that worker's own
-    partitions.) Otherwise each bin is built once, where Dask places it; the owner of its
-    first partition stands for that place in the bytes model. A bin no partition reaches is
-    not built."""
-    workers = max(workers, 1)
-    bins_of: dict[int, int] = {}
-    for owners in bin_partitions.values():
-        for p in owners:
-            bins_of[p] = bins_of.get(p, 0) + 1
-    alone = {k: owners[0] for k, owners in bin_partitions.items()
-             if len(owners) == 1 and bins_of[owners[0]] == 1}
-    readers: dict[int, set[int]] = {}
-    for p, s in enumerate(summaries):
-        if s.wedges:
-            for k in reach[p]:
-                readers.setdefault(k, set()).add(partition_owner(p, workers))
-    each_worker = partitions_owned(len(summaries), workers)
-    builders = {k: tuple(sorted(readers[k])) if each_worker
-                else (partition_owner(bin_partitions[k][0], workers),)
-                for k in bin_partitions if k not in alone and k in readers}
-    return alone, builders
-
-
-def copy_partitions(summaries: Sequence[PartitionSummary],
-                    bin_sources: dict[int, tuple[int, int]],
-                    bin_partitions: dict[int, tuple[int, ...]],
-                    reach: tuple[tuple[int, ...], ...], builders: dict[int, tuple[int, ...]],
-                    workers: int) -> dict[tuple[int, int], tuple[int, ...]]:
-    """The partitions each copy of a bin (:func:`bin_homes`) is built from: those that hold
-    sources its readers' edges can reach. A target lies above its partition's first source
-    and at most at its largest target (:func:`reaches`), so a copy read only by partitions
-    of high ranks leaves out the slices of the low ranks, whose lists none of its edges
-    point into. A left-out slice's sources are lists without edges in the copy.
-
-    With the sorted partitions dealt to their workers, most of a graph's edges lie in the
-    low ranks' lists, which only their own partitions read: on four workers, R-MAT's
-    partition 0 holds more than half of the edges, and the other three workers need none of
-    it. A copy's readers are its worker's partitions that reach the bin where every worker
-    owns a partition, else every partition that reaches it (one copy, read by all)."""
-    workers = max(workers, 1)
-    each_worker = partitions_owned(len(summaries), workers)
-    spans: dict[tuple[int, int], tuple[int, int]] = {}  # a copy's readers' targets
-    for p, s in enumerate(summaries):
-        if s.wedges:
-            for k in reach[p]:
-                if k in builders:  # the copy p reads, as binned_joins' bin_for picks it
-                    w = partition_owner(p, workers) if each_worker else builders[k][0]
-                    first, last = spans.get((k, w), (s.first_src + 1, s.last_dst + 1))
-                    spans[k, w] = (min(first, s.first_src + 1), max(last, s.last_dst + 1))
-    copies: dict[tuple[int, int], tuple[int, ...]] = {}
-    for k, built_on in builders.items():
-        low, high = bin_sources[k]
-        for w in built_on:
-            first, last = spans.get((k, w), (high, low))
-            first, last = max(low, first), min(high, last)
-            copies[k, w] = tuple(p for p in bin_partitions[k]
-                                 if summaries[p].first_src < last
-                                 and summaries[p].last_src >= first) \
-                or bin_partitions[k][-1:]  # the reached sources have no lists: any slice
-    return copies
-
-
-def csr_bytes(edges: int, sources: int) -> int:
-    """An edge bin as CSR: int32 targets and int64 offsets over its source range."""
-    return 4 * edges + 8 * (sources + 1)
-
-
-def reduce_task_count(counts: int) -> int:
-    """``dtri-reduce`` tasks of a tree of fan-in ``REDUCE_FAN_IN`` over ``counts`` counts."""
-    tasks, level = 0, 0
-    while counts > 1 or level == 0:
-        counts = -(-max(counts, 1) // REDUCE_FAN_IN)
-        tasks += counts
-        level += 1
-    return tasks
-
-
 def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
                threads_per_worker: int, backend: Backend, task_budget: int,
                bins: int | None = None, join: str = "auto") -> CountPlan:
@@ -610,94 +466,6 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
         kernels=tuple(partition_kernel(j, backend, vertices) for j in strategy),
         alone=alone, builders=builders, copy_parts=copy_parts,
     )
-
-
-CHUNK_BYTES_PER_ROW = 96
-"""Working memory per partition row of one intersection pass
-(:func:`dtri.analytics.count.count_group`)."""
-
-
-def partition_csr_bytes(summary: PartitionSummary) -> int:
-    """A sorted partition as CSR (:class:`dtri.kernels.csr.CSR`)."""
-    if not summary.edges:
-        return 8
-    return csr_bytes(summary.edges, summary.last_src - summary.first_src + 1)
-
-
-def csr_groups(summaries: Sequence[PartitionSummary], limit: int) -> list[tuple[int, int]]:
-    """Consecutive partitions ``[first, last]`` grouped so that each group's CSR takes at most
-    ``limit`` bytes (a partition larger than that is a group of its own), in order."""
-    groups: list[tuple[int, int]] = []
-    first, size = 0, 0
-    for p, s in enumerate(summaries):
-        need = partition_csr_bytes(s)
-        if p > first and size + need > limit:
-            groups.append((first, p - 1))
-            first, size = p, 0
-        size += need
-    if summaries:
-        groups.append((first, len(summaries) - 1))
-    return groups
-
-
-def chunk_rows(task_budget: int) -> int:
-    """Partition rows per intersection pass under host staging."""
-    return max(1, task_budget // TASK_SHARES.intersect_chunk // CHUNK_BYTES_PER_ROW)
-
-
-def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
-                threads_per_worker: int, backend: Backend, task_budget: int) -> CountPlan:
-    """The plan under host staging: the fused join, with groups of consecutive partitions as
-    its bins (each group's CSR fits half a task's budget, :func:`csr_groups`). Partitions are
-    source ranges already, so a group is made of whole partitions and no edge is re-cut;
-    each ``dtri-count`` task moves one group to the device and, one at a time, the partitions
-    of one worker whose targets reach it (``reach``).
-
-    Estimates: ``count`` peak = the group's CSR + the largest other partition's CSR + one
-    pass's working rows; moved = what the tasks copy from host to device (the group once per
-    worker, every partition once per group it reaches)."""
-    summaries = tuple(PartitionSummary(*s) for s in summaries)
-    vertices = int(vertices)
-    bits = checked_key_bits(vertices)
-    groups = csr_groups(summaries, task_budget // TASK_SHARES.count_group)
-    bin_sources, bin_partitions, bin_edges = {}, {}, {}
-    for k, (first, last) in enumerate(groups):
-        filled = [s for s in summaries[first: last + 1] if s.edges]
-        if not filled:
-            continue
-        bin_sources[k] = (filled[0].first_src, filled[-1].last_src + 1)
-        bin_partitions[k] = tuple(range(first, last + 1))
-        bin_edges[k] = sum(s.edges for s in filled)
-    reach = tuple(tuple(k for k, (low, high) in bin_sources.items()
-                        if s.wedges and reaches(s, low, high))
-                  for s in summaries)
-    csr = [partition_csr_bytes(s) for s in summaries]
-    group_csr = {k: sum(csr[p] for p in bin_partitions[k]) for k in bin_sources}
-    owners = max(workers, 1)  # each partition's owner (the exchanges')
-    owned = [[p for p in range(len(summaries)) if partition_owner(p, owners) == w]
-             for w in range(owners)]
-    tasks = tuple(CountTask(k, w, own) for k in bin_sources for w in range(owners)
-                  if (own := tuple(p for p in owned[w] if k in reach[p])))
-    rows = min(chunk_rows(task_budget), max((s.edges for s in summaries), default=0))
-    count = StageEstimate(
-        tasks=len(tasks),
-        peak_bytes=max((group_csr[k] + max(csr) + CHUNK_BYTES_PER_ROW * rows
-                        for k in bin_sources), default=0),
-        moved_bytes=sum(group_csr[t.group] for t in tasks)
-        + sum(csr[p] for p in range(len(summaries)) for _ in reach[p]))
-    estimates = {"count": count, "reduce": StageEstimate(
-        tasks=reduce_task_count(len(tasks)),
-        peak_bytes=BYTES_PER_COUNT * min(max(len(tasks), 1), REDUCE_FAN_IN),
-        moved_bytes=BYTES_PER_COUNT * len(tasks) if workers > 1 else 0)}
-    return CountPlan(
-        vertices=vertices, edges=sum(s.edges for s in summaries),
-        wedges=sum(s.wedges for s in summaries), backend=backend, workers=workers,
-        threads_per_worker=threads_per_worker, task_budget=task_budget, bits=bits,
-        nbins=len(groups), shift=0, src_shift=0, batch_size=0, summaries=summaries,
-        strategy=("intersect",) * len(summaries), fallback=(), batches=(),
-        bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
-        bin_edges=bin_edges, estimates=estimates, staging="host", count_tasks=tasks,
-        kernels=tuple(partition_kernel("intersect", backend, vertices) for _ in summaries))
 
 
 def fewest_fused_bins(summaries: Sequence[PartitionSummary], vertices: int, bits: int,

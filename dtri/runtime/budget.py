@@ -51,10 +51,11 @@ class TaskShares:
     CSR and the scratch of building it (:func:`dtri.kernels.bins.choose_bin_count`)."""
     count_group: int = 2
     """Host staging: a group's CSR in a ``dtri-count`` task; the rest holds one other
-    partition's CSR and the intersection's working rows (:func:`dtri.analytics.plan.csr_groups`)."""
+    partition's CSR and the intersection's working rows
+    (:func:`dtri.analytics.staged_plan.csr_groups`)."""
     intersect_chunk: int = 4
     """Host staging: the working rows of one intersection pass
-    (:func:`dtri.analytics.plan.chunk_rows`)."""
+    (:func:`dtri.analytics.staged_plan.chunk_rows`)."""
     read_group: int = 2
     """The input partitions whose rows one ``read`` task counts, by their bytes: a worker
     that spilled them brings them back to the device together

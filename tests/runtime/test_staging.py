@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import dtri
 from dtri.analytics.count import count_group, load_group, member_starts
-from dtri.analytics.plan import csr_groups, partition_csr_bytes, staged_plan
+from dtri.analytics.staged_plan import csr_groups, partition_csr_bytes, staged_plan
 from dtri.cli import main
 from dtri.kernels.csr import PartitionSummary, from_sorted, stored, summary
 from dtri.kernels.intersect import intersect
