@@ -37,7 +37,6 @@ from typing import Any, NamedTuple
 
 from dask.utils import format_bytes
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.analytics.bin_layout import (
     REDUCE_FAN_IN,
     bin_homes,

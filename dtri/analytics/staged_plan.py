@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.analytics.bin_layout import (
     REDUCE_FAN_IN,
     csr_bytes,

@@ -47,11 +47,6 @@ def class_rows(low: int, high: int, r: int, q: int) -> tuple[int, int]:
     return first, last
 
 
-def block_rows(vertices: int, r: int, q: int) -> int:
-    """The rows of a block of row class ``r`` over the ranks ``[0, vertices)``."""
-    return class_rows(0, vertices, r, q)[1]
-
-
 def cyclic_pieces(part: CSR, q: int, fmt: str = "raw") -> dict[int, Any]:
     """A sorted partition cut into its ``q²`` pieces, keyed ``r·q + s``: per compact row of
     class ``r`` in the partition's range, its out-degree in class ``s`` (int32), and those

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 
 from dask.utils import format_bytes, parse_bytes
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.options import (
     RMM_ALIGNMENT,

@@ -8,7 +8,6 @@ from typing import Any
 
 import psutil
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.options import (
     Backend,

@@ -8,7 +8,6 @@ from typing import Any
 
 from dask.utils import format_bytes
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.options import (
     Backend,
 )
