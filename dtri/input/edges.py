@@ -1,5 +1,6 @@
 """The in-process form of a partition of edges (:class:`EdgeArrays`), made by the readers
-(:mod:`dtri.input.read`) and the in-process input (:mod:`dtri.input.frames`) alike."""
+(:mod:`dtri.input.text`, :mod:`dtri.input.parquet`) and the in-process input
+(:mod:`dtri.input.frames`) alike."""
 
 from __future__ import annotations
 

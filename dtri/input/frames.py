@@ -154,7 +154,9 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
         return LocalInput(_array_parts(edges), int(edges.shape[0]))
     if not is_path_like(edges):
         return None
-    from dtri.input.read import ParquetPlan, checked_blocks, parse_block_arrays, plan_read
+    from dtri.input.parquet import ParquetPlan
+    from dtri.input.read import plan_read
+    from dtri.input.text import checked_blocks, parse_block_arrays
 
     paths = [os.fspath(p) for p in edges] if isinstance(edges, list | tuple) else edges
     try:
@@ -170,13 +172,13 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
 def parquet_arrays(plan: Any, storage_options: dict | None, backend: str) -> list[Any]:
     """An in-process run's partitions of a planned Parquet read: one delayed
     :class:`EdgeArrays` a piece (a ``read-edges`` task), without pandas, cuDF's or Dask's
-    DataFrames: read by pyarrow on the CPU (:func:`dtri.input.read.read_parquet_arrays`),
+    DataFrames: read by pyarrow on the CPU (:func:`dtri.input.parquet.read_parquet_arrays`),
     decoded on the device by pylibcudf on the GPU
-    (:func:`dtri.input.read.read_parquet_device_arrays`) from
-    :data:`~dtri.input.read.DEVICE_PARQUET_MIN_ROWS` rows (:func:`~dtri.input.read.
+    (:func:`dtri.input.parquet.read_parquet_device_arrays`) from
+    :data:`~dtri.input.parquet.DEVICE_PARQUET_MIN_ROWS` rows (:func:`~dtri.input.parquet.
     decodes_on_device`), fewer read by pyarrow and copied to the device later
     (:func:`arrays_on`); none for another plan (or no pieces)."""
-    from dtri.input.read import (
+    from dtri.input.parquet import (
         ParquetPlan,
         decodes_on_device,
         read_parquet_arrays,
@@ -215,7 +217,7 @@ def planned_rows(edges: Any, plan: Any = None) -> tuple[int | None, bool]:
     files, from their sizes); ``None`` where unknown (a Dask collection, files the workers
     plan)."""
     from dtri.input.generate import GeneratedGraph
-    from dtri.input.read import ParquetPlan
+    from dtri.input.parquet import ParquetPlan
 
     if isinstance(edges, GeneratedGraph):
         return edges.edges, False
