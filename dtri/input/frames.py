@@ -51,9 +51,9 @@ class LocalInput(NamedTuple):
     device_parts: list[Any] | None = None
     """The partitions made on the GPU, where they can be (a generated graph)."""
 
-    def on(self, backend: str) -> list[Any]:
+    def on(self, backend: Backend) -> list[Any]:
         """The partitions for a run on ``backend``."""
-        return self.device_parts if backend == "gpu" and self.device_parts else self.parts
+        return self.device_parts if backend.on_gpu and self.device_parts else self.parts
 
 
 def is_path_like(edges: Any) -> bool:
@@ -114,10 +114,10 @@ def _device_array(edges: Any) -> bool:
     return is_device_object(edges) and hasattr(edges, "ndim") and not hasattr(edges, "columns")
 
 
-def arrays_on(part: EdgeArrays, backend: str) -> EdgeArrays:
+def arrays_on(part: EdgeArrays, backend: Backend) -> EdgeArrays:
     """An in-process partition where ``backend`` computes: host arrays go to the GPU, one
     copy a column (a small text file needs no cuDF reader on the way)."""
-    if backend != "gpu" or is_device_object(part.src):
+    if not backend.on_gpu or is_device_object(part.src):
         return part
     from dtri.runtime.gpu import device_array
 
@@ -148,7 +148,7 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
         cpu, gpu = ([dask.delayed(_generated_part, pure=True)(
                         edges.maker(backend), bounds,
                         dask_key_name=(f"dtri-generate-{backend}-{token}", k))
-                     for k, bounds in enumerate(ranges)] for backend in ("cpu", "gpu"))
+                     for k, bounds in enumerate(ranges)] for backend in Backend)
         return LocalInput(cpu, edges.edges, gpu)
     if (isinstance(edges, np.ndarray) or _device_array(edges)) and options.columns is None:
         return LocalInput(_array_parts(edges), int(edges.shape[0]))
@@ -169,7 +169,7 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
     return LocalInput(checked_blocks(plan, parse_block_arrays), _text_rows(plan))
 
 
-def parquet_arrays(plan: Any, storage_options: dict | None, backend: str) -> list[Any]:
+def parquet_arrays(plan: Any, storage_options: dict | None, backend: Backend) -> list[Any]:
     """An in-process run's partitions of a planned Parquet read: one delayed
     :class:`EdgeArrays` a piece (a ``read-edges`` task), without pandas, cuDF's or Dask's
     DataFrames: read by pyarrow on the CPU (:func:`dtri.input.parquet.read_parquet_arrays`),
@@ -187,7 +187,7 @@ def parquet_arrays(plan: Any, storage_options: dict | None, backend: str) -> lis
 
     if not isinstance(plan, ParquetPlan):
         return []
-    on_device = backend == "gpu" and decodes_on_device(plan.rows)
+    on_device = backend.on_gpu and decodes_on_device(plan.rows)
     reader = read_parquet_device_arrays if on_device else read_parquet_arrays
     token = dask.base.tokenize(plan, storage_options, backend)
     return [dask.delayed(reader)(piece, plan, storage_options,
@@ -270,7 +270,7 @@ def _array_frame(edges: Any) -> Any:
     return pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
 
 
-def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None = None,
+def as_edge_frame(edges: Any, backend: Backend | str, *, columns: tuple[Any, Any] | None = None,
                   npartitions: int | None = None, max_rows: int | None = None,
                   files_on_host: bool = False, plan: Any = None,
                   **read_options: Any) -> dd.DataFrame:
@@ -286,6 +286,7 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
 
     from dtri.input.generate import GeneratedGraph, default_partitions
 
+    backend = Backend(backend)  # callers outside dtri.input may give "cpu" or "gpu"
     if isinstance(edges, GeneratedGraph):
         if npartitions is None and max_rows:
             npartitions = max(default_partitions(edges.edges), -(-edges.edges // max_rows))
@@ -293,10 +294,9 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
     elif is_path_like(edges):
         from dtri.input.read import collection_from_plan, read_edges
 
-        reader = Backend(backend).frames
-        frame = (collection_from_plan(plan, read_options.get("storage_options"), reader)
+        frame = (collection_from_plan(plan, read_options.get("storage_options"), backend)
                  if plan is not None else
-                 read_edges(edges, columns=columns, dataframe_backend=reader,
+                 read_edges(edges, columns=columns, dataframe_backend=backend.frames,
                             max_rows=max_rows, **read_options))
         if npartitions is None and files_on_host and not is_device_object(frame._meta):
             return frame  # text in host memory, where the run keeps it
@@ -317,6 +317,6 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
         frame = dd.from_pandas(edges, npartitions=parts, sort=False)
     if npartitions and frame.npartitions != npartitions:
         frame = frame.repartition(npartitions=npartitions)
-    if is_device_object(frame._meta) != Backend(backend).on_gpu:
-        frame = frame.to_backend(Backend(backend).frames)
+    if is_device_object(frame._meta) != backend.on_gpu:
+        frame = frame.to_backend(backend.frames)
     return frame

@@ -22,7 +22,8 @@ from dtri.input.sources import INT64_MAX, edges_meta, filesystem, local_path, re
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
-    import pandas as pd
+
+    from dtri.options import Backend
 
 
 PARQUET_BYTES_PER_ROW = 16
@@ -269,13 +270,13 @@ def _piece_tables(piece: tuple[RowSlice, ...], columns: list[str],
 
 
 def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
-                       storage_options: dict | None, backend: str) -> Any:
+                       storage_options: dict | None, backend: Backend) -> Any:
     """One piece of a planned Parquet read as an ``src, dst`` frame (a ``read-edges`` task):
     cuDF, whose reader decodes whole row groups on the device (a piece's device memory is
     bounded by its rows), or pandas, read by pyarrow on the host (so are slices of a row
     group, then copied to the device once)."""
     source, target = plan.columns
-    if backend == "cudf" and all(s.whole for s in piece):
+    if backend.on_gpu and all(s.whole for s in piece):
         import cudf
 
         files: dict[str, list[int]] = {}
@@ -293,7 +294,7 @@ def read_parquet_piece(piece: tuple[RowSlice, ...], plan: ParquetPlan,
 
     arrays = read_parquet_arrays(piece, plan, storage_options)  # checked file by file
     frame = pd.DataFrame({"src": arrays.src, "dst": arrays.dst})  # a copy of its own
-    if backend == "cudf":
+    if backend.on_gpu:
         import cudf
 
         return cudf.from_pandas(frame)
@@ -438,21 +439,19 @@ def _device_ids(paths: list[str], groups: list[list[int]], columns: list[str]
     return first, second
 
 
-def parquet_collection(plan: ParquetPlan, storage_options: dict | None, backend: str
-                        ) -> dd.DataFrame:
+def parquet_collection(plan: ParquetPlan, storage_options: dict | None, backend: Backend
+                       ) -> dd.DataFrame:
     """Parquet as ``src, dst``: one ``read-edges`` task per piece of the plan."""
     import dask.dataframe as dd
 
-    meta = edges_meta() if backend == "pandas" else edges_meta().pipe(_to_backend_meta, backend)
+    meta = edges_meta()
+    if backend.on_gpu:
+        import cudf
+
+        meta = cudf.from_pandas(meta)
     pieces = plan.pieces()
     if not pieces:
         return dd.from_pandas(meta, npartitions=1)
     return dd.from_map(read_parquet_piece, pieces, plan=plan,
                        storage_options=storage_options, backend=backend, meta=meta,
                        label="read-edges", enforce_metadata=False)
-
-
-def _to_backend_meta(meta: pd.DataFrame, backend: str) -> Any:
-    import cudf
-
-    return cudf.from_pandas(meta)

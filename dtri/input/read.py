@@ -39,11 +39,10 @@ from dtri.input.text import (
     plan_text_file,
     text_layout,
 )
+from dtri.options import Backend
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
-
-BACKENDS: tuple[str, ...] = ("pandas", "cudf")
 
 
 def read_edges(
@@ -84,7 +83,7 @@ def read_edges(
     most ``max_rows`` × 4 bytes (``"1 2\\n"``, the shortest line of an edge), a Parquet piece
     at most ``max_rows`` rows.
     """
-    if dataframe_backend not in BACKENDS:
+    if (backend := next((b for b in Backend if b.frames == dataframe_backend), None)) is None:
         raise ConfigurationError(f"unknown dataframe backend {dataframe_backend!r}")
     size = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
     if size <= 0:
@@ -102,7 +101,7 @@ def read_edges(
         if (client := active_client()) is None:
             raise
         plan = client.submit(plan_read, urlpath, format, **options, pure=False).result()
-    return collection_from_plan(plan, storage_options, dataframe_backend)
+    return collection_from_plan(plan, storage_options, backend)
 
 
 ReadPlan = tuple[TextBlock, ...] | ParquetPlan
@@ -146,12 +145,12 @@ def plan_read(
 
 
 def collection_from_plan(plan: ReadPlan, storage_options: dict | None = None,
-                         dataframe_backend: str = "pandas") -> dd.DataFrame:
+                         backend: Backend = Backend.CPU) -> dd.DataFrame:
     """The Dask DataFrame of a planned read; each task opens its own block or piece."""
     import dask.dataframe as dd
 
     if isinstance(plan, ParquetPlan):
-        return parquet_collection(plan, storage_options, dataframe_backend)
+        return parquet_collection(plan, storage_options, backend)
     if not plan:  # no data blocks (e.g. an empty Matrix Market file)
         return dd.from_pandas(edges_meta(), npartitions=1)
     if any(block.layout.shape is not None or block.seek_points is not None for block in plan):
