@@ -152,18 +152,11 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
         return LocalInput(cpu, edges.edges, gpu)
     if (isinstance(edges, np.ndarray) or _device_array(edges)) and options.columns is None:
         return LocalInput(_array_parts(edges), int(edges.shape[0]))
-    if not is_path_like(edges):
-        return None
+    if (plan := read_plan(edges, options, None)) is None:
+        return None  # not files, or none seen here: perhaps the cluster's workers see them
     from dtri.input.parquet import ParquetPlan
-    from dtri.input.read import plan_read
     from dtri.input.text import checked_blocks, parse_block_arrays
 
-    paths = [os.fspath(p) for p in edges] if isinstance(edges, list | tuple) else edges
-    try:
-        plan = plan_read(paths, options.format, columns=options.columns, header=options.header,
-                         blocksize=options.blocksize, storage_options=options.storage_options)
-    except InputNotFoundError:
-        return None  # perhaps the cluster's workers see it: read_edges decides
     if isinstance(plan, ParquetPlan):  # read through a Dask frame; its rows are in the footers
         return LocalInput([], plan.rows)
     return LocalInput(checked_blocks(plan, parse_block_arrays), _text_rows(plan))
@@ -203,9 +196,8 @@ def read_plan(edges: Any, options: Options, max_rows: int | None) -> Any:
         return None
     from dtri.input.read import plan_read
 
-    paths = [os.fspath(p) for p in edges] if isinstance(edges, list | tuple) else edges
-    try:
-        return plan_read(paths, options.format, columns=options.columns, header=options.header,
+    try:  # plan_read takes a path or a list or tuple of them (expand_paths)
+        return plan_read(edges, options.format, columns=options.columns, header=options.header,
                          blocksize=options.blocksize, storage_options=options.storage_options,
                          max_rows=max_rows)
     except InputNotFoundError:

@@ -235,19 +235,6 @@ def _fused_kernel(name: str) -> Any:
     return cuda_module("dtri.input", GPU_SOURCE, options=()).get_function(name)
 
 
-def _empty_frame(backend: Backend) -> Any:
-    if backend.on_gpu:
-        import cudf
-        import cupy
-
-        empty = cupy.empty(0, dtype=cupy.int64)
-        return cudf.DataFrame({"src": empty, "dst": empty}, index=cudf.RangeIndex(0, 0))
-    import pandas as pd
-
-    empty = np.empty(0, dtype=np.int64)
-    return pd.DataFrame({"src": empty, "dst": empty}, index=pd.RangeIndex(0, 0))
-
-
 def default_partitions(edges: int) -> int:
     """Enough partitions that none has more than ``MAX_PARTITION_EDGES`` edges (at least 1)."""
     return max(1, -(-edges // MAX_PARTITION_EDGES))
@@ -319,7 +306,7 @@ class GeneratedGraph:
         divisions = (*(a for a, _ in bounds), self.edges - 1) if self.edges else None
         # Integer columns only: skip the (no-op) string-conversion layer, keep the task names.
         with dask.config.set({"dataframe.convert-string": False}):
-            return dd.from_map(maker, bounds, meta=_empty_frame(maker.backend), divisions=divisions,
+            return dd.from_map(maker, bounds, meta=maker((0, 0)), divisions=divisions,
                                label="dtri-generate", enforce_metadata=False)
 
 

@@ -1,10 +1,7 @@
-"""Read edge lists (SNAP text, CSV/TSV, Matrix Market, Parquet) into a lazy Dask DataFrame.
-
-Every reader yields exactly two int64 columns, ``src`` and ``dst``, holding the vertex ids as
-written in the file: :func:`plan_read` opens the inputs (:mod:`dtri.input.sources`) and cuts
-text into blocks (:mod:`dtri.input.text`, :mod:`dtri.input.matrix_market`) or Parquet into
-pieces of row groups (:mod:`dtri.input.parquet`); :func:`read_edges` makes the Dask DataFrame.
-"""
+"""Read edge lists (SNAP text, CSV/TSV, Matrix Market, Parquet) into a lazy Dask DataFrame
+of exactly two int64 columns, ``src`` and ``dst``, holding the vertex ids as written: planned
+(:func:`plan_read`) as text blocks (:mod:`dtri.input.text`) or Parquet pieces
+(:mod:`dtri.input.parquet`) of the files :mod:`dtri.input.sources` finds and opens."""
 
 from __future__ import annotations
 
@@ -15,22 +12,8 @@ import numpy as np
 from dask.utils import parse_bytes
 
 from dtri.errors import ConfigurationError, InputError, InputNotFoundError
-from dtri.input.parquet import (  # arrow_integers, decodes_on_device: for dtri.prepared
-    PARQUET_PIECE_ROWS,
-    ParquetPlan,
-    arrow_integers,  # noqa: F401
-    decodes_on_device,  # noqa: F401
-    parquet_collection,
-    plan_parquet,
-)
-from dtri.input.sources import (  # filesystem, local_path: for dtri.prepared and dtri.output
-    FORMATS,
-    edges_meta,
-    expand_paths,
-    filesystem,  # noqa: F401
-    format_from_name,
-    local_path,  # noqa: F401
-)
+from dtri.input.parquet import PARQUET_PIECE_ROWS, ParquetPlan, parquet_collection, plan_parquet
+from dtri.input.sources import FORMATS, edges_meta, expand_paths, format_from_name
 from dtri.input.text import (
     MIN_TEXT_BYTES_PER_EDGE,
     TextBlock,
