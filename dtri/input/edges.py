@@ -1,6 +1,5 @@
-"""The in-process form of a partition of edges (:class:`EdgeArrays`), made by the readers
-(:mod:`dtri.input.text`, :mod:`dtri.input.parquet`) and the in-process input
-(:mod:`dtri.input.frames`) alike."""
+"""The in-process form of a partition of edges (:class:`EdgeArrays`), made by the text and
+Parquet readers and the in-process input (:mod:`dtri.input.frames`) alike."""
 
 from __future__ import annotations
 

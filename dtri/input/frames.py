@@ -197,9 +197,8 @@ def read_plan(edges: Any, options: Options, max_rows: int | None) -> Any:
     from dtri.input.read import plan_read
 
     try:  # plan_read takes a path or a list or tuple of them (expand_paths)
-        return plan_read(edges, options.format, columns=options.columns, header=options.header,
-                         blocksize=options.blocksize, storage_options=options.storage_options,
-                         max_rows=max_rows)
+        return plan_read(edges, columns=options.columns, max_rows=max_rows,
+                         **options.read_options())
     except InputNotFoundError:
         return None
 
