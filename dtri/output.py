@@ -23,7 +23,7 @@ from typing import Any, overload
 from fsspec.implementations.local import LocalFileSystem
 
 from dtri.errors import DtriError
-from dtri.input.read import filesystem
+from dtri.input.sources import filesystem
 
 TEMPORARY_MARK = ".dtri-tmp-"
 """What the name of a temporary result folder holds, between ``.NAME`` and a uuid."""

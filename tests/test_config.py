@@ -91,7 +91,7 @@ def test_the_reads_are_found():
     assert "dtri.kernels.strategy" in READS.keys["dtri.hash-probes"]  # a literal
     assert "dtri.runtime.host_plan" in READS.keys["dtri.worker-overhead-gpu"]  # a dict's value
     assert "dtri.kernels.intersect" in READS.keys["dtri.kernel-parallel-min-edges"]  # imported
-    assert "dtri.input.read" in READS.keys["dtri.read.numpy-parser-max-bytes"]
+    assert "dtri.input.text" in READS.keys["dtri.read.numpy-parser-max-bytes"]
 
 
 def test_every_key_read_is_in_the_defaults_file_and_every_key_there_is_read():

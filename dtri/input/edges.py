@@ -1,5 +1,5 @@
-"""The in-process form of a partition of edges (:class:`EdgeArrays`), made by the readers
-(:mod:`dtri.input.read`) and the in-process input (:mod:`dtri.input.frames`) alike."""
+"""The in-process form of a partition of edges (:class:`EdgeArrays`), made by the text and
+Parquet readers and the in-process input (:mod:`dtri.input.frames`) alike."""
 
 from __future__ import annotations
 

@@ -51,9 +51,9 @@ class LocalInput(NamedTuple):
     device_parts: list[Any] | None = None
     """The partitions made on the GPU, where they can be (a generated graph)."""
 
-    def on(self, backend: str) -> list[Any]:
+    def on(self, backend: Backend) -> list[Any]:
         """The partitions for a run on ``backend``."""
-        return self.device_parts if backend == "gpu" and self.device_parts else self.parts
+        return self.device_parts if backend.on_gpu and self.device_parts else self.parts
 
 
 def is_path_like(edges: Any) -> bool:
@@ -114,10 +114,10 @@ def _device_array(edges: Any) -> bool:
     return is_device_object(edges) and hasattr(edges, "ndim") and not hasattr(edges, "columns")
 
 
-def arrays_on(part: EdgeArrays, backend: str) -> EdgeArrays:
+def arrays_on(part: EdgeArrays, backend: Backend) -> EdgeArrays:
     """An in-process partition where ``backend`` computes: host arrays go to the GPU, one
     copy a column (a small text file needs no cuDF reader on the way)."""
-    if backend != "gpu" or is_device_object(part.src):
+    if not backend.on_gpu or is_device_object(part.src):
         return part
     from dtri.runtime.gpu import device_array
 
@@ -148,35 +148,30 @@ def local_input(edges: Any, options: Options) -> LocalInput | None:
         cpu, gpu = ([dask.delayed(_generated_part, pure=True)(
                         edges.maker(backend), bounds,
                         dask_key_name=(f"dtri-generate-{backend}-{token}", k))
-                     for k, bounds in enumerate(ranges)] for backend in ("cpu", "gpu"))
+                     for k, bounds in enumerate(ranges)] for backend in Backend)
         return LocalInput(cpu, edges.edges, gpu)
     if (isinstance(edges, np.ndarray) or _device_array(edges)) and options.columns is None:
         return LocalInput(_array_parts(edges), int(edges.shape[0]))
-    if not is_path_like(edges):
-        return None
-    from dtri.input.read import ParquetPlan, checked_blocks, parse_block_arrays, plan_read
+    if (plan := read_plan(edges, options, None)) is None:
+        return None  # not files, or none seen here: perhaps the cluster's workers see them
+    from dtri.input.parquet import ParquetPlan
+    from dtri.input.text import checked_blocks, parse_block_arrays
 
-    paths = [os.fspath(p) for p in edges] if isinstance(edges, list | tuple) else edges
-    try:
-        plan = plan_read(paths, options.format, columns=options.columns, header=options.header,
-                         blocksize=options.blocksize, storage_options=options.storage_options)
-    except InputNotFoundError:
-        return None  # perhaps the cluster's workers see it: read_edges decides
     if isinstance(plan, ParquetPlan):  # read through a Dask frame; its rows are in the footers
         return LocalInput([], plan.rows)
     return LocalInput(checked_blocks(plan, parse_block_arrays), _text_rows(plan))
 
 
-def parquet_arrays(plan: Any, storage_options: dict | None, backend: str) -> list[Any]:
+def parquet_arrays(plan: Any, storage_options: dict | None, backend: Backend) -> list[Any]:
     """An in-process run's partitions of a planned Parquet read: one delayed
     :class:`EdgeArrays` a piece (a ``read-edges`` task), without pandas, cuDF's or Dask's
-    DataFrames: read by pyarrow on the CPU (:func:`dtri.input.read.read_parquet_arrays`),
+    DataFrames: read by pyarrow on the CPU (:func:`dtri.input.parquet.read_parquet_arrays`),
     decoded on the device by pylibcudf on the GPU
-    (:func:`dtri.input.read.read_parquet_device_arrays`) from
-    :data:`~dtri.input.read.DEVICE_PARQUET_MIN_ROWS` rows (:func:`~dtri.input.read.
+    (:func:`dtri.input.parquet.read_parquet_device_arrays`) from
+    :data:`~dtri.input.parquet.DEVICE_PARQUET_MIN_ROWS` rows (:func:`~dtri.input.parquet.
     decodes_on_device`), fewer read by pyarrow and copied to the device later
     (:func:`arrays_on`); none for another plan (or no pieces)."""
-    from dtri.input.read import (
+    from dtri.input.parquet import (
         ParquetPlan,
         decodes_on_device,
         read_parquet_arrays,
@@ -185,7 +180,7 @@ def parquet_arrays(plan: Any, storage_options: dict | None, backend: str) -> lis
 
     if not isinstance(plan, ParquetPlan):
         return []
-    on_device = backend == "gpu" and decodes_on_device(plan.rows)
+    on_device = backend.on_gpu and decodes_on_device(plan.rows)
     reader = read_parquet_device_arrays if on_device else read_parquet_arrays
     token = dask.base.tokenize(plan, storage_options, backend)
     return [dask.delayed(reader)(piece, plan, storage_options,
@@ -201,11 +196,9 @@ def read_plan(edges: Any, options: Options, max_rows: int | None) -> Any:
         return None
     from dtri.input.read import plan_read
 
-    paths = [os.fspath(p) for p in edges] if isinstance(edges, list | tuple) else edges
-    try:
-        return plan_read(paths, options.format, columns=options.columns, header=options.header,
-                         blocksize=options.blocksize, storage_options=options.storage_options,
-                         max_rows=max_rows)
+    try:  # plan_read takes a path or a list or tuple of them (expand_paths)
+        return plan_read(edges, columns=options.columns, max_rows=max_rows,
+                         **options.read_options())
     except InputNotFoundError:
         return None
 
@@ -215,7 +208,7 @@ def planned_rows(edges: Any, plan: Any = None) -> tuple[int | None, bool]:
     files, from their sizes); ``None`` where unknown (a Dask collection, files the workers
     plan)."""
     from dtri.input.generate import GeneratedGraph
-    from dtri.input.read import ParquetPlan
+    from dtri.input.parquet import ParquetPlan
 
     if isinstance(edges, GeneratedGraph):
         return edges.edges, False
@@ -268,7 +261,7 @@ def _array_frame(edges: Any) -> Any:
     return pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]})
 
 
-def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None = None,
+def as_edge_frame(edges: Any, backend: Backend | str, *, columns: tuple[Any, Any] | None = None,
                   npartitions: int | None = None, max_rows: int | None = None,
                   files_on_host: bool = False, plan: Any = None,
                   **read_options: Any) -> dd.DataFrame:
@@ -284,6 +277,7 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
 
     from dtri.input.generate import GeneratedGraph, default_partitions
 
+    backend = Backend(backend)  # callers outside dtri.input may give "cpu" or "gpu"
     if isinstance(edges, GeneratedGraph):
         if npartitions is None and max_rows:
             npartitions = max(default_partitions(edges.edges), -(-edges.edges // max_rows))
@@ -291,10 +285,9 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
     elif is_path_like(edges):
         from dtri.input.read import collection_from_plan, read_edges
 
-        reader = Backend(backend).frames
-        frame = (collection_from_plan(plan, read_options.get("storage_options"), reader)
+        frame = (collection_from_plan(plan, read_options.get("storage_options"), backend)
                  if plan is not None else
-                 read_edges(edges, columns=columns, dataframe_backend=reader,
+                 read_edges(edges, columns=columns, dataframe_backend=backend.frames,
                             max_rows=max_rows, **read_options))
         if npartitions is None and files_on_host and not is_device_object(frame._meta):
             return frame  # text in host memory, where the run keeps it
@@ -315,6 +308,6 @@ def as_edge_frame(edges: Any, backend: str, *, columns: tuple[Any, Any] | None =
         frame = dd.from_pandas(edges, npartitions=parts, sort=False)
     if npartitions and frame.npartitions != npartitions:
         frame = frame.repartition(npartitions=npartitions)
-    if is_device_object(frame._meta) != Backend(backend).on_gpu:
-        frame = frame.to_backend(Backend(backend).frames)
+    if is_device_object(frame._meta) != backend.on_gpu:
+        frame = frame.to_backend(backend.frames)
     return frame

@@ -28,11 +28,12 @@ import numpy as np
 from dtri.errors import ConfigurationError
 from dtri.kernels.bins import MAX_KEY_BITS
 from dtri.kernels.hashing import edge_hash, stream_key
+from dtri.options import Backend
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-GENERATOR_BACKENDS = ("cpu", "gpu")
+GENERATOR_BACKENDS = tuple(Backend)
 MAX_PARTITION_EDGES = 16 * 2**20
 """The default partition count keeps every partition at or below this many edges."""
 
@@ -163,12 +164,12 @@ class EdgeRangeMaker:
     kind: str  # "rmat" or "gnm"
     params: tuple  # rmat: (scale, a, b, c); gnm: (n,)
     seed: int
-    backend: str
+    backend: Backend
 
     def __call__(self, bounds: tuple[int, int]) -> Any:
         start, stop = bounds
         src, dst = self.arrays(bounds)
-        if self.backend == "gpu":
+        if self.backend.on_gpu:
             import cudf
 
             return cudf.DataFrame({"src": src, "dst": dst},
@@ -180,7 +181,7 @@ class EdgeRangeMaker:
     def arrays(self, bounds: tuple[int, int]) -> tuple[Any, Any]:
         """The partition's ``src``, ``dst`` as int64 NumPy (``cpu``) or CuPy arrays."""
         start, stop = bounds
-        if self.backend == "gpu":
+        if self.backend.on_gpu:
             return fused_arrays(self.kind, start, stop, self.params, self.seed)
         make: Callable[..., tuple[Any, Any]] = rmat_arrays if self.kind == "rmat" \
             else gnm_arrays
@@ -232,19 +233,6 @@ def _fused_kernel(name: str) -> Any:
     from dtri.kernels.cuda_source import cuda_module
 
     return cuda_module("dtri.input", GPU_SOURCE, options=()).get_function(name)
-
-
-def _empty_frame(backend: str) -> Any:
-    if backend == "gpu":
-        import cudf
-        import cupy
-
-        empty = cupy.empty(0, dtype=cupy.int64)
-        return cudf.DataFrame({"src": empty, "dst": empty}, index=cudf.RangeIndex(0, 0))
-    import pandas as pd
-
-    empty = np.empty(0, dtype=np.int64)
-    return pd.DataFrame({"src": empty, "dst": empty}, index=pd.RangeIndex(0, 0))
 
 
 def default_partitions(edges: int) -> int:
@@ -299,14 +287,15 @@ class GeneratedGraph:
         parts = max(1, min(parts, self.edges))
         return list(itertools.pairwise([self.edges * k // parts for k in range(parts + 1)]))
 
-    def maker(self, backend: str = "cpu") -> EdgeRangeMaker:
+    def maker(self, backend: Backend | str = Backend.CPU) -> EdgeRangeMaker:
         """What builds one partition from its edge-number range."""
         if backend not in GENERATOR_BACKENDS:
             raise ConfigurationError(f"generator backend must be one of "
                                      f"{', '.join(GENERATOR_BACKENDS)}, got {backend!r}")
-        return EdgeRangeMaker(self.kind, self.params, int(self.seed), backend)
+        return EdgeRangeMaker(self.kind, self.params, int(self.seed), Backend(backend))
 
-    def frame(self, backend: str = "cpu", npartitions: int | None = None) -> dd.DataFrame:
+    def frame(self, backend: Backend | str = Backend.CPU,
+              npartitions: int | None = None) -> dd.DataFrame:
         """The edge list as a Dask DataFrame (pandas or cuDF partitions, ``dtri-generate``
         tasks), indexed by edge number."""
         import dask
@@ -317,7 +306,7 @@ class GeneratedGraph:
         divisions = (*(a for a, _ in bounds), self.edges - 1) if self.edges else None
         # Integer columns only: skip the (no-op) string-conversion layer, keep the task names.
         with dask.config.set({"dataframe.convert-string": False}):
-            return dd.from_map(maker, bounds, meta=_empty_frame(backend), divisions=divisions,
+            return dd.from_map(maker, bounds, meta=maker((0, 0)), divisions=divisions,
                                label="dtri-generate", enforce_metadata=False)
 
 
@@ -332,7 +321,7 @@ def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
 
 def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,
          *, seed: int = 0, npartitions: int | None = None,
-         backend: str = "cpu") -> dd.DataFrame:
+         backend: Backend | str = Backend.CPU) -> dd.DataFrame:
     """A Graph500-style R-MAT edge list as a Dask DataFrame of int64 ``src, dst``.
 
     ``2**scale`` vertices and ``edge_factor * 2**scale`` generated directed edges. Like
@@ -379,7 +368,7 @@ def _edges(edges: int) -> int:
 
 
 def gnm(n: int, m: int, *, seed: int = 0, npartitions: int | None = None,
-        backend: str = "cpu") -> dd.DataFrame:
+        backend: Backend | str = Backend.CPU) -> dd.DataFrame:
     """``m`` uniformly random vertex pairs over ``[0, n)`` as a Dask DataFrame of ``src, dst``.
 
     The pairs are drawn independently, so the list may hold duplicate edges, reverse pairs and
@@ -448,6 +437,6 @@ def generated(spec: str, *, seed: int = 0) -> GeneratedGraph:
 
 
 def from_spec(spec: str, *, seed: int = 0, npartitions: int | None = None,
-              backend: str = "cpu") -> dd.DataFrame:
+              backend: Backend | str = Backend.CPU) -> dd.DataFrame:
     """The edge list a spec names as a Dask DataFrame (:func:`generated`)."""
     return generated(spec, seed=seed).frame(backend, npartitions)

@@ -81,7 +81,7 @@ def input_identity(edges: Any, storage_options: dict | None = None,
     from dtri.input.generate import GeneratedGraph
 
     if is_path_like(edges):
-        from dtri.input.read import expand_paths
+        from dtri.input.sources import expand_paths
 
         listed = [os.fspath(e) for e in (edges if isinstance(edges, list | tuple) else [edges])]
         files = []
@@ -312,7 +312,7 @@ class Checkpoint:
         """The checkpoint at ``url`` for a run of ``identity`` (:func:`input_identity`) with
         ``options``: made here if the folder is missing or empty; refused in one line where it
         was made of other input, with other options or by another dtri."""
-        from dtri.input.read import filesystem
+        from dtri.input.sources import filesystem
 
         if identity is None:
             raise ConfigurationError(

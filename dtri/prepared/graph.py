@@ -586,7 +586,7 @@ def open_saved(path: str, runtime: Runtime, options: Options,
     arrays by one task; nothing prepared again. ``metadata``: read already
     (:func:`saved_metadata`). Options that would shape the graph otherwise than it was saved
     are refused."""
-    from dtri.input.read import filesystem
+    from dtri.input.sources import filesystem
 
     started = time.perf_counter()
     runtime.readings()  # what ran before this graph is not its own
@@ -654,7 +654,7 @@ def saved_metadata(path: str, options: Options) -> dict[str, Any]:
     (:func:`dtri.prepared.saved.read_metadata`), and the options of the run checked against
     it: one that would shape the graph otherwise (another orientation, order, or a way of
     reading edges) is refused in one line."""
-    from dtri.input.read import filesystem
+    from dtri.input.sources import filesystem
 
     fs, root = filesystem(path, options.storage_options)
     metadata = read_metadata(fs, root.rstrip("/") or root, path)

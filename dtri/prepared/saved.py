@@ -111,7 +111,7 @@ def _write_on_device(fs: Any, path: str, columns: dict[str, Any]) -> None:
     writer, without cuDF's frames, whose import takes about 1.9 s of a process on an H100)."""
     import pylibcudf as plc
 
-    from dtri.input.read import local_path
+    from dtri.input.sources import local_path
 
     table = plc.Table([_device_column(values) for values in columns.values()])
     metadata = plc.io.types.TableInputMetadata(table)
@@ -197,7 +197,7 @@ def is_saved_graph(path: Any, storage_options: dict | None = None) -> bool:
         path = path[0]
     if not isinstance(path, str | os.PathLike):
         return False
-    from dtri.input.read import filesystem
+    from dtri.input.sources import filesystem
 
     try:
         fs, root = filesystem(os.fspath(path), storage_options)
@@ -273,12 +273,12 @@ def _read_table(fs: Any, path: str, shown: str, columns: list[str], on_device: b
 
 def _read_on_host(fs: Any, path: str, columns: list[str]) -> dict[str, Any]:
     """A Parquet file's ``columns`` as NumPy arrays, by pyarrow through ``fs``: the file's own
-    reader, and integers from their buffers (:func:`dtri.input.read.arrow_integers`), so
+    reader, and integers from their buffers (:func:`dtri.input.parquet.arrow_integers`), so
     that a count imports neither pyarrow's datasets nor pandas (0.2 s)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dtri.input.read import arrow_integers
+    from dtri.input.parquet import arrow_integers
 
     with fs.open(path, "rb") as handle:
         table = pq.ParquetFile(handle).read(columns=columns)
@@ -295,7 +295,7 @@ def _read_on_device(fs: Any, paths: list[str], columns: list[str]) -> dict[str, 
     a column of another type or with nulls."""
     import cupy
 
-    from dtri.input.read import local_path
+    from dtri.input.sources import local_path
 
     locals_ = [local_path(fs, path) for path in paths]
     if not all(local is not None for local in locals_):
@@ -370,9 +370,9 @@ def read_whole(fs: Any, root: str, bounds: list[int], edges: list[int], schedule
     4.02 s against 4.50 s file by file (two hosts, when cuDF read them, its import of about
     1.6 s within both). ``None`` where a file cannot be read or the rows do not agree with
     the metadata: the reads file by file then name the damaged one. A small graph
-    (:func:`~dtri.input.read.decodes_on_device`) is read on the host and copied: the device
+    (:func:`~dtri.input.parquet.decodes_on_device`) is read on the host and copied: the device
     reader's start costs more."""
-    from dtri.input.read import decodes_on_device
+    from dtri.input.parquet import decodes_on_device
 
     xp = _array_module(on_device)
     partitions = len(edges)

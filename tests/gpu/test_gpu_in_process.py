@@ -242,12 +242,12 @@ def test_parquet_row_groups_are_decoded_on_the_device(tmp_path, monkeypatch, no_
                                                        parquet_on_the_device):
     """Whole row groups of local Parquet files are read by the device reader, not by pyarrow
     on the host; files of different integer types are read apart and count exactly."""
-    import dtri.input.read
+    import dtri.input.parquet
 
     def refuse(*args, **kwargs):
         raise AssertionError("read on the host")
 
-    monkeypatch.setattr(dtri.input.read, "read_parquet_arrays", refuse)
+    monkeypatch.setattr(dtri.input.parquet, "read_parquet_arrays", refuse)
     edges = rmat_edges(10)
     folder = mixed_parquet_folder(tmp_path / "rmat", edges)
     assert dtri.count_triangles(str(folder), backend="gpu") == networkx_triangles(edges)
@@ -259,14 +259,14 @@ def test_parquet_ids_read_on_the_device_are_checked(tmp_path, monkeypatch, bad, 
     """An in-process GPU count checks the ids the device decodes as the host read does: a
     null, a negative id the footer does not record, an unsigned id past int64, each named
     with its file. Only the nulls are read again on the host: the device checks the rest."""
-    import dtri.input.read
+    import dtri.input.parquet
     from dtri.errors import InputError
 
     def refuse(*args, **kwargs):
         raise AssertionError("read on the host")
 
     if bad != "null":
-        monkeypatch.setattr(dtri.input.read, "read_parquet_arrays", refuse)
+        monkeypatch.setattr(dtri.input.parquet, "read_parquet_arrays", refuse)
     path, message = bad_id_folder(tmp_path, bad)
     with pytest.raises(InputError, match=message) as info:
         dtri.count_triangles(str(tmp_path), backend="gpu")

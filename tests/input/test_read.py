@@ -23,19 +23,11 @@ from hypothesis import strategies as st
 import dtri
 from dtri.cli import main
 from dtri.errors import ConfigurationError, InputError
-from dtri.input.read import (
-    FORMATS,
-    MAX_ROW_GROUP_SLICES,
-    WHITESPACE,
-    Layout,
-    TextBlock,
-    _read_stream_block,
-    detect_format,
-    parquet_pieces,
-    parse_block,
-    plan_read,
-    read_edges,
-)
+from dtri.input.parquet import MAX_ROW_GROUP_SLICES, parquet_pieces
+from dtri.input.read import plan_read, read_edges
+from dtri.input.sources import FORMATS, detect_format
+from dtri.input.text import Layout, TextBlock, _read_stream_block, parse_block
+from dtri.input.text_lines import WHITESPACE
 from tests.oracles import BAD_IDS, SHARED_DATA, bad_id_folder, networkx_triangles
 
 
@@ -53,7 +45,7 @@ def fast_parser(request: pytest.FixtureRequest):
     limit = -1 if request.param == "pandas" else None
     with dask.config.set({"dtri.read.numpy-parser-max-bytes": limit} if limit else {}), \
             pytest.MonkeyPatch.context() as patch:
-        patch.setattr("dtri.input.read.compiled_kernels_loaded",
+        patch.setattr("dtri.input.text.compiled_kernels_loaded",
                       lambda: request.param == "numba")
         yield request.param
 
@@ -918,7 +910,7 @@ def test_the_numba_parser_reads_what_the_exact_parser_reads_or_leaves_it(pieces,
     """Wherever numba's one-pass parser takes a block, the exact parser reads the same
     edges from it; it leaves every block the exact parser refuses (or that it does not read
     the same way) to the others."""
-    from dtri.input.read import _parse_exact
+    from dtri.input.text import _parse_exact
     from dtri.kernels.parse import parse_id_pairs
 
     data = b"".join(pieces)
@@ -960,7 +952,7 @@ def test_the_device_reads_ids_get_the_host_checks_file_by_file():
     """The ids of several files decoded at once are checked file by file, as the host's read
     checks them: the error names the file whose slice holds the fault (here on NumPy arrays;
     the device's are CuPy's)."""
-    from dtri.input.read import RowSlice, _check_device_ids
+    from dtri.input.parquet import RowSlice, _check_device_ids
 
     files = [[RowSlice("a", "a.parquet", 0, 0, 2, 2), RowSlice("a", "a.parquet", 1, 0, 1, 1)],
              [RowSlice("b", "b.parquet", 0, 0, 2, 2)]]

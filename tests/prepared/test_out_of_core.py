@@ -77,7 +77,7 @@ def test_a_budget_below_the_minimum_for_the_input_stops_before_reading(graph200k
                                                                        monkeypatch):
     """196 k edges need at least 24 KiB a task (128 B an edge over 1024 partitions): a 1 KiB
     budget stops up front, in one line naming the least budget, and no piece is read."""
-    from dtri.input import read
+    from dtri.input import parquet
 
     edges, _ = graph200k
     path = _write("many row groups", edges, tmp_path)
@@ -85,7 +85,7 @@ def test_a_budget_below_the_minimum_for_the_input_stops_before_reading(graph200k
     def never(*args, **kwargs):
         raise AssertionError("a piece was read")
 
-    monkeypatch.setattr(read, "read_parquet_piece", never)
+    monkeypatch.setattr(parquet, "read_parquet_piece", never)
     result = CliRunner().invoke(main, ["count", path, "--backend", "cpu", "--scheduler",
                                        "synchronous", "--memory-budget", "1KiB"])
     assert result.exit_code == 2
