@@ -87,7 +87,7 @@ READS = Reads().collect()
 
 
 def test_the_reads_are_found():
-    assert "dtri.runtime.session" in READS.keys["dtri.gpu-min-edges"]  # through a constant
+    assert "dtri.runtime.resolve" in READS.keys["dtri.gpu-min-edges"]  # through a constant
     assert "dtri.kernels.strategy" in READS.keys["dtri.hash-probes"]  # a literal
     assert "dtri.runtime.host_plan" in READS.keys["dtri.worker-overhead-gpu"]  # a dict's value
     assert "dtri.kernels.intersect" in READS.keys["dtri.kernel-parallel-min-edges"]  # imported
