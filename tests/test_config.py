@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,14 @@ def test_no_call_site_reads_a_key_with_a_default_of_its_own():
 
 def test_every_key_has_a_one_line_comment():
     assert [key for key, (_, comment) in described_keys().items() if not comment] == []
+
+
+def test_every_key_says_why_a_user_would_change_it():
+    """Each comment ends in a clause on when to change the key: raise, lower, set, re-fit,
+    add or drop it."""
+    why = re.compile(r"; (?:[^;]*\b)?(raise|lower|set|re-fit|add|drop) ")
+    assert [key for key, (_, comment) in described_keys().items()
+            if not why.search(comment)] == []
 
 
 def test_every_module_that_reads_a_key_imports_the_defaults():
