@@ -69,12 +69,9 @@ milliseconds whatever it draws)."""
 
 
 def chunk_wedges(backend: Backend) -> int:
-    """Wedges of one chunk of a sized sample (``dtri.estimate-chunk-wedges``; where it is null,
-    32,768 on the GPU, where drawing them costs little, 8,192 on the CPU)."""
-    import dask
-
-    configured = dask.config.get("dtri.estimate-chunk-wedges")
-    return int(configured) if configured else (1 << 15 if backend.on_gpu else 1 << 13)
+    """Wedges of one chunk of a sized sample: 32,768 on the GPU, where drawing them costs
+    little, 8,192 on the CPU."""
+    return 1 << 15 if backend.on_gpu else 1 << 13
 
 
 def clustering_vertices(backend: Backend) -> int:
