@@ -22,6 +22,7 @@ whole benchmark, so no time goes to starting workers.
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
 import time
@@ -32,18 +33,17 @@ from typing import Any
 import dask
 import numpy as np
 
-from dtri.errors import DtriError
-from dtri.input.generate import generated as generated_graph
+from dtri import DtriError, Options
+from dtri import generated as generated_graph
 from dtri.input.generate import is_spec
-from dtri.kernels.dispatch import array_module, column_to_array, to_host
-from dtri.options import Options
+from dtri.options import Backend
 from dtri.runtime.memory import measured_memory
 
 NETWORKX_MAX_EDGES = 2_000_000
 """Larger graphs skip NetworkX, which would take minutes and gigabytes of Python objects."""
 
-AUTO_PEERS = {"gpu": ("pylibcugraph",),
-              "cpu": ("networkit", "graphblas", "igraph", "networkx")}
+AUTO_PEERS = {Backend.GPU: ("pylibcugraph",),
+              Backend.CPU: ("networkit", "graphblas", "igraph", "networkx")}
 
 
 class BenchDisagreement(DtriError):
@@ -70,12 +70,13 @@ class CanonicalEdges:
         return len(self.src)
 
     def host(self) -> tuple[np.ndarray, np.ndarray]:
-        return to_host(self.src), to_host(self.dst)
+        src, dst = (a if isinstance(a, np.ndarray) else a.get() for a in (self.src, self.dst))
+        return src, dst
 
 
 def canonical_edges(src: Any, dst: Any) -> CanonicalEdges:
     """Dense-id, deduplicated, loop-free ``u < v`` edges of any NumPy/CuPy edge list."""
-    xp = array_module(src)
+    xp = np if isinstance(src, np.ndarray) else importlib.import_module("cupy")
     ids = xp.unique(xp.concatenate([src, dst]))
     if len(ids) >= 2**31:
         raise DtriError(f"{len(ids)} vertices: peers are only run below 2**31 vertices")
@@ -102,13 +103,18 @@ class Peer:
     run: Callable[[Any], int]
 
 
+def _installed(name: str) -> Any:
+    """A peer's library, imported; :class:`PeerSkipped` where it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise PeerSkipped("not installed") from None
+
+
 def _networkx_prepare(edges: CanonicalEdges) -> Any:
     if edges.edges > NETWORKX_MAX_EDGES:
         raise PeerSkipped("too large for networkx")
-    try:
-        import networkx
-    except ImportError:
-        raise PeerSkipped("not installed") from None
+    networkx = _installed("networkx")
     src, dst = edges.host()
     return networkx, edges.vertices, src.tolist(), dst.tolist()
 
@@ -122,10 +128,7 @@ def _networkx_run(payload: Any) -> int:
 
 
 def _networkit_prepare(edges: CanonicalEdges) -> Any:
-    try:
-        import networkit
-    except ImportError:
-        raise PeerSkipped("not installed") from None
+    networkit = _installed("networkit")
     src, dst = edges.host()
     # networkit's node ids are uint64 (other integer types are not accepted by addEdges)
     return networkit, edges.vertices, src.astype(np.uint64), dst.astype(np.uint64)
@@ -149,10 +152,7 @@ IGRAPH_MAX_EDGES = 2_000_000
 def _igraph_prepare(edges: CanonicalEdges) -> Any:
     if edges.edges > IGRAPH_MAX_EDGES:
         raise PeerSkipped("too large for igraph")
-    try:
-        import igraph
-    except ImportError:
-        raise PeerSkipped("not installed") from None
+    igraph = _installed("igraph")
     src, dst = edges.host()
     # an (m, 2) int64 array: igraph's Graph takes it as a buffer, with no Python object per edge
     return igraph, edges.vertices, np.column_stack((src, dst))
@@ -166,10 +166,7 @@ def _igraph_run(payload: Any) -> int:
 
 
 def _graphblas_prepare(edges: CanonicalEdges) -> Any:
-    try:
-        import graphblas
-    except ImportError:
-        raise PeerSkipped("not installed") from None
+    graphblas = _installed("graphblas")
     src, dst = edges.host()
     # the symmetric adjacency matrix lists each undirected edge in both directions
     return graphblas, edges.vertices, np.concatenate([src, dst]), np.concatenate([dst, src])
@@ -187,12 +184,8 @@ def _graphblas_run(payload: Any) -> int:
 
 
 def _pylibcugraph_prepare(edges: CanonicalEdges) -> Any:
-    try:
-        import cudf  # noqa: F401  (cuDF first: it loads the CUDA libraries pylibcugraph expects)
-        import cupy
-        import pylibcugraph
-    except ImportError:
-        raise PeerSkipped("not installed") from None
+    _installed("cudf")  # cuDF first: it loads the CUDA libraries pylibcugraph expects
+    cupy, pylibcugraph = _installed("cupy"), _installed("pylibcugraph")
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             raise PeerSkipped("no GPU")
@@ -238,7 +231,7 @@ def parse_peers(value: str, backend: str) -> list[str]:
     """``auto`` (by backend), ``none``, or a comma-separated list of :data:`PEERS` names."""
     value = value.strip().lower()
     if value == "auto":
-        return list(AUTO_PEERS[backend])
+        return list(AUTO_PEERS[Backend(backend)])
     if value in ("none", ""):
         return []
     names = [name.strip() for name in value.split(",") if name.strip()]
@@ -289,7 +282,7 @@ def gpu_name() -> str:
 
 
 def device_name(backend: str) -> str:
-    return gpu_name() if backend == "gpu" else f"{cpu_name()} ({os.cpu_count()} CPUs)"
+    return gpu_name() if Backend(backend).on_gpu else f"{cpu_name()} ({os.cpu_count()} CPUs)"
 
 
 # ---------------------------------------------------------------------------- the benchmark
@@ -313,24 +306,27 @@ def _materialize(frame: Any, runtime: Any) -> Any:
     return persisted
 
 
-def input_array(edges: Any) -> np.ndarray:
-    """The edges of a path or generated graph as an ``(m, 2)`` int64 NumPy array, as an
-    in-process run reads them (:func:`dtri.input.frames.local_input`)."""
-    from dtri.input.frames import as_edge_frame, local_input
-    from dtri.prepared.inputs import concat_frames
+def edge_frame(edges: Any, backend: Backend) -> Any:
+    """The edges of a path (:func:`dtri.read_edges`) or a generated graph
+    (:func:`dtri.generated`) as a Dask DataFrame of ``backend``'s partitions."""
+    from dtri import read_edges
 
-    local = local_input(edges, Options())
-    if local is None or not local.parts:  # Parquet (its rows only)
-        return as_edge_frame(edges, "cpu").compute()[["src", "dst"]].to_numpy(np.int64)
-    whole = concat_frames(*dask.compute(*local.parts, scheduler="sync"))
-    return np.column_stack([whole.src, whole.dst])
+    frame = read_edges(edges, dataframe_backend=backend.frames) if isinstance(edges, str) \
+        else edges.frame(backend)
+    return frame.to_backend(backend.frames)
+
+
+def input_array(edges: Any) -> np.ndarray:
+    """The edges of a path or generated graph as an ``(m, 2)`` int64 NumPy array, read or
+    made by this process's threads."""
+    frame = edge_frame(edges, Backend.CPU).compute(scheduler="threads")
+    return np.column_stack([frame["src"].to_numpy(np.int64), frame["dst"].to_numpy(np.int64)])
 
 
 def bench_graph(graph: str, session: Any, repeat: int, seed: int,
                 peers: list[str]) -> dict[str, Any]:
     """One benchmark record (see the module docstring); runs in an open session."""
-    from dtri.api import prepare
-    from dtri.input.frames import as_edge_frame
+    from dtri import prepare
 
     runtime = session.runtime
     backend = runtime.backend
@@ -360,18 +356,20 @@ def bench_graph(graph: str, session: Any, repeat: int, seed: int,
         return best_result, best, best_memory
 
     result, end_to_end, memory = best_count(source)
-    if runtime.client is None and backend == "cpu":  # in process: an (m, 2) NumPy array
+    if runtime.client is None and not backend.on_gpu:  # in process: an (m, 2) NumPy array
         persisted: Any = input_array(source())
     else:
-        persisted = _materialize(as_edge_frame(source(), backend), runtime)
+        persisted = _materialize(edge_frame(source(), backend), runtime)
     in_memory_result, in_memory, in_memory_memory = best_count(lambda: persisted)
     utilisation = worker_utilisation(runtime, lambda: counted(persisted))
     if not peers:
-        table = None
+        columns = None
     elif isinstance(persisted, np.ndarray):
-        table = {"src": persisted[:, 0], "dst": persisted[:, 1]}
-    else:
+        columns = persisted[:, 0], persisted[:, 1]
+    else:  # pandas or cuDF: NumPy or CuPy arrays
         table = persisted.compute()
+        columns = table["src"].values, table["dst"].values
+        del table
     persisted = None  # release the workers' copy before the peers run
     if in_memory_result.triangles != result.triangles:
         raise BenchDisagreement(f"{graph}: dtri counted {result.triangles} triangles from the "
@@ -387,11 +385,10 @@ def bench_graph(graph: str, session: Any, repeat: int, seed: int,
         "device": device_name(backend),
         "backend": backend,
         "workers": result.workers,
-        "protocol": (runtime.client.scheduler.address.split("://")[0]
-                     if runtime.client is not None else None),
+        "protocol": result.protocol,
         "repeat": repeat,
         "memory_budget": result.memory_budget,
-        "caps": runtime.caps.sizes(),
+        "caps": result.caps,
         "dtri": {
             "end_to_end_seconds": round(end_to_end, 6),
             "stage_seconds": result.seconds,
@@ -404,9 +401,9 @@ def bench_graph(graph: str, session: Any, repeat: int, seed: int,
         },
         "peers": {},
     }
-    if table is not None:  # peers to run
-        edges = canonical_edges(column_to_array(table["src"]), column_to_array(table["dst"]))
-        del table
+    if columns is not None:  # peers to run
+        edges = canonical_edges(*columns)
+        del columns
         for name in peers:
             report = run_peer(name, edges, repeat)
             if "triangles" in report:
@@ -452,14 +449,13 @@ def run_bench(graphs: list[str], options: Options, emit: Callable[[dict[str, Any
     Raises :class:`BenchDisagreement` (after emitting the record) when a peer's count
     differs from dtri's.
     """
-    from dtri.api import Session
-    from dtri.input.generate import parse_spec
+    from dtri import Session
 
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
     for graph in graphs:
         if is_spec(graph):
-            parse_spec(graph)  # a bad spec fails before any work
+            generated_graph(graph)  # a bad spec fails before any work
     records = []
     with Session(options) as session:
         # nothing named: in this process (the graphs are prepared one at a time, on one GPU)

@@ -23,7 +23,7 @@ def test_an_interrupted_command_exits_130_in_one_line(monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_prepared", interrupted)
+    monkeypatch.setattr("dtri.prepare", interrupted)
     result = CliRunner().invoke(cli.main, ["count", KARATE])
     assert result.exit_code == 130
     assert result.stderr == "dtri: interrupted\n" and result.stdout == ""

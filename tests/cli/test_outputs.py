@@ -53,7 +53,7 @@ def no_input_read(monkeypatch):
     def read(*args, **kwargs):
         raise AssertionError("the input was read before the output was checked")
 
-    monkeypatch.setattr(cli, "_prepared", read)
+    monkeypatch.setattr("dtri.prepare", read)
     monkeypatch.setattr("dtri.input.generate.from_spec", read)
 
 

@@ -315,7 +315,7 @@ def test_the_command_starts_the_cuda_driver_before_it_reads_the_graph(driver, mo
         steps.append("prepared")
         raise dtri.ConfigurationError("stopped here")
 
-    monkeypatch.setattr(cli, "_prepared", prepared)
+    monkeypatch.setattr(dtri, "prepare", prepared)
     result = CliRunner().invoke(cli.main, ["count", "--generate", "rmat:4", "--backend",
                                            backend])
     assert result.exit_code == 2 and "stopped here" in result.output
