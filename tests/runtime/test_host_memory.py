@@ -40,10 +40,10 @@ def _least(line: str) -> int:
 # ------------------------------------------------------------------------------ the plan
 
 @pytest.mark.parametrize("backend,staged,budget,given", [
-    ("cpu", False, None, False),        # the budget follows the limit (a quarter)
-    ("cpu", False, 64 * MIB, True),     # --memory-budget
-    ("gpu", True, 8 << 30, False),      # host staging: page-locked pool, budget of the pool
-    ("gpu", False, 20 << 30, False),    # device staging: the tasks run on the GPU
+    (Backend.CPU, False, None, False),      # the budget follows the limit (a quarter)
+    (Backend.CPU, False, 64 * MIB, True),   # --memory-budget
+    (Backend.GPU, True, 8 << 30, False),    # host staging: page-locked pool, budget of the pool
+    (Backend.GPU, False, 20 << 30, False),  # device staging: the tasks run on the GPU
 ])
 def test_the_least_limit_named_is_the_least_that_works(backend, staged, budget, given):
     def plan(limit: int):
