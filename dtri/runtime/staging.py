@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from dtri.kernels.wire import unpack
 from dtri.options import STAGINGS, Backend
 
 CACHED_MIN_BYTES = 1 << 20
@@ -510,7 +511,7 @@ def folded(staging: Staging, combine: Callable[[Any, Any], Any], func: Callable[
     (a task that moves its own data: built with ``on_host``). Where the device runs out of
     memory (vertex-wide sums of a graph whose vertex arrays approach the budget), the sum so
     far moves to host memory and the items left are summed there (:func:`device_or_host`)."""
-    total, left = None, list(items)
+    total, left, on_host = None, list(items), False
     if staging.moves:
         try:
             on_device = tuple(staging.to_device(arg) for arg in args)
@@ -522,9 +523,11 @@ def folded(staging: Staging, combine: Callable[[Any, Any], Any], func: Callable[
         except MemoryError:
             on_device, value = (), None  # the device copies let go
             worker_state().cache.clear()
-            total = staging.to_host(total)
+            on_host = True  # unpacked: a packed value's header would send it to the device
+            total = None if total is None else staging.to_host(unpack(total))
             note_host_fallback()
     for item in left:
         value = func(item, *args)
+        value = staging.to_host(unpack(value)) if on_host else value
         total = value if total is None else combine(total, value)
     return total

@@ -340,7 +340,7 @@ def test_cupy_operators_import_what_a_saved_graph_imports_while_it_is_read(tmp_p
     import os
 
     premise = subprocess.run(
-        [sys.executable, "-c", "import sys, cupy; from dtri.runtime.session import "
+        [sys.executable, "-c", "import sys, cupy; from dtri.runtime.local_cluster import "
          "OPERATOR_MODULES as m; before = set(m) & set(sys.modules); cupy.arange(4) - 1; "
          "print(sorted(before), set(m) <= set(sys.modules))"],
         capture_output=True, text=True, timeout=300, check=False)
