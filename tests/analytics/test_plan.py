@@ -108,7 +108,7 @@ def plan_of(edges: np.ndarray, partitions: int = 3, task_budget: int = 1 << 30,
     if backend == "cpu":  # the wedge batches (auto's choice follows numba's loading)
         options.setdefault("join", "wedges")
     return build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
-                      backend=backend, task_budget=task_budget, **options)
+                      backend=Backend(backend), task_budget=task_budget, **options)
 
 
 def longest_list_bytes(edges: np.ndarray, partitions: int = 3,
@@ -340,7 +340,7 @@ def test_the_join_choice(monkeypatch):
     summary = partition_summary(pd.DataFrame({"src": [0, 0, 0], "dst": [1, 2, 3]}))
     monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_loaded", lambda: True)
     # once numba's kernels are loaded, the fused join is quicker at every size on both
-    for backend in ("cpu", "gpu"):
+    for backend in Backend:
         assert choose_join("auto", backend, summary) == "intersect"
         assert choose_join("wedges", backend, summary) == "wedges"
     # until they are, the CPU keeps the NumPy join for a small graph's first count
