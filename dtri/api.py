@@ -44,12 +44,11 @@ from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
 from dtri.prepared.graph import GraphData, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
 from dtri.prepared.saved import is_saved_graph
-from dtri.runtime.budget import given_budget
 from dtri.runtime.driver import start_cuda_driver
 from dtri.runtime.link import link_bandwidth
 from dtri.runtime.opened import Runtime
-from dtri.runtime.resolve import machine_room, named_placement, options_caps, runs_on_this_machine
-from dtri.runtime.session import open_runtime
+from dtri.runtime.resolve import machine_room, named_placement, options_caps
+from dtri.runtime.session import RunDecision, decide_run, open_runtime
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -207,10 +206,13 @@ class Session:
         (:func:`dtri.runtime.resolve.placement`), and under ``backend="auto"`` whether it
         uses the GPU: an input on the GPU does, and for a session of ``one_input`` (what
         :func:`prepare` opens for itself) one too small to gain from it does not."""
-        if self.runtime is None:
-            self.runtime = self._stack.enter_context(
-                open_runtime(self.options, input_on_gpu, input_rows, BYTES_PER_EDGE_IN_FLIGHT,
-                             one_input=one_input))
+        return self.runtime or self._open_by(decide_run(
+            self.options, input_on_gpu, input_rows, BYTES_PER_EDGE_IN_FLIGHT, one_input))
+
+    def _open_by(self, decision: RunDecision) -> Runtime:
+        """The session's runtime, opened as the run's ``decision`` says (made once, before:
+        :func:`dtri.runtime.session.decide_run`)."""
+        self.runtime = self._stack.enter_context(open_runtime(self.options, decision=decision))
         return self.runtime
 
     @property
@@ -388,22 +390,22 @@ def read_source(edges: Any, session: Session, chosen: Options, owned: bool) -> R
     an estimate that samples as it reads) takes as its input."""
     on_gpu = input_on_gpu(edges)
     opening = session.runtime is None
-    if isinstance(edges, GeneratedGraph) and (session.runtime is None
-                                              or session.runtime.client is None) \
-            and runs_on_this_machine(chosen):
+    local = local_input(edges, chosen) if session.local else None  # a generated graph's: lazy
+    decision = decide_run(session.options, on_gpu, local.rows if local is not None else
+                          known_rows(edges), BYTES_PER_EDGE_IN_FLIGHT, owned) if opening else None
+    if isinstance(edges, GeneratedGraph) and (decision.on_this_machine if decision is not None
+                                              else session.local):
         edges.check_fits(*machine_room(chosen))
-    local = local_input(edges, chosen) if session.local else None
-    given = given_budget(chosen)
+    given = decision.given if decision is not None else None
     early_plan, early_rows = None, _task_rows(given.per_task if given else None)
-    if opening and given is not None:  # the budget checked before a cluster
+    if given is not None:  # the budget checked before a cluster
         if local is None:
             early_plan = read_plan(edges, chosen, early_rows)
         # text files' rows are estimated from their sizes; Parquet's (no parts) are known
         rows, estimated = (local.rows, is_path_like(edges) and bool(local.parts)) \
             if local is not None else planned_rows(edges, early_plan)
         check_budget(rows, estimated, given)
-    runtime = session.open(on_gpu, local.rows if local is not None else known_rows(edges),
-                           one_input=owned)
+    runtime = session._open_by(decision) if decision is not None else session.open()
     if local is not None and local.parts and runtime.client is None:
         return ReadSource(local.on(runtime.backend), runtime, local.rows, is_path_like(edges))
     max_rows = _task_rows(runtime.budget.per_task)
@@ -501,13 +503,13 @@ def write_generated(spec: str, output: str, *, seed: int = 0, partitions: int | 
     the number of files written."""
     from dtri.input.generate import from_spec
     from dtri.output import reserve_output
-    from dtri.runtime.resolve import resolve_backend
+    from dtri.runtime.resolve import choose_backend
 
     if format not in GENERATED_FORMATS:
         raise ConfigurationError(f"format must be one of {', '.join(GENERATED_FORMATS)}, got "
                                  f"{format!r}")
     with reserve_output(output) as folder:
-        chosen = resolve_backend(backend, False)
+        chosen = choose_backend(backend, False)[0]
         frame = from_spec(spec, seed=seed, npartitions=partitions, backend=chosen)
         options = Options(backend=chosen, scheduler=None if scheduler_file else scheduler,
                           scheduler_file=scheduler_file)

@@ -175,6 +175,7 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
         memory_budget=plan.memory_budget, decomposition=spread.kind, seconds=seconds,
         plan={**plan.to_dict(), "choices": graph.choices(),
               "placement": graph.runtime.reason, "decomposition": spread.to_dict(),
+              "run": graph.runtime.decision and graph.runtime.decision.to_dict(),
               "wire_format": graph.runtime.wire_format,
               "wire_reason": graph.runtime.wire_reason,
               "moved_prepare": graph.predicted_moves(),

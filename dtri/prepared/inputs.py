@@ -140,9 +140,9 @@ def check_budget(rows: int | None, estimated: bool, budget: Budget | None,
     """Refuse, up front and in one line, a ``budget`` below the minimum for ``rows`` input
     edges (:func:`minimum_budget`), naming the least ``--memory-budget`` or, where the
     budget follows the workers' memory (of ``runtime``), the least ``--rmm-pool-size`` /
-    ``--memory-limit``. Before a runtime is opened only a given budget is checked
-    (:func:`dtri.runtime.budget.given_budget`; ``None`` where there is none): a task gets at
-    most that."""
+    ``--memory-limit``. Before a runtime is opened only the budget given in the run's
+    decision is checked (:attr:`dtri.runtime.resolve.RunDecision.given`; ``None`` where there
+    is none): a task gets at most that."""
     if not rows or budget is None:
         return
     from dask.utils import format_bytes

@@ -8,11 +8,12 @@ on the CPU (the machine's memory where none is given). The share is a quarter, a
 host staging on GPU workers, where the device holds only the running task and the device
 cache between tasks.
 
-This module is the only one that reads ``--memory-budget``. :func:`resolve_budget` turns it,
-with the workers' memory, threads and staging, into a :class:`Budget`, once when the runtime
-opens (:attr:`dtri.runtime.opened.Runtime.budget`); everything below reads that record. Before
-the workers are known, :func:`given_budget` is what the option alone says, and the local
-cluster that dtri starts is shaped from the same formula (:func:`worker_budget`).
+This module is the only one that reads ``--memory-budget``: :func:`given_budget`, what the
+option alone says, goes into the run's decision before anything starts
+(:attr:`dtri.runtime.resolve.RunDecision.given`). :func:`resolve_budget` turns it, with the
+workers' memory, threads and staging, into a :class:`Budget`, once the runtime opens
+(:attr:`dtri.runtime.opened.Runtime.budget`); everything below reads that. The local cluster
+that dtri starts is shaped, and a run placed, by the same function.
 
 :data:`TASK_SHARES` declares how much of one task's budget each stage may give to one thing.
 """
@@ -98,11 +99,6 @@ class Budget:
         return {"per_worker": self.per_worker, "per_task": self.per_task, "given": self.given}
 
 
-def budget_fraction(staging: Staging) -> float:
-    """Share of a worker's memory its default budget takes under ``staging``."""
-    return STAGED_BUDGET_FRACTION if staging.moves else DEFAULT_BUDGET_FRACTION
-
-
 def given_budget(options: Options) -> Budget | None:
     """What ``--memory-budget`` alone says, before the workers are known: a worker, and so
     one task, plans for at most that. ``None`` where it is not given."""
@@ -111,25 +107,17 @@ def given_budget(options: Options) -> Budget | None:
     return Budget(options.memory_budget, options.memory_budget, True)
 
 
-def worker_budget(given: Budget | None, memory: int | Callable[[], int],
-                  staging: Staging) -> int:
-    """Bytes one worker plans for: the ``given`` budget, else the staging's share
-    (:func:`budget_fraction`) of the worker's ``memory`` (a callable is called only where
-    it is needed)."""
-    if given is not None:
-        return given.per_worker
-    return int((memory() if callable(memory) else memory) * budget_fraction(staging))
-
-
 def resolve_budget(given: Budget | None, memory: int | Callable[[], int], threads: int,
                    staging: Staging) -> Budget:
-    """The :class:`Budget` of workers of ``memory`` bytes and ``threads`` threads each,
-    whose stage results wait where ``staging`` says, with the ``given`` budget
-    (:func:`given_budget`) or without."""
+    """The :class:`Budget` of workers of ``memory`` bytes (a callable is called only where it
+    is needed) and ``threads`` threads each, whose stage results wait where ``staging`` says:
+    the ``given`` budget (:func:`given_budget`), else the staging's share of their memory
+    (the only place that share is applied)."""
+    share = STAGED_BUDGET_FRACTION if staging.moves else DEFAULT_BUDGET_FRACTION
+    per_worker = given.per_worker if given is not None else \
+        int((memory() if callable(memory) else memory) * share)
     threads = max(1, threads)
-    per_worker = worker_budget(given, memory, staging)
-    return Budget(per_worker, max(1, per_worker // threads), given is not None,
-                  budget_fraction(staging), threads)
+    return Budget(per_worker, max(1, per_worker // threads), given is not None, share, threads)
 
 
 MAX_PLAN_TASKS = "dtri.max-plan-tasks"

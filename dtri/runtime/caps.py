@@ -14,10 +14,7 @@ from dtri.options import (
     RMM_ALIGNMENT,
     Backend,
 )
-from dtri.runtime.budget import (
-    Budget,
-    worker_budget,
-)
+from dtri.runtime.budget import Budget, resolve_budget
 from dtri.runtime.staging import (
     Staging,
 )
@@ -133,7 +130,7 @@ def resolve_caps(caps: MemoryCaps, backend: Backend, given: Budget | None) -> Me
     device = caps.device_memory_limit
     if device is None:
         device = default_device_memory_limit(
-            pool, worker_budget(given, pool, Staging("device", Backend(backend))))
+            pool, resolve_budget(given, pool, 1, Staging("device", Backend(backend))).per_worker)
     elif device >= pool:
         raise ConfigurationError(
             f"--device-memory-limit {format_bytes(device)} is not below --rmm-pool-size "

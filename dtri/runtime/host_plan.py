@@ -37,9 +37,9 @@ starts, in one line naming the least ``--memory-limit`` (:func:`host_plan`).
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
 from dask.utils import format_bytes, parse_bytes
@@ -47,6 +47,9 @@ from dask.utils import format_bytes, parse_bytes
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.options import Backend
+
+if TYPE_CHECKING:
+    from dtri.runtime.budget import Budget
 
 WORKER_OVERHEAD = {"cpu": "dtri.worker-overhead-cpu", "gpu": "dtri.worker-overhead-gpu"}
 """``dask.config`` keys: a worker process's resident memory that no spilling frees, by
@@ -97,39 +100,34 @@ class HostPlan:
         return {**asdict(self), "stored": self.stored}
 
 
-def host_plan(limit: int, backend: Backend, host_staged: bool, task_budget: int,
-              threads: int, budget_given: bool, budget_fraction: float) -> HostPlan:
+def host_plan(limit: int, backend: Backend, host_staged: bool,
+              budget_of: Callable[[int], Budget]) -> HostPlan:
     """The plan of a worker with this host memory ``limit``; refuses, in one line naming
     the least ``--memory-limit``, a limit whose stored results could not hold one task's
-    inputs. ``task_budget`` is the worker's memory budget (shared by its ``threads``);
-    ``budget_given``: it is ``--memory-budget``, else it follows the limit
-    (``budget_fraction`` of it) on the CPU; on the GPU it follows the GPU's memory.
-    ``host_staged``: GPU workers under host staging, whose page-locked pool holds the budget
-    (the running tasks' results)."""
+    inputs. ``budget_of(limit)``: the budget of a worker of that limit (resolved by
+    :func:`dtri.runtime.budget.resolve_budget`: on the CPU, without ``--memory-budget``, it
+    follows the limit). ``host_staged``: GPU workers under host staging, whose page-locked
+    pool holds the budget (the running tasks' results)."""
     overhead = worker_overhead(backend)
     on_host = not backend.on_gpu or host_staged
-    follows = not backend.on_gpu and not budget_given
-    threads = max(1, threads)
 
     def plan(size: int) -> HostPlan:
-        budget = int(size * budget_fraction) if follows else task_budget
-        tasks = budget if on_host else 0
-        staging = budget if host_staged else 0
-        return HostPlan(size, overhead, staging, tasks, budget // threads)
+        budget = budget_of(size)
+        return HostPlan(size, overhead, budget.per_worker if host_staged else 0,
+                        budget.per_worker if on_host else 0, budget.per_task)
+
+    def fits(mebibytes: int) -> bool:  # the stored results grow with the limit
+        return (sized := plan(mebibytes * MEGABYTE)).stored >= sized.task_budget
 
     chosen = plan(limit)
     if chosen.stored >= chosen.task_budget:
         return chosen
-    # the least limit: overhead + staging + tasks + a task's share, each fixed or a
-    # fraction of L (the CPU's budget that follows the limit, where nothing is staged)
-    scale = budget_fraction * (1 + 1 / threads) if follows else 0.0
-    fixed = 0 if follows else ((task_budget if on_host else 0) + chosen.staging
-                               + task_budget // threads)
-    least = math.ceil((overhead + fixed) / max(1e-9, 1 - scale) / MEGABYTE) * MEGABYTE
-    while plan(least).stored < plan(least).task_budget:
-        least += MEGABYTE
-    while least > MEGABYTE and plan(least - MEGABYTE).stored >= plan(least - MEGABYTE).task_budget:
-        least -= MEGABYTE
+    low, least = 0, max(1, limit // MEGABYTE)  # the least limit: in whole MiB, bisected
+    while not fits(least):
+        low, least = least, 2 * least
+    while least - low > 1:
+        middle = (low + least) // 2
+        low, least = (low, middle) if fits(middle) else (middle, least)
     kind = "GPU" if backend.on_gpu else "CPU"
     parts = [f"{format_bytes(overhead)} of a {kind} worker's own ({WORKER_OVERHEAD[backend]})"]
     if chosen.staging:
@@ -139,4 +137,4 @@ def host_plan(limit: int, backend: Backend, host_staged: bool, task_budget: int,
     parts.append(f"{format_bytes(chosen.task_budget)} of stored results (a task's inputs)")
     raise ConfigurationError(
         f"--memory-limit {format_bytes(limit)} is below what a worker needs: "
-        f"{' + '.join(parts)}; give --memory-limit {least // MEGABYTE}MiB or more")
+        f"{' + '.join(parts)}; give --memory-limit {least}MiB or more")

@@ -133,14 +133,12 @@ def local_host_plan(backend: Backend, caps: MemoryCaps, given: Budget | None,
     without a limit. ``caps`` must have been through :func:`resolve_caps`; the workers run
     one thread each, and plan for the budget they will have (:func:`dtri.runtime.budget.
     resolve_budget`: the ``given`` one, else a share of the GPU's memory or of the limit)."""
-    limit = caps.memory_limit
-    if limit is None:
+    if caps.memory_limit is None:
         return None
     staged = resolve_staging(staging, backend, caps.rmm_pool_size is not None)
-    memory = limit if not backend.on_gpu else (lambda: caps.rmm_pool_size or _device_memory())
-    budget = resolve_budget(given, memory, 1, staged)
-    return host_plan(limit, backend, staged.moves, budget.per_worker, threads=1,
-                     budget_given=budget.given, budget_fraction=budget.share_of_memory)
+    device = functools.cache(lambda: caps.rmm_pool_size or _device_memory())
+    return host_plan(caps.memory_limit, backend, staged.moves, lambda limit: resolve_budget(
+        given, device if backend.on_gpu else limit, 1, staged))
 
 
 IMPORTED_AHEAD = {"cpu": ("pandas", "dask.dataframe"), "gpu": ("pandas", "cudf", "dask_cudf")}

@@ -4,6 +4,7 @@ to know of it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from dask.utils import format_bytes
@@ -11,16 +12,13 @@ from dask.utils import format_bytes
 from dtri.options import (
     Backend,
 )
-from dtri.runtime.budget import (
-    Budget,
-    resolve_budget,
-)
+from dtri.runtime.budget import Budget, resolve_budget
 from dtri.runtime.caps import MemoryCaps
 from dtri.runtime.host_meter import read_host_peaks
 from dtri.runtime.host_plan import HostPlan
 from dtri.runtime.meter import MeasuredMemory, StageMeter, local_stage_peaks
 from dtri.runtime.readings import read_readings
-from dtri.runtime.resolve import _synchronize_device
+from dtri.runtime.resolve import RunDecision, _synchronize_device
 from dtri.runtime.scaling import WorkerChoice
 from dtri.runtime.staging import (
     Staging,
@@ -55,9 +53,9 @@ class Runtime:
     staged: str = "device"
     """Where stage results wait between tasks, ``host`` or ``device``
     (:func:`dtri.runtime.staging.resolve_staging`): :attr:`staging`."""
-    budget: Budget = None  # type: ignore[assignment]  # resolved in __post_init__ if not given
-    """The memory one worker and one task plan for (:mod:`dtri.runtime.budget`), resolved
-    when the runtime opens; made here without ``--memory-budget`` where none is given."""
+    decision: RunDecision | None = None
+    """What the run decided before it opened (:func:`dtri.runtime.session.decide_run`);
+    ``None`` for a runtime made directly, as if no option was given."""
     meter: StageMeter | None = None
     """The stage meter of this process, where a local Dask scheduler runs the tasks here and
     something is measured (on a cluster each worker has its own: :mod:`dtri.runtime.meter`)."""
@@ -112,9 +110,14 @@ class Runtime:
                                           self.client is None or self.eager)
             object.__setattr__(self, "wire_format", fmt)
             object.__setattr__(self, "wire_reason", why)
-        if self.budget is None:
-            object.__setattr__(self, "budget", resolve_budget(
-                None, self.worker_memory, self.threads_per_worker, self.staging))
+
+    @cached_property
+    def budget(self) -> Budget:
+        """The memory one worker and one task plan for (:mod:`dtri.runtime.budget`), resolved
+        here only, once the workers are known: the budget given in the :attr:`decision`, else
+        a share of the workers' memory, for their threads and staging."""
+        given = self.decision.given if self.decision is not None else None
+        return resolve_budget(given, self.worker_memory, self.threads_per_worker, self.staging)
 
     @property
     def staging(self) -> Staging:

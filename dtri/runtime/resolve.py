@@ -1,13 +1,17 @@
-"""What this machine has and where a run goes: the backend (:func:`choose_backend`), the
-protocol, the memory this machine offers and the placement of a run (:func:`placement`):
-in this process, on a local cluster to start, or on a running one."""
+"""What this machine has (:func:`machine_facts`) and where a run goes: the backend
+(:func:`choose_backend`), the protocol, the memory this machine offers and the placement of a
+run (:func:`placement`): in this process, on a local cluster to start, or on a running one.
+A run's decisions are made once, before anything starts, into one :class:`RunDecision`
+(:func:`dtri.runtime.session.decide_run`)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +27,7 @@ from dtri.options import (
     Backend,
     Options,
 )
-from dtri.runtime.budget import (
-    given_budget,
-    worker_budget,
-)
+from dtri.runtime.budget import Budget, resolve_budget
 from dtri.runtime.caps import MemoryCaps, memory_caps
 from dtri.runtime.driver import gpu_modules_installed
 from dtri.runtime.staging import (
@@ -111,14 +112,41 @@ def gpu_min_edges() -> int:
     return int(dask.config.get(GPU_MIN_EDGES))
 
 
-def choose_backend(requested: str, input_on_gpu: bool, rows: int | None = None
-                   ) -> tuple[Backend, str]:
+@dataclass(frozen=True)
+class MachineFacts:
+    """What a run's decisions read of this machine and process (:func:`machine_facts`), so
+    that the decisions themselves are pure: a test gives its own. The costly ones are read
+    only where a decision needs them (a GPU's memory costs a CUDA context). ``memory``: this
+    machine's, in bytes; ``scheduler_address``: ``DASK_SCHEDULER_ADDRESS``, where set."""
+
+    gpu_usable: Callable[[], bool]
+    device_memory: Callable[[], int]
+    device_name: Callable[[], str]
+    visible_gpus: Callable[[], int]
+    ucx: Callable[[], bool]
+    memory: int
+    active_client: bool
+    scheduler_address: str | None
+
+
+def machine_facts() -> MachineFacts:
+    """This machine's :class:`MachineFacts`; each costly one is read once, when first
+    needed."""
+    once = functools.cache
+    return MachineFacts(once(gpu_available), once(_device_memory), once(_device_name),
+                        once(_visible_gpus), once(ucx_available), psutil.virtual_memory().total,
+                        active_client() is not None, os.environ.get("DASK_SCHEDULER_ADDRESS"))
+
+
+def choose_backend(requested: str, input_on_gpu: bool, rows: int | None = None,
+                   facts: MachineFacts | None = None) -> tuple[Backend, str]:
     """The :class:`~dtri.options.Backend` for a requested ``auto``/``cpu``/``gpu`` (checked
     by :class:`~dtri.options.Options`) and an input of ``rows`` edges (``None``: not known
-    before it is read), with one line on why."""
+    before it is read) on this machine (``facts``), with one line on why."""
     asked = None if requested == "auto" else Backend(requested)
+    gpu_usable = (facts or machine_facts()).gpu_usable
     if asked is Backend.GPU or (asked is None and input_on_gpu):
-        if not gpu_available():
+        if not gpu_usable():
             raise ConfigurationError(
                 "the GPU backend needs cuDF, dask-cuDF, dask-cuda and CuPy with a visible GPU "
                 '(pip install "dtri[cuda13]"); use --backend cpu to run on pandas'
@@ -127,18 +155,13 @@ def choose_backend(requested: str, input_on_gpu: bool, rows: int | None = None
                              else "auto: the input is on the GPU")
     if asked is Backend.CPU:
         return Backend.CPU, "--backend cpu"
-    if not gpu_available():
+    if not gpu_usable():
         return Backend.CPU, "auto: no usable GPU"
     smallest = gpu_min_edges()
     if rows is not None and rows < smallest:
         return Backend.CPU, (f"auto: {rows} edges, fewer than {GPU_MIN_EDGES} = {smallest}, "
                              "below which the CPU measured faster")
     return Backend.GPU, "auto: a usable GPU"
-
-
-def resolve_backend(requested: str, input_on_gpu: bool, rows: int | None = None) -> Backend:
-    """``cpu`` or ``gpu`` for a requested ``auto``/``cpu``/``gpu`` (:func:`choose_backend`)."""
-    return choose_backend(requested, input_on_gpu, rows)[0]
 
 
 def active_client() -> Any:
@@ -190,31 +213,36 @@ class ProtocolChoice:
     """``tcp`` or ``ucx``."""
     note: str | None = None
     """One line for the user, with the command that would give the better comms."""
+    reason: str = ""
+    """One line on why these comms."""
 
 
-def resolve_protocol(requested: str, backend: Backend, workers: int | None) -> ProtocolChoice:
+def resolve_protocol(requested: str, backend: Backend, workers: int | None,
+                     facts: MachineFacts | None = None) -> ProtocolChoice:
     """``tcp`` or ``ucx`` for an embedded cluster. ``auto`` picks UCX for several GPU workers
     when it is installed: Dask's TCP comm moves GPU data at about 1 GB/s through host memory,
     UCX over NVLink at about 100 GB/s (measured on 4 H200, examples/benchmarks/README.md).
     Where it is not installed, ``auto`` takes TCP, and the choice's note says so with the
     command that installs it."""
+    facts = facts or machine_facts()
     if requested not in PROTOCOLS:
         raise ConfigurationError(
             f"protocol must be one of {', '.join(PROTOCOLS)}, got {requested!r}")
-    if requested == "ucx" and not ucx_available():
+    if requested == "ucx" and not facts.ucx():
         raise ConfigurationError(
             f"the UCX protocol needs distributed-ucxx (pip install {ucx_package()}); "
             "use --protocol tcp")
     if requested != "auto":
-        return ProtocolChoice(requested)
-    several = (workers or (_visible_gpus() if backend.on_gpu else 1)) > 1
+        return ProtocolChoice(requested, reason=f"--protocol {requested}")
+    several = (workers or (facts.visible_gpus() if backend.on_gpu else 1)) > 1
     if not backend.on_gpu or not several:
-        return ProtocolChoice("tcp")
-    if ucx_available():
-        return ProtocolChoice("ucx")
-    return ProtocolChoice("tcp", (
-        "the GPU workers talk TCP, through host memory: distributed-ucxx is not installed "
-        f"(pip install {ucx_package()} for UCX over NVLink)"))
+        return ProtocolChoice("tcp", reason="auto: CPU workers" if not backend.on_gpu
+                              else "auto: one GPU worker")
+    if facts.ucx():
+        return ProtocolChoice("ucx", reason="auto: several GPU workers, and distributed-ucxx")
+    note = ("the GPU workers talk TCP, through host memory: distributed-ucxx is not installed "
+            f"(pip install {ucx_package()} for UCX over NVLink)")
+    return ProtocolChoice("tcp", note, f"auto: {note}")
 
 
 def _synchronize_device() -> None:
@@ -245,22 +273,13 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def in_process_budget(backend: Backend = Backend.CPU, staging: str = "auto") -> int:
+def in_process_budget(backend: Backend, staging: str, facts: MachineFacts) -> int:
     """Bytes one task of an in-process run may plan for by default: the share of this
-    machine's memory, or of the current GPU's, that a worker's budget takes under the
-    ``staging`` asked for (:func:`dtri.runtime.budget.resolve_budget`; a quarter but for
-    host staging on the GPU)."""
-    memory = _device_memory() if backend.on_gpu else psutil.virtual_memory().total
-    return worker_budget(None, memory, resolve_staging(staging, backend, capped=False))
-
-
-def runs_on_this_machine(options: Options) -> bool:
-    """Whether ``options`` run on this machine (in this process or on a local cluster that
-    dtri starts), not on a running cluster (named, or the active client's)."""
-    address = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    if address in LOCAL_SCHEDULERS:
-        return True
-    return not (address or options.scheduler_file) and active_client() is None
+    machine's memory, or of the current GPU's (``facts``), that a worker's budget takes
+    under the ``staging`` asked for (:func:`dtri.runtime.budget.resolve_budget`; a quarter
+    but for host staging on the GPU)."""
+    memory = facts.device_memory if backend.on_gpu else facts.memory
+    return resolve_budget(None, memory, 1, resolve_staging(staging, backend, False)).per_worker
 
 
 def machine_room(options: Options) -> tuple[int, str]:
@@ -287,16 +306,18 @@ def options_caps(options: Options) -> MemoryCaps:
                        options.rmm_pool_size, options.spill_directory)
 
 
-def named_placement(options: Options, caps: MemoryCaps) -> tuple[str | None, str] | None:
+def named_placement(options: Options, caps: MemoryCaps, facts: MachineFacts | None = None
+                    ) -> tuple[str | None, str] | None:
     """Where ``options`` (with their ``caps``) send a run whatever its input, as
-    :func:`placement` gives it; ``None`` where they name nothing and no client is active,
-    so that the input's size decides."""
-    scheduler = options.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    :func:`placement` gives it; ``None`` where they name nothing and no client is active
+    (``facts``), so that the input's size decides."""
+    facts = facts or machine_facts()
+    scheduler = options.scheduler or facts.scheduler_address
     if scheduler in LOCAL_SCHEDULERS:
         return scheduler, f"in this process, on Dask's {scheduler} scheduler (--scheduler)"
     if scheduler or options.scheduler_file:
         return scheduler, f"the Dask cluster at {scheduler or options.scheduler_file}"
-    active = active_client() is not None
+    active = facts.active_client
     if options.worker_count is not None:
         if active:  # its first workers: _describe_client
             return None, (f"the active distributed.Client's cluster, {options.worker_count} "
@@ -309,15 +330,17 @@ def named_placement(options: Options, caps: MemoryCaps) -> tuple[str | None, str
     return None
 
 
-def placement(options: Options, backend: Backend, caps: MemoryCaps, input_rows: int | None,
-              row_bytes: int) -> tuple[str | None, str]:
-    """Where a run goes: a scheduler (an address, a local scheduler's name, or ``None`` for
-    a cluster to start or the active client's), with one line on why. With nothing named, a
-    run whose input fits one task's budget (``input_rows`` of ``row_bytes`` each; ``None``:
-    not known before it is read) runs in this process, on the CPU or the current GPU. The
-    budget is the default share of the machine's or the GPU's memory
-    (:func:`in_process_budget`), or ``--memory-budget`` where that is larger: the user's word
-    that one task may plan for it (a smaller one still runs here, in more partitions).
+def placement(options: Options, backend: Backend, caps: MemoryCaps, given: Budget | None,
+              input_rows: int | None, row_bytes: int, facts: MachineFacts
+              ) -> tuple[str | None, str]:
+    """Where a run goes on this machine (``facts``): a scheduler (an address, a local
+    scheduler's name, or ``None`` for a cluster to start or the active client's), with one
+    line on why. With nothing named, a run whose input fits one task's budget (``input_rows``
+    of ``row_bytes`` each; ``None``: not known before it is read) runs in this process, on
+    the CPU or the current GPU. The budget is the default share of the machine's or the GPU's
+    memory (:func:`in_process_budget`), or the ``given`` one (``--memory-budget``) where that
+    is larger: the user's word that one task may plan for it (a smaller one still runs here,
+    in more partitions).
 
     On the GPU a larger input runs in this process too, in tasks of that budget, where the
     current GPU holds the whole graph (:data:`IN_PROCESS_GPU_BYTES_PER_ROW`): starting a local
@@ -325,24 +348,23 @@ def placement(options: Options, backend: Backend, caps: MemoryCaps, input_rows: 
     --backend gpu`` in a new process took 3.80 s in this process against 14.73 s with
     ``--workers 1`` (``placement-h100.jsonl``); two H100s over UCX count R-MAT 26 from their
     memory in 1.66 s against one's 2.48 s (``multi-gpu-head-h100x2.jsonl``)."""
-    if (named := named_placement(options, caps)) is not None:
+    if (named := named_placement(options, caps, facts)) is not None:
         return named
     if input_rows is None:
         return None, "a local cluster: the input's size is not known before it is read"
-    given = given_budget(options)
-    default = in_process_budget(backend, options.staging)
+    default = in_process_budget(backend, options.staging, facts)
     budget = max(given.per_task if given else 0, default)
     if input_rows * row_bytes > budget:
         if backend.on_gpu and (held := input_rows * int(dask.config.get(
-                IN_PROCESS_GPU_BYTES_PER_ROW))) <= (memory := _device_memory()):
+                IN_PROCESS_GPU_BYTES_PER_ROW))) <= (memory := facts.device_memory()):
             return "synchronous", (
-                f"this process, on {_device_name()}, no cluster: the graph ({input_rows} edges, "
-                f"{format_bytes(held)} at {IN_PROCESS_GPU_BYTES_PER_ROW}) fits its memory "
+                f"this process, on {facts.device_name()}, no cluster: the graph ({input_rows} "
+                f"edges, {format_bytes(held)} at {IN_PROCESS_GPU_BYTES_PER_ROW}) fits its memory "
                 f"({format_bytes(memory)}), in tasks of {format_bytes(budget)}; a local "
                 "cluster's start costs more than more GPUs save")
         return None, (f"a local cluster: {input_rows} edges need more than one task's budget "
                       f"in this process ({format_bytes(budget)})")
-    where = "this process" if not backend.on_gpu else f"this process, on {_device_name()}"
+    where = "this process" if not backend.on_gpu else f"this process, on {facts.device_name()}"
     fits = f"fits one task's budget ({format_bytes(budget)})"
     if given is not None and given.per_task < budget:
         fits = (f"fits the default budget of the {'GPU' if backend == 'gpu' else 'machine'}'s "
@@ -350,3 +372,50 @@ def placement(options: Options, backend: Backend, caps: MemoryCaps, input_rows: 
                 f"{format_bytes(given.per_task)}")
     return "synchronous", (f"{where}, no cluster: the input ({input_rows} edges or fewer) "
                            f"{fits}")
+
+
+@dataclass(frozen=True)
+class RunDecision:
+    """What a run decided, once, before anything starts (:func:`dtri.runtime.session.
+    decide_run`), each choice with one line on why. The runtime carries it
+    (:attr:`dtri.runtime.opened.Runtime.decision`), and what comes later reads it, not the
+    options. ``given``: the budget as given (``--memory-budget``; ``None``: a share of the
+    workers' memory, resolved once they are known: :attr:`~dtri.runtime.opened.Runtime.
+    budget`); ``caps``: the local cluster's, checked and completed (:func:`~dtri.runtime.caps.
+    resolve_caps`); ``staging``: as asked, resolved against the workers' caps; ``scheduler``:
+    :func:`placement`'s; ``protocol``: the comms of the cluster that dtri starts (``None``
+    where it starts none); ``input_rows``: the first input's (``None``: not known)."""
+
+    backend: Backend
+    backend_reason: str
+    given: Budget | None
+    budget_reason: str
+    caps: MemoryCaps
+    caps_reason: str
+    staging: str
+    staging_reason: str
+    scheduler: str | None
+    scheduler_file: str | None
+    workers: int | None
+    placement_reason: str
+    protocol: ProtocolChoice | None
+    input_rows: int | None
+    row_bytes: int
+
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether the run goes to this process or to a local cluster that dtri starts."""
+        return self.scheduler in LOCAL_SCHEDULERS or self.protocol is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain data (``--explain``): each choice, with its reason."""
+        where = {"scheduler": self.scheduler, "scheduler_file": self.scheduler_file,
+                 "workers": self.workers}
+        return {name: {"value": value, "reason": reason} for name, value, reason in (
+            ("backend", self.backend, self.backend_reason),
+            ("budget", self.given and self.given.per_worker, self.budget_reason),
+            ("caps", self.caps.to_dict(), self.caps_reason),
+            ("staging", self.staging, self.staging_reason),
+            ("placement", where, self.placement_reason),
+            ("protocol", self.protocol and self.protocol.name,
+             self.protocol.reason if self.protocol else "dtri starts no cluster"))}

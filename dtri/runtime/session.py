@@ -20,13 +20,14 @@
   which workers spill stored results to disk, and on GPU workers a device memory limit above
   which dask-cuda moves them to host memory and an RMM pool that caps the GPU memory dtri uses.
 
-:func:`open_runtime` opens all of it from the run's :class:`~dtri.options.Options` and yields a
-:class:`Runtime`: what the planner and the task builders need to know of it.
+:func:`decide_run` decides all of it, once, from the run's :class:`~dtri.options.Options`, its
+input and this machine's facts, before anything starts; :func:`open_runtime` then only starts
+or connects to what it names, and yields a :class:`Runtime` that carries the decision: what
+the planner and the task builders need to know of it.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -37,6 +38,7 @@ from typing import Any
 
 import dask
 import psutil
+from dask.utils import format_bytes
 
 import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
@@ -45,12 +47,7 @@ from dtri.options import (
     Backend,
     Options,
 )
-from dtri.runtime.budget import (
-    TASK_SHARES,
-    Budget,
-    given_budget,
-    resolve_budget,
-)
+from dtri.runtime.budget import TASK_SHARES, given_budget
 from dtri.runtime.caps import MemoryCaps, resolve_caps
 from dtri.runtime.compat import lift_cached_property_locks
 from dtri.runtime.connect import (
@@ -78,10 +75,12 @@ from dtri.runtime.local_cluster import (
 from dtri.runtime.meter import StageMeter
 from dtri.runtime.opened import Runtime
 from dtri.runtime.resolve import (
-    ProtocolChoice,
+    MachineFacts,
+    RunDecision,
     _device_memory,
     active_client,
     choose_backend,
+    machine_facts,
     options_caps,
     placement,
     resolve_protocol,
@@ -104,47 +103,75 @@ Runs on the synchronous scheduler set it to this process's cores: one task runs 
 so the kernel has them all; elsewhere tasks run side by side, one per worker thread."""
 
 
+def decide_run(options: Options, input_on_gpu: bool = False, input_rows: int | None = 0,
+               row_bytes: int = 0, one_input: bool = True,
+               facts: MachineFacts | None = None) -> RunDecision:
+    """The run's decisions (:class:`RunDecision`), made once before anything starts, from
+    ``options``, the input (on the GPU or not; ``input_rows`` edges of ``row_bytes`` each,
+    ``None``: not known before it is read) and this machine's ``facts`` (read here where not
+    given: :func:`machine_facts`). Pure: it starts, connects to and reads nothing.
+
+    Under ``auto`` the backend is the GPU when the input is on it, or when a GPU is usable
+    and, for a run of ``one_input``, the input has at least :func:`gpu_min_edges` edges (a
+    session's later graphs may be larger than its first). ``options.protocol`` and the
+    memory caps apply to a cluster started here; caps given for another raise
+    :class:`ConfigurationError`."""
+    facts = facts or machine_facts()
+    backend, backend_reason = choose_backend(options.backend, input_on_gpu,
+                                             input_rows if one_input else None, facts)
+    asked: MemoryCaps = options_caps(options)  # the caps as given, then completed
+    given = given_budget(options)
+    scheduler, reason = placement(options, backend, asked, given, input_rows, row_bytes, facts)
+    caps = resolve_caps(asked, backend, given)
+    where = scheduler or options.scheduler_file
+    if scheduler in LOCAL_SCHEDULERS:
+        _refuse_caps_for(caps, f"--scheduler {scheduler} (no workers)")
+    elif where:
+        _refuse_caps_for(caps, f"the cluster at {where}")
+    elif facts.active_client:
+        _refuse_caps_for(caps, "the active distributed.Client's cluster")
+    return RunDecision(
+        backend, backend_reason, given,
+        f"--memory-budget {format_bytes(given.per_worker)} a worker" if given else
+        "a share of each worker's memory, resolved once the workers are known",
+        caps, f"{', '.join(asked.given())}: the local cluster's" if asked.given() else "none",
+        options.staging, f"--staging {options.staging}" if options.staging != "auto" else
+        "auto: host on GPU workers under an RMM pool, else device", scheduler,
+        options.scheduler_file, options.worker_count, reason,
+        None if where or facts.active_client else
+        resolve_protocol(options.protocol, backend, options.worker_count, facts),
+        input_rows, row_bytes)
+
+
 @contextmanager
 def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int | None = 0,
-                 row_bytes: int = 0, *, one_input: bool = True) -> Iterator[Runtime]:
-    """Connect to (or start) the Dask scheduler that ``options`` name; close what was started
-    here when the block ends. Where they name none, a run whose input fits one task
-    (``input_rows`` edges of ``row_bytes`` each) runs in process (:func:`placement`).
-
-    The backend is ``options.backend`` (``auto``: the GPU when the input is on it, or when a
-    GPU is usable and, for a run of ``one_input``, the input has at least
-    :func:`gpu_min_edges` edges: a session's later graphs may be larger than its first).
-    ``options.protocol`` and the memory caps apply to a cluster started here (a
-    running one has its own; caps given for one raise :class:`ConfigurationError`); the
-    memory budget only sizes the device memory limit of an RMM pool given without one
-    (:func:`default_device_memory_limit`). The staging is resolved against the workers' caps
-    (:func:`dtri.runtime.staging.resolve_staging`), then the memory budget against the
-    workers' memory, threads and staging (:func:`dtri.runtime.budget.resolve_budget`); under
-    host staging on GPU workers each worker gets its staging state
-    (:class:`dtri.runtime.plugin.StagingPlugin`) for as long as the block lasts."""
-    backend, backend_reason = choose_backend(options.backend, input_on_gpu,
-                                             input_rows if one_input else None)
+                 row_bytes: int = 0, *, one_input: bool = True,
+                 decision: RunDecision | None = None) -> Iterator[Runtime]:
+    """Connect to (or start) the Dask scheduler that the run's ``decision`` names (made here
+    from ``options`` and the input where not given: :func:`decide_run`); close what was
+    started here when the block ends. The staging is resolved against the workers' caps
+    (:func:`dtri.runtime.staging.resolve_staging`), and with it the runtime's budget
+    (:attr:`Runtime.budget`); under host staging on GPU workers each worker gets its
+    staging state (:class:`dtri.runtime.plugin.StagingPlugin`) for as long as the block
+    lasts."""
+    decision = decision or decide_run(options, input_on_gpu, input_rows, row_bytes, one_input)
+    backend = decision.backend
     if backend.on_gpu:
         set_device_io()
-    caps = options_caps(options)
-    given = given_budget(options)
-    scheduler, reason = placement(options, backend, caps, input_rows, row_bytes)
-    with _opened(backend, scheduler, options.scheduler_file, options.worker_count,
-                 options.protocol, caps, given, input_rows, options.staging) as runtime:
+    with _opened(decision) as runtime:
         chosen = f"; {runtime.workers_choice.reason}" if runtime.workers_choice else ""
         if runtime.start_seconds is not None:
             chosen += f"; the cluster started in {runtime.start_seconds:.1f} s"
-        staging = resolve_staging(options.staging, backend, runtime.capped)
-        runtime = replace(runtime, staged=staging.where,
-                          budget=resolve_budget(given, runtime.worker_memory,
-                                                runtime.threads_per_worker, staging),
-                          reason=f"{reason}; {backend} backend ({backend_reason}){chosen}")
+        staging = resolve_staging(decision.staging, backend, runtime.capped)
+        runtime = replace(runtime, staged=staging.where, decision=decision, reason=(
+            f"{decision.placement_reason}; {backend} backend ({decision.backend_reason}){chosen}"))
         if runtime.staging.on_host and options.join == "wedges":
             raise ConfigurationError(
                 "host staging (the default with a capped RMM pool) counts with the fused "
                 "join: give --join intersect or auto, or --staging device")
         # an in-process GPU run beyond one task's budget reads its graph through cuDF
-        beyond_one_task = (input_rows or 0) * row_bytes > runtime.budget.per_task
+        beyond_one_task = (decision.input_rows or 0) * decision.row_bytes \
+            > runtime.budget.per_task
         with _staging_state(runtime), _reads_ahead(runtime), \
                 kept_placement(runtime.client), \
                 _stage_meter(runtime) as runtime, _transfer_ledgers(runtime) as runtime, \
@@ -333,30 +360,22 @@ def _has_worker_plugin(name: str, dask_scheduler: Any = None) -> bool:
 
 
 @contextmanager
-def _opened(backend: Backend, scheduler: str | None, scheduler_file: str | None,
-            workers: int | None, protocol: str, caps: MemoryCaps,
-            given: Budget | None, input_rows: int | None = None,
-            staging: str = "auto") -> Iterator[Runtime]:
-    """:func:`open_runtime` before the staging is resolved. A local GPU cluster started here
-    without a worker count keeps the GPUs that :func:`dtri.runtime.scaling.choose_workers`
-    predicts fastest for ``input_rows`` (a session's first input). A host memory limit is
-    shared out (:func:`local_host_plan`, ``staging`` the one asked for) before the cluster
-    starts, and refused there if too small."""
-    address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
-    caps = resolve_caps(caps, backend, given)
-    if address in LOCAL_SCHEDULERS:
-        _refuse_caps_for(caps, f"--scheduler {address} (no workers)")
-    elif address or scheduler_file:
-        _refuse_caps_for(caps, f"the cluster at {address or scheduler_file}")
-    starts_cluster = not (address or scheduler_file) and active_client() is None
+def _opened(decision: RunDecision) -> Iterator[Runtime]:
+    """:func:`open_runtime` before the staging is resolved: starts or connects to what the
+    ``decision`` names. A local GPU cluster started here without a worker count keeps the
+    GPUs that :func:`dtri.runtime.scaling.choose_workers` predicts fastest for the first
+    input's rows. A host memory limit is shared out (:func:`local_host_plan`) before the
+    cluster starts, and refused there if too small."""
+    backend, address, caps, rows = (decision.backend, decision.scheduler, decision.caps,
+                                    decision.input_rows)
+    workers, chosen = decision.workers, decision.protocol  # chosen: a cluster started here
+    where = address or decision.scheduler_file
     plan: HostPlan | None = None
-    chosen: ProtocolChoice | None = None  # a cluster started here: its comms' choice
     forked = False
-    if starts_cluster:
+    if chosen is not None:
         check_local_workers(backend, workers)
         _prepare_spill_directory(caps.spill_directory)  # before the forkserver writes there
-        plan = local_host_plan(backend, caps, given, staging)
-        chosen = resolve_protocol(protocol, backend, workers)
+        plan = local_host_plan(backend, caps, decision.given, decision.staging)
         if backend.on_gpu and chosen.name == "ucx":
             quiet_ucx()
         with dask.config.set(cluster_settings(caps, plan)):  # its workers' modules, imported
@@ -380,17 +399,17 @@ def _opened(backend: Backend, scheduler: str | None, scheduler_file: str | None,
         lift_cached_property_locks()
         from distributed import Client
 
-        if address or scheduler_file:
-            target = address or scheduler_file_address(scheduler_file)
+        if where:
+            target = address or scheduler_file_address(decision.scheduler_file)
             refuse_if_refused(target)
             try:
                 client = Client(target, timeout=f"{CONNECT_SECONDS}s")
             except OSError as error:
                 raise ConfigurationError(
-                    f"cannot reach the Dask scheduler at {address or scheduler_file}: {error} "
+                    f"cannot reach the Dask scheduler at {where}: {error} "
                     f"(waited Dask's connect timeout, {CONNECT_SECONDS} s)") from None
             stack.callback(client.close)
-        elif chosen is not None:  # starts_cluster
+        elif chosen is not None:
             if plan is not None:
                 stack.enter_context(dask.config.set(plan.dask_config()))
             restore_environ = stack.enter_context(_environ_kept())
@@ -407,13 +426,12 @@ def _opened(backend: Backend, scheduler: str | None, scheduler_file: str | None,
             stack.callback(client.close)
         else:
             client = active_client()
-            _refuse_caps_for(caps, "the active distributed.Client's cluster")
         # as_current, not dask.config: a nanny copies the config into the workers it restarts
         stack.enter_context(client.as_current())
         runtime = _describe_client(client, backend, workers)
         if chosen is not None:
             runtime = replace(runtime, protocol_note=chosen.note, host_plan=plan)
-            if backend.on_gpu and workers is None and runtime.workers > 1 and input_rows:
-                runtime = _fewer_gpus(cluster, runtime, input_rows)
+            if backend.on_gpu and workers is None and runtime.workers > 1 and rows:
+                runtime = _fewer_gpus(cluster, runtime, rows)
             runtime = replace(runtime, start_seconds=round(time.perf_counter() - starting, 3))
         yield runtime

@@ -12,7 +12,7 @@ from dtri.options import Backend, Options
 from dtri.runtime.budget import Budget, given_budget, resolve_budget
 from dtri.runtime.caps import MemoryCaps, resolve_caps
 from dtri.runtime.opened import Runtime
-from dtri.runtime.resolve import in_process_budget
+from dtri.runtime.resolve import in_process_budget, machine_facts
 from dtri.runtime.staging import Staging
 
 GIB = 1 << 30
@@ -65,4 +65,9 @@ def test_a_count_reports_the_resolved_budget():
         result = graph.count()
     assert result.triangles == 1 and result.memory_budget == 64 << 10
     assert result.plan["task_budget"] == 64 << 10
-    assert in_process_budget(Backend.CPU, "host") == in_process_budget(Backend.CPU, "device")
+    facts = machine_facts()
+    assert in_process_budget(Backend.CPU, "host", facts) == \
+        in_process_budget(Backend.CPU, "device", facts)
+    # the runtime's budget is resolved from the budget its decision holds, and only there
+    assert graph.runtime.decision.given == graph.runtime.budget == Budget(64 << 10, 64 << 10,
+                                                                         True)

@@ -17,10 +17,12 @@ from dask.utils import parse_bytes
 from dtri.cli import main
 from dtri.errors import ConfigurationError
 from dtri.options import Backend
+from dtri.runtime.budget import Budget, resolve_budget
 from dtri.runtime.caps import MemoryCaps
 from dtri.runtime.host_meter import HostMeter, ResidentMemory, resident_bytes
 from dtri.runtime.host_plan import host_plan, worker_overhead
 from dtri.runtime.local_cluster import local_host_plan
+from dtri.runtime.staging import Staging
 from tests.oracles import networkx_triangles
 
 BUDGET = 512 * 1024
@@ -29,6 +31,11 @@ LIMIT = worker_overhead(Backend.CPU) + 2 * BUDGET
 775 kB of oriented edges alone do not fit, so the workers spill."""
 TOKEN = "0" * 32
 MIB = 1 << 20
+
+
+def _fixed(budget: int):
+    """The budget of a worker whatever its limit (given, or a share of the GPU's memory)."""
+    return lambda limit: Budget(budget, budget, False)
 
 
 def _least(line: str) -> int:
@@ -46,10 +53,12 @@ def _least(line: str) -> int:
     (Backend.GPU, False, 20 << 30, False),  # device staging: the tasks run on the GPU
 ])
 def test_the_least_limit_named_is_the_least_that_works(backend, staged, budget, given):
-    def plan(limit: int):
-        task_budget = budget if budget is not None else int(limit * 0.25)
-        return host_plan(limit, backend, staged, task_budget, threads=1, budget_given=given,
-                         budget_fraction=0.5 if staged else 0.25)
+    given_budget = Budget(budget, budget, True) if given else None
+    memory = budget * (2 if staged else 4) if budget is not None else None
+
+    def plan(limit: int):  # the budget as the workers resolve it: a share of their memory
+        return host_plan(limit, Backend(backend), staged, lambda size: resolve_budget(
+            given_budget, memory or size, 1, Staging("host" if staged else "device", backend)))
 
     with pytest.raises(ConfigurationError) as refused:
         plan(64 * MIB)
@@ -73,16 +82,13 @@ def test_a_host_staged_gpu_worker_plans_a_pool_and_the_inputs_of_one_budget(limi
     """Under host staging the page-locked pool holds one budget (the running task's results)
     and the running task's inputs read back from disk another, beside the stored results:
     R-MAT 28's issue caps (16 GiB pool, 32 GiB limit) leave the stored results 13 GiB."""
-    plan = host_plan(limit, Backend.GPU, True, budget, threads=1, budget_given=False,
-                     budget_fraction=0.5)
+    plan = host_plan(limit, Backend.GPU, True, _fixed(budget))
     assert plan.staging == plan.tasks == plan.task_budget == budget
     assert plan.stored == limit - worker_overhead(Backend.GPU) - 2 * budget
     least = worker_overhead(Backend.GPU) + 3 * budget
-    assert host_plan(least, Backend.GPU, True, budget, threads=1, budget_given=False,
-                     budget_fraction=0.5).stored == budget
+    assert host_plan(least, Backend.GPU, True, _fixed(budget)).stored == budget
     with pytest.raises(ConfigurationError, match=f"give --memory-limit {least // MIB}MiB"):
-        host_plan(least - MIB, Backend.GPU, True, budget, threads=1, budget_given=False,
-                  budget_fraction=0.5)
+        host_plan(least - MIB, Backend.GPU, True, _fixed(budget))
 
 
 def test_the_plan_gives_stored_results_what_is_left():

@@ -157,22 +157,25 @@ def test_a_gpu_graph_beyond_one_task_runs_in_process_where_the_gpu_holds_it(monk
     from dtri.options import Backend, Options
     from dtri.runtime import resolve
 
-    monkeypatch.setattr(resolve, "_device_memory", lambda: 80 << 30)
-    monkeypatch.setattr(resolve, "_device_name", lambda: "the test's GPU")
+    facts = resolve.MachineFacts(
+        gpu_usable=lambda: True, device_memory=lambda: 80 << 30,
+        device_name=lambda: "the test's GPU", visible_gpus=lambda: 1, ucx=lambda: False,
+        memory=64 << 30, active_client=False, scheduler_address=None)
     monkeypatch.setattr(resolve, "in_process_budget", lambda *_: 20 << 30)
     options = Options.of(None, backend="gpu")
     caps = resolve.options_caps(options)
     held = (80 << 30) // 75  # the most rows the GPU holds
-    where, why = resolve.placement(options, Backend.GPU, caps, held, 128)
+    where, why = resolve.placement(options, Backend.GPU, caps, None, held, 128, facts)
     assert where == "synchronous"
     assert "fits its memory (80.00 GiB), in tasks of 20.00 GiB" in why
-    where, why = resolve.placement(options, Backend.GPU, caps, held + 1, 128)
+    assert "the test's GPU" in why
+    where, why = resolve.placement(options, Backend.GPU, caps, None, held + 1, 128, facts)
     assert where is None and "more than one task's budget" in why
     cpu = Options.of(None, backend="cpu")
-    assert resolve.placement(cpu, Backend.CPU, caps, held, 128)[0] is None
+    assert resolve.placement(cpu, Backend.CPU, caps, None, held, 128, facts)[0] is None
     # what is named still decides
     two = Options.of(None, backend="gpu", workers=2)
-    assert resolve.placement(two, Backend.GPU, caps, held, 128)[0] is None
+    assert resolve.placement(two, Backend.GPU, caps, None, held, 128, facts)[0] is None
 
 
 def test_an_unguarded_script_that_needs_a_cluster_stops_before_starting_one(tmp_path):

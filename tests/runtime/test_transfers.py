@@ -11,9 +11,9 @@ import pytest
 
 from dtri.options import Backend, Options
 from dtri.report import most_to_one_worker, total_moved
-from dtri.runtime import link, session
+from dtri.runtime import link, resolve
 from dtri.runtime.opened import Runtime
-from dtri.runtime.resolve import ProtocolChoice, resolve_protocol
+from dtri.runtime.resolve import resolve_protocol
 from dtri.runtime.session import open_runtime
 from dtri.runtime.transfers import MovedBytes, TransferLedger
 from tests.oracles import networkx_triangles
@@ -26,14 +26,14 @@ TOKEN = "0123456789abcdef0123456789abcdef"
 @pytest.fixture
 def without_ucx(monkeypatch):
     """Four visible GPUs, distributed-ucxx missing, CuPy's CUDA unknown until a test says."""
-    monkeypatch.setattr(session, "ucx_available", lambda: False)
-    monkeypatch.setattr(session, "_visible_gpus", lambda: 4)
-    monkeypatch.setattr(session, "cuda_major", lambda: None)
+    monkeypatch.setattr(resolve, "ucx_available", lambda: False)
+    monkeypatch.setattr(resolve, "_visible_gpus", lambda: 4)
+    monkeypatch.setattr(resolve, "cuda_major", lambda: None)
     return monkeypatch
 
 
 def test_several_gpu_workers_on_tcp_say_how_to_install_ucx(without_ucx):
-    without_ucx.setattr(session, "cuda_major", lambda: 12)
+    without_ucx.setattr(resolve, "cuda_major", lambda: 12)
     choice = resolve_protocol("auto", Backend.GPU, None)
     assert choice.name == "tcp"
     assert "pip install distributed-ucxx-cu12" in choice.note
@@ -50,12 +50,14 @@ def test_the_note_names_cuda_13_where_the_cuda_version_is_unknown(without_ucx):
     ("tcp", "gpu", 4),  # asked for
 ])
 def test_no_note_where_tcp_is_the_right_comm(without_ucx, requested, backend, workers):
-    assert resolve_protocol(requested, backend, workers) == ProtocolChoice("tcp")
+    choice = resolve_protocol(requested, Backend(backend), workers)
+    assert (choice.name, choice.note) == ("tcp", None) and choice.reason
 
 
 def test_ucx_where_it_is_installed_and_no_note(without_ucx):
-    without_ucx.setattr(session, "ucx_available", lambda: True)
-    assert resolve_protocol("auto", Backend.GPU, None) == ProtocolChoice("ucx")
+    without_ucx.setattr(resolve, "ucx_available", lambda: True)
+    choice = resolve_protocol("auto", Backend.GPU, None)
+    assert (choice.name, choice.note) == ("ucx", None) and "distributed-ucxx" in choice.reason
 
 
 def test_a_run_in_this_process_has_no_protocol_and_no_note():
