@@ -213,6 +213,17 @@ def _print_estimate_plan(plan: Any, as_json: bool, source: dict[str, Any]) -> No
                    f"pilot          {plan.pilot_samples} wedges size the sample for {target}")
 
 
+def _decided(value: Any) -> str:
+    """One value of the run's record as ``--explain`` shows it: sizes as sizes, and of a
+    group of values those that are set."""
+    if isinstance(value, dict):
+        shown = [f"{k}={_decided(v)}" for k, v in value.items() if v is not None]
+        return ", ".join(shown) if shown else "none"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return format_bytes(value)
+    return "none" if value is None else str(value)
+
+
 def _decomposition_line(spread: dict[str, Any]) -> str:
     """The count's decomposition, why, and the bytes the busiest worker is predicted to pull
     under each (the plan's ``decomposition``)."""
@@ -260,6 +271,9 @@ def _print_plan(plan: dict[str, Any]) -> None:
     choices = plan["choices"]
     if plan.get("placement"):
         click.echo(f"runs in        {plan['placement']}")
+    for n, (name, entry) in enumerate(plan.get("run", {}).items()):
+        click.echo(f"{'decided' if n == 0 else '':<15}{name} {_decided(entry['value'])} "
+                   f"({entry['reason']})")
     click.echo(f"orientation    {choices['orientation']} ({choices['orientation_reason']})")
     click.echo(f"order          {choices['order']} ({choices['order_reason']})")
     click.echo(f"decomposition  {_decomposition_line(plan['decomposition'])}")
