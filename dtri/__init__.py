@@ -5,21 +5,47 @@ is prepared once on the workers (:func:`prepare`) and analysed many times: the t
 triangles per vertex, clustering, transitivity, edge support and k-truss.
 
 The names below are imported on first use, so ``import dtri`` (and ``dtri --help``) costs no
-Dask, NumPy or pandas import. Where Dask is imported already, ``import dtri`` registers dtri's
-``dask.config`` defaults (:mod:`dtri.config`) at once: a ``dtri.*`` key set in a
-``with dask.config.set(...)`` block then leaves the other defaults in place when the block ends.
+Dask, NumPy or pandas import. ``import dtri`` registers dtri's ``dask.config`` defaults
+(:mod:`dtri.config`) once: at once where Dask is imported already, else the moment
+``dask.config`` is imported; a ``dtri.*`` key set in a ``with dask.config.set(...)`` block
+then leaves the other defaults in place when the block ends.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any
 
 from dtri.version import VERSION
 
+
+class _DefaultsWhenDaskConfigLoads(importlib.abc.MetaPathFinder):
+    """Registers dtri's ``dask.config`` defaults (:mod:`dtri.config`) the moment
+    ``dask.config`` is imported after ``import dtri``: once, for every module of dtri."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "dask.config":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            run = spec.loader.exec_module
+
+            def exec_module(module: Any) -> None:
+                run(module)
+                importlib.import_module("dtri.config")
+
+            spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
 if "dask.config" in sys.modules:
-    import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
+    importlib.import_module("dtri.config")
+else:
+    sys.meta_path.insert(0, _DefaultsWhenDaskConfigLoads())
 
 if TYPE_CHECKING:
     from dtri.analytics.count import CountResult

@@ -4,11 +4,11 @@ Every ``dtri.*`` key lives in one file, ``dtri/dtri.yaml``, with its default and
 line on what it does. Importing this module registers them with
 ``dask.config.update_defaults``, as Dask registers ``dask.yaml`` and distributed its
 ``distributed.yaml``. A value set before (``dask.config.set``, a YAML file under
-``~/.config/dask/``, a ``DASK_DTRI__...`` variable) is kept. Every module that reads a key
-imports this one, so the defaults are there wherever a task runs, on a worker too, and a
-key is read without a default of its own: ``dask.config.get("dtri.gpu-min-edges")``.
-
-``import dtri`` alone does not import this module, so it costs no Dask import.
+``~/.config/dask/``, a ``DASK_DTRI__...`` variable) is kept. ``import dtri`` imports this
+module once: at once where Dask is imported already, else the moment ``dask.config`` is
+(``dtri/__init__.py``), so ``import dtri`` alone costs no Dask import. Every module of dtri
+imports ``dtri`` first, on a worker too, so a key is read without a default of its own:
+``dask.config.get("dtri.gpu-min-edges")``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import re
 from importlib.resources import files
 from typing import Any
 
-import dask.config
 import yaml
+from dask import config as dask_config  # not dask.config: dask may be mid-import
 
 DEFAULTS_FILE = "dtri.yaml"
 """The defaults file, beside this module in the package."""
@@ -66,4 +66,4 @@ def described_keys() -> dict[str, tuple[Any, str]]:
     return found
 
 
-dask.config.update_defaults(defaults())
+dask_config.update_defaults(defaults())

@@ -1,6 +1,6 @@
 """Tuning in one defaults file: every ``dtri.*`` key that dtri reads from ``dask.config`` is in
 ``dtri/dtri.yaml`` with a comment, every key there is read, no call site carries a default of
-its own, and every module that reads one imports :mod:`dtri.config`, which registers them."""
+its own, and ``import dtri`` registers them (:mod:`dtri.config`) before any of them is read."""
 
 from __future__ import annotations
 
@@ -117,15 +117,21 @@ def test_every_key_says_why_a_user_would_change_it():
             if not why.search(comment)] == []
 
 
-def test_every_module_that_reads_a_key_imports_the_defaults():
+@pytest.mark.parametrize("first", ["import dtri.kernels.strategy, dask",
+                                   "import dask, dtri.kernels.strategy",
+                                   "import dtri; import dask.config"])
+def test_import_dtri_registers_the_defaults_whichever_comes_first(first):
+    """No module of dtri imports :mod:`dtri.config` for its side effect: ``import dtri``
+    registers the defaults, whether Dask is imported before it or after."""
     readers = {module for modules in READS.keys.values() for module in modules}
-    missing = []
-    for module in sorted(readers):
-        imports = {alias.name for node in ast.walk(READS.trees[module])
-                   if isinstance(node, ast.Import) for alias in node.names}
-        if "dtri.config" not in imports:
-            missing.append(module)
-    assert missing == []
+    assert [m for m in sorted(readers) if "dtri.config" in {
+        alias.name for node in ast.walk(READS.trees[m]) if isinstance(node, ast.Import)
+        for alias in node.names}] == []
+    code = f"{first}\nprint(dask.config.get('dtri.hash-probes'))\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
 
 
 def test_the_defaults_are_registered_and_a_value_set_before_is_kept():

@@ -33,7 +33,6 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, NamedTuple
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.analytics.edge import support_totals
 from dtri.analytics.estimate import PILOT_SAMPLES, Approx, Estimate, estimate
 from dtri.errors import ConfigurationError

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.analytics import vertex
 from dtri.analytics.count import count_triangles_of
 from dtri.errors import ConfigurationError

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import dask
 import numpy as np
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import InputError, InputNotFoundError
 from dtri.input.edges import EdgeArrays
 from dtri.kernels.canonicalize import checked_id_column

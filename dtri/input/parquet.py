@@ -15,7 +15,6 @@ import dask
 import numpy as np
 from fsspec import AbstractFileSystem
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import InputError
 from dtri.input.edges import EdgeArrays
 from dtri.input.sources import INT64_MAX, edges_meta, filesystem, local_path, resolve_columns

@@ -27,7 +27,6 @@ from dask.base import tokenize
 from fsspec import AbstractFileSystem
 from fsspec.utils import infer_compression, read_block
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import InputError
 from dtri.input.edges import EdgeArrays
 from dtri.input.gzip_index import build_index, open_at, points_for

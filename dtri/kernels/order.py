@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.csr import CSR, degrees
 from dtri.kernels.dispatch import array_module
 

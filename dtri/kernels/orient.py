@@ -22,7 +22,6 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.bins import checked_key_bits, pack_edges, split_by_bounds, unpack_keys
 from dtri.kernels.counting import id_counts
 from dtri.kernels.dispatch import array_module, is_device_object

@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.csr import CSR
 from dtri.kernels.dispatch import array_module
 

@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
-import dtri.config  # noqa: F401  (registers the dtri.* defaults: the checkpoint-hash keys)
 from dtri.errors import ConfigurationError, DtriError
 from dtri.kernels.compiled import compile_seconds
 from dtri.output import TEMPORARY_MARK

@@ -33,7 +33,6 @@ from typing import Any, NamedTuple
 
 import dask
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.bins import checked_key_bits
 from dtri.kernels.canonicalize import (
     canonical_keys,

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import dask
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.input.edges import EdgeArrays
 from dtri.input.frames import arrays_on
 from dtri.kernels.dispatch import array_module

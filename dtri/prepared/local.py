@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 import dask
 import numpy as np
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.input.edges import EdgeArrays
 from dtri.kernels.bins import MAX_KEY_BITS
 from dtri.kernels.canonicalize import (

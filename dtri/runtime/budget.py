@@ -132,6 +132,5 @@ def max_plan_tasks() -> int:
     """The most tasks a count's plan may have (``dtri.max-plan-tasks``)."""
     import dask
 
-    import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 
     return int(dask.config.get(MAX_PLAN_TASKS))

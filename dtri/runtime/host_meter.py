@@ -31,7 +31,6 @@ from typing import Any
 
 import dask
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.runtime.stages import stage_of
 
 HOST_METER_NAME = "dtri-host-meter"

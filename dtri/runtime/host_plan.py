@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 import dask
 from dask.utils import format_bytes, parse_bytes
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.options import Backend
 

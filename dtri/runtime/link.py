@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import dask
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.options import Backend
 from dtri.runtime.transfers import PROBE_STAGE

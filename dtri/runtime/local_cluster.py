@@ -20,7 +20,6 @@ import dask
 import psutil
 from dask.utils import parse_bytes
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.options import Backend
 from dtri.runtime.budget import (

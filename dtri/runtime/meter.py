@@ -30,7 +30,6 @@ from typing import Any, Protocol
 
 import dask
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.options import Backend
 from dtri.runtime.host_meter import MeasuredHost
 from dtri.runtime.stages import stage_of

@@ -25,8 +25,6 @@ from typing import Any
 import dask
 from dask.utils import format_bytes
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
-
 SECONDS_PER_ROW = "dtri.scaling-seconds-per-row"
 """``dask.config`` key: ``s``. Its default (``dtri/dtri.yaml``): one H200 prepared and counted
 R-MAT 22, 24, 25 and 26 from its memory at 2.8, 1.7, 2.4 and 2.2 ns an input row

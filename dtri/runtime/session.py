@@ -40,7 +40,6 @@ import dask
 import psutil
 from dask.utils import format_bytes
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.options import (
     LOCAL_SCHEDULERS,

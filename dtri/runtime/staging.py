@@ -402,7 +402,6 @@ def pinned_share() -> float:
     process's memory, but no spilling can free it."""
     import dask
 
-    import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 
     return float(dask.config.get("dtri.pinned-share"))
 

@@ -37,7 +37,6 @@ from typing import Any, TypeVar
 import dask
 from dask.base import tokenize
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.wire import pack_counts, pack_vertex_set, unpack
 from dtri.runtime.meter import StageMeter

@@ -70,8 +70,6 @@ from distributed.protocol import (
 )
 from distributed.sizeof import safe_sizeof
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
-
 SPILL_LOGGER = logging.getLogger("distributed.spill")
 READ_AHEAD_NAME = "dtri-read-ahead"
 """The name of :class:`dtri.runtime.plugin.ReadAheadPlugin` on the scheduler and workers."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dask
 
-import dtri.config  # noqa: F401 (registers the dtri.* defaults of dask.config)
 from dtri.errors import ConfigurationError
 from dtri.kernels.wire import WIRE_FORMATS
 from dtri.options import Backend

@@ -42,7 +42,6 @@ try:
 except ImportError:  # PyYAML without libyaml
     from yaml import SafeLoader  # type: ignore[assignment]
 
-import dtri.config  # noqa: F401  (registers the dtri.* defaults)
 from dtri.options import Backend
 
 WORKER_START = {"cpu": "dtri.worker-start-cpu", "gpu": "dtri.worker-start-gpu"}
