@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from dtri.kernels.wire import is_packed, unpack
+from dtri.kernels.wire import unpack
 from dtri.options import STAGINGS, Backend
 
 CACHED_MIN_BYTES = 1 << 20
@@ -231,12 +231,9 @@ def note_host_fallback() -> None:
 def to_device(value: Any) -> Any:
     """``value`` with its NumPy arrays as CuPy arrays and its pandas frames as cuDF frames
     (device objects and other values unchanged); a repeated large array comes from the
-    worker's :class:`DeviceCache`. A packed value (:mod:`dtri.kernels.wire`) arrives unpacked:
-    its header would put it back where it was packed, on the host after a host fallback."""
+    worker's :class:`DeviceCache`."""
     if isinstance(value, np.ndarray):
         return worker_state().cache.get(value)
-    if is_packed(value):
-        return to_device(unpack(value))
     pandas = sys.modules.get("pandas")  # a pandas frame needs pandas imported already
     if pandas is not None and isinstance(value, pandas.DataFrame):
         from dtri.runtime.gpu import device_frame
