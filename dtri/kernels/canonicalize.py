@@ -25,6 +25,7 @@ from dtri.kernels.dispatch import (
     column_to_array,
     is_device_object,
     sorted_unique,
+    to_host,
 )
 
 if TYPE_CHECKING:
@@ -175,6 +176,9 @@ def canonical_keys(frame: Any, vertices: Any) -> Any:
     checked them); dense ids keep the order of ids, so ``(min, max)`` is taken after the
     renaming."""
     src, dst = id_columns(frame)
+    if is_device_object(src) != is_device_object(vertices):  # summed on the host, out of
+        vertices = array_module(src).asarray(vertices) if is_device_object(src) \
+            else to_host(vertices)  # device memory (a host fallback), or the other way
     xp = array_module(vertices)
     bits = checked_key_bits(vertex_count(vertices))
     if is_device_object(vertices) and dense_range(largest_id(vertices), 2 * src.shape[0]):
