@@ -416,14 +416,6 @@ def parse_spec(spec: str) -> tuple[str, tuple[int, ...]]:
     raise ConfigurationError(f"unknown generator {kind!r} in {spec!r}: {usage}")
 
 
-def spec_size(spec: str) -> tuple[int, int]:
-    """(vertex id range, generated edges) of a spec, without generating anything."""
-    kind, values = parse_spec(spec)
-    if kind == "rmat":
-        return 1 << values[0], values[1] << values[0]
-    return values[0], values[1]
-
-
 def generated(spec: str, *, seed: int = 0) -> GeneratedGraph:
     """The graph a spec names, not built yet: ``rmat:SCALE`` (edge factor 16, Graph500's
     a, b, c), ``rmat:SCALE:EDGE_FACTOR`` or ``gnm:N:M``; see :func:`rmat` and :func:`gnm`.
