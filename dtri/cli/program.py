@@ -58,8 +58,6 @@ def _usage_error(ctx: click.Context, error: click.UsageError) -> None:
 
 
 def _interrupted(ctx: click.Context, terminated: bool) -> None:
-    if "--progress" in sys.argv:  # a Dask progress bar may have been cut mid-line
-        click.echo("", err=True)
     click.echo("dtri: interrupted", err=True)
     ctx.exit(TERMINATED if terminated else INTERRUPTED)
 

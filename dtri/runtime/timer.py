@@ -143,7 +143,11 @@ class StageTimer:
 
                 print(f"{stage}:", file=sys.stderr, flush=True)
                 with redirect_stdout(sys.stderr):  # keep stdout for the result (and --json)
-                    progress(futures)
+                    try:
+                        progress(futures)
+                    except BaseException:  # an interrupt: the bar, cut, ends its line
+                        print(file=sys.stderr, flush=True)
+                        raise
             self._wait(stage, futures)
             for future in futures:
                 if future.status == "error":  # wait() returns on failed tasks too: raise
