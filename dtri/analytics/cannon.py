@@ -305,8 +305,7 @@ def device_plan(graph: GraphData) -> CountPlan:
     options' join cannot plan: the count says why)."""
     runtime = graph.runtime
     plan = partial(build_plan, graph.summaries, graph.vertices, workers=runtime.workers,
-                   threads_per_worker=runtime.threads_per_worker, backend=runtime.backend,
-                   task_budget=graph.task_budget, bins=graph.options.bins)
+                   budget=runtime.budget, backend=runtime.backend, bins=graph.options.bins)
     try:
         return plan(join=graph.options.join)
     except ListTooLongError:

@@ -51,6 +51,7 @@ from dtri.runtime.tasks import Tasks, partition_owner
 
 if TYPE_CHECKING:
     from dtri.prepared.graph import GraphData
+    from dtri.runtime.budget import Budget
     from dtri.runtime.opened import Runtime
     from dtri.runtime.timer import StageTimer
 
@@ -204,7 +205,7 @@ def plan_count(graph: GraphData, timer: StageTimer) -> CountPlan:
     runtime = graph.runtime
     try:
         with timer.timed("plan"):
-            plan = _plan(graph, runtime, graph.task_budget)
+            plan = _plan(graph, runtime, runtime.budget)
             check_plan_tasks(plan, lambda budget: _plan(graph, runtime, budget))
     except ListTooLongError as error:  # name the vertex by its input id
         (vertex,) = timer.compute("plan", graph.tasks.task(
@@ -220,17 +221,15 @@ def decomposition_of(graph: GraphData, timer: StageTimer, plan: CountPlan) -> De
     return decomposition(graph, plan, timer)
 
 
-def _plan(graph: GraphData, runtime: Runtime, task_budget: int) -> CountPlan:
-    """The plan itself at ``task_budget`` (host staging: groups of partitions; else radix
+def _plan(graph: GraphData, runtime: Runtime, budget: Budget) -> CountPlan:
+    """The plan itself under ``budget`` (host staging: groups of partitions; else radix
     bins)."""
     if graph.staging.on_host:
         return staged_plan(graph.summaries, graph.vertices, workers=runtime.workers,
-                           threads_per_worker=runtime.threads_per_worker,
-                           backend=runtime.backend, task_budget=task_budget)
+                           budget=budget, backend=runtime.backend)
     return build_plan(graph.summaries, graph.vertices, workers=runtime.workers,
-                      threads_per_worker=runtime.threads_per_worker,
-                      backend=runtime.backend, task_budget=task_budget,
-                      bins=graph.options.bins, join=graph.options.join)
+                      budget=budget, backend=runtime.backend, bins=graph.options.bins,
+                      join=graph.options.join)
 
 
 def input_id_of_rank(ids: Any, rank: int) -> int:

@@ -61,7 +61,7 @@ from dtri.kernels.dispatch import compiled_kernels_loaded
 from dtri.kernels.strategy import cpu_kernel, cpu_kernel_reason
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE, batch_bytes, list_bytes
 from dtri.options import Backend
-from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, max_plan_tasks
+from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, Budget, max_plan_tasks
 
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 0
@@ -196,7 +196,7 @@ def partition_batches(partition: int, summary: PartitionSummary, task_budget: in
 
 
 def check_lists_fit(summaries: Sequence[PartitionSummary], strategy: Sequence[str],
-                    task_budget: int, threads_per_worker: int) -> None:
+                    budget: Budget) -> None:
     """Refuse a budget in which the longest adjacency list of a ``wedges`` partition cannot
     fit one task with a single wedge (:func:`list_bytes`): no batching helps then."""
     lists = [s for p, s in enumerate(summaries) if strategy[p] == "wedges" and s.wedges]
@@ -204,15 +204,15 @@ def check_lists_fit(summaries: Sequence[PartitionSummary], strategy: Sequence[st
         return
     worst = max(lists, key=lambda s: s.max_out_degree)
     need = list_bytes(worst.max_out_degree)
-    if need <= task_budget:
+    if need <= budget.per_task:
         return
-    smallest = need * threads_per_worker
-    threads = f"{threads_per_worker} thread{'s' if threads_per_worker != 1 else ''}"
+    smallest = budget.per_worker_for(need)
+    threads = f"{budget.threads} thread{'s' if budget.threads != 1 else ''}"
     raise ListTooLongError(
         f"memory budget too small: vertex rank {worst.max_out_source} has out-degree "
         f"{worst.max_out_degree}, and a dtri-wedges task over its list needs "
         f"{format_bytes(need)} ({worst.max_out_degree} rows x {BYTES_PER_ROW} B + one wedge x "
-        f"{BYTES_PER_WEDGE} B), more than the {format_bytes(task_budget)} a task may use "
+        f"{BYTES_PER_WEDGE} B), more than the {format_bytes(budget.per_task)} a task may use "
         f"(the memory budget over {threads} per worker); give --memory-budget {smallest} "
         f"({format_bytes(smallest)}) or more", rank=worst.max_out_source)
 
@@ -254,8 +254,9 @@ class CountPlan:
     wedges: int
     backend: Backend
     workers: int
-    threads_per_worker: int
-    task_budget: int
+    budget: Budget
+    """The run's memory budget, or the one a plan for fewer tasks tries
+    (:func:`check_plan_tasks`)."""
     bits: int
     nbins: int
     shift: int
@@ -308,9 +309,18 @@ class CountPlan:
         return "+".join(sorted(set(self.kernels) - {""}))
 
     @property
+    def task_budget(self) -> int:
+        """Bytes one task may plan for."""
+        return self.budget.per_task
+
+    @property
+    def threads_per_worker(self) -> int:
+        return self.budget.threads
+
+    @property
     def memory_budget(self) -> int:
-        """Bytes per worker the plan used: the task budget times the worker's threads."""
-        return self.task_budget * self.threads_per_worker
+        """Bytes one worker may plan for."""
+        return self.budget.per_worker
 
     @property
     def needs_edge_keys(self) -> bool:
@@ -386,11 +396,11 @@ class CountPlan:
 
 
 def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
-               threads_per_worker: int, backend: Backend, task_budget: int,
-               bins: int | None = None, join: str = "auto") -> CountPlan:
+               budget: Budget, backend: Backend, bins: int | None = None,
+               join: str = "auto") -> CountPlan:
     """The plan of the counting phase (pure: sizes in, decisions and estimates out).
 
-    ``task_budget``: bytes one task may plan for (:attr:`dtri.runtime.budget.Budget.per_task`).
+    ``budget``: what one task may plan for is its :attr:`~dtri.runtime.budget.Budget.per_task`.
     Each partition's batches are as large as fits the budget (:func:`partition_batches`),
     and small enough that there are at least two per thread of the cluster, so that every
     core has work. With ``join="auto"``, a partition whose fused-join tasks would exceed the
@@ -401,6 +411,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     """
     summaries = tuple(PartitionSummary(*s) for s in summaries)
     vertices = int(vertices)
+    task_budget = budget.per_task
     edge_count = sum(s.edges for s in summaries)
     wedge_count = sum(s.wedges for s in summaries)
 
@@ -442,8 +453,8 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                 summaries, vertices, bits, nbins)
             shift = bin_shift(bits, nbins)
             reach = bins_reached(summaries, bin_sources)
-    check_lists_fit(summaries, strategy, task_budget, threads_per_worker)
-    slots = 2 * workers * threads_per_worker
+    check_lists_fit(summaries, strategy, budget)
+    slots = 2 * workers * budget.threads
     max_wedges = max(1, -(-sum(s.wedges for p, s in enumerate(summaries)
                                if strategy[p] == "wedges") // slots))
     batches = tuple(batch for p, s in enumerate(summaries) if strategy[p] == "wedges"
@@ -457,8 +468,8 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
                           reach, bin_edges, workers)
     return CountPlan(
         vertices=vertices, edges=edge_count, wedges=wedge_count, backend=backend,
-        workers=workers, threads_per_worker=threads_per_worker, task_budget=task_budget,
-        bits=bits, nbins=nbins, shift=shift, src_shift=src_shift, batch_size=batch_size,
+        workers=workers, budget=budget, bits=bits, nbins=nbins, shift=shift,
+        src_shift=src_shift, batch_size=batch_size,
         summaries=summaries, strategy=tuple(strategy), fallback=fallback, batches=batches,
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,
         bin_edges=bin_edges, estimates=estimates,
@@ -591,16 +602,16 @@ def _estimate(summaries: tuple[PartitionSummary, ...], strategy: tuple[str, ...]
 
 def check_plan_tasks(plan: CountPlan, plan_for: Any) -> None:
     """Refuse a plan of more tasks than :func:`max_plan_tasks` in one line, naming the least
-    ``--memory-budget`` (per worker) whose plan has few enough: ``plan_for(task_budget)``
-    plans the same graph again, at budgets doubling from the plan's."""
+    ``--memory-budget`` (per worker) whose plan has few enough: ``plan_for(budget)`` plans
+    the same graph again, at budgets doubling from the plan's."""
     ceiling = max_plan_tasks()
     if plan.tasks <= ceiling:
         return
     from dtri.errors import ConfigurationError
 
-    budget, tasks = plan.task_budget, plan.tasks
-    while tasks > ceiling and budget < BUDGET_SEARCH_LIMIT:
-        budget *= 2
+    budget, tasks = plan.budget, plan.tasks
+    while tasks > ceiling and budget.per_task < BUDGET_SEARCH_LIMIT:
+        budget = budget.for_task(2 * budget.per_task)
         try:
             tasks = plan_for(budget).tasks
         except ListTooLongError:
@@ -611,5 +622,5 @@ def check_plan_tasks(plan: CountPlan, plan_for: Any) -> None:
     if tasks > ceiling:
         raise ConfigurationError(f"{why}; raise {MAX_PLAN_TASKS}")
     raise ConfigurationError(f"{why}; give --memory-budget "
-                             f"{format_bytes(budget * plan.threads_per_worker)} or more "
+                             f"{format_bytes(budget.per_worker)} or more "
                              f"({tasks:,} tasks), or raise {MAX_PLAN_TASKS}")

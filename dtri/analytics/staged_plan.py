@@ -23,7 +23,7 @@ from dtri.kernels.bins import (
 )
 from dtri.kernels.csr import PartitionSummary
 from dtri.options import Backend
-from dtri.runtime.budget import TASK_SHARES
+from dtri.runtime.budget import TASK_SHARES, Budget
 from dtri.runtime.tasks import partition_owner
 
 CHUNK_BYTES_PER_ROW = 96
@@ -60,7 +60,7 @@ def chunk_rows(task_budget: int) -> int:
 
 
 def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
-                threads_per_worker: int, backend: Backend, task_budget: int) -> CountPlan:
+                budget: Budget, backend: Backend) -> CountPlan:
     """The plan under host staging: the fused join, with groups of consecutive partitions as
     its bins (each group's CSR fits half a task's budget, :func:`csr_groups`). Partitions are
     source ranges already, so a group is made of whole partitions and no edge is re-cut;
@@ -72,6 +72,7 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
     worker, every partition once per group it reaches)."""
     summaries = tuple(PartitionSummary(*s) for s in summaries)
     vertices = int(vertices)
+    task_budget = budget.per_task
     bits = checked_key_bits(vertices)
     groups = csr_groups(summaries, task_budget // TASK_SHARES.count_group)
     bin_sources, bin_partitions, bin_edges = {}, {}, {}
@@ -106,7 +107,7 @@ def staged_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers
     return CountPlan(
         vertices=vertices, edges=sum(s.edges for s in summaries),
         wedges=sum(s.wedges for s in summaries), backend=backend, workers=workers,
-        threads_per_worker=threads_per_worker, task_budget=task_budget, bits=bits,
+        budget=budget, bits=bits,
         nbins=len(groups), shift=0, src_shift=0, batch_size=0, summaries=summaries,
         strategy=("intersect",) * len(summaries), fallback=(), batches=(),
         bin_sources=bin_sources, bin_partitions=bin_partitions, reach=reach,

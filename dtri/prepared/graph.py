@@ -450,7 +450,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     parts = options.npartitions or fitted_partitions(sum(inputs.rows), runtime, task_budget)
     senders: list[list[int]] = [[p] for p in range(len(inputs.rows))]  # the one task's
     if options.npartitions is None:
-        check_exchange_tasks(sum(inputs.rows), parts, runtime.threads_per_worker)
+        check_exchange_tasks(sum(inputs.rows), parts, runtime.budget)
     if max(inputs.rows, default=0) * BYTES_PER_EDGE_IN_FLIGHT > task_budget:  # split big inputs
         pieces = -(-sum(inputs.rows) * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
         inputs = read_inputs(split_rows(inputs.partitions, pieces) if inputs.frame is None

@@ -111,7 +111,7 @@ def least_task_budget(rows: int) -> int:
     return max(minimum_budget(rows), exchanges, longest)
 
 
-def check_exchange_tasks(rows: int, partitions: int, threads_per_worker: int) -> None:
+def check_exchange_tasks(rows: int, partitions: int, budget: Budget) -> None:
     """Refuse, before any exchange, a preparation whose all-to-all exchanges would each have
     more tasks than ``dtri.max-plan-tasks`` (a piece per sender and receiver: about
     ``partitions²``), naming the least ``--memory-budget`` (per worker) that makes few enough
@@ -130,7 +130,7 @@ def check_exchange_tasks(rows: int, partitions: int, threads_per_worker: int) ->
         f"{rows:,} input edges in {partitions} partitions make about "
         f"{partitions * partitions:,} tasks in each exchange of the preparation, more than "
         f"{MAX_PLAN_TASKS} = {ceiling:,}: scheduling them would take longer than the count; "
-        f"give --memory-budget {format_bytes(least * max(1, threads_per_worker))} or more, or "
+        f"give --memory-budget {format_bytes(budget.per_worker_for(least))} or more, or "
         f"raise {MAX_PLAN_TASKS}")
 
 

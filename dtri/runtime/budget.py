@@ -91,6 +91,11 @@ class Budget:
         bytes."""
         return per_task * self.threads
 
+    def for_task(self, per_task: int) -> Budget:
+        """The same workers' budget that gives each task ``per_task`` bytes."""
+        return Budget(self.per_worker_for(per_task), per_task, self.given,
+                      self.share_of_memory, self.threads)
+
     def memory_for(self, per_task: int) -> int:
         """The worker memory whose default budget gives each task ``per_task`` bytes."""
         return math.ceil(self.per_worker_for(per_task) / self.share_of_memory)

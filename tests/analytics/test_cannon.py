@@ -37,6 +37,7 @@ from dtri.kernels.dispatch import to_host
 from dtri.kernels.wire import WIRE_FORMATS
 from dtri.options import Backend
 from dtri.report import most_to_one_worker
+from dtri.runtime.budget import Budget
 from tests.oracles import host, messy_graphs, networkx_graph, networkx_triangles
 
 
@@ -135,8 +136,8 @@ def test_five_workers_use_the_largest_square_grid():
 
 def plan_of(summaries: list[PartitionSummary], vertices: int, workers: int):
     """The count's 1D plan of these partitions on ``workers`` GPU workers."""
-    return build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
-                      backend=Backend.GPU, task_budget=1 << 40, join="intersect")
+    return build_plan(summaries, vertices, workers=workers, backend=Backend.GPU,
+                      budget=Budget(1 << 40, 1 << 40, True), join="intersect")
 
 
 def test_three_workers_are_too_few_for_a_grid():
@@ -172,8 +173,8 @@ def test_auto_keeps_1d_where_a_round_would_not_fit_a_task():
     summaries = [PartitionSummary(per, 10 * per, 1000 * p, 1000 * p + 999, 32_000 - 1)
                  for p in range(parts)]
     bounds = [1000 * p for p in range(parts + 1)]
-    plan = build_plan(summaries, 32_000, workers=16, threads_per_worker=1, backend=Backend.GPU,
-                      task_budget=100 << 20, join="intersect")
+    plan = build_plan(summaries, 32_000, workers=16, backend=Backend.GPU,
+                      budget=Budget(100 << 20, 100 << 20, True), join="intersect")
     held = round_bytes(parts * per, 32_000, 4)
     assert held > plan.task_budget
     chosen = choose_decomposition("auto", plan, bounds)
@@ -281,16 +282,16 @@ def test_one_copy_read_by_every_partition_leaves_out_what_none_of_them_reaches()
     bin), so the copy starts above partition 1's first source and leaves partition 0 out."""
     summaries = [PartitionSummary(1000, 0, 0, 99, 299), PartitionSummary(1000, 5000, 100, 199, 299),
                  PartitionSummary(1000, 5000, 200, 299, 299)]
-    plan = build_plan(summaries, 300, workers=4, threads_per_worker=1, backend=Backend.GPU,
-                      task_budget=1 << 40, join="intersect", bins=1)
+    plan = build_plan(summaries, 300, workers=4, backend=Backend.GPU,
+                      budget=Budget(1 << 40, 1 << 40, True), join="intersect", bins=1)
     assert not plan.owned and plan.builders == {0: (0,)}
     assert plan.copy_parts == {(0, 0): (1, 2)}
 
 
 def test_a_bin_that_is_a_partition_is_not_built_and_travels_whole():
     summaries = [PartitionSummary(1000, 5000, 128 * p, 128 * p + 127, 511) for p in range(4)]
-    plan = build_plan(summaries, 512, workers=2, threads_per_worker=1, backend=Backend.GPU,
-                      task_budget=1 << 40, join="intersect", bins=4)
+    plan = build_plan(summaries, 512, workers=2, backend=Backend.GPU,
+                      budget=Budget(1 << 40, 1 << 40, True), join="intersect", bins=4)
     assert plan.alone == {0: 0, 1: 1, 2: 2, 3: 3} and plan.builders == {}
     assert plan.estimates["edge-bins"].tasks == 0
     # worker 0 owns partitions 0 and 3, whose lists reach every bin: it pulls bins 1 and 2,

@@ -41,6 +41,7 @@ from dtri.kernels.csr import summary as csr_summary
 from dtri.kernels.wedges import BYTES_PER_ROW, closure_keys
 from dtri.options import Backend
 from dtri.prepared.local import prepare_partition
+from dtri.runtime.budget import Budget
 from tests.oracles import networkx_triangles
 
 
@@ -107,8 +108,8 @@ def plan_of(edges: np.ndarray, partitions: int = 3, task_budget: int = 1 << 30,
     summaries, vertices = sorted_summaries(edges, partitions, orientation)
     if backend == "cpu":  # the wedge batches (auto's choice follows numba's loading)
         options.setdefault("join", "wedges")
-    return build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
-                      backend=Backend(backend), task_budget=task_budget, **options)
+    return build_plan(summaries, vertices, workers=workers, backend=Backend(backend),
+                      budget=Budget(task_budget, task_budget, True), **options)
 
 
 def longest_list_bytes(edges: np.ndarray, partitions: int = 3,
@@ -196,8 +197,8 @@ def test_any_budget_that_holds_the_longest_list_gives_exact_batches_within_it(
     parts, vertices = sorted_parts(edges, partitions, orientation)
     summaries = [csr_summary(as_csr(part)) for part in parts]
     budget = max(list_bytes(s.max_out_degree) for s in summaries) + spare
-    plan = build_plan(summaries, vertices, workers=workers, threads_per_worker=1,
-                      backend=Backend.CPU, task_budget=budget, join="wedges")
+    plan = build_plan(summaries, vertices, workers=workers, backend=Backend.CPU,
+                      budget=Budget(budget, budget, True), join="wedges")
     assert all(b.peak_bytes <= budget for b in plan.batches)
     for p, part in enumerate(parts):
         keys = [closure_keys(*batch_rows(part, b.row_start, b.row_stop), b.first - b.wedge_base,
@@ -505,8 +506,8 @@ def test_bins_double_until_the_fullest_estimated_bin_fits():
     summaries = [PartitionSummary(edges // 70 if i < 7 else edges * 9 // 10, 0, low, high,
                                   vertices - 1) for i, (low, high) in enumerate(ranges)]
     budget = BYTES_PER_KEY * 4 * edges // 2  # the total alone asks for 2 bins
-    plan = build_plan(summaries, vertices, workers=1, threads_per_worker=1, backend=Backend.CPU,
-                      task_budget=budget)
+    plan = build_plan(summaries, vertices, workers=1, backend=Backend.CPU,
+                      budget=Budget(budget, budget, True))
     assert plan.nbins == 128  # the top partition's range cut in two bins of 450 k edges
     assert max(plan.bin_edges.values()) * BYTES_PER_KEY * 4 <= budget
     assert sum(plan.bin_edges.values()) >= sum(s.edges for s in summaries)

@@ -23,6 +23,7 @@ from dtri.cli import main
 from dtri.kernels.csr import PartitionSummary, from_sorted, stored, summary
 from dtri.kernels.intersect import intersect
 from dtri.options import Backend
+from dtri.runtime.budget import Budget
 from dtri.runtime.caps import MemoryCaps
 from dtri.runtime.opened import Runtime
 from dtri.runtime.staging import (
@@ -136,8 +137,8 @@ def test_groups_fill_up_to_the_limit_and_a_big_partition_stands_alone():
     sizes = [partition_csr_bytes(s) for s in summaries]
     groups = csr_groups(summaries, sizes[0] + sizes[1])
     assert groups == [(0, 1), (2, 2), (3, 4)]
-    plan = staged_plan(summaries, 50, workers=2, threads_per_worker=1, backend=Backend.CPU,
-                       task_budget=2 * (sizes[0] + sizes[1]))
+    plan = staged_plan(summaries, 50, workers=2, backend=Backend.CPU,
+                       budget=Budget(*[2 * (sizes[0] + sizes[1])] * 2, True))
     assert plan.staging == "host" and plan.nbins == 3 and not plan.batches
     assert plan.bin_sources == {0: (0, 20), 1: (20, 30), 2: (30, 40)}
     assert plan.reach[0] == (0,) and plan.reach[1] == (0, 1) and plan.reach[4] == ()
