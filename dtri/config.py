@@ -60,7 +60,7 @@ def described_keys() -> dict[str, tuple[Any, str]]:
         value: Any = values
         for name in names:
             value = value[name]
-        if not isinstance(value, dict):
+        if not isinstance(value, dict) or not value:  # a leaf, or a mapping of overrides
             found[".".join(names)] = (value, comment)
         comment = ""
     return found

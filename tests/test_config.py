@@ -89,7 +89,8 @@ READS = Reads().collect()
 
 def test_the_reads_are_found():
     assert "dtri.runtime.resolve" in READS.keys["dtri.gpu-min-edges"]  # through a constant
-    assert "dtri.kernels.strategy" in READS.keys["dtri.hash-probes"]  # a literal
+    assert "dtri.kernels.strategy" in READS.keys["dtri.kernel-threads"]  # a literal
+    assert "dtri.kernels.tuning" in READS.keys["dtri.kernel-tuning"]
     assert "dtri.runtime.host_plan" in READS.keys["dtri.worker-overhead-gpu"]  # a dict's value
     assert "dtri.kernels.intersect" in READS.keys["dtri.kernel-parallel-min-edges"]  # imported
     assert "dtri.input.text" in READS.keys["dtri.read.numpy-parser-max-bytes"]
@@ -127,11 +128,11 @@ def test_import_dtri_registers_the_defaults_whichever_comes_first(first):
     assert [m for m in sorted(readers) if "dtri.config" in {
         alias.name for node in ast.walk(READS.trees[m]) if isinstance(node, ast.Import)
         for alias in node.names}] == []
-    code = f"{first}\nprint(dask.config.get('dtri.hash-probes'))\n"
+    code = f"{first}\nprint(dask.config.get('dtri.gpu-min-edges'))\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True"]
+    assert done.stdout.split() == ["12000"]
 
 
 def test_the_defaults_are_registered_and_a_value_set_before_is_kept():
@@ -189,3 +190,14 @@ def test_the_defaults_file_is_packaged():
     project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
     assert DEFAULTS_FILE in project["tool"]["setuptools"]["package-data"]["dtri"]
     assert (PACKAGE / DEFAULTS_FILE).is_file()
+
+
+def test_every_kernel_constant_that_may_be_overridden_is_read():
+    """``dtri.kernel-tuning`` names exactly the constants that dtri reads through ``tuned``."""
+    from dtri.kernels.orient import JOIN_EDGE_COST
+    from dtri.kernels.tuning import NAMES
+
+    read = {name for path in PACKAGE.rglob("*.py")
+            for name in re.findall(r'\btuned\("([a-z-]+)"', path.read_text(encoding="utf-8"))}
+    read |= {f"join-edge-cost-{kernel}" for kernel in JOIN_EDGE_COST}  # tuned(f"...{kernel}")
+    assert sorted(read) == sorted(NAMES)

@@ -116,13 +116,17 @@ def attribute_exists(module: str, attributes: list[str]) -> bool:
 
 @cache
 def other_names() -> frozenset[str]:
-    """``dtri.``-dotted names that are no Python names: the ``dask.config`` keys, the
-    loggers, and the fields of ``dtri bench``'s record (``dtri.end_to_end_seconds``)."""
+    """``dtri.``-dotted names that are no Python names: the ``dask.config`` keys (and the
+    kernel constants' overrides), the loggers, and the fields of ``dtri bench``'s record
+    (``dtri.end_to_end_seconds``)."""
     loggers = {match for path in MODULES.values()
                for match in re.findall(r'getLogger\("([^"]+)"\)', path.read_text("utf-8"))}
     bench = {f"dtri.{node.value}" for node in ast.walk(tree("dtri.bench"))
              if isinstance(node, ast.Constant) and isinstance(node.value, str)}
-    return frozenset({*described_keys(), *loggers, *bench})
+    from dtri.kernels.tuning import KEY, NAMES
+
+    kernel = {f"{KEY}.{name}" for name in NAMES}  # the overrides of dtri.kernel-tuning
+    return frozenset({*described_keys(), *loggers, *bench, *kernel})
 
 
 def dotted_exists(name: str) -> bool:

@@ -12,7 +12,7 @@ lists stay sorted by rank, which the intersection needs); only the order of the 
 * ``aorder``: after Hu, Zou & Liu's A-order, greedy bucketing of each target's
   memory-access profile. Targets are sorted by their work (the probes their in-edges
   stream, :func:`in_work`, plus their table) and dealt in serpentine order into buckets of
-  about ``dtri.aorder-wave`` blocks, each bucket then running whole: every bucket holds heavy and
+  about :data:`WAVE` blocks, each bucket then running whole: every bucket holds heavy and
   light targets side by side (complementary needs: one streaming a long list while others
   fill their small tables), and every bucket the same total.
 
@@ -29,8 +29,8 @@ from dtri.kernels.dispatch import array_module
 
 ORDERS = ("rank", "degree", "aorder")
 
-WAVE = "dtri.aorder-wave"
-"""``dask.config`` key: the size of an ``aorder`` bucket, the thread blocks that run at once
+WAVE = 1024
+"""The size of an ``aorder`` bucket (``aorder-wave``): about the thread blocks that run at once
 on a GPU (an H200 holds 132 SMs × 8 blocks of 256 threads)."""
 
 
@@ -62,9 +62,9 @@ def schedule(csr: CSR, order: str, work: Any, degree: Any) -> Any | None:
         return xp.argsort(-degree.astype(xp.int64), kind="stable")
     load = work + 2 * degrees(csr)  # the probes plus filling the table
     heaviest = xp.argsort(-load, kind="stable")
-    import dask
+    from dtri.kernels.tuning import tuned
 
-    wave = max(1, int(dask.config.get(WAVE)))
+    wave = max(1, tuned("aorder-wave", WAVE))
     place = xp.arange(rows, dtype=xp.int64)
     deal, slot = place // wave, place % wave
     bucket = xp.where(deal % 2 == 0, slot, wave - 1 - slot)  # serpentine

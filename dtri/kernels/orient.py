@@ -279,12 +279,12 @@ def wedge_work(out_degree: Any) -> Any:
     return degree + degree * (degree - 1) // 2
 
 
-JOIN_EDGE_COST = {"gpu": "dtri.join-edge-cost-gpu", "cpu": "dtri.join-edge-cost-cpu",
-                  "marks": "dtri.join-edge-cost-marks"}
-"""``dask.config`` keys: the work of one edge in the fused join apart from its intersection,
-in steps of binary search (shorter list × log2(longer list)), on the GPU, on the CPU's hash
-and search kernels (``cpu``), and on its marks kernel, as fitted by
-``examples/benchmarks/probes/intersect_balance.py`` on each."""
+JOIN_EDGE_COST = {"gpu": 2800.0, "cpu": 73.0, "marks": 4096.0}
+"""The work of one edge in the fused join apart from its intersection, in steps of binary
+search (shorter list × log2(longer list)), by which the sort's ranges balance the join: on the
+GPU (an H200), on the CPU's hash and search kernels (``cpu``: one thread, R-MAT 21), and on its
+marks kernel (one thread, R-MAT 20), as fitted by
+``examples/benchmarks/probes/intersect_balance.py`` (``join-edge-cost-gpu`` and so on)."""
 
 
 def join_edge_kernel(device: bool, vertices: int) -> str:
@@ -297,9 +297,10 @@ def join_edge_kernel(device: bool, vertices: int) -> str:
 def join_edge_cost(device: bool, vertices: int) -> float:
     """The fused join's cost of one edge on the GPU (``device``) or the CPU, over ``vertices``
     ranks (:func:`join_edge_kernel`)."""
-    import dask
+    from dtri.kernels.tuning import tuned
 
-    return float(dask.config.get(JOIN_EDGE_COST[join_edge_kernel(device, vertices)]))
+    kernel = join_edge_kernel(device, vertices)
+    return tuned(f"join-edge-cost-{kernel}", JOIN_EDGE_COST[kernel])
 
 
 def intersection_work(oriented: Any, out_degree: Any, vertices: int) -> Any:

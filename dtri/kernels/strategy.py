@@ -33,49 +33,51 @@ NOTHING = 255
 
 
 class HashTuning(NamedTuple):
-    """When an edge's intersection probes a hash table (``dask.config``, read per call)."""
+    """When an edge's intersection probes a hash table (the constants below, read per call;
+    a benchmark overrides them through :func:`dtri.kernels.tuning.tuned`)."""
 
     enabled: bool
-    """``dtri.hash-probes``: false searches every edge."""
+    """``hash-probes``: false searches every edge (to compare kernels)."""
     min_members: int
-    """``dtri.hash-min-members``: a target needs a list this long for a table."""
+    """``hash-min-members``: a target needs a list this long for a table."""
     probe_cost: float
-    """``dtri.hash-probe-cost``: the cost of one probe in steps of binary search."""
+    """``hash-probe-cost``: the cost of one probe in steps of binary search."""
     piece_probes: int
-    """``dtri.hash-piece-probes``: probes per GPU block (a piece of the hashed edges)."""
+    """``hash-piece-probes``: probes per GPU block (a piece of the hashed edges)."""
     warp_table_bits: int
-    """``dtri.hash-warp-table-bits``: tables of at most ``2**bits`` slots are one per warp,
+    """``hash-warp-table-bits``: tables of at most ``2**bits`` slots are one per warp,
     larger ones one per block (GPU)."""
     spread: int
-    """``dtri.hash-slots-per-member`` as a power of two: a GPU count's table of a list of
-    ``b`` members has ``b << spread`` slots, rounded up to a power of two, where that takes
+    """``hash-slots-per-member`` (2, 4 or 8) as a power of two: a GPU count's table of a list
+    of ``b`` members has ``b << spread`` slots, rounded up to a power of two, where that takes
     at most :attr:`spread_bytes`; a larger table, and every table of a run with credits, is
     the least at most half full (and at most the largest the device's shared memory
     holds)."""
     spread_bytes: int
-    """``dtri.hash-spread-max-bytes``: the largest table a list's spread may fill. A larger
+    """``hash-spread-max-bytes``: the largest table a list's spread may fill. A larger
     table leaves a multiprocessor room for fewer blocks."""
 
 
-HASH_SLOTS_PER_MEMBER = "dtri.hash-slots-per-member"
-"""``dask.config`` key: slots of a GPU hash table per member of its list (2, 4 or 8)."""
+HASH_TUNING = HashTuning(True, 32, 1.0, 32768, 8, 2, 64 << 10)
+"""The fitted defaults (examples/benchmarks/probes/kernel_probe.py, on an H200): 32 members,
+a probe as costly as a search step, 32,768 probes a block, warp tables up to 256 slots, 4
+slots a member in tables up to 64 KiB."""
 
 
 def hash_tuning() -> HashTuning:
-    """The hash probes' tuning from ``dask.config`` (see :class:`HashTuning`)."""
-    import dask
-    from dask.utils import parse_bytes
+    """The hash probes' tuning: :data:`HASH_TUNING`, with a benchmark's overrides."""
+    from dtri.kernels.tuning import tuned
 
-    slots = int(dask.config.get(HASH_SLOTS_PER_MEMBER))
+    slots = tuned("hash-slots-per-member", 1 << HASH_TUNING.spread)
     if slots not in (2, 4, 8):
-        raise ValueError(f"{HASH_SLOTS_PER_MEMBER} must be 2, 4 or 8, got {slots}")
-    return HashTuning(bool(dask.config.get("dtri.hash-probes")),
-                      int(dask.config.get("dtri.hash-min-members")),
-                      float(dask.config.get("dtri.hash-probe-cost")),
-                      int(dask.config.get("dtri.hash-piece-probes")),
-                      int(dask.config.get("dtri.hash-warp-table-bits")),
+        raise ValueError(f"hash-slots-per-member must be 2, 4 or 8, got {slots}")
+    return HashTuning(tuned("hash-probes", HASH_TUNING.enabled),
+                      tuned("hash-min-members", HASH_TUNING.min_members),
+                      tuned("hash-probe-cost", HASH_TUNING.probe_cost),
+                      tuned("hash-piece-probes", HASH_TUNING.piece_probes),
+                      tuned("hash-warp-table-bits", HASH_TUNING.warp_table_bits),
                       slots.bit_length() - 1,
-                      int(parse_bytes(dask.config.get("dtri.hash-spread-max-bytes"))))
+                      tuned("hash-spread-max-bytes", HASH_TUNING.spread_bytes))
 
 
 def hash_max_members(credits: bool) -> int:

@@ -1,8 +1,8 @@
 """The CPU kernel with and without hash probes, in the same process on the same graphs.
 
 For each graph: ``dtri.count`` in this process (synchronous scheduler, numba's kernels on
-every core), best of ``--repeat``, with ``dtri.hash-probes`` off (search only) and on (the
-default), then the per-vertex triangles likewise (the credits kernel); the counts must agree.
+every core), best of ``--repeat``, with the kernel constant ``hash-probes`` off (search only) and on
+(the default), then the per-vertex triangles likewise (the credits kernel); the counts must agree.
 One JSON line per graph, in the schema of ``schema.py`` (family ``cpu-hash``: ``seconds`` is
 the count with hash probes, the peer ``dtri-search`` the count without).
 
@@ -45,7 +45,7 @@ def main() -> None:
         record: dict[str, Any] = {"graph": graph, "device": cpu_name(),
                                   "cores": os.cpu_count(), "repeat": args.repeat}
         for probes in (False, True):
-            with dask.config.set({"dtri.hash-probes": probes}), \
+            with dask.config.set({"dtri.kernel-tuning.hash-probes": probes}), \
                     dtri.prepare(edges, backend="cpu", scheduler="synchronous") as prepared:
                 count, count_seconds = best(
                     lambda p=prepared: p.count().triangles, args.repeat, prepared)

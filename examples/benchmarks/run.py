@@ -403,7 +403,7 @@ PRESETS: dict[str, Preset] = {
         "the results came from an earlier hybrid kernel (issue 20)"),
     "kernel-slots-h200": Preset(
         "the fused join with GPU hash tables of 2 slots a member (before) against 4 while a "
-        "table takes at most 64 KiB (dtri.hash-slots-per-member, dtri.hash-spread-max-bytes), "
+        "table takes at most 64 KiB (hash-slots-per-member, hash-spread-max-bytes), "
         "alternated, the count and the credits", H200, (
             *(script("probes/kernel_probe.py", "rmat:24", "rmat:26", "--pick", "11,1",
                      "--rounds", "3", "--repeat", "2", *credits,
@@ -572,7 +572,7 @@ PRESETS: dict[str, Preset] = {
         "after the R-MAT 26 ones, the same commands ran with DASK_DTRI__EXCHANGE_EDGE_COST="
         "2048, a knob that 78a9c36 removed again: those lines are not kept"),
     "multi-gpu-balance-h200x4": Preset(
-        "the fused join's per-edge cost at 2800 steps (dtri.join-edge-cost-gpu) against 1024 "
+        "the fused join's per-edge cost at 2800 steps (join-edge-cost-gpu) against 1024 "
         "(a copy of bef7183's tree, run right after): R-MAT 25 and 26, then R-MAT 27, over "
         "UCX on 1, 2 and 4 GPUs",
         "one host with 4 NVIDIA H200", (

@@ -64,7 +64,8 @@ def test_the_join_work_on_the_gpu_takes_the_gpus_edge_cost():
 
     keys = np.array([(0 << 2) | 1, (0 << 2) | 2, (1 << 2) | 2], dtype=np.int64)
     out_degree = np.array([2, 1, 0, 0], dtype=np.int64)
-    with dask.config.set({"dtri.join-edge-cost-gpu": 10.0, "dtri.join-edge-cost-marks": 0.0}):
+    with dask.config.set({"dtri.kernel-tuning": {"join-edge-cost-gpu": 10.0,
+                                                "join-edge-cost-marks": 0.0}}):
         on_gpu = cupy.asnumpy(intersection_work(cupy.asarray(keys), cupy.asarray(out_degree), 4))
         on_cpu = intersection_work(keys, out_degree, 4)
     assert np.allclose(on_gpu - on_cpu, [20.0, 10.0, 0.0, 0.0])  # 10 for each edge of a source
@@ -423,17 +424,17 @@ def test_gpu_per_vertex_results_are_cudf_on_the_device_and_pandas_under_host_sta
 
 # ------------------------------------------------------- hash probes, orientations, orders
 
-HASH_TUNINGS = [
-    {"dtri.hash-probes": False},
+HASH_TUNINGS = [  # overrides of dtri.kernel-tuning
+    {"hash-probes": False},
     {},
-    {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 8.0, "dtri.hash-warp-table-bits": 0},
-    {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 8.0, "dtri.hash-warp-table-bits": 15,
-     "dtri.hash-piece-probes": 64},
-    {"dtri.hash-min-members": 2, "dtri.hash-probe-cost": 0.25, "dtri.hash-piece-probes": 1},
-    {"dtri.hash-slots-per-member": 2},
-    {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 8.0, "dtri.hash-slots-per-member": 8,
-     "dtri.hash-spread-max-bytes": "1MiB", "dtri.hash-warp-table-bits": 10},
-    {"dtri.hash-min-members": 1, "dtri.hash-spread-max-bytes": 1},
+    {"hash-min-members": 1, "hash-probe-cost": 8.0, "hash-warp-table-bits": 0},
+    {"hash-min-members": 1, "hash-probe-cost": 8.0, "hash-warp-table-bits": 15,
+     "hash-piece-probes": 64},
+    {"hash-min-members": 2, "hash-probe-cost": 0.25, "hash-piece-probes": 1},
+    {"hash-slots-per-member": 2},
+    {"hash-min-members": 1, "hash-probe-cost": 8.0, "hash-slots-per-member": 8,
+     "hash-spread-max-bytes": "1MiB", "hash-warp-table-bits": 10},
+    {"hash-min-members": 1, "hash-spread-max-bytes": 1},
 ]
 
 
@@ -466,11 +467,11 @@ def test_hash_probes_match_the_cpu_search_in_every_mode(tuning, order):
                          "group_state": group_state},
                         {"group_credits": True, "part_state": state, "group_state": group_state,
                          "peel": True}):
-            with dask.config.set({"dtri.hash-probes": False}):
+            with dask.config.set({"dtri.kernel-tuning.hash-probes": False}):
                 expected = intersect(cpu, cpu_group, **options)
             moved = {k: cupy.asarray(v) if isinstance(v, np.ndarray) else v
                      for k, v in options.items()}
-            with dask.config.set(tuning):
+            with dask.config.set({"dtri.kernel-tuning": tuning}):
                 found = intersect(on_gpu(cpu), gpu_group, **moved)
             assert found.triangles == expected.triangles > 0, options
             for name in ("uv", "uw", "vw"):
@@ -486,7 +487,7 @@ def test_hash_probes_match_the_cpu_search_in_every_mode(tuning, order):
 def test_gpu_orientations_and_orders_equal_networkx(edges, orientation, order):
     import dask
 
-    with dask.config.set({"dtri.hash-min-members": 1}):
+    with dask.config.set({"dtri.kernel-tuning.hash-min-members": 1}):
         check_analytics(edges, ks=(3, 4), backend="gpu", scheduler="synchronous",
                         npartitions=2, orientation=orientation, order=order)
 

@@ -14,9 +14,9 @@ from dtri.kernels.csr import from_sorted, rows_of
 from dtri.kernels.intersect import intersect, work_counters
 
 TUNINGS = [
-    {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 0.25},
-    {"dtri.hash-min-members": 1, "dtri.hash-probe-cost": 1.0},
-    {"dtri.hash-min-members": 3, "dtri.hash-probe-cost": 8.0},
+    {"dtri.kernel-tuning.hash-min-members": 1, "dtri.kernel-tuning.hash-probe-cost": 0.25},
+    {"dtri.kernel-tuning.hash-min-members": 1, "dtri.kernel-tuning.hash-probe-cost": 1.0},
+    {"dtri.kernel-tuning.hash-min-members": 3, "dtri.kernel-tuning.hash-probe-cost": 8.0},
 ]
 THREADS = [{}, {"dtri.kernel-threads": 2, "dtri.kernel-parallel-min-edges": 1}]
 
@@ -56,7 +56,7 @@ def test_hash_probes_give_the_search_kernels_results(tuning, threads, seed, vert
         start = int(whole.offsets[low])
         group_state = state[start: start + group.edges]
         for options in modes(state, group_state):
-            with dask.config.set({"dtri.hash-probes": False}):
+            with dask.config.set({"dtri.kernel-tuning.hash-probes": False}):
                 expected = intersect(whole, group, **options)
             with dask.config.set({**tuning, **threads}):
                 found = intersect(whole, group, **options)
@@ -73,24 +73,42 @@ def test_hash_probes_count_as_networkx_and_hash_most_edges_of_a_skewed_graph():
     whole = from_sorted(pairs[:, 0].copy(), pairs[:, 1].copy(), 0, 3_000)
     graph = nx.Graph(pairs.tolist())
     assert intersect(whole, whole).triangles == sum(nx.triangles(graph).values()) // 3
-    with dask.config.set({"dtri.hash-min-members": 1}):
+    with dask.config.set({"dtri.kernel-tuning.hash-min-members": 1}):
         counters = work_counters(whole, whole)
         assert intersect(whole, whole).triangles == sum(nx.triangles(graph).values()) // 3
     assert counters["hashed_edges"] > counters["searched_edges"] > 0
     assert counters["probes"] < counters["search_steps_if_all_searched"]
-    with dask.config.set({"dtri.hash-probes": False}):
+    with dask.config.set({"dtri.kernel-tuning.hash-probes": False}):
         assert work_counters(whole, whole)["hashed_edges"] == 0
 
 
 def test_the_gpu_tables_slots_per_member_are_checked():
-    """``dtri.hash-slots-per-member`` is 2, 4 or 8 (a power of two: a table's size is one),
-    read as the shift of a list's length; another value is refused by name."""
-    from dtri.kernels.strategy import HASH_SLOTS_PER_MEMBER, hash_tuning
+    """``hash-slots-per-member`` is 2, 4 or 8 (a power of two: a table's size is one), read
+    as the shift of a list's length; another value is refused by name."""
+    from dtri.kernels.strategy import hash_tuning
+
+    slots = "dtri.kernel-tuning.hash-slots-per-member"
 
     assert hash_tuning().spread == 2  # the default: 4 slots a member
     assert hash_tuning().spread_bytes == 64 * 1024
-    with dask.config.set({HASH_SLOTS_PER_MEMBER: 8}):
+    with dask.config.set({slots: 8}):
         assert hash_tuning().spread == 3
-    with dask.config.set({HASH_SLOTS_PER_MEMBER: 3}), \
-            pytest.raises(ValueError, match=HASH_SLOTS_PER_MEMBER):
+    with dask.config.set({slots: 3}), pytest.raises(ValueError, match="hash-slots-per-member"):
+        hash_tuning()
+
+
+def test_a_kernel_constant_is_overridden_by_name_and_an_unknown_name_is_refused():
+    """``dtri.kernel-tuning`` overrides the fitted constants of dtri/kernels/tuning.py by name,
+    a size as bytes or a string, a switch as a bool or a word; a misspelt name is refused."""
+    from dtri.errors import ConfigurationError
+    from dtri.kernels.strategy import HASH_TUNING, hash_tuning
+
+    assert hash_tuning() == HASH_TUNING
+    with dask.config.set({"dtri.kernel-tuning.hash-spread-max-bytes": "1MiB",
+                          "dtri.kernel-tuning.hash-probes": "false",
+                          "dtri.kernel-tuning.hash-probe-cost": 8}):
+        tuning = hash_tuning()
+    assert (tuning.spread_bytes, tuning.enabled, tuning.probe_cost) == (1 << 20, False, 8.0)
+    with dask.config.set({"dtri.kernel-tuning.hash-min-member": 1}), \
+            pytest.raises(ConfigurationError, match="no constant hash-min-member;"):
         hash_tuning()

@@ -51,7 +51,7 @@ def test_schedules_are_permutations_in_their_order(edges, wave):
     by_degree = schedule(csr, "degree", work, degree)
     assert sorted(by_degree.tolist()) == list(range(rows))
     assert all(np.diff(degree[by_degree]) <= 0)
-    with dask.config.set({"dtri.aorder-wave": wave}):
+    with dask.config.set({"dtri.kernel-tuning.aorder-wave": wave}):
         aorder = schedule(csr, "aorder", work, degree)
     assert sorted(aorder.tolist()) == list(range(rows))
     load = work + 2 * degrees(csr)

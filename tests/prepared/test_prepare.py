@@ -92,8 +92,9 @@ def test_intersection_work_is_an_edge_cost_plus_the_expected_search_steps():
     assert np.allclose(intersection_work(keys, out_degree, 4),
                        expected(join_edge_cost(False, 4)))
     # 4 vertices: the marks kernel's cost; the hash kernel's where the count takes it
-    with dask.config.set({"dtri.join-edge-cost-marks": 3.5, "dtri.join-edge-cost-cpu": 2.5,
-                          "dtri.join-edge-cost-gpu": 1.5}):
+    with dask.config.set({"dtri.kernel-tuning": {"join-edge-cost-marks": 3.5,
+                                                 "join-edge-cost-cpu": 2.5,
+                                                 "join-edge-cost-gpu": 1.5}}):
         assert np.allclose(intersection_work(keys, out_degree, 4), expected(3.5))
         with dask.config.set({"dtri.cpu-kernel": "hash"}):
             assert np.allclose(intersection_work(keys, out_degree, 4), expected(2.5))

@@ -15,11 +15,11 @@ Each pass over the partition's edges runs three kernels:
   work, so a hub's in-edges spread over many blocks, small targets share one, and no block
   holds much more than another. One thread block per piece puts each of its targets' lists
   ``N+(v)`` into an open-addressing table in shared memory (built once per target and
-  piece, whatever the number of its in-edges; a count's table has
-  ``dtri.hash-slots-per-member`` slots a member up to ``dtri.hash-spread-max-bytes``, so
-  that a probe that misses, as most do, reads fewer slots: :func:`table_spread`), then each
-  warp takes one edge ``(u, v)`` at
-  a time and its lanes stream ``u``'s members after ``v``, coalesced, each looked up in the
+  piece, whatever the number of its in-edges; a count's table has ``hash-slots-per-member``
+  slots a member up to ``hash-spread-max-bytes``, of
+  :data:`~dtri.kernels.strategy.HASH_TUNING`, so that a probe that misses, as most do,
+  reads fewer slots: :func:`table_spread`), then each warp takes one edge ``(u, v)`` at a
+  time and its lanes stream ``u``'s members after ``v``, coalesced, each looked up in the
   table: one or two shared-memory reads instead of a binary search in global memory, and
   ``Σ a`` probes in all (the wedges) instead of ``Σ min · log max`` steps. The pieces run in
   the order of the graph's vertex order (:mod:`dtri.kernels.order`).

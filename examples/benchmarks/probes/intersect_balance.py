@@ -21,7 +21,7 @@ edges, and ``calls``, 1 (a fixed cost per call).
 
 Models: ``edges`` (1), ``wedges`` (edges + C(d+, 2)), ``intersect``
 (:func:`~dtri.kernels.orient.intersection_work` as dtri runs it, with the key of the
-backend's kernel, ``dtri.join-edge-cost-gpu``, ``-cpu`` or ``-marks``), ``intersect-1024``
+backend's kernel, ``join-edge-cost-gpu``, ``-cpu`` or ``-marks``), ``intersect-1024``
 (the same with the edge cost of 1024 that dtri took before the hash probes), and
 ``intersect-C`` for each cost of ``--costs``. The fit over ``edges``, ``steps`` and
 ``calls`` gives that key: its ``in_edges`` of ``steps`` is one over the edge cost.
@@ -80,7 +80,6 @@ def main(scale: int, backend: str, costs: list[float]) -> None:
     from dtri.kernels.csr import CSR, from_keys, sources
     from dtri.kernels.intersect import intersect
     from dtri.kernels.orient import (
-        JOIN_EDGE_COST,
         intersection_work,
         join_edge_kernel,
         source_bounds,
@@ -114,7 +113,7 @@ def main(scale: int, backend: str, costs: list[float]) -> None:
 
     models = {"edges": out_degree, "wedges": wedge_work(out_degree),
               "intersect": intersection_work(keys, out_degree, n)}
-    key = JOIN_EDGE_COST[join_edge_kernel(backend == "gpu", n)]
+    key = f"dtri.kernel-tuning.join-edge-cost-{join_edge_kernel(backend == 'gpu', n)}"
     for cost in [1024.0, *costs]:
         with dask.config.set({key: cost}):
             models[f"intersect-{cost:g}"] = intersection_work(keys, out_degree, n)

@@ -175,18 +175,18 @@ def count_timed(csr: Any, repeat: int, credits: bool = False) -> tuple[int, floa
 
 
 TUNINGS = [
-    {"dtri.hash-probes": False},
-    {"dtri.hash-probes": True},
-    {"dtri.hash-warp-table-bits": 0},
-    {"dtri.hash-warp-table-bits": 7},
-    {"dtri.hash-warp-table-bits": 10},
-    {"dtri.hash-piece-probes": 8192},
-    {"dtri.hash-piece-probes": 131072},
-    {"dtri.hash-probe-cost": 2.0},
-    {"dtri.hash-min-members": 2},
-    {"dtri.hash-slots-per-member": 4},
-    {"dtri.hash-slots-per-member": 8},
-    {"dtri.hash-slots-per-member": 2},
+    {"dtri.kernel-tuning.hash-probes": False},
+    {"dtri.kernel-tuning.hash-probes": True},
+    {"dtri.kernel-tuning.hash-warp-table-bits": 0},
+    {"dtri.kernel-tuning.hash-warp-table-bits": 7},
+    {"dtri.kernel-tuning.hash-warp-table-bits": 10},
+    {"dtri.kernel-tuning.hash-piece-probes": 8192},
+    {"dtri.kernel-tuning.hash-piece-probes": 131072},
+    {"dtri.kernel-tuning.hash-probe-cost": 2.0},
+    {"dtri.kernel-tuning.hash-min-members": 2},
+    {"dtri.kernel-tuning.hash-slots-per-member": 4},
+    {"dtri.kernel-tuning.hash-slots-per-member": 8},
+    {"dtri.kernel-tuning.hash-slots-per-member": 2},
 ]
 
 
