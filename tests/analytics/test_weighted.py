@@ -85,6 +85,18 @@ def test_a_later_row_replaces_an_earlier_one_across_partitions():
     assert found["clustering"][0] == pytest.approx(np.cbrt(1 / 4 * 4 / 4 * 2 / 4))
 
 
+def test_the_last_row_is_the_last_by_partition_then_position():
+    import dask.dataframe as dd
+
+    from dtri.analytics.weighted import last_rows
+
+    rows = pd.DataFrame({"src": [0, 5, 0], "dst": [1, 6, 1], "w": [1.0, 2.0, 3.0]})
+    frame = dd.from_pandas(rows, npartitions=2, sort=False)
+    assert [len(p) for p in frame.partitions] == [2, 1]  # both (0, 1) rows first in theirs
+    kept = last_rows(frame, ["src", "dst"]).compute().sort_values("src")
+    assert kept.values.tolist() == [[0, 1, 3.0], [5, 6, 2.0]]
+
+
 def test_no_triangle_and_no_edge():
     rows = pd.DataFrame({"src": [1, 2, 5], "dst": [2, 3, 5], "weight": [1.0, 2.0, 3.0]})
     for weight, directed in KINDS:

@@ -55,6 +55,12 @@ def test_karate_weighted_and_directed_clustering(directed):
                 nx.average_clustering(graph, weight=weight, count_zeros=zeros), rel=TOLERANCE)
 
 
+def test_a_weight_attribute_of_any_name():
+    graph = nx.Graph()
+    graph.add_edges_from([(0, 1, {"src": 2.0}), (1, 2, {"src": 5.0}), (0, 2), (2, 3)])
+    close(nx.clustering(graph, weight="src", backend="dtri"), nx.clustering(graph, weight="src"))
+
+
 def test_karate_generalized_degree():
     graph = nx.karate_club_graph()
     ours = nx.generalized_degree(graph, backend="dtri")
