@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from dtri.api import (
         PreparedGraph,
         Session,
+        clustering,
         count,
         count_triangles,
         open_prepared,
@@ -75,6 +76,7 @@ _HOMES = {
     "Options": "dtri.options",
     "PreparedGraph": "dtri.api",
     "Session": "dtri.api",
+    "clustering": "dtri.api",
     "count": "dtri.api",
     "count_triangles": "dtri.api",
     "generated": "dtri.input.generate",
@@ -96,6 +98,7 @@ __all__ = [
     "Options",
     "PreparedGraph",
     "Session",
+    "clustering",
     "count",
     "count_triangles",
     "generated",

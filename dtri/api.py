@@ -26,7 +26,7 @@ from dtri.analytics.colours import EstimatePlan, estimate_input
 from dtri.analytics.count import CountResult, count_triangles_of
 from dtri.analytics.count import count as count_graph
 from dtri.analytics.estimate import Approx, Estimate, estimate
-from dtri.errors import ConfigurationError, DtriError
+from dtri.errors import ConfigurationError, DtriError, InputError
 from dtri.input.frames import (
     as_edge_frame,
     input_on_gpu,
@@ -488,6 +488,38 @@ def count_triangles(edges: Any, **options: Any) -> int:
         raise ConfigurationError(f"count_triangles gives the exact count only; for "
                                  f"{' and '.join(asked)} call dtri.count")
     return count(edges, **options).triangles
+
+
+CLUSTERING_PARTITION_ROWS = 1 << 22
+"""Rows per partition of an in-memory edge table given to :func:`clustering`."""
+
+
+def clustering(edges: Any, *, weight: str | None = None, directed: bool = False,
+               ) -> dd.DataFrame:
+    """Local clustering of an edge table, weighted and directed as NetworkX defines them.
+
+    ``edges`` is a Dask, pandas or cuDF DataFrame with ``src`` and ``dst`` columns (and the
+    ``weight`` column). ``weight``: the geometric mean of each triangle's weights, normalised
+    by the largest weight. ``directed``: Fagiolo's directed clustering. A later row of the same
+    edge (the same pair undirected, the same arc directed) replaces an earlier one, as in a
+    ``networkx.Graph``; self-loops count only for the largest weight. Unweighted undirected
+    clustering is :meth:`PreparedGraph.clustering`'s, which is much quicker.
+
+    Returns a lazy Dask DataFrame indexed by vertex (every vertex of the rows): ``t``
+    (NetworkX's: twice its triangles' weights), ``degree`` (directed: in plus out),
+    ``reciprocal`` (directed only: neighbours both ways) and ``clustering``. The pipeline is
+    Dask merges (:mod:`dtri.analytics.weighted`), on the partitions' library."""
+    import dask.dataframe as dd
+
+    from dtri.analytics.weighted import clustering_frame
+
+    needed = {"src", "dst"} | ({weight} if weight is not None else set())
+    if not hasattr(edges, "columns") or not needed <= set(edges.columns):
+        raise InputError(f"clustering takes a DataFrame with columns {sorted(needed)}")
+    if not isinstance(edges, dd.DataFrame):
+        edges = dd.from_pandas(edges, sort=False,
+                               npartitions=max(1, -(-len(edges) // CLUSTERING_PARTITION_ROWS)))
+    return clustering_frame(edges, weight, directed)
 
 
 def write_generated(spec: str, output: str, *, seed: int = 0, partitions: int | None = None,

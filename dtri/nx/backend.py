@@ -1,20 +1,21 @@
-"""The NetworkX backend interface (the ``networkx.backends`` entry point): graph conversion,
-which calls dtri takes, and the functions themselves.
+"""The NetworkX backend interface (the ``networkx.backends`` entry point): which calls dtri
+takes, and the functions themselves.
 
-:class:`DtriGraph` holds what dtri needs of a NetworkX graph: its node labels in NetworkX's
-order, the simple undirected edges as an ``(m, 2)`` array of label positions (self-loops
-counted, then dropped), its graph attributes and the NetworkX graph it came from (for the
-attributes a k-truss keeps). Each function prepares the edges with :func:`dtri.prepare`
-(settings from ``nx.config.backends.dtri``), runs the analytic and maps the results back to the
-labels; the prepared graph (where it is prepared in this process), the per-vertex triangles
-and the degrees are cached on the converted graph, which NetworkX caches on the original, so
-``clustering`` after ``triangles`` counts nothing again and ``k_truss`` prepares nothing.
+Each function works on the converted graph (:class:`~dtri.nx.graph.DtriGraph`). The
+triangle-count family prepares its edges with :func:`dtri.prepare` (settings from
+``nx.config.backends.dtri``), runs the analytic and maps the results back to the labels; the
+prepared graph (where it is prepared in this process), the per-vertex triangles, the edge
+support and the degrees are cached on the converted graph, which NetworkX caches on the
+original, so ``clustering`` after ``triangles`` counts nothing again and ``k_truss`` prepares
+nothing. Weighted and directed clustering take the graph's rows with their weights through
+:func:`dtri.clustering` (a Dask pipeline of merges: the prepared graph keeps no weights).
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,114 +23,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from dtri.nx.info import FUNCTIONS
-
-
-class DtriGraph:
-    """A simple undirected graph converted from NetworkX for dtri."""
-
-    __networkx_backend__ = "dtri"
-
-    def __init__(self, nodes: list[Hashable], edges: np.ndarray, self_loops: int = 0,
-                 graph: dict | None = None, source: nx.Graph | None = None,
-                 index: dict[Hashable, int] | None = None):
-        self.nodes = nodes
-        self.index = {v: i for i, v in enumerate(nodes)} if index is None else index
-        self.edges = edges
-        self.self_loops = self_loops
-        self.graph = graph if graph is not None else {}
-        self.source = source
-        self.cache: dict[str, Any] = {}
-        self.__networkx_cache__: dict = {}
-
-    def is_directed(self) -> bool:
-        return False
-
-    def is_multigraph(self) -> bool:
-        return False
-
-    def number_of_nodes(self) -> int:
-        return len(self.nodes)
-
-    def number_of_edges(self) -> int:
-        return int(self.edges.shape[0])
-
-    def __len__(self) -> int:
-        return len(self.nodes)
-
-    def __iter__(self) -> Any:
-        return iter(self.nodes)
-
-    def __contains__(self, node: Any) -> bool:
-        try:
-            return node in self.index
-        except TypeError:  # unhashable: a container of nodes, as NetworkX answers
-            return False
-
-    def nbunch_iter(self, nbunch: Any) -> Iterable[Hashable]:
-        """The nodes of ``nbunch`` that are in the graph (one node, or a container), in
-        its order, as :meth:`networkx.Graph.nbunch_iter`."""
-        if nbunch is None:
-            return iter(self.nodes)
-        if nbunch in self:
-            return iter([nbunch])
-        return (n for n in _iterable(nbunch) if n in self)
-
-
-def _iterable(nbunch: Any) -> Iterable[Any]:
-    try:
-        return iter(nbunch)
-    except TypeError as error:
-        raise nx.NetworkXError(f"nbunch is not a node or a sequence of nodes: {nbunch}") \
-            from error
-
-
-# ----------------------------------------------------------------- conversion
-
-def convert_from_nx(graph: nx.Graph, edge_attrs: Any = None, node_attrs: Any = None,
-                    preserve_edge_attrs: bool = False, preserve_node_attrs: bool = False,
-                    preserve_graph_attrs: bool = False, name: str | None = None,
-                    graph_name: str | None = None) -> DtriGraph:
-    """A NetworkX graph as a :class:`DtriGraph`: one dictionary lookup per adjacency entry,
-    the rest array code. Attributes stay on the original (kept by reference)."""
-    if graph.is_directed() or graph.is_multigraph():
-        raise NotImplementedError("dtri takes simple undirected graphs")
-    nodes = list(graph)
-    index = {v: i for i, v in enumerate(nodes)}
-    adjacency = graph._adj
-    sizes = np.fromiter((len(nbrs) for nbrs in adjacency.values()), dtype=np.int64,
-                        count=len(nodes))
-    total = int(sizes.sum())
-    targets = np.fromiter((index[v] for nbrs in adjacency.values() for v in nbrs),
-                          dtype=np.int64, count=total)
-    sources = np.repeat(np.arange(len(nodes), dtype=np.int64), sizes)
-    self_loops = int(np.count_nonzero(sources == targets))
-    once = sources < targets  # each undirected edge is in both lists: keep it once
-    edges = np.stack([sources[once], targets[once]], axis=1)
-    return DtriGraph(nodes, edges, self_loops, dict(graph.graph), graph, index)
-
-
-def convert_to_nx(obj: Any, *, name: str | None = None) -> Any:
-    """A :class:`DtriGraph` as a NetworkX graph: the graph it came from on its nodes and
-    edges (attributes and NetworkX's node and adjacency order kept), or a new graph of its
-    labels; anything else as it is."""
-    if not isinstance(obj, DtriGraph):
-        return obj
-    pairs = [(obj.nodes[u], obj.nodes[v]) for u, v in obj.edges.tolist()]
-    if obj.source is not None:  # as the original's copy() is: its orders and attributes
-        source, nodes = obj.source, set(obj.nodes)
-        kept = set(pairs) | {(v, u) for u, v in pairs}
-        result = source.__class__()
-        result.graph.update(source.graph)
-        result.add_nodes_from((n, d.copy()) for n, d in source._node.items() if n in nodes)
-        result.add_edges_from((u, v, d.copy()) for u, nbrs in source._adj.items() if u in nodes
-                              for v, d in nbrs.items() if (u, v) in kept)
-        return result
-    result = nx.Graph(obj.graph)
-    result.add_nodes_from(obj.nodes)
-    result.add_edges_from(pairs)
-    return result
-
+from dtri.nx.graph import DtriGraph, convert_to_nx, row_weights
+from dtri.nx.graph import convert_from_nx as convert_from_nx  # the interface names it
+from dtri.nx.info import FUNCTIONS, GRAPH_RESULTS
 
 # ----------------------------------------------------------------- which calls dtri takes
 
@@ -139,19 +35,25 @@ def _graph_argument(name: str, args: tuple, kwargs: dict) -> Any:
     return bound.arguments.get("G"), bound.arguments
 
 
+DIRECTED = ("clustering", "average_clustering", "number_of_selfloops", "isolates")
+"""The functions dtri computes on directed graphs too (Fagiolo's clustering)."""
+
+
 def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
-    """Whether dtri implements this call: undirected simple graphs, no weights."""
+    """Whether dtri implements this call: simple graphs, undirected (directed for
+    clustering), weights given as an attribute name."""
     if name not in FUNCTIONS:
         return f"dtri does not implement {name}"
     graph, arguments = _graph_argument(name, args, kwargs)
     if graph is None:
         return "no graph given"
-    if graph.is_directed():
+    if graph.is_directed() and name not in DIRECTED:
         return "dtri counts undirected graphs"
     if graph.is_multigraph():
         return "dtri counts simple graphs (no multigraphs)"
-    if arguments.get("weight") is not None:
-        return "dtri computes unweighted clustering"
+    weight = arguments.get("weight")
+    if weight is not None and not isinstance(weight, str):
+        return "dtri takes weights by attribute name"
     return True
 
 
@@ -246,13 +148,44 @@ def _clustering_values(graph: DtriGraph, chosen: Iterable[Hashable]) -> dict:
     return values
 
 
+def _general_clustering(graph: DtriGraph, weight: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted or directed clustering at every node, and where its ``t`` is not 0 (cached):
+    the graph's rows and weights through :func:`dtri.clustering`."""
+    key = f"clustering:{weight!r}"
+    if key not in graph.cache:
+        values = np.zeros(len(graph.nodes), dtype=np.float64)
+        some = np.zeros(len(graph.nodes), dtype=bool)
+        if graph.rows.shape[0]:
+            import pandas as pd
+
+            import dtri
+
+            frame = pd.DataFrame({"src": graph.rows[:, 0], "dst": graph.rows[:, 1]})
+            if weight is not None:  # under a name of its own: the attribute may be "src"
+                frame["weight"] = row_weights(graph, weight)
+            scheduler = _config().get("scheduler")
+            found = dtri.clustering(frame, weight=None if weight is None else "weight",
+                                    directed=graph.directed)
+            found = found.compute(**({"scheduler": scheduler} if scheduler else {}))
+            at = found.index.to_numpy()
+            values[at] = found["clustering"].to_numpy()
+            some[at] = found["t"].to_numpy() != 0
+        graph.cache[key] = (values, some)
+    return graph.cache[key]
+
+
 def clustering(G: DtriGraph, nodes: Any = None, weight: Any = None) -> dict | float:
-    """``networkx.clustering`` of an undirected graph, unweighted."""
-    if weight is not None:
-        raise NotImplementedError("dtri computes unweighted clustering")
-    if nodes is not None and nodes in G:
-        return _clustering_values(G, [nodes])[nodes]
-    return _clustering_values(G, G.nodes if nodes is None else G.nbunch_iter(nodes))
+    """``networkx.clustering``: unweighted undirected from dtri's triangle counts; weighted
+    (geometric mean of the normalised weights) and directed (Fagiolo's) by
+    :func:`dtri.clustering`."""
+    one = nodes is not None and nodes in G
+    chosen = [nodes] if one else G.nodes if nodes is None else G.nbunch_iter(nodes)
+    if weight is None and not G.directed:
+        found = _clustering_values(G, chosen)
+    else:
+        values, some = _general_clustering(G, weight)
+        found = {v: float(values[G.index[v]]) if some[G.index[v]] else 0 for v in chosen}
+    return found[nodes] if one else found
 
 
 def average_clustering(G: DtriGraph, nodes: Any = None, weight: Any = None,
@@ -294,18 +227,68 @@ def k_truss(G: DtriGraph, k: int) -> nx.Graph:
                                    np.searchsorted(present, kept), 0, dict(G.graph), G.source))
 
 
+def _generalized_degrees(graph: DtriGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per node position, its ``(support, edges)`` pairs: node, support and count arrays
+    sorted by node (cached), from dtri's edge support."""
+    if "generalized_degree" not in graph.cache:
+        ends = np.zeros(0, dtype=np.int64)
+        supports = np.zeros(0, dtype=np.int64)
+        if graph.edges.shape[0]:
+            with _prepared(graph) as prepared:
+                support = prepared.edge_support().to_backend("pandas").compute()
+            ends = np.concatenate([support["u"].to_numpy(), support["v"].to_numpy()])
+            supports = np.tile(support["support"].to_numpy(), 2)
+        pairs, counts = np.unique(np.stack([ends, supports], axis=1), axis=0, return_counts=True)
+        graph.cache["generalized_degree"] = (pairs[:, 0], pairs[:, 1], counts)
+    return graph.cache["generalized_degree"]
+
+
+def generalized_degree(G: DtriGraph, nodes: Any = None) -> dict | Counter:
+    """``networkx.generalized_degree``: per node, a ``Counter`` of its edges by the number of
+    triangles on them (dtri's edge support)."""
+    at, supports, counts = _generalized_degrees(G)
+    starts = np.searchsorted(at, np.arange(len(G.nodes) + 1))
+
+    def counter(v: Hashable) -> Counter:
+        i = G.index[v]
+        first, last = int(starts[i]), int(starts[i + 1])
+        return Counter(dict(zip(supports[first:last].tolist(), counts[first:last].tolist(),
+                                strict=True)))
+
+    if nodes is not None and nodes in G:
+        return counter(nodes)
+    return {v: counter(v) for v in (G.nodes if nodes is None else G.nbunch_iter(nodes))}
+
+
+def number_of_selfloops(G: DtriGraph) -> int:
+    """``networkx.number_of_selfloops``: counted by the conversion."""
+    return G.self_loops
+
+
+def isolates(G: DtriGraph) -> Iterator[Hashable]:
+    """``networkx.isolates``: the nodes of no edge (a self-loop is an edge), in node order."""
+    touched = np.zeros(len(G.nodes), dtype=bool)
+    touched[G.rows.ravel()] = True
+    return (G.nodes[i] for i in np.flatnonzero(~touched).tolist())
+
+
+def on_start_tests(items: list) -> None:
+    """Under NetworkX's test harness (``NETWORKX_TEST_BACKEND=dtri``): the functions that
+    build graphs (generators, ``relabel_nodes``, ``union``, ...) stay NetworkX's, as they do
+    outside the harness, since dtri builds no graphs; dtri's own functions that return one
+    (``k_truss``) still run on dtri."""
+    nx.config.backend_priority.generators = []
+    for name in GRAPH_RESULTS:
+        nx.config.backend_priority[name] = ["dtri"]
+
+
 class BackendInterface:
-    """What NetworkX loads from the ``networkx.backends`` entry point."""
+    """What NetworkX loads from the ``networkx.backends`` entry point: the conversions, the
+    choices, the test harness's hook and every function of :data:`FUNCTIONS`."""
 
-    convert_from_nx = staticmethod(convert_from_nx)
-    convert_to_nx = staticmethod(convert_to_nx)
-    can_run = staticmethod(can_run)
-    should_run = staticmethod(should_run)
-    triangles = staticmethod(triangles)
-    clustering = staticmethod(clustering)
-    average_clustering = staticmethod(average_clustering)
-    transitivity = staticmethod(transitivity)
-    k_truss = staticmethod(k_truss)
 
+for _name in ("convert_from_nx", "convert_to_nx", "can_run", "should_run", "on_start_tests",
+              *FUNCTIONS):
+    setattr(BackendInterface, _name, staticmethod(globals()[_name]))
 
 backend_interface = BackendInterface()

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-FUNCTIONS = ("triangles", "clustering", "average_clustering", "transitivity", "k_truss")
+FUNCTIONS = ("triangles", "clustering", "average_clustering", "transitivity", "k_truss",
+             "generalized_degree", "number_of_selfloops", "isolates")
 """The NetworkX functions dtri implements."""
+
+GRAPH_RESULTS = ("k_truss",)
+"""Those of :data:`FUNCTIONS` that return a graph."""
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "backend": "auto",
@@ -23,10 +27,14 @@ when backends are chosen automatically (``backend="dtri"`` always runs dtri)."""
 
 DOCS = {
     "triangles": "Exact, from dtri's per-vertex triangle counts.",
-    "clustering": "Unweighted, undirected graphs; `weight` is left to NetworkX.",
-    "average_clustering": "Unweighted, undirected graphs; summed in node order as NetworkX does.",
+    "clustering": "Unweighted from the triangle counts; weighted and directed (Fagiolo's) by "
+                  "a Dask pipeline that carries the weights.",
+    "average_clustering": "As `clustering`; summed in node order as NetworkX does.",
     "transitivity": "Exact integer sums, divided once.",
     "k_truss": "dtri's distributed peeling; graph, node and edge attributes are kept.",
+    "generalized_degree": "From dtri's edge support (the triangles on each edge).",
+    "number_of_selfloops": "Counted by the conversion (NetworkX's `k_truss` asks for it).",
+    "isolates": "From the converted rows (NetworkX's `k_truss` asks for them).",
 }
 
 

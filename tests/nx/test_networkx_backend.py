@@ -92,7 +92,9 @@ def test_the_backend_declines_what_it_does_not_do():
 
     graph = nx.karate_club_graph()
     assert can_run("triangles", (graph,), {}) is True
-    assert "unweighted" in can_run("clustering", (graph,), {"weight": "weight"})
+    assert can_run("clustering", (graph,), {"weight": "weight"}) is True
+    assert can_run("clustering", (nx.DiGraph(graph),), {"weight": "weight"}) is True
+    assert "attribute name" in can_run("clustering", (graph,), {"weight": len})
     assert "undirected" in can_run("triangles", (nx.DiGraph(graph),), {})
     assert "multigraph" in can_run("triangles", (nx.MultiGraph(graph),), {})
     assert "does not implement" in can_run("square_clustering", (graph,), {})
