@@ -294,6 +294,51 @@ def k_truss(G: DtriGraph, k: int) -> nx.Graph:
                                    np.searchsorted(present, kept), 0, dict(G.graph), G.source))
 
 
+def all_triangles(G: DtriGraph, nbunch: Any = None) -> Iterator[tuple]:
+    """``networkx.all_triangles``: each triangle once (with ``nbunch``, those with a node of
+    it), from dtri's listing. Each tuple is in NetworkX's node order: the graph's, or with
+    ``nbunch``, its nodes first, then their neighbours."""
+    if nbunch is None:
+        chosen, order = None, np.arange(len(G.nodes), dtype=np.int64)
+    else:
+        chosen = list(dict.fromkeys(G.nbunch_iter(nbunch)))
+        numbers = _networkx_numbers(G, chosen)
+        order = np.full(len(G.nodes), len(G.nodes), dtype=np.int64)
+        order[list(numbers)] = list(numbers.values())
+    if G.edges.shape[0] == 0 or chosen == []:
+        return iter(())
+    with _prepared(G) as prepared:
+        found = prepared.list_triangles(vertices=None if chosen is None else
+                                        [G.index[v] for v in chosen])
+        listed = found.to_backend("pandas").compute().to_numpy()
+    by_order = np.take_along_axis(listed, np.argsort(order[listed], axis=1), axis=1)
+    by_order = by_order[np.lexsort(order[by_order].T[::-1])]
+    nodes = G.nodes
+    return ((nodes[a], nodes[b], nodes[c]) for a, b, c in by_order.tolist())
+
+
+def _networkx_numbers(graph: DtriGraph, chosen: list[Hashable]) -> dict[int, int]:
+    """The numbers ``all_triangles(G, nbunch)`` gives nodes, by position: the nodes of
+    ``nbunch`` in order, then the neighbours of each not in it, in adjacency order (the
+    original graph's; without one, by position), a node met again taking the later number,
+    as NetworkX's dict of them does."""
+    numbers = {graph.index[v]: i for i, v in enumerate(chosen)}
+    inside = set(numbers)
+    if graph.source is not None:
+        adjacency = graph.source._adj
+        met = (graph.index[v] for u in chosen for v in adjacency[u])
+    else:
+        edges = graph.edges
+        met = (int(n) for u in inside for n in np.concatenate(
+            [edges[edges[:, 0] == u, 1], edges[edges[:, 1] == u, 0]]))
+    number = len(numbers)
+    for position in met:
+        if position not in inside:
+            numbers[position] = number
+        number += position not in inside
+    return numbers
+
+
 class BackendInterface:
     """What NetworkX loads from the ``networkx.backends`` entry point."""
 
@@ -306,6 +351,7 @@ class BackendInterface:
     average_clustering = staticmethod(average_clustering)
     transitivity = staticmethod(transitivity)
     k_truss = staticmethod(k_truss)
+    all_triangles = staticmethod(all_triangles)
 
 
 backend_interface = BackendInterface()

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-FUNCTIONS = ("triangles", "clustering", "average_clustering", "transitivity", "k_truss")
+FUNCTIONS = ("triangles", "clustering", "average_clustering", "transitivity", "k_truss",
+             "all_triangles")
 """The NetworkX functions dtri implements."""
 
 DEFAULT_CONFIG: dict[str, Any] = {
@@ -27,6 +28,7 @@ DOCS = {
     "average_clustering": "Unweighted, undirected graphs; summed in node order as NetworkX does.",
     "transitivity": "Exact integer sums, divided once.",
     "k_truss": "dtri's distributed peeling; graph, node and edge attributes are kept.",
+    "all_triangles": "dtri's listing, out of core; each tuple in NetworkX's node order.",
 }
 
 
