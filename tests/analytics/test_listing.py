@@ -155,3 +155,10 @@ def test_listing_on_one_gpu(shared_data, tmp_path):
     assert dtri.write_triangles(shared_data / name, str(out), backend="gpu") \
         == len(oracle(graph))
     assert set(rows(pd.read_parquet(out))) == oracle(graph)
+
+
+def test_a_k_truss_lists_its_own_triangles():
+    graph = karate()
+    with dtri.prepare(str(KARATE), backend="cpu", scheduler="synchronous") as prepared, \
+            prepared.k_truss(4) as truss:
+        check_listing(truss, nx.k_truss(graph, 4))
