@@ -92,8 +92,10 @@ def convert_from_nx(graph: nx.Graph, edge_attrs: Any = None, node_attrs: Any = N
                     graph_name: str | None = None) -> DtriGraph:
     """A NetworkX graph as a :class:`DtriGraph`: one dictionary lookup per adjacency entry,
     the rest array code. Attributes stay on the original (kept by reference)."""
-    if graph.is_directed() or graph.is_multigraph():
-        raise NotImplementedError("dtri takes simple undirected graphs")
+    if graph.is_directed():
+        raise NotImplementedError("dtri takes undirected graphs")
+    # a multigraph (taken by MULTIGRAPH_FUNCTIONS alone) as its simple graph: each neighbour
+    # is one key of a node's adjacency, however many edges join them
     nodes = list(graph)
     index = {v: i for i, v in enumerate(nodes)}
     adjacency = graph._adj
@@ -139,6 +141,11 @@ def _graph_argument(name: str, args: tuple, kwargs: dict) -> Any:
     return bound.arguments.get("G"), bound.arguments
 
 
+MULTIGRAPH_FUNCTIONS = ("all_triangles",)
+"""The functions whose answer on a multigraph is that of its simple graph: NetworkX's
+``all_triangles`` knows a triangle by its nodes, ignoring parallel edges."""
+
+
 def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
     """Whether dtri implements this call: undirected simple graphs, no weights."""
     if name not in FUNCTIONS:
@@ -148,7 +155,7 @@ def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
         return "no graph given"
     if graph.is_directed():
         return "dtri counts undirected graphs"
-    if graph.is_multigraph():
+    if graph.is_multigraph() and name not in MULTIGRAPH_FUNCTIONS:
         return "dtri counts simple graphs (no multigraphs)"
     if arguments.get("weight") is not None:
         return "dtri computes unweighted clustering"
