@@ -99,13 +99,21 @@ def listing_plan(graph: GraphData) -> tuple[tuple[tuple[int, int], ...], list[Li
     return plan.groups, tasks, plan.chunk_rows
 
 
-def ordered_ids(x: Any, y: Any, z: Any) -> tuple[Any, Any, Any]:
-    """Three id arrays sorted row by row: the least, the middle, the greatest (the middle by
-    exclusive or, which cannot overflow)."""
+def ordered_ids(x: Any, y: Any, z: Any) -> Any:
+    """Three id arrays sorted row by row, as one block of three rows: the least, the middle,
+    the greatest (the middle by exclusive or, which cannot overflow)."""
     xp = array_module(x)
-    low = xp.minimum(xp.minimum(x, y), z)
-    high = xp.maximum(xp.maximum(x, y), z)
-    return low, x ^ y ^ z ^ low ^ high, high
+    block = xp.empty((3, int(x.shape[0])), dtype=xp.int64)
+    low, middle, high = block
+    xp.minimum(x, y, out=low)
+    xp.minimum(low, z, out=low)
+    xp.maximum(x, y, out=high)
+    xp.maximum(high, z, out=high)
+    xp.bitwise_xor(x, y, out=middle)
+    middle ^= z
+    middle ^= low
+    middle ^= high
+    return block
 
 
 def list_group(staging: Staging, rows: int, kernel: str, records: int,
@@ -142,8 +150,8 @@ def list_group(staging: Staging, rows: int, kernel: str, records: int,
                     trio = tuple(ranks[touching] for ranks in trio)
                 if limit is not None:
                     trio = tuple(ranks[: limit - listed] for ranks in trio)
-                found.append(xp.stack(ordered_ids(*(ids[ranks].astype(xp.int64)
-                                                    for ranks in trio))))
+                found.append(ordered_ids(*(ids[ranks].astype(xp.int64, copy=False)
+                                           for ranks in trio)))
                 listed += int(trio[0].shape[0])
                 if limit is not None and listed >= limit:
                     return _frame(staging, xp, found)
