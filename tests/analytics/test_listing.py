@@ -138,25 +138,6 @@ def test_no_triangles_writes_an_empty_listing(tmp_path):
     assert list(frame.columns) == ["a", "b", "c"] and len(frame) == 0
 
 
-@pytest.mark.gpu
-def test_listing_on_one_gpu(shared_data, tmp_path):
-    """The GPU's kernels (device staging, and host staging under a small RMM pool) give
-    NetworkX's triangles, as cuDF partitions or pandas ones where results wait on the host."""
-    name = SHARED[0]
-    graph = shared_graph(shared_data / name)
-    with dtri.prepare(shared_data / name, backend="gpu", scheduler="synchronous") as prepared:
-        check_listing(prepared, graph)
-        check_listing(prepared, graph, sorted(graph)[::50])
-        assert len(rows(prepared.list_triangles(limit=99).compute())) == 99
-    with dtri.prepare(shared_data / name, backend="gpu", scheduler="synchronous",
-                      staging="host", memory_budget="8MiB") as prepared:
-        check_listing(prepared, graph)
-    out = tmp_path / "listed"
-    assert dtri.write_triangles(shared_data / name, str(out), backend="gpu") \
-        == len(oracle(graph))
-    assert set(rows(pd.read_parquet(out))) == oracle(graph)
-
-
 def test_a_k_truss_lists_its_own_triangles():
     graph = karate()
     with dtri.prepare(str(KARATE), backend="cpu", scheduler="synchronous") as prepared, \
