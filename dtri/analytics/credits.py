@@ -111,8 +111,12 @@ def group_plan(graph: GraphData, summaries: list[Any] | None = None,
         if s.wedges:
             count = per_partition if most_wedges is None \
                 else max(per_partition, -(-s.wedges // most_wedges))
-            for i, piece in enumerate(pieces_of(p, s, count)):
-                by_worker.setdefault((partition_owner(p, workers) + i) % workers,
+            cut = pieces_of(p, s, count)
+            for i, piece in enumerate(cut):
+                # the pieces beyond per_partition (a listing's) stay in per_partition runs of
+                # consecutive rows, one run per worker, so a partition goes to no more workers
+                spread = i if len(cut) <= per_partition else i * per_partition // len(cut)
+                by_worker.setdefault((partition_owner(p, workers) + spread) % workers,
                                      []).append(piece)
     tasks = []
     for g, (first, last) in enumerate(groups):
