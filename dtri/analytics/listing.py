@@ -163,8 +163,9 @@ def _frame(staging: Staging, xp: Any, found: list[Any]) -> Any:
     the run's results wait; a pandas frame over the block itself, uncopied."""
     import numpy as np
 
-    block = staging.to_host(xp.concatenate(found, axis=1) if len(found) > 1 else found[0]
-                            if found else xp.zeros((len(COLUMNS), 0), dtype=xp.int64))
+    if not found:
+        found = [xp.zeros((len(COLUMNS), 0), dtype=xp.int64)]
+    block = staging.to_host(xp.concatenate(found, axis=1) if len(found) > 1 else found[0])
     if isinstance(block, np.ndarray):
         import pandas as pd
 
@@ -187,10 +188,12 @@ def empty_listing(like: Any) -> Any:
 
 
 def rows_of(frame: Any) -> int:
+    """A partition's rows."""
     return len(frame)
 
 
 def rows_before(before: int, rows: int) -> int:
+    """The rows ahead of the next partition: those ahead of this one and its own."""
     return before + rows
 
 
@@ -241,9 +244,10 @@ def list_triangles(graph: GraphData, limit: int | None = None,
     tasks, bounds = graph.tasks, graph.bounds
     staging = graph.staging
 
-    def lazy(func: Callable[..., Any], *args: Any, key: str, worker: int | None = None,
-             on_host: bool = True) -> Any:
-        wrapped = staging.wrap(func, on_host,
+    def lazy(func: Callable[..., Any], *args: Any, key: str, worker: int | None = None) -> Any:
+        """A task of the listing, built, not run (an in-process run's too), as the staging
+        wraps a task that moves its own data or only looks at its inputs."""
+        wrapped = staging.wrap(func, True,
                                moves_own_data=any(isinstance(a, Staging) for a in args))
         with tasks.on_worker(worker) if worker is not None else nullcontext():
             return dask.delayed(wrapped, pure=True)(*args, dask_key_name=f"dtri-list-{token}-"
