@@ -129,3 +129,28 @@ def test_a_listing_terminated_while_it_writes_removes_its_folder(tmp_path):
     assert run.returncode == 143, stderr
     assert stderr.strip().splitlines()[-1] == "dtri: interrupted" and stdout == ""
     assert os.listdir(tmp_path) == []
+
+
+def test_list_reads_every_input_count_takes(tmp_path):
+    """A saved graph (``dtri prepare``), Parquet and Matrix Market list NetworkX's
+    triangles, as the text they came from does."""
+    import numpy as np
+    import scipy.io
+    import scipy.sparse
+
+    edges = np.loadtxt(KARATE, dtype=np.int64)
+    pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}).to_parquet(tmp_path / "k.parquet")
+    n = int(edges.max()) + 1
+    scipy.io.mmwrite(tmp_path / "k.mtx", scipy.sparse.coo_matrix(
+        (np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n)))
+    runner = CliRunner()
+    saved = runner.invoke(cli.main, ["prepare", KARATE, *LOCAL, "-o", str(tmp_path / "k.dtri")])
+    assert saved.exit_code == 0, saved.output
+    for name, given in [("saved", "k.dtri"), ("parquet", "k.parquet"), ("mtx", "k.mtx")]:
+        result = runner.invoke(cli.main, ["list", str(tmp_path / given), *LOCAL, "-o",
+                                          str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+        found = listed(tmp_path / name)
+        # Matrix Market ids start at 1
+        shift = 1 if name == "mtx" else 0
+        assert {(a - shift, b - shift, c - shift) for a, b, c in found} == karate_triangles()
