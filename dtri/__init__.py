@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         open_prepared,
         prepare,
         write_generated,
+        write_triangles,
     )
     from dtri.errors import ConfigurationError, DtriError, InputError
     from dtri.input.generate import generated
@@ -85,6 +86,7 @@ _HOMES = {
     "read_edges": "dtri.input.read",
     "start_cuda_driver": "dtri.runtime.driver",
     "write_generated": "dtri.api",
+    "write_triangles": "dtri.api",
 }
 """Where each public name lives."""
 
@@ -107,6 +109,7 @@ __all__ = [
     "read_edges",
     "start_cuda_driver",
     "write_generated",
+    "write_triangles",
 ]
 __version__ = VERSION
 

@@ -16,12 +16,12 @@ session, shapes the input (:func:`dtri.input.frames.local_input` for an in-proce
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
-from dtri.analytics import edge, graphlets, truss, vertex
+from dtri.analytics import edge, graphlets, listing, truss, vertex
 from dtri.analytics.colours import EstimatePlan, estimate_input
 from dtri.analytics.count import CountResult, count_triangles_of
 from dtri.analytics.count import count as count_graph
@@ -40,6 +40,7 @@ from dtri.input.frames import (
 )
 from dtri.input.generate import GeneratedGraph
 from dtri.options import GENERATED_FORMATS, LOCAL_SCHEDULERS, RUNTIME_OPTIONS, Backend, Options
+from dtri.output import OutputFolder, reserve_output
 from dtri.prepared.checkpoint import Checkpoint, input_identity, resumed_line
 from dtri.prepared.graph import GraphData, open_saved, prepare_graph, saved_metadata
 from dtri.prepared.inputs import BYTES_PER_EDGE_IN_FLIGHT, check_budget
@@ -123,6 +124,27 @@ class PreparedGraph:
         """Each undirected edge once, ``u < v`` by input id, with the triangles on it
         (``support``): a Dask DataFrame."""
         return edge.edge_support(self.data)
+
+    def list_triangles(self, *, limit: int | None = None,
+                       vertices: Iterable[int] | None = None) -> dd.DataFrame:
+        """Every triangle once, as input ids ``a < b < c``: a lazy Dask DataFrame (int64
+        columns ``a``, ``b``, ``c``) of one partition per listing task, computed as it is
+        read or written. ``vertices``: only the triangles with at least one of these input
+        ids (``networkx.all_triangles(G, nbunch)``); ``limit``: at most that many (any
+        ``limit`` of them: which ones depends on how the graph was prepared)."""
+        return listing.list_triangles(self.data, limit, vertices)
+
+    def write_triangles(self, output: str | OutputFolder, *, limit: int | None = None,
+                        vertices: Iterable[int] | None = None) -> int:
+        """Write :meth:`list_triangles` to Parquet at ``output`` (a folder that must not exist
+        or be empty), one file per partition, as each is computed, into a folder beside it
+        renamed into place when complete (``dtri list -o``). Returns the rows written."""
+        with (reserve_output(output) if isinstance(output, str)
+              else nullcontext(output)) as folder:
+            frame = self.list_triangles(limit=limit, vertices=vertices)
+            timer = self.data.timer()
+            folder.write_parquet(frame, lambda written: timer.compute("list", written))
+            return folder.parquet_rows()
 
     def k_truss(self, k: int) -> PreparedGraph:
         """The k-truss (``networkx.k_truss``): the largest subgraph in which every edge lies on
@@ -522,6 +544,16 @@ def clustering(edges: Any, *, weight: str | None = None, directed: bool = False,
     return clustering_frame(edges, weight, directed)
 
 
+def write_triangles(edges: Any, output: str, *, limit: int | None = None,
+                    vertices: Iterable[int] | None = None, **options: Any) -> int:
+    """Write every triangle of the undirected graph ``edges`` (see :func:`count`) once, as
+    input ids ``a < b < c``, to Parquet at ``output`` (``dtri list -o``;
+    :meth:`PreparedGraph.write_triangles`: ``limit``, ``vertices``). ``output`` is checked
+    before the input is read. Returns the rows written."""
+    with reserve_output(output) as folder, prepare(edges, **options) as graph:
+        return graph.write_triangles(folder, limit=limit, vertices=vertices)
+
+
 def write_generated(spec: str, output: str, *, seed: int = 0, partitions: int | None = None,
                     format: str = "parquet", backend: str = "cpu", scheduler: str = "threads",
                     scheduler_file: str | None = None) -> int:
@@ -534,7 +566,6 @@ def write_generated(spec: str, output: str, *, seed: int = 0, partitions: int | 
     written beside its name and renamed into place when complete (``dtri generate``). Returns
     the number of files written."""
     from dtri.input.generate import from_spec
-    from dtri.output import reserve_output
     from dtri.runtime.resolve import choose_backend
 
     if format not in GENERATED_FORMATS:

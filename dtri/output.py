@@ -16,6 +16,7 @@ import os
 import posixpath
 import shutil
 import uuid
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, overload
@@ -59,12 +60,30 @@ class OutputFolder:
         return self.temporary_path if self.local else self.fs.unstrip_protocol(
             self.temporary_path)
 
-    def write_parquet(self, frame: Any) -> str:
-        """Write ``frame`` (a Dask DataFrame) as Parquet and rename it into place; return
-        ``out``."""
-        frame.to_parquet(self.temporary, write_index=False)
+    def write_parquet(self, frame: Any, compute: Callable[[Any], Any] | None = None) -> str:
+        """Write ``frame`` (a Dask DataFrame) as Parquet, one file per partition, and rename it
+        into place; return ``out``. ``compute``: runs the write (given it unrun, as
+        ``to_parquet(compute=False)`` makes it), where the caller times it or shows its
+        progress."""
+        if compute is None:
+            frame.to_parquet(self.temporary, write_index=False)
+        else:
+            compute(frame.to_parquet(self.temporary, write_index=False, compute=False))
         self.commit()
         return self.out
+
+    def parquet_rows(self) -> int:
+        """The rows of the Parquet files written, read from their footers (where they are
+        now: the final name once committed)."""
+        import pyarrow.parquet as pq
+
+        folder = self.path if self.committed else self.temporary_path
+        rows = 0
+        for name in self.fs.find(folder):
+            if name.endswith(".parquet"):
+                with self.fs.open(name, "rb") as handle:
+                    rows += pq.ParquetFile(handle).metadata.num_rows
+        return rows
 
     def commit(self) -> None:
         """Rename the complete result into place; fail if something took the name meanwhile."""

@@ -145,3 +145,13 @@ def host_memory_line(plan: dict[str, int]) -> str:
     return (f"{format_bytes(plan['limit'])}/worker = overhead {format_bytes(plan['overhead'])}"
             f"{staging} + running tasks {format_bytes(plan['tasks'])} + stored results "
             f"{format_bytes(plan['stored'])} (beyond them, disk)")
+
+
+def listing_summary(graph: PreparedGraph, out: OutputFolder, limit: int | None,
+                    vertices: list[int] | None) -> dict[str, Any]:
+    """``dtri list``: the triangles written to ``out`` (as each listing task ends), and how
+    they were restricted."""
+    listed = graph.write_triangles(out, limit=limit, vertices=vertices)
+    return {"vertices": graph.present_vertices(), "edges": graph.edges, "listed": listed,
+            "limit": limit, "of_vertices": None if vertices is None else len(set(vertices)),
+            "output": out.out}

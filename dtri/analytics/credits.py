@@ -94,9 +94,11 @@ def pieces_of(partition: int, summary: Any, count: int) -> list[Piece]:
     return [Piece(partition, a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
 
-def group_plan(graph: GraphData, summaries: list[Any] | None = None) -> GroupPlan:
+def group_plan(graph: GraphData, summaries: list[Any] | None = None,
+               most_wedges: int | None = None) -> GroupPlan:
     """The credits' plan of a prepared graph (see the module docstring), or of partitions
-    over its ranks with these ``summaries`` (a graph being peeled)."""
+    over its ranks with these ``summaries`` (a graph being peeled); ``most_wedges``: each
+    partition cut into pieces of at most about that many wedges too (the listing's)."""
     summaries = graph.summaries if summaries is None else summaries
     bounds = graph.bounds
     runtime = graph.runtime
@@ -107,8 +109,14 @@ def group_plan(graph: GraphData, summaries: list[Any] | None = None) -> GroupPla
     by_worker: dict[int, list[Piece]] = {}
     for p, s in enumerate(summaries):
         if s.wedges:
-            for i, piece in enumerate(pieces_of(p, s, per_partition)):
-                by_worker.setdefault((partition_owner(p, workers) + i) % workers,
+            count = per_partition if most_wedges is None \
+                else max(per_partition, -(-s.wedges // most_wedges))
+            cut = pieces_of(p, s, count)
+            for i, piece in enumerate(cut):
+                # the pieces beyond per_partition (a listing's) stay in per_partition runs of
+                # consecutive rows, one run per worker, so a partition goes to no more workers
+                spread = i if len(cut) <= per_partition else i * per_partition // len(cut)
+                by_worker.setdefault((partition_owner(p, workers) + spread) % workers,
                                      []).append(piece)
     tasks = []
     for g, (first, last) in enumerate(groups):

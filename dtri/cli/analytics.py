@@ -34,7 +34,7 @@ def analytic_output(command: Callable[..., Any]) -> Callable[..., Any]:
                         )(command)
 
 
-def _run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None,
+def run_analytic(paths: tuple[str, ...], spec: str | None, seed: int, out: str | None,
                   as_json: bool, values: dict[str, Any],
                   analyse: Callable[[Any, Any], dict[str, Any]]) -> None:
     """Check ``out``, prepare the graph, run ``analyse(graph, folder)`` (the
@@ -242,7 +242,7 @@ def _analytic_command(analytic: Analytic) -> click.Command:
             summary = summarise(graph, result, folder, top, **own)
             return {name: summary[name] for name in analytic.fields if name in summary}
 
-        _run_analytic(paths, spec, seed, out, as_json, params, analyse)
+        run_analytic(paths, spec, seed, out, as_json, params, analyse)
 
     command: Callable[..., Any] = run
     for option in reversed(analytic.options):

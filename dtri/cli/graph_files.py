@@ -9,7 +9,13 @@ from typing import Any
 
 import click
 
-from dtri.cli.graph_input import INPUT_MEANING, graph_source, input_fields, prepared
+from dtri.cli.graph_input import (
+    INPUT_MEANING,
+    graph_source,
+    input_fields,
+    output_folder,
+    prepared,
+)
 from dtri.cli.printing import print_summary
 from dtri.cli.program import errors_as_one_line, main
 from dtri.options import BACKENDS, GENERATED_FORMATS
@@ -17,10 +23,7 @@ from dtri.options import BACKENDS, GENERATED_FORMATS
 
 @main.command("prepare", epilog=INPUT_MEANING)
 @graph_source
-@click.option("-o", "--output", "out", required=True, metavar="PATH",
-              help="The folder (or fsspec URL) to save the prepared graph in; its parent "
-                   "exists, and it must not exist or be empty. Written beside it and renamed "
-                   "to it when complete.")
+@output_folder("save the prepared graph in")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def prepare_command(paths: tuple[str, ...], spec: str | None, seed: int, out: str,
                     as_json: bool, **values: Any) -> None:

@@ -51,6 +51,15 @@ def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.argument("paths", nargs=-1)(command)
 
 
+def output_folder(what: str) -> Callable[[Callable[..., Any]], Any]:
+    """``-o/--output PATH``, required: the folder a command writes ``what`` to, renamed into
+    place when complete."""
+    return click.option("-o", "--output", "out", required=True, metavar="PATH",
+                        help=f"The folder (or fsspec URL) to {what}; its parent exists, and it "
+                             "must not exist or be empty. Written beside it and renamed to it "
+                             "when complete.")
+
+
 def command_input(paths: tuple[str, ...], spec: str | None, seed: int, values: dict[str, Any]
                   ) -> tuple[Any, dict[str, Any]]:
     """A command's input (the paths, or the generated graph) and its options, as

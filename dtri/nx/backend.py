@@ -38,6 +38,10 @@ def _graph_argument(name: str, args: tuple, kwargs: dict) -> Any:
 DIRECTED = ("clustering", "average_clustering", "number_of_selfloops", "isolates")
 """The functions dtri computes on directed graphs too (Fagiolo's clustering)."""
 
+MULTIGRAPH_FUNCTIONS = ("all_triangles",)
+"""The functions whose answer on a multigraph is that of its simple graph: NetworkX's
+``all_triangles`` knows a triangle by its nodes, ignoring parallel edges."""
+
 
 def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
     """Whether dtri implements this call: simple graphs, undirected (directed for
@@ -49,7 +53,7 @@ def can_run(name: str, args: tuple, kwargs: dict) -> bool | str:
         return "no graph given"
     if graph.is_directed() and name not in DIRECTED:
         return "dtri counts undirected graphs"
-    if graph.is_multigraph():
+    if graph.is_multigraph() and name not in MULTIGRAPH_FUNCTIONS:
         return "dtri counts simple graphs (no multigraphs)"
     weight = arguments.get("weight")
     if weight is not None and not isinstance(weight, str):
@@ -280,6 +284,51 @@ def on_start_tests(items: list) -> None:
     nx.config.backend_priority.generators = []
     for name in GRAPH_RESULTS:
         nx.config.backend_priority[name] = ["dtri"]
+
+
+def all_triangles(G: DtriGraph, nbunch: Any = None) -> Iterator[tuple]:
+    """``networkx.all_triangles``: each triangle once (with ``nbunch``, those with a node of
+    it), from dtri's listing. Each tuple is in NetworkX's node order: the graph's, or with
+    ``nbunch``, its nodes first, then their neighbours."""
+    if nbunch is None:
+        chosen, order = None, np.arange(len(G.nodes), dtype=np.int64)
+    else:
+        chosen = list(dict.fromkeys(G.nbunch_iter(nbunch)))
+        numbers = _networkx_numbers(G, chosen)
+        order = np.full(len(G.nodes), len(G.nodes), dtype=np.int64)
+        order[list(numbers)] = list(numbers.values())
+    if G.edges.shape[0] == 0 or chosen == []:
+        return iter(())
+    with _prepared(G) as prepared:
+        found = prepared.list_triangles(vertices=None if chosen is None else
+                                        [G.index[v] for v in chosen])
+        listed = found.to_backend("pandas").compute().to_numpy()
+    by_order = np.take_along_axis(listed, np.argsort(order[listed], axis=1), axis=1)
+    by_order = by_order[np.lexsort(order[by_order].T[::-1])]
+    nodes = G.nodes
+    return ((nodes[a], nodes[b], nodes[c]) for a, b, c in by_order.tolist())
+
+
+def _networkx_numbers(graph: DtriGraph, chosen: list[Hashable]) -> dict[int, int]:
+    """The numbers ``all_triangles(G, nbunch)`` gives nodes, by position: the nodes of
+    ``nbunch`` in order, then the neighbours of each not in it, in adjacency order (the
+    original graph's; without one, by position), a node met again taking the later number,
+    as NetworkX's dict of them does."""
+    numbers = {graph.index[v]: i for i, v in enumerate(chosen)}
+    inside = set(numbers)
+    if graph.source is not None:
+        adjacency = graph.source._adj
+        met = (graph.index[v] for u in chosen for v in adjacency[u])
+    else:
+        edges = graph.edges
+        met = (int(n) for u in inside for n in np.concatenate(
+            [edges[edges[:, 0] == u, 1], edges[edges[:, 1] == u, 0]]))
+    number = len(numbers)
+    for position in met:
+        if position not in inside:
+            numbers[position] = number
+        number += position not in inside
+    return numbers
 
 
 class BackendInterface:

@@ -92,8 +92,9 @@ def convert_from_nx(graph: nx.Graph, edge_attrs: Any = None, node_attrs: Any = N
     the rest array code. The weights of ``edge_attrs`` (a dict of attribute to default, as
     NetworkX passes them) are read along the rows; other attributes stay on the original
     (kept by reference)."""
-    if graph.is_multigraph():
-        raise NotImplementedError("dtri takes simple graphs (no multigraphs)")
+    # a multigraph (taken by MULTIGRAPH_FUNCTIONS alone, none weighted) as its simple graph:
+    # each neighbour is one key of a node's adjacency, however many edges join them
+    multigraph = graph.is_multigraph()
     nodes = list(graph)
     index = {v: i for i, v in enumerate(nodes)}
     adjacency = graph._adj
@@ -109,7 +110,8 @@ def convert_from_nx(graph: nx.Graph, edge_attrs: Any = None, node_attrs: Any = N
     kept = np.ones(total, dtype=bool) if directed else sources <= targets
     rows = np.stack([sources[kept], targets[kept]], axis=1)
     weights = {}
-    for attr, default in (edge_attrs.items() if isinstance(edge_attrs, dict) else ()):
+    asked = edge_attrs.items() if isinstance(edge_attrs, dict) and not multigraph else ()
+    for attr, default in asked:
         values = np.fromiter((d.get(attr, default) for nbrs in adjacency.values()
                               for d in nbrs.values()), dtype=np.float64, count=total)
         weights[attr] = values[kept]

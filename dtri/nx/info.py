@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 FUNCTIONS = ("triangles", "clustering", "average_clustering", "transitivity", "k_truss",
-             "generalized_degree", "number_of_selfloops", "isolates")
+             "generalized_degree", "number_of_selfloops", "isolates", "all_triangles")
 """The NetworkX functions dtri implements."""
 
 GRAPH_RESULTS = ("k_truss",)
@@ -35,6 +35,7 @@ DOCS = {
     "generalized_degree": "From dtri's edge support (the triangles on each edge).",
     "number_of_selfloops": "Counted by the conversion (NetworkX's `k_truss` asks for it).",
     "isolates": "From the converted rows (NetworkX's `k_truss` asks for them).",
+    "all_triangles": "dtri's listing, out of core; each tuple in NetworkX's node order.",
 }
 
 

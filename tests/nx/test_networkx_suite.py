@@ -21,21 +21,6 @@ SUITES = ("networkx/algorithms/tests/test_cluster.py", "networkx/algorithms/test
 NOT_DTRI = ("square_clustering",)
 """Functions whose tests may xfail: ``square_clustering`` counts 4-cycles, not triangles."""
 
-# ---------------------------------------------------------------- until all_triangles merges
-# The tests of ``all_triangles`` (issue 73, part 1, built on another branch) xfail until it is
-# merged: then empty this set.
-UNTIL_ALL_TRIANGLES = {
-    "test_all_triangles_non_integer_nodes",
-    "test_all_triangles_overlapping",
-    "test_all_triangles_subset",
-    "test_all_triangles_subset_empty",
-    "test_all_triangles_no_triangles",
-    "test_all_triangles_complete_graph_exact",
-    "test_all_triangles_multiedges[Graph]",
-    "test_all_triangles_multiedges[MultiGraph]",
-}
-# ----------------------------------------------------------------
-
 K_TRUSS = {"TestCore::test_k_truss", "TestCore::test_k_truss_digraph",
            "TestCore::test_k_truss_multigraph", "TestCore::test_k_truss_self_loop"}
 
@@ -75,8 +60,7 @@ def test_networkx_cluster_and_k_truss_tests_pass_against_the_backend(tmp_path):
 
     def allowed(name: str) -> bool:  # a test of a function named in NOT_DTRI (or its class)
         plain = name.lower().replace("_", "")
-        return (name.rsplit("::", 1)[-1] in UNTIL_ALL_TRIANGLES
-                or any(f.replace("_", "") in plain for f in NOT_DTRI))
+        return any(f.replace("_", "") in plain for f in NOT_DTRI)
 
     wrong = {name: outcome for name, outcome in cluster.items()
              if outcome != "passed" and not allowed(name)}
