@@ -149,6 +149,7 @@ def main() -> None:
     parser.add_argument("--arm", help=argparse.SUPPRESS)
     parser.add_argument("--out", help="also append the lines to this file")
     args = parser.parse_args()
+    args.data = args.data.resolve()  # the arms run from their trees
     if args.arm:
         print(json.dumps(run_arm(args.arm, args.graphs[0], args.calls, args.data)))
         return
