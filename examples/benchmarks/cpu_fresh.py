@@ -17,7 +17,7 @@ Python process that builds that array, then makes ``--calls`` calls and times ea
 * ``graphblas-llt`` and ``graphblas-ll`` (python-graphblas, SuiteSparse): ``Matrix.from_coo``
   of both directions, ``tril``, then ``C<L> = L plus.pair Lᵀ`` or ``C<L> = L plus.pair L``,
   ``reduce_scalar`` (the matrix built from the same array in each call, as dtri's count
-  builds its graph).
+  builds its graph; ``product_seconds``: the product and its sum alone, the matrix built).
 
 An arm's figure is the best of its calls after the first two (the issue's "from the second
 call on, best of the last 6" of 8 calls); its first call is kept too. In each of
@@ -63,6 +63,7 @@ def run_arm(arm: str, graph: str, calls: int, data: Path) -> dict[str, Any]:
     seconds: list[float] = []
     found: list[int] = []
     kernels: list[str] = []
+    products: list[float] = []
     if arm.startswith("dtri"):
         import dtri
 
@@ -85,14 +86,18 @@ def run_arm(arm: str, graph: str, calls: int, data: Path) -> dict[str, Any]:
             adjacency = graphblas.Matrix.from_coo(rows, columns, True, dtype=bool,
                                                   nrows=vertices, ncols=vertices)
             lower = graphblas.select.tril(adjacency, -1).new()
+            built = time.perf_counter()
             right = lower.T if arm == "graphblas-llt" else lower
             common = plus_pair(lower @ right).new(mask=lower.S)
             total = common.reduce_scalar(allow_empty=False).new().value
-            seconds.append(time.perf_counter() - started)
+            ended = time.perf_counter()
+            seconds.append(ended - started)
+            products.append(ended - built)
             found.append(int(total))
     return {"arm": arm, "graph": graph, "edges": int(edges.shape[0]), "seconds": seconds,
             "triangles": found,
-            "kernels": kernels, "numba_loaded": "numba" in sys.modules}
+            "kernels": kernels, "product_seconds": products,
+            "numba_loaded": "numba" in sys.modules}
 
 
 def commit_tree(commit: str, folder: Path) -> Path:
@@ -170,6 +175,9 @@ def main() -> None:
                           "first_call_seconds": round(min(r["arms"][arm]["seconds"][0]
                                                           for r in rounds), 6),
                           "ratio": round(best["dtri"] / best[arm], 3),
+                          **({"product_seconds": round(min(
+                              min(r["arms"][arm]["product_seconds"][SKIPPED:])
+                              for r in rounds), 6)} if arm in GRAPHBLAS else {}),
                           "triangles": rounds[0]["arms"][arm]["triangles"][0],
                           "agrees": all(t == ours for r in rounds
                                         for t in r["arms"][arm]["triangles"])}
