@@ -38,9 +38,9 @@ from dtri.analytics.plan import CountPlan, build_plan, check_plan_tasks
 from dtri.analytics.staged_plan import chunk_rows, staged_plan
 from dtri.errors import ConfigurationError, ListTooLongError
 from dtri.kernels.bins import radix_split
-from dtri.kernels.compiled import NUMPY_JOIN
+from dtri.kernels.compiled import LOADER, NUMPY_JOIN
 from dtri.kernels.csr import CSR, as_csr, edge_window, joined, keys_of, rows_of, stored
-from dtri.kernels.dispatch import array_module, compiled_kernels_loaded
+from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect
 from dtri.kernels.join import count_closed
 from dtri.kernels.wedges import closure_keys
@@ -163,8 +163,10 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
             graph.resumed[stage] = reused
             resumed_line(stage, reused["seconds"], graph.options.progress,
                          f"{reused['tasks']} of {reused['of']} tasks")
-        if not plan.backend.on_gpu and not compiled_kernels_loaded():
+        if not plan.backend.on_gpu and not LOADER.ready(wait=False):
+            # the next count waits for numba's kernels, loaded meanwhile on a thread
             NUMPY_JOIN.add(sum(b.last - b.first for b in plan.batches))
+            LOADER.start_ahead()
     seconds = graph.seconds_with(timer.seconds, started)
     memory = graph.memory()
     moved = graph.moves()
@@ -229,7 +231,8 @@ def _plan(graph: GraphData, runtime: Runtime, budget: Budget) -> CountPlan:
                            budget=budget, backend=runtime.backend)
     return build_plan(graph.summaries, graph.vertices, workers=runtime.workers,
                       budget=budget, backend=runtime.backend, bins=graph.options.bins,
-                      join=graph.options.join)
+                      join=graph.options.join,
+                      compiled=True if runtime.client is not None else None)  # choose_join
 
 
 def input_id_of_rank(ids: Any, rank: int) -> int:

@@ -57,7 +57,7 @@ from dtri.kernels.bins import (
 )
 from dtri.kernels.compiled import NUMPY_JOIN
 from dtri.kernels.csr import PartitionSummary
-from dtri.kernels.dispatch import compiled_kernels_loaded
+from dtri.kernels.dispatch import compiled_kernels_ready
 from dtri.kernels.strategy import cpu_kernel, cpu_kernel_reason
 from dtri.kernels.wedges import BYTES_PER_ROW, BYTES_PER_WEDGE, batch_bytes, list_bytes
 from dtri.options import Backend
@@ -66,7 +66,7 @@ from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, Budget, max_plan_ta
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 0
 """With ``join="auto"``, CPU partitions with at least this many wedges use the fused join once
-numba's kernels are loaded (every partition, one without wedges too, so that a plan does not
+numba's kernels are ready (every partition, one without wedges too, so that a plan does not
 mix the joins): its ``marks`` kernel beats the NumPy wedges join at every size
 (ca-GrQc's 52 k wedges: 0.3 ms against 2.4 ms; facebook_combined's 1.9 M: 10 ms against
 110 ms, docs/performance.md)."""
@@ -78,7 +78,9 @@ against 6.7 for wiki-Vote (``in_process.py joins``,
 examples/benchmarks/results/in-process-h100.jsonl). The threshold above was set when a GPU count
 ran on a cluster."""
 CPU_INTERSECT_MIN_WEDGES = 1 << 22
-"""The same on the CPU while numba's compiled kernels are not loaded in this process: loading
+"""The same on the CPU while numba's compiled kernels are not ready in this process (its first
+count; later ones wait for the load that the first started,
+:class:`dtri.kernels.compiled.KernelLoader`): loading
 them (importing numba, reading the cached kernel, starting its threads) takes about 0.5-0.7 s
 on this project's 2-core machine, what the NumPy wedges join takes for about 4 M wedges
 (facebook_combined's 1.9 M wedges: 0.13 s; examples/benchmarks/results/cpu-cold-2core.jsonl).
@@ -100,14 +102,20 @@ STAGES = ("edge-bins", "edge-keys", "wedges", "bins", "join", "intersect", "redu
 """Task kinds of the counting phase, as their Dask keys name them (``dtri-<stage>-...``)."""
 
 
-def choose_join(join: str, backend: Backend, summary: PartitionSummary) -> str:
+def choose_join(join: str, backend: Backend, summary: PartitionSummary,
+                compiled: bool | None = None) -> str:
     """``wedges`` (materialise closure keys, sort-free radix bins, sorted search) or
     ``intersect`` (fused list intersection, no wedge written) for one partition.
 
     ``auto``: the fused join once the prefix sums show enough wedges to pay for its start (the
-    CUDA kernels' launches on the GPU, loading numba's compiled kernel on the CPU, with the
-    wedges this process's NumPy join has joined already); the materialising join below that,
-    so that a small graph's first count starts at once.
+    CUDA kernels' launches on the GPU; on the CPU, numba's compiled kernels, free where they
+    are ready, else their load against the wedges this process's NumPy join has joined
+    already); the materialising join below that, so that a small graph's first count starts
+    at once. ``compiled``: whether numba's kernels are ready where the join runs (a
+    cluster's workers have them: those of a local cluster load them as they start,
+    :mod:`dtri.runtime.cpu_worker`; those of a user's cluster keep them from one count to the
+    next); ``None``: in this process (:func:`~dtri.kernels.dispatch.compiled_kernels_ready`,
+    which waits for a load that an earlier count started).
     """
     if join not in JOINS:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")
@@ -115,7 +123,7 @@ def choose_join(join: str, backend: Backend, summary: PartitionSummary) -> str:
         return join
     if backend.on_gpu:
         return "intersect" if summary.wedges > GPU_INTERSECT_MIN_WEDGES else "wedges"
-    if compiled_kernels_loaded():
+    if compiled_kernels_ready() if compiled is None else compiled:
         return "intersect" if summary.wedges >= INTERSECT_MIN_WEDGES else "wedges"
     least = CPU_INTERSECT_MIN_WEDGES - NUMPY_JOIN.wedges
     return "intersect" if summary.wedges > least else "wedges"
@@ -397,7 +405,7 @@ class CountPlan:
 
 def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers: int,
                budget: Budget, backend: Backend, bins: int | None = None,
-               join: str = "auto") -> CountPlan:
+               join: str = "auto", compiled: bool | None = None) -> CountPlan:
     """The plan of the counting phase (pure: sizes in, decisions and estimates out).
 
     ``budget``: what one task may plan for is its :attr:`~dtri.runtime.budget.Budget.per_task`.
@@ -431,7 +439,7 @@ def build_plan(summaries: Sequence[PartitionSummary], vertices: int, *, workers:
     shift = bin_shift(bits, nbins)
     reach = bins_reached(summaries, bin_sources)
 
-    strategy = [choose_join(join, backend, s) for s in summaries]
+    strategy = [choose_join(join, backend, s, compiled) for s in summaries]
     fallback = tuple(p for p, s in enumerate(summaries)
                      if join == "auto" and strategy[p] == "intersect" and s.wedges
                      and _intersect_peak(s, reach[p], bin_sources, bin_edges) > task_budget)

@@ -63,6 +63,8 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
           with_clustering: bool | None, **values: Any) -> None:
     """Count the triangles of the graph in PATHS (files, globs, directories or URLs), or of
     the graph that --generate SPEC makes."""
+    import dask
+
     from dtri import Approx
     from dtri import count as counted  # "count" is this command
 
@@ -86,7 +88,9 @@ def count(paths: tuple[str, ...], spec: str | None, seed: int, as_json: bool, ex
         else:
             _print_estimate(result, as_json, source)
         return
-    with errors_as_one_line(), prepared(paths, spec, seed, values) as graph:
+    # one count a process: numba's kernels are not loaded ahead for a next one
+    with errors_as_one_line(), dask.config.set({"dtri.kernel-load-ahead": False}), \
+            prepared(paths, spec, seed, values) as graph:
         result = graph.count(explain=explain)
         quick = graph.estimate(samples=QUICK_SAMPLES, seed=0, allow_exact=False) \
             if explain else None

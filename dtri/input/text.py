@@ -51,7 +51,7 @@ from dtri.input.text_lines import (
     strip_comment,
     vertex_id,
 )
-from dtri.kernels.dispatch import compiled_kernels_loaded
+from dtri.kernels.dispatch import compiled_kernels_ready
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -317,7 +317,7 @@ def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
     non-negative ids (and, for Matrix Market, entries inside the declared shape), or the
     block has blanks the fast parsers read otherwise than the exact one
     (:func:`_blanks_are_plain`)."""
-    if layout.sep == WHITESPACE and layout.shape is None and compiled_kernels_loaded():
+    if layout.sep == WHITESPACE and layout.shape is None and compiled_kernels_ready():
         from dtri.kernels.parse import parse_id_pairs
 
         comments = (*layout.comments, *layout.comments)[:2]

@@ -16,7 +16,7 @@ from dtri.kernels.dispatch import (
     array_module,
     clique_counts_kernel,
     column_to_array,
-    compiled_kernels_loaded,
+    compiled_kernels_ready,
     cycle_credits_kernel,
     cycle_records_kernel,
     frame_from_arrays,
@@ -31,7 +31,7 @@ from dtri.kernels.dispatch import (
 
 @sort_keys.register(np.ndarray)
 def _sort_numpy(keys: np.ndarray) -> np.ndarray:
-    least = RADIX_SORT_MIN if compiled_kernels_loaded() else RADIX_SORT_MIN_UNLOADED
+    least = RADIX_SORT_MIN if compiled_kernels_ready() else RADIX_SORT_MIN_UNLOADED
     if keys.shape[0] < least or keys.dtype != np.int64:
         return np.sort(keys)
     from dtri.kernels.sort.cpu import radix_sort

@@ -16,9 +16,10 @@ here, so that a run can report it apart from its stages (:class:`dtri.runtime.ti
 from __future__ import annotations
 
 import functools
+import importlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -27,7 +28,8 @@ class CompileClock:
     """Seconds spent compiling (or loading compiled) kernels in this process, outermost
     spans only (a compile that nests another counts once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, warm: Callable[[], None] | None = None) -> None:
+        self._warm = warm
         self._lock = threading.Lock()
         self._seconds = 0.0
         self._depth: dict[int, int] = {}
@@ -61,10 +63,12 @@ CLOCK = CompileClock()
 
 class WedgeTally:
     """Wedges that the NumPy join has joined in this process on the CPU, while numba's
-    compiled kernels were not loaded: the planner loads them once the NumPy join has cost
-    about what loading them costs (a ski rental: never more than twice the better choice)."""
+    compiled kernels were not ready: the planner loads them once the NumPy join has cost
+    about what loading them costs (a ski rental: never more than twice the better choice),
+    where :data:`LOADER` has not loaded them by then."""
 
-    def __init__(self) -> None:
+    def __init__(self, warm: Callable[[], None] | None = None) -> None:
+        self._warm = warm
         self._lock = threading.Lock()
         self._wedges = 0
 
@@ -80,6 +84,95 @@ class WedgeTally:
 
 NUMPY_JOIN = WedgeTally()
 """This process's tally (the compiled kernels it would load are per process too)."""
+
+
+KERNEL_LOAD_WAIT = "dtri.kernel-load-wait"
+"""``dask.config`` key: the most seconds from the start of :data:`LOADER`'s load that a
+count waits for it."""
+KERNEL_LOAD_AHEAD = "dtri.kernel-load-ahead"
+"""``dask.config`` key: whether a count that took NumPy's join starts :data:`LOADER`
+(:meth:`KernelLoader.start_ahead`)."""
+WARM_UP = ("dtri.kernels.warm", "warm_count_kernels")
+"""The module and function that load the kernels a CPU count runs (:data:`LOADER`'s work)."""
+
+
+class KernelLoader:
+    """numba's compiled CPU kernels, loaded on a thread of their own.
+
+    A fresh process has not imported numba: importing it and loading a count's kernels from
+    numba's disk cache takes about 0.6 s on this project's 2-core machine (a compile, where
+    the cache has none, several seconds), longer than the NumPy wedges join of a small
+    graph. So a process's first CPU count takes the NumPy join, and :meth:`start_ahead` then
+    loads the kernels on a daemon thread (``warm``, else :data:`WARM_UP`) while the process
+    goes on (a worker of a local CPU cluster starts it as it starts); a
+    later count asks :meth:`ready`, which waits for the load in progress, at most until
+    ``dtri.kernel-load-wait`` seconds after it started, and counts with them where they
+    are ready."""
+
+    def __init__(self, warm: Callable[[], None] | None = None) -> None:
+        self._warm = warm
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._started = 0.0
+        self._done = threading.Event()
+        self._loaded = False
+        self.seconds: float | None = None
+        """How long the load took, once done."""
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called in this process."""
+        return self._thread is not None
+
+    def start(self) -> None:
+        """Load the kernels on a daemon thread, if not loading or loaded already."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._started = time.perf_counter()
+            self._thread = threading.Thread(target=self._load, name="dtri-load-kernels",
+                                            daemon=True)
+            self._thread.start()
+
+    def start_ahead(self) -> None:
+        """:meth:`start`, where ``dtri.kernel-load-ahead`` allows (a count that took NumPy's
+        join calls it for the process's next counts)."""
+        import dask
+
+        if dask.config.get(KERNEL_LOAD_AHEAD):
+            self.start()
+
+    def _load(self) -> None:
+        try:
+            if self._warm is None:
+                module, name = WARM_UP
+                getattr(importlib.import_module(module), name)()
+            else:
+                self._warm()
+            self._loaded = True
+        except Exception:  # the kernels then load where a count calls them, if it does
+            self._loaded = False
+        finally:
+            self.seconds = time.perf_counter() - self._started
+            self._done.set()
+
+    def ready(self, wait: bool = True) -> bool:
+        """Whether the kernels are loaded; ``wait``: where they are loading, wait for them
+        until ``dtri.kernel-load-wait`` seconds after the load started (never on the
+        loader's own thread)."""
+        thread = self._thread
+        if thread is None:
+            return False
+        if wait and not self._done.is_set() and thread is not threading.current_thread():
+            import dask
+
+            limit = float(dask.config.get(KERNEL_LOAD_WAIT))
+            self._done.wait(max(0.0, self._started + limit - time.perf_counter()))
+        return self._done.is_set() and self._loaded
+
+
+LOADER = KernelLoader()
+"""This process's loader (compiled kernels are per process)."""
 
 
 def compile_seconds() -> float:

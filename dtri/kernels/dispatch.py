@@ -60,8 +60,8 @@ several times quicker on this project's 2-core machine (NumPy 2.4, int64 keys of
 best of 50): 16,000 keys 0.08 ms against 0.43 ms, 65,000 keys 0.33 ms against 2.25 ms;
 1,000 keys 7 µs against 12 µs."""
 RADIX_SORT_MIN_UNLOADED = 1 << 22
-"""The same while numba's compiled kernels are not loaded in this process: loading them takes
-longer than NumPy's sort of fewer keys (a small graph's count imports no numba)."""
+"""The same while numba's compiled kernels are not ready in this process: loading them takes
+longer than NumPy's sort of fewer keys (a process's first small count imports no numba)."""
 
 
 COMPILED_KERNEL_MODULES = ("dtri.kernels.sort.cpu", "dtri.kernels.counting.cpu",
@@ -70,11 +70,18 @@ COMPILED_KERNEL_MODULES = ("dtri.kernels.sort.cpu", "dtri.kernels.counting.cpu",
 """The modules of numba's compiled CPU kernels (each imports numba)."""
 
 
-def compiled_kernels_loaded() -> bool:
-    """Whether this process has loaded numba's compiled CPU kernels (any of
-    :data:`COMPILED_KERNEL_MODULES`) already: their start-up is then paid, and they are worth
-    using on small inputs too."""
-    return any(name in sys.modules for name in COMPILED_KERNEL_MODULES)
+def compiled_kernels_ready() -> bool:
+    """Whether numba's compiled CPU kernels of a count are loaded in this process
+    (:data:`dtri.kernels.compiled.LOADER`), waiting for a load in progress
+    (:meth:`~dtri.kernels.compiled.KernelLoader.ready`): their start-up is then paid, and
+    they are worth using on small inputs too. A process that has imported numba's kernels
+    for another use (any of :data:`COMPILED_KERNEL_MODULES`) starts the load here: numba's
+    own start is paid there."""
+    from dtri.kernels.compiled import LOADER
+
+    if not LOADER.started and any(name in sys.modules for name in COMPILED_KERNEL_MODULES):
+        LOADER.start()
+    return LOADER.ready()
 
 series_from_arrays = Dispatch("series_from_arrays")
 """A Series of the library of ``values`` (NumPy → pandas, CuPy → cuDF): ``values`` indexed by

@@ -28,7 +28,7 @@ from dtri.kernels.canonicalize import (
 from dtri.kernels.csr import CSR, from_keys
 from dtri.kernels.dispatch import (
     array_module,
-    compiled_kernels_loaded,
+    compiled_kernels_ready,
     is_device_object,
     to_host,
 )
@@ -97,10 +97,10 @@ def prepare_marked_on_cpu(frame: Any, orientation: str, limit: int | None = None
     (:func:`dtri.kernels.prepare.cpu.prepare_marked`), where it applies: host arrays whose ids are
     held as marks (:func:`~dtri.kernels.canonicalize.partition_vertices`' rule), the
     ``degree`` or ``id`` orientation (or ``auto`` where it keeps ``degree``), in a process
-    that has loaded numba's kernels already (:func:`~dtri.kernels.dispatch.
-    compiled_kernels_loaded`: a small graph's first count imports no numba). ``None``
+    whose numba kernels are ready (:func:`~dtri.kernels.dispatch.compiled_kernels_ready`: a
+    process's first small count imports no numba). ``None``
     elsewhere: the NumPy path then runs, and refuses what it refuses."""
-    if orientation not in ("auto", "degree", "id") or not compiled_kernels_loaded():
+    if orientation not in ("auto", "degree", "id") or not compiled_kernels_ready():
         return None
     src, dst = id_columns(frame)
     if is_device_object(src) or not src.shape[0]:
@@ -112,8 +112,11 @@ def prepare_marked_on_cpu(frame: Any, orientation: str, limit: int | None = None
         return None
     from dtri.kernels.prepare.cpu import prepare_marked
 
+    # int64 whatever the input's ids: the one type the kernel is loaded for ahead
+    # (dtri.kernels.warm), where another would compile it again
     out, offsets, n, ids, degree, longest = prepare_marked(
-        np.ascontiguousarray(src), np.ascontiguousarray(dst), largest, orientation != "id")
+        np.ascontiguousarray(src, dtype=np.int64), np.ascontiguousarray(dst, dtype=np.int64),
+        largest, orientation != "id")
     if orientation == "auto":
         limit = hash_list_limit() if limit is None else limit
         orientation = auto_orientation(longest, limit)

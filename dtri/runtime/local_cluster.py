@@ -210,13 +210,16 @@ def cluster_settings(caps: MemoryCaps, plan: HostPlan | None) -> dict[str, Any]:
 WORKER_PRELOAD = "distributed.worker.preload"
 
 
-def worker_preloads() -> list[str]:
+def worker_preloads(backend: Backend) -> list[str]:
     """The preloads of a local cluster's workers: those configured, and dtri's own, which
-    has them ignore SIGINT (:mod:`dtri.runtime.local_worker`)."""
+    has them ignore SIGINT (:mod:`dtri.runtime.local_worker`) and, on the CPU, load numba's
+    kernels as they start (:mod:`dtri.runtime.cpu_worker`)."""
+    from dtri.runtime.cpu_worker import PRELOAD as KERNELS
     from dtri.runtime.local_worker import PRELOAD
 
     configured = list(dask.config.get(WORKER_PRELOAD, default=None) or [])
-    return configured if PRELOAD in configured else [*configured, PRELOAD]
+    ours = [PRELOAD] if backend.on_gpu else [PRELOAD, KERNELS]
+    return [*configured, *(name for name in ours if name not in configured)]
 
 
 CLOSE_TRIES = 3
@@ -287,7 +290,8 @@ def _start_local_cluster(backend: Backend, workers: int | None, protocol: str,
     if backend.on_gpu and protocol == "ucx":
         quiet_ucx()  # before the workers' server starts
     with dask.config.set(cluster_settings(caps, plan)), worker_start(backend), \
-            dask.config.set({WORKER_PRELOAD: worker_preloads()}), clusters_closed_on_failure():
+            dask.config.set({WORKER_PRELOAD: worker_preloads(backend)}), \
+            clusters_closed_on_failure():
         if backend.on_gpu:
             from dask_cuda import LocalCUDACluster
 

@@ -290,6 +290,14 @@ PRESETS: dict[str, Preset] = {
         "the CPU kernel with and without hash probes", CPU, (
             script("cpu_hash_bench.py", "rmat:16", "rmat:18",
                    *shared("facebook_combined", "ca-CondMat"), "--repeat", "3"),)),
+    "cpu-fresh-2core": Preset(
+        "issue 71: dtri.count(edges, backend='cpu') in a fresh process of its own, 8 calls, "
+        "against GraphBLAS's C<L> = L plus.pair L' and L plus.pair L, each arm a process of "
+        "its own, and the tree before the change (fc0f982)", CPU, (
+            script("cpu_fresh.py", "--baseline", "fc0f982", "--rounds", "3", "--data",
+                   "{data}", "--out", "{out}"),),
+        "the machine shared with other work: each round runs every arm once, so the ratios "
+        "within a round (detail.round_ratios) are what count"),
     "dense-cpu-2core": Preset(
         "the count, per-vertex triangles and clustering in process against GraphBLAS, "
         "graphblas-algorithms and NetworKit on the same arrays; then from the files", CPU, (

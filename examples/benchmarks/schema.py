@@ -51,6 +51,8 @@ BENCHMARKS = {
     "copy-probe": "one copy or page-locking step",
     "count": "`dtri count --json`: dtri's own total (`seconds.total`)",
     "count-by-size": "`dtri.count` in an open session, median",
+    "cpu-fresh-count": "`dtri.count(edges, backend='cpu')` in a fresh process of its own, "
+                       "best of calls 3 to 8, best over the rounds",
     "dense-cpu-clustering": "`dtri.prepare` + `clustering().compute()` in process, best of "
                             "`--repeat`",
     "dense-cpu-count": "`dtri.count(edges, backend='cpu')` in process, best of `--repeat`",

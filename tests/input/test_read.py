@@ -45,7 +45,7 @@ def fast_parser(request: pytest.FixtureRequest):
     limit = -1 if request.param == "pandas" else None
     with dask.config.set({"dtri.read.numpy-parser-max-bytes": limit} if limit else {}), \
             pytest.MonkeyPatch.context() as patch:
-        patch.setattr("dtri.input.text.compiled_kernels_loaded",
+        patch.setattr("dtri.input.text.compiled_kernels_ready",
                       lambda: request.param == "numba")
         yield request.param
 

@@ -1,5 +1,5 @@
 """The CUDA sources are package data that the one loader (:mod:`dtri.kernels.cuda_source`)
-finds, and the numba modules are those :func:`dtri.kernels.dispatch.compiled_kernels_loaded`
+finds, and the numba modules are those :func:`dtri.kernels.dispatch.compiled_kernels_ready`
 asks about. No GPU needed: the sources are read, not compiled."""
 
 from __future__ import annotations

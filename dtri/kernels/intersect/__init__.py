@@ -174,13 +174,16 @@ def vertex_credits(part: CSR, uv: Any, uw: Any, vertices: int, out: Any = None) 
 # ---------------------------------------------------------------- the CPU kernel (numba)
 
 def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state: Any,
-                     group_state: Any, peel: bool, kernel: str) -> int:
+                     group_state: Any, peel: bool, kernel: str, threads: int | None = None,
+                     ) -> int:
     """:func:`intersect` on NumPy arrays, by a numba kernel (:mod:`dtri.kernels.intersect.cpu`), on
     several threads where the run allows it and no credit goes to the group (its counters
     are shared between rows). ``marks``: each row marked once, every edge streaming its
     target's list (:func:`~dtri.kernels.intersect.cpu.intersect_marked`); else edges are classed by
     :func:`edge_class` with the tables' limit of the credits wherever anything beyond the
-    count is recorded (as on the GPU), ``search`` with the tables off."""
+    count is recorded (as on the GPU), ``search`` with the tables off. ``threads``: the
+    threads to use (:func:`dtri.kernels.warm.warm_count_kernels` loads both kinds), else as
+    the run and the partition allow."""
     import dask
 
     from dtri.kernels.intersect.cpu import (
@@ -194,7 +197,8 @@ def _intersect_numpy(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_stat
     none32 = np.zeros(0, dtype=CREDIT_DTYPE)
     stateful = part_state is not None
     smallest = dask.config.get(PARALLEL_MIN_EDGES)
-    threads = kernel_threads() if part.edges >= smallest and vw is None else 1
+    if threads is None:
+        threads = kernel_threads() if part.edges >= smallest and vw is None else 1
     if kernel == "marks" and not stateful:
         credited = uv is not None
         # a count's marks are flags (a byte); with credits, positions in the row

@@ -1,0 +1,99 @@
+"""numba's compiled CPU kernels in a user's own process (issue 71): a fresh process's first
+small count takes NumPy's join and starts loading them on a thread
+(:class:`dtri.kernels.compiled.KernelLoader`); its later counts take the kernel the plan
+prefers, whatever else the process imported. ``dtri count`` (one count) loads none."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+import dask
+import numpy as np
+
+from dtri.kernels.compiled import KERNEL_LOAD_WAIT, KernelLoader
+from tests.oracles import REPO_ROOT, networkx_triangles
+
+FRESH_COUNTS = """
+import json, sys
+import dask
+import numpy as np
+import dtri
+
+dask.config.set({"dtri.kernel-load-wait": 600})  # a first compile, where numba's cache is cold
+rng = np.random.default_rng(5)
+edges = rng.integers(0, 400, (6000, 2))
+runs = []
+for _ in range(3):
+    result = dtri.count(edges, backend="cpu")
+    runs.append({"triangles": result.triangles, "join": result.join,
+                 "kernel": result.plan.get("kernel"), "numba": "numba" in sys.modules})
+print(json.dumps(runs))
+"""
+
+
+def test_a_fresh_process_counts_with_numbas_kernels_from_its_second_count():
+    done = subprocess.run([sys.executable, "-c", FRESH_COUNTS], capture_output=True, text=True,
+                          timeout=600, cwd=REPO_ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    first, *later = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = networkx_triangles(np.random.default_rng(5).integers(0, 400, (6000, 2)))
+    # the first count: exact, by NumPy's join, before numba is imported
+    assert first["triangles"] == expected and first["join"] == "wedges"
+    # the later ones: the fused join's marks kernel, the one the plan prefers
+    for run in later:
+        assert run["triangles"] == expected
+        assert (run["join"], run["kernel"], run["numba"]) == ("intersect", "marks", True)
+
+
+def test_the_loader_counts_its_kernels_ready_once_loaded_and_waits_for_them():
+    release = threading.Event()
+    loader = KernelLoader(lambda: release.wait(60) and None)
+    assert not loader.started and not loader.ready()  # not started: no wait either
+    loader.start()
+    loader.start()  # once
+    with dask.config.set({KERNEL_LOAD_WAIT: 0}):
+        assert loader.started and not loader.ready()  # loading: not waited for
+    release.set()
+    with dask.config.set({KERNEL_LOAD_WAIT: 600}):
+        assert loader.ready()  # waited for
+    assert loader.seconds is not None
+
+
+def test_a_load_that_fails_leaves_the_numpy_join():
+    def broken() -> None:
+        raise RuntimeError("no kernels")
+
+    loader = KernelLoader(broken)
+    loader.start()
+    with dask.config.set({KERNEL_LOAD_WAIT: 600}):
+        assert not loader.ready()
+
+
+def test_the_warm_up_loads_the_kernels_a_count_runs():
+    from dtri.kernels.warm import warm_count_kernels
+
+    warm_count_kernels()  # raises where a kernel misses the triangle
+
+
+def test_the_join_follows_the_kernels_where_the_join_runs():
+    from dtri.analytics.plan import CPU_INTERSECT_MIN_WEDGES, choose_join
+    from dtri.kernels.csr import PartitionSummary
+    from dtri.options import Backend
+
+    summary = PartitionSummary(10, CPU_INTERSECT_MIN_WEDGES // 2, 0, 4, 5)
+    assert choose_join("auto", Backend.CPU, summary, compiled=True) == "intersect"
+    assert choose_join("auto", Backend.CPU, summary, compiled=False) == "wedges"
+
+
+def test_only_cpu_workers_load_the_kernels_as_they_start():
+    from dtri.options import Backend
+    from dtri.runtime.cpu_worker import PRELOAD as KERNELS
+    from dtri.runtime.local_cluster import worker_preloads
+    from dtri.runtime.local_worker import PRELOAD
+
+    for backend in Backend:
+        preloads = worker_preloads(backend)
+        assert PRELOAD in preloads and (KERNELS in preloads) == (not backend.on_gpu)
