@@ -48,7 +48,7 @@ from dtri.prepared.saved import is_saved_graph
 from dtri.runtime.driver import start_cuda_driver
 from dtri.runtime.link import link_bandwidth
 from dtri.runtime.opened import Runtime
-from dtri.runtime.resolve import machine_room, named_placement, options_caps
+from dtri.runtime.resolve import active_client, machine_room, named_placement, options_caps
 from dtri.runtime.session import RunDecision, decide_run, open_runtime
 
 if TYPE_CHECKING:
@@ -517,7 +517,7 @@ CLUSTERING_PARTITION_ROWS = 1 << 22
 
 
 def clustering(edges: Any, *, weight: str | None = None, directed: bool = False,
-               ) -> dd.DataFrame:
+               **options: Any) -> dd.DataFrame:
     """Local clustering of an edge table, weighted and directed as NetworkX defines them.
 
     ``edges`` is a Dask, pandas or cuDF DataFrame with ``src`` and ``dst`` columns (and the
@@ -525,12 +525,20 @@ def clustering(edges: Any, *, weight: str | None = None, directed: bool = False,
     by the largest weight. ``directed``: Fagiolo's directed clustering. A later row of the same
     edge (the same pair undirected, the same arc directed) replaces an earlier one, as in a
     ``networkx.Graph``; self-loops count only for the largest weight. Unweighted undirected
-    clustering is :meth:`PreparedGraph.clustering`'s, which is much quicker.
+    clustering is :meth:`PreparedGraph.clustering`'s, which is quicker.
 
-    Returns a lazy Dask DataFrame indexed by vertex (every vertex of the rows): ``t``
-    (NetworkX's: twice its triangles' weights), ``degree`` (directed: in plus out),
-    ``reciprocal`` (directed only: neighbours both ways) and ``clustering``. The pipeline is
-    Dask merges (:mod:`dtri.analytics.weighted`), on the partitions' library."""
+    The triangles are those of :meth:`PreparedGraph.list_triangles`: the simple undirected
+    graph of the rows is prepared (``options`` as for :func:`prepare`, ``session`` too; a Dask
+    DataFrame without them runs where Dask would compute it: on the active
+    ``distributed.Client``, else on Dask's threads in this process), its triangles listed,
+    and the values of each triangle's pairs attached by Dask merges
+    (:mod:`dtri.analytics.weighted`).
+
+    Returns a Dask DataFrame indexed by vertex (every vertex of the rows): ``t`` (NetworkX's:
+    twice its triangles' weights), ``degree`` (directed: in plus out), ``reciprocal``
+    (directed only: neighbours both ways) and ``clustering``. It is computed before the
+    prepared graph is released: into this process, or, in a ``session`` on a cluster,
+    persisted on its workers."""
     import dask.dataframe as dd
 
     from dtri.analytics.weighted import clustering_frame
@@ -538,10 +546,23 @@ def clustering(edges: Any, *, weight: str | None = None, directed: bool = False,
     needed = {"src", "dst"} | ({weight} if weight is not None else set())
     if not hasattr(edges, "columns") or not needed <= set(edges.columns):
         raise InputError(f"clustering takes a DataFrame with columns {sorted(needed)}")
-    if not isinstance(edges, dd.DataFrame):
+    session = options.pop("session", None)
+    source = edges[["src", "dst"]]
+    if isinstance(edges, dd.DataFrame):
+        if session is None and not set(options) & RUNTIME_OPTIONS and active_client() is None:
+            options["scheduler"] = "threads"  # where Dask computes a frame: no cluster started
+    else:
         edges = dd.from_pandas(edges, sort=False,
                                npartitions=max(1, -(-len(edges) // CLUSTERING_PARTITION_ROWS)))
-    return clustering_frame(edges, weight, directed)
+    with prepare(source, session=session, **options) as graph:
+        frame = clustering_frame(graph.data, edges, weight, directed)
+        if session is not None and graph.runtime.client is not None:
+            from distributed import wait
+
+            persisted = frame.persist()  # on the session's workers, which outlive the graph
+            wait(persisted)
+            return persisted
+        return dd.from_pandas(frame.compute(), npartitions=frame.npartitions, sort=False)
 
 
 def write_triangles(edges: Any, output: str, *, limit: int | None = None,

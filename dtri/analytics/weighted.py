@@ -1,7 +1,9 @@
 """Weighted and directed clustering, with NetworkX's definitions, of an edge list with values:
-a Dask DataFrame pipeline (pandas or cuDF partitions, out of core as Dask's merges are).
+dtri's triangle listing (:func:`~dtri.analytics.listing.list_triangles`), with the values of
+each triangle's pairs attached by Dask merges (pandas or cuDF partitions, out of core as the
+listing and Dask's merges are).
 
-The prepared graph keeps no edge values, so this path starts from the edge rows themselves:
+The prepared graph keeps no edge values, so they come from the edge rows themselves:
 
 1. *Canonical pairs.* Every row gets its position in the input. A later row of the same edge
    replaces an earlier one, as in a ``networkx.Graph`` (``add_edge`` keeps the last weight): the
@@ -10,15 +12,21 @@ The prepared graph keeps no edge values, so this path starts from the edge rows 
    go. Each vertex pair is then one row ``u < v`` with, undirected, its weight ``x``, and,
    directed, its arcs ``u → v`` and ``v → u`` (``pf``, ``pb``) and their weights (``wf``,
    ``wb``, 0 where the arc is absent).
-2. *Triangles.* Pairs are oriented from the lower to the higher ``(degree, id)``; each wedge
-   ``s → a, s → b`` with ``a`` before ``b`` is closed by a merge with the pair ``a → b``, so
-   each triangle is found once. Its value, credited to its three vertices, is:
+2. *Triangles.* The prepared graph of the rows (their simple undirected graph) lists each
+   triangle once, ``a < b < c`` by input id; three merges against the pairs attach the values
+   of ``(a, b)``, ``(a, c)`` and ``(b, c)``. Its value, credited to its three vertices, is:
 
-   * undirected, weighted: ``cbrt(x_sa x_sb x_ab)``;
-   * directed: ``b_sa b_sb b_ab``, ``b`` the arcs of a pair (1 or 2);
+   * undirected, weighted: ``cbrt(x_ab x_ac x_bc)``;
+   * directed: ``n_ab n_ac n_bc``, ``n`` the arcs of a pair (1 or 2);
    * directed, weighted: the sum over the 8 choices of one arc per pair of the cube root of
-     their weights' product (Fagiolo's numerator; an absent arc weighs 0).
+     their weights' product (an absent arc weighs 0).
 
+   Directed, this is NetworkX's ``_directed_weighted_triangles_and_degree_iter``: at a vertex
+   ``i`` of the triangle ``i, j, k`` it sums, for each neighbour ``j`` by each arc between
+   ``i`` and ``j`` (a reciprocated pair twice) and each ``k`` joined to both by any arcs,
+   the cube root of the three arcs' weights: every choice of one arc per pair, once with
+   ``j`` first and once with ``k`` first, so twice the triangle's value (unweighted: 1 per
+   choice).
 3. *Per vertex.* ``t`` is twice the sum of its triangles' values (NetworkX's ``t``);
    clustering is ``t / (d (d - 1))`` undirected, ``t / (2 (d_tot (d_tot - 1) - 2 d_bi))``
    directed (``d_tot`` in- plus out-degree, ``d_bi`` the reciprocated pairs), 0 where
@@ -32,10 +40,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dtri.kernels.dispatch import array_module, column_to_array, frame_from_arrays
+from dtri.analytics.listing import list_triangles
+from dtri.kernels.dispatch import (
+    array_module,
+    column_to_array,
+    frame_from_arrays,
+    is_device_object,
+)
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
+
+    from dtri.prepared.graph import GraphData
 
 ROW_STRIDE = 2**40
 """Rows per partition in the position key (a partition of more rows would need a wider key)."""
@@ -88,20 +104,25 @@ def _vertices(frame: dd.DataFrame) -> dd.Series:
     return ends.drop_duplicates()
 
 
-def triangle_values(closed: Any, directed: bool, weighted: bool) -> Any:
-    """Each closed wedge's triangle value (module docstring, 2.), as an array."""
-    def column(name: str) -> Any:
-        return column_to_array(closed[name])
+SIDES = (("a", "b"), ("a", "c"), ("b", "c"))
+"""A listed triangle's three pairs, by its columns (``a < b < c``)."""
 
+
+def triangle_values(found: Any, directed: bool, weighted: bool) -> Any:
+    """Each listed triangle's value (module docstring, 2.), as an array."""
+    def column(name: str) -> Any:
+        return column_to_array(found[name])
+
+    names = ["".join(side) for side in SIDES]
     if not directed:
-        product = column("x_a") * column("x_b") * column("x_ab")
+        product = column("x_ab") * column("x_ac") * column("x_bc")
         return array_module(product).cbrt(product) if weighted else product
     if not weighted:
-        arcs = [column(f"pf_{e}") + column(f"pb_{e}") for e in ("a", "b", "ab")]
+        arcs = [column(f"pf_{e}") + column(f"pb_{e}") for e in names]
         return arcs[0] * arcs[1] * arcs[2]
-    sides = [(column(f"wf_{e}"), column(f"wb_{e}")) for e in ("a", "b", "ab")]
+    sides = [(column(f"wf_{e}"), column(f"wb_{e}")) for e in names]
     xp = array_module(sides[0][0])
-    total = xp.zeros(len(closed), dtype=xp.float64)
+    total = xp.zeros(len(found), dtype=xp.float64)
     for x in sides[0]:
         for y in sides[1]:
             for z in sides[2]:
@@ -109,41 +130,37 @@ def triangle_values(closed: Any, directed: bool, weighted: bool) -> Any:
     return total
 
 
-def triangle_credits(closed: Any, directed: bool, weighted: bool) -> Any:
-    """Each closed wedge's value credited to its three vertices, twice (NetworkX's ``t``
+def triangle_credits(found: Any, directed: bool, weighted: bool) -> Any:
+    """Each listed triangle's value credited to its three vertices, twice (NetworkX's ``t``
     counts each triangle both ways round): ``vertex``, ``value``."""
-    value = triangle_values(closed, directed, weighted)
+    value = triangle_values(found, directed, weighted)
     xp = array_module(value)
-    vertex = xp.concatenate([column_to_array(closed[c]) for c in ("s", "t_a", "t_b")])
+    vertex = xp.concatenate([column_to_array(found[c]) for c in ("a", "b", "c")])
     return frame_from_arrays(vertex, {"vertex": vertex, "value": xp.tile(value * 2, 3)})
 
 
-def vertex_triangle_values(pairs: dd.DataFrame, directed: bool, weighted: bool,
-                           ) -> dd.Series:
-    """Per vertex with a triangle: twice the sum of its triangles' values (its ``t``)."""
-    import dask.dataframe as dd
-
+def with_pair_values(triangles: dd.DataFrame, pairs: dd.DataFrame) -> dd.DataFrame:
+    """The listed triangles with the values of their three pairs, by merges against
+    ``pairs`` (a value ``x`` of the pair ``a, b`` as ``x_ab``)."""
     values = [c for c in pairs.columns if c not in ("u", "v")]
-    degree = dd.concat([pairs["u"].rename("vertex"),
-                        pairs["v"].rename("vertex")]).value_counts().rename("degree")
-    ranked = pairs.merge(degree.rename("du").to_frame(), left_on="u", right_index=True) \
-        .merge(degree.rename("dv").to_frame(), left_on="v", right_index=True)
-    forward = (ranked["du"] < ranked["dv"]) | ((ranked["du"] == ranked["dv"])
-                                               & (ranked["u"] < ranked["v"]))
-    oriented = ranked.assign(
-        s=ranked["u"].where(forward, ranked["v"]), t=ranked["v"].where(forward, ranked["u"]),
-        dt=ranked["dv"].where(forward, ranked["du"]))
-    # a triangle's value takes each pair's arcs in any order: the orientation drops them
-    oriented = oriented[["s", "t", "dt", *values]]
-    wedges = oriented.merge(oriented, on="s", suffixes=("_a", "_b"))
-    wedges = wedges[(wedges["dt_a"] < wedges["dt_b"]) | ((wedges["dt_a"] == wedges["dt_b"])
-                                                         & (wedges["t_a"] < wedges["t_b"]))]
-    closing = oriented.rename(columns={"s": "t_a", "t": "t_b",
-                                       **{c: f"{c}_ab" for c in values}}).drop(columns="dt")
-    closed = wedges.merge(closing, on=["t_a", "t_b"])
-    meta = closed._meta.__class__({"vertex": np.zeros(0, dtype=np.int64),
-                                   "value": np.zeros(0, "float64" if weighted else "int64")})
-    credits = closed.map_partitions(triangle_credits, directed, weighted, meta=meta)
+    pairs = pairs.astype({"u": "int64", "v": "int64"})  # as the listing's ids
+    for low, high in SIDES:
+        side = pairs.rename(columns={"u": low, "v": high,
+                                     **{c: f"{c}_{low}{high}" for c in values}})
+        triangles = triangles.merge(side, on=[low, high])
+    return triangles
+
+
+def vertex_triangle_values(triangles: dd.DataFrame, pairs: dd.DataFrame, directed: bool,
+                           weighted: bool) -> dd.Series:
+    """Per vertex with a triangle: twice the sum of its triangles' values (its ``t``)."""
+    if directed or weighted:
+        triangles = with_pair_values(triangles, pairs)
+    else:  # every value is 1
+        triangles = triangles.assign(x_ab=1, x_ac=1, x_bc=1)
+    meta = pairs._meta.__class__({"vertex": np.zeros(0, dtype=np.int64),
+                                  "value": np.zeros(0, "float64" if weighted else "int64")})
+    credits = triangles.map_partitions(triangle_credits, directed, weighted, meta=meta)
     return credits.groupby("vertex")["value"].sum()
 
 
@@ -163,16 +180,21 @@ def clustering_values(part: Any, directed: bool) -> Any:
     return part["t"].__class__(values, index=part.index, name="clustering")
 
 
-def clustering_frame(edges: dd.DataFrame, weight: str | None = None,
+def clustering_frame(graph: GraphData, edges: dd.DataFrame, weight: str | None = None,
                      directed: bool = False) -> dd.DataFrame:
     """Per vertex of ``edges`` (columns ``src``, ``dst`` and the ``weight`` column), indexed by
     ``vertex``: ``t`` (twice its triangles' values), ``degree`` (directed: in plus out),
-    ``reciprocal`` (directed: pairs with both arcs) and ``clustering``."""
+    ``reciprocal`` (directed: pairs with both arcs) and ``clustering``. ``graph``: the
+    prepared simple undirected graph of ``edges``, whose triangles are listed; the frame is
+    lazy and reads the graph's partitions, so it is computed before the graph is released."""
     import dask.dataframe as dd
 
     pairs, vertices = canonical_pairs(edges, weight, directed)
     weighted = weight is not None
-    per_vertex = vertex_triangle_values(pairs, directed, weighted)
+    triangles = list_triangles(graph)
+    if type(triangles._meta) is not type(pairs._meta):
+        triangles = triangles.to_backend("cudf" if is_device_object(pairs._meta) else "pandas")
+    per_vertex = vertex_triangle_values(triangles, pairs, directed, weighted)
     if directed:
         arcs = pairs["pf"] + pairs["pb"]
         both = (arcs == 2).astype("int64")

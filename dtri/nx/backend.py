@@ -8,7 +8,8 @@ prepared graph (where it is prepared in this process), the per-vertex triangles,
 support and the degrees are cached on the converted graph, which NetworkX caches on the
 original, so ``clustering`` after ``triangles`` counts nothing again and ``k_truss`` prepares
 nothing. Weighted and directed clustering take the graph's rows with their weights through
-:func:`dtri.clustering` (a Dask pipeline of merges: the prepared graph keeps no weights).
+:func:`dtri.clustering`: dtri lists the triangles, and merges attach the weights (the
+prepared graph keeps none).
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def _clustering_values(graph: DtriGraph, chosen: Iterable[Hashable]) -> dict:
 
 def _general_clustering(graph: DtriGraph, weight: str | None) -> tuple[np.ndarray, np.ndarray]:
     """Weighted or directed clustering at every node, and where its ``t`` is not 0 (cached):
-    the graph's rows and weights through :func:`dtri.clustering`."""
+    the graph's rows and weights through :func:`dtri.clustering`, with dtri's settings."""
     key = f"clustering:{weight!r}"
     if key not in graph.cache:
         values = np.zeros(len(graph.nodes), dtype=np.float64)
@@ -167,10 +168,8 @@ def _general_clustering(graph: DtriGraph, weight: str | None) -> tuple[np.ndarra
             frame = pd.DataFrame({"src": graph.rows[:, 0], "dst": graph.rows[:, 1]})
             if weight is not None:  # under a name of its own: the attribute may be "src"
                 frame["weight"] = row_weights(graph, weight)
-            scheduler = _config().get("scheduler")
             found = dtri.clustering(frame, weight=None if weight is None else "weight",
-                                    directed=graph.directed)
-            found = found.compute(**({"scheduler": scheduler} if scheduler else {}))
+                                    directed=graph.directed, **_options()).compute()
             at = found.index.to_numpy()
             values[at] = found["clustering"].to_numpy()
             some[at] = found["t"].to_numpy() != 0

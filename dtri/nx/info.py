@@ -27,8 +27,8 @@ when backends are chosen automatically (``backend="dtri"`` always runs dtri)."""
 
 DOCS = {
     "triangles": "Exact, from dtri's per-vertex triangle counts.",
-    "clustering": "Unweighted from the triangle counts; weighted and directed (Fagiolo's) by "
-                  "a Dask pipeline that carries the weights.",
+    "clustering": "Unweighted from the triangle counts; weighted and directed (Fagiolo's) "
+                  "from dtri's triangle listing, the weights attached by merges.",
     "average_clustering": "As `clustering`; summed in node order as NetworkX does.",
     "transitivity": "Exact integer sums, divided once.",
     "k_truss": "dtri's distributed peeling; graph, node and edge attributes are kept.",

@@ -85,6 +85,33 @@ def test_a_later_row_replaces_an_earlier_one_across_partitions():
     assert found["clustering"][0] == pytest.approx(np.cbrt(1 / 4 * 4 / 4 * 2 / 4))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_dense_random_digraphs_give_fagiolo_t_at_every_vertex(seed):
+    """Many reciprocated pairs, negative weights: each vertex's ``t``, total and reciprocal
+    degree as NetworkX's own iterators give them."""
+    from networkx.algorithms.cluster import (
+        _directed_triangles_and_degree_iter,
+        _directed_weighted_triangles_and_degree_iter,
+    )
+
+    rng = np.random.default_rng(seed)
+    graph = nx.gnp_random_graph(24, 0.35, seed=seed, directed=True)
+    rows = pd.DataFrame([(u, v, rng.normal()) for u, v in graph.edges],
+                        columns=["src", "dst", "weight"])
+    rows.loc[len(rows)] = (3, 3, 0.5)  # a self-loop: in the largest weight only
+    digraph = networkx_of(rows, directed=True)
+    for weight, expected in (
+            (None, _directed_triangles_and_degree_iter(digraph)),
+            ("weight", _directed_weighted_triangles_and_degree_iter(digraph, weight="weight"))):
+        found = ours(rows, weight, True, 3)
+        for v, total, reciprocal, t in expected:
+            assert (found["degree"][v], found["reciprocal"][v]) == (total, reciprocal)
+            assert found["t"][v] == pytest.approx(t, rel=TOLERANCE, abs=TOLERANCE), (v, weight)
+            if weight is None:
+                assert found["t"][v] == t  # integers: exact
+        check(rows, weight, True, 3)
+
+
 def test_the_last_row_is_the_last_by_partition_then_position():
     import dask.dataframe as dd
 
@@ -138,6 +165,19 @@ def test_shared_graphs_with_random_weights_and_directions(row, partitions, share
 def test_shared_graph_on_a_cluster(row, shared_data, dask_client, backend):
     rows = shared_rows(shared_data / row["file"], seed=3)
     check(rows, "weight", True, 4, backend)
+
+
+def test_a_session_on_a_cluster_keeps_the_result_on_its_workers(shared_data, dask_client):
+    from distributed import futures_of
+
+    rows = shared_rows(shared_data / SHARED[0]["file"], seed=5)
+    with dtri.Session(scheduler=dask_client.scheduler.address) as session:
+        found = dtri.clustering(rows, weight="weight", directed=True, session=session)
+        assert futures_of(found)  # persisted on the session's workers, the graph released
+        values = found["clustering"].compute()
+    expected = nx.clustering(networkx_of(rows, directed=True), weight="weight")
+    assert all(values[v] == pytest.approx(c, rel=TOLERANCE, abs=TOLERANCE)
+               for v, c in expected.items())
 
 
 @pytest.mark.gpu
