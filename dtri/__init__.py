@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         count_triangles,
         open_prepared,
         prepare,
+        profile,
         write_generated,
     )
     from dtri.errors import ConfigurationError, DtriError, InputError
@@ -77,6 +78,7 @@ _HOMES = {
     "Session": "dtri.api",
     "count": "dtri.api",
     "count_triangles": "dtri.api",
+    "profile": "dtri.api",
     "generated": "dtri.input.generate",
     "open_prepared": "dtri.api",
     "prepare": "dtri.api",
@@ -101,6 +103,7 @@ __all__ = [
     "generated",
     "open_prepared",
     "prepare",
+    "profile",
     "read_edges",
     "start_cuda_driver",
     "write_generated",
