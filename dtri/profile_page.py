@@ -58,7 +58,11 @@ def svg(draw: Callable[[Any], None], title: str) -> str:
 def points(x: Any, y: Any, xlabel: str, ylabel: str) -> Callable[[Any], None]:
     """Draws ``y`` against ``x`` as points on log-log axes."""
     def draw(axes: Any) -> None:
+        from matplotlib.ticker import NullFormatter
+
         axes.loglog(x, y, "o", markersize=3)
+        for axis in (axes.xaxis, axes.yaxis):  # no labels at minor ticks: a short range
+            axis.set_minor_formatter(NullFormatter())  # labelled them over each other
         axes.set_xlabel(xlabel)
         axes.set_ylabel(ylabel)
 
