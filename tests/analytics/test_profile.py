@@ -12,7 +12,7 @@ import pytest
 
 import dtri
 from dtri.analytics.profile import BIN_EDGES, BINS, bin_of, truss_table
-from tests.oracles import REPO_ROOT, SHARED_DATA, shared_graph
+from tests.oracles import PAGE_FIGURES, REPO_ROOT, SHARED_DATA, parsed_page, shared_graph
 
 KARATE = REPO_ROOT / "examples" / "karate.txt"
 SHARED = ("email-Eu-core.txt.gz", "ca-GrQc.txt.gz")
@@ -151,3 +151,13 @@ def test_a_path_objects_title(tmp_path):
     profile = dtri.profile(Path(KARATE), output=str(out), backend="cpu")
     assert profile.output == str(out)
     assert "karate.txt" in (out / "index.html").read_text()
+
+
+def test_a_graph_without_triangles_still_makes_every_figure(tmp_path):
+    path = np.array([[0, 1], [1, 2], [2, 3]])
+    profile = dtri.profile(path, output=str(tmp_path / "page"), backend="cpu")
+    assert profile.numbers["triangles"] == 0 and profile.numbers["max_truss"] == 2
+    assert list(profile.truss["kept"]) == [3]
+    assert list(profile.triangles["vertices"]) == [4]
+    page = parsed_page((tmp_path / "page" / "index.html").read_text())
+    assert set(page.figures) == PAGE_FIGURES == page.drawn

@@ -6,52 +6,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from html.parser import HTMLParser
 
 import networkx as nx
 import pytest
 from click.testing import CliRunner
 
 from dtri import cli
+from tests.oracles import PAGE_FIGURES, parsed_page
 
 KARATE = "examples/karate.txt"
 LOCAL = ["--scheduler", "synchronous", "--backend", "cpu"]
-FIGURES = {"degree", "triangles", "triangle-distribution", "clustering", "truss", "kept"}
-
-
-class Page(HTMLParser):
-    """The ids of a page's figures and tables, and which figures hold an SVG."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.figures: list[str] = []
-        self.tables: list[str] = []
-        self.drawn: set[str] = set()
-        self.scripts = 0
-        self.open: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        named = dict(attrs).get("id")
-        if tag == "figure":
-            self.figures.append(named)
-            self.open.append(named)
-        elif tag == "table":
-            self.tables.append(named)
-        elif tag == "svg" and self.open:
-            self.drawn.add(self.open[-1])
-        elif tag == "script":
-            self.scripts += 1
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "figure":
-            self.open.pop()
-
-
-def parsed(text: str) -> Page:
-    page = Page()
-    page.feed(text)
-    page.close()
-    return page
 
 
 def test_the_page_parses_holds_every_figure_and_its_data(tmp_path):
@@ -61,8 +25,8 @@ def test_the_page_parses_holds_every_figure_and_its_data(tmp_path):
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
     assert printed["output"] == str(out) and printed["triangles"] == 45
-    page = parsed((out / "index.html").read_text(encoding="utf-8"))
-    assert set(page.figures) == FIGURES | {"orbits", "graphlets"}
+    page = parsed_page((out / "index.html").read_text(encoding="utf-8"))
+    assert set(page.figures) == PAGE_FIGURES | {"orbits", "graphlets"}
     assert page.drawn == set(page.figures)
     assert {"numbers", "seconds", "peaks"} <= set(page.tables)
     assert page.scripts == 0
@@ -84,7 +48,7 @@ def test_the_text_summary_names_the_numbers_and_the_output(tmp_path):
     lines = dict(line.split(None, 1) for line in result.stdout.splitlines())
     assert lines["triangles"] == "45" and lines["max_truss"] == "5"
     assert lines["output"] == str(tmp_path / "r")
-    assert not parsed((tmp_path / "r" / "index.html").read_text()).figures.count("orbits")
+    assert not parsed_page((tmp_path / "r" / "index.html").read_text()).figures.count("orbits")
 
 
 def test_progress_names_the_profile_stages(tmp_path):
