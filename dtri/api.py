@@ -509,6 +509,9 @@ def profile(edges: Any, *, output: str | None = None, graphlets: bool = False,
     from dtri.output import reserved_output
     from dtri.profile_page import require_matplotlib, write_page
 
+    if isinstance(edges, PreparedGraph) and options:
+        raise ConfigurationError(f"{sorted(options)[0]} shapes a graph as it is prepared: give "
+                                 "it to dtri.prepare, not with a prepared graph")
     if output is not None:
         require_matplotlib()
     with reserved_output(output) as folder:

@@ -117,6 +117,15 @@ def test_the_graphlet_totals_equal_the_graphlet_summary():
     assert totals["sigma4"] == 3 * 45  # triangles at the vertices
 
 
+def test_a_prepared_graph_is_profiled_as_it_is_and_kept(tmp_path):
+    with dtri.prepare(str(KARATE), backend="cpu") as graph:
+        profile = dtri.profile(graph, output=str(tmp_path / "page"))
+        assert profile.numbers["triangles"] == graph.count_triangles() == 45
+        with pytest.raises(dtri.ConfigurationError, match="backend shapes a graph"):
+            dtri.profile(graph, backend="cpu")
+    assert (tmp_path / "page" / "index.html").exists()
+
+
 def test_the_numbers_and_tables_are_plain_data():
     profile = dtri.profile(str(KARATE), backend="cpu")
     plain = profile.to_dict()
