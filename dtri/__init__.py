@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         count_triangles,
         open_prepared,
         prepare,
+        profile,
         write_generated,
         write_triangles,
     )
@@ -80,6 +81,7 @@ _HOMES = {
     "clustering": "dtri.api",
     "count": "dtri.api",
     "count_triangles": "dtri.api",
+    "profile": "dtri.api",
     "generated": "dtri.input.generate",
     "open_prepared": "dtri.api",
     "prepare": "dtri.api",
@@ -106,6 +108,7 @@ __all__ = [
     "generated",
     "open_prepared",
     "prepare",
+    "profile",
     "read_edges",
     "start_cuda_driver",
     "write_generated",

@@ -22,10 +22,12 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 from dtri.analytics import edge, graphlets, listing, truss, vertex
+from dtri.analytics import profile as profiled
 from dtri.analytics.colours import EstimatePlan, estimate_input
 from dtri.analytics.count import CountResult, count_triangles_of
 from dtri.analytics.count import count as count_graph
 from dtri.analytics.estimate import Approx, Estimate, estimate
+from dtri.analytics.profile import Profile
 from dtri.errors import ConfigurationError, DtriError, InputError
 from dtri.input.frames import (
     as_edge_frame,
@@ -174,6 +176,12 @@ class PreparedGraph:
         """What :meth:`graphlets` would run (``dtri graphlets --explain``): per stage its
         tasks, batches and the largest task's estimated peak bytes; nothing is counted."""
         return graphlets.graphlet_plan(self.data, orbits)
+
+    def profile(self, graphlets: bool = False) -> Profile:
+        """The graph's headline numbers and its distributions binned on the workers
+        (:class:`dtri.analytics.profile.Profile`; ``graphlets``: with the graphlet counts);
+        :func:`dtri.profile` writes them as a page."""
+        return profiled.profile(self.data, graphlets)
 
     def present_vertices(self) -> int:
         """The vertices of the graph: of a k-truss, those left with an edge (counted on the
@@ -573,6 +581,44 @@ def write_triangles(edges: Any, output: str, *, limit: int | None = None,
     before the input is read. Returns the rows written."""
     with reserve_output(output) as folder, prepare(edges, **options) as graph:
         return graph.write_triangles(folder, limit=limit, vertices=vertices)
+
+
+def profile(edges: Any, *, output: str | None = None, graphlets: bool = False,
+            title: str | None = None, **options: Any) -> Profile:
+    """The profile of a graph (:meth:`PreparedGraph.profile`): ``edges`` and ``options`` as
+    for :func:`prepare` (a :class:`PreparedGraph` is profiled as it is, and kept). With
+    ``output`` (a folder, absent or empty) it also writes one HTML page of the numbers and
+    figures (SVG inside it, no JavaScript) and ``profile.json`` beside it, renamed into place
+    when complete; that needs matplotlib (``pip install "dtri[report]"``), checked before the
+    input is read. ``title``: the page's (default: the input)."""
+    from dtri.output import reserved_output
+    from dtri.profile_page import require_matplotlib, write_page
+
+    if isinstance(edges, PreparedGraph) and options:
+        raise ConfigurationError(f"{sorted(options)[0]} shapes a graph as it is prepared: give "
+                                 "it to dtri.prepare, not with a prepared graph")
+    if output is not None:
+        require_matplotlib()
+    with reserved_output(output) as folder:
+        if isinstance(edges, PreparedGraph):
+            result = edges.profile(graphlets)
+        else:
+            with prepare(edges, **options) as graph:
+                result = graph.profile(graphlets)
+        if folder is not None:
+            result.output = write_page(result, folder, title or page_title(edges))
+    return result
+
+
+def page_title(edges: Any) -> str:
+    """A profile page's default title: the input as given."""
+    if isinstance(edges, GeneratedGraph):
+        return (f"dtri profile: {edges.kind}:{edges.params[0]} ({edges.edges:,} edges, seed "
+                f"{edges.seed})")
+    if is_path_like(edges) or isinstance(edges, list | tuple):
+        names = [os.fspath(e) for e in (edges if isinstance(edges, list | tuple) else [edges])]
+        return "dtri profile: " + " ".join(names)
+    return "dtri profile"
 
 
 def write_generated(spec: str, output: str, *, seed: int = 0, partitions: int | None = None,

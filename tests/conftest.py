@@ -55,3 +55,14 @@ def dask_client(backend: str):
                                dashboard_address=":0", silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def four_workers():
+    """Four local workers in this process (threads), one thread each."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield client

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+from html.parser import HTMLParser
 from pathlib import Path
 
 import networkx as nx
@@ -267,3 +268,42 @@ def check_graphlets(edges: np.ndarray, orbits: str = "all", **options) -> None:
             for v, row in zip(found.index.tolist(), found.to_numpy().tolist(), strict=True):
                 assert row == expected[v][:columns], (kind, v, row, expected[v])
         assert found.sigma4.to_dict() == nx.triangles(graph)
+
+
+PAGE_FIGURES = {"degree", "triangles", "triangle-distribution", "clustering", "truss", "kept"}
+
+
+class Page(HTMLParser):
+    """The ids of a profile page's figures and tables, and which figures hold an SVG."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: list[str] = []
+        self.tables: list[str] = []
+        self.drawn: set[str] = set()
+        self.scripts = 0
+        self.open: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        named = dict(attrs).get("id")
+        if tag == "figure":
+            self.figures.append(named)
+            self.open.append(named)
+        elif tag == "table":
+            self.tables.append(named)
+        elif tag == "svg" and self.open:
+            self.drawn.add(self.open[-1])
+        elif tag == "script":
+            self.scripts += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figure":
+            self.open.pop()
+
+
+def parsed_page(text: str) -> Page:
+    """A profile page's figures and tables, as :class:`Page` reads them."""
+    page = Page()
+    page.feed(text)
+    page.close()
+    return page

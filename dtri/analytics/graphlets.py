@@ -378,10 +378,11 @@ def _meta(graph: GraphData, orbits: int) -> Any:
 
 def graphlet_summary(graph: Any, orbits: str = "all", kind: str = "net",
                      top: int = 10) -> dict[str, Any]:
-    """The graph's copies of each graphlet (from the orbit sums) and the ``top`` vertices in
-    most 4-cliques (with ``orbits="sigma0-4"``: in most triangles), as plain Python values.
-    The sums and each partition's first rows are taken where the partition lives; no Dask
-    DataFrame is built."""
+    """The graph's copies of each graphlet (from the orbit sums, ``orbit_totals``: each
+    orbit's sum over the vertices) and the ``top`` vertices in most 4-cliques (with
+    ``orbits="sigma0-4"``: in most triangles), as plain Python values. The sums and each
+    partition's first rows are taken where the partition lives; no Dask DataFrame is
+    built."""
     import pandas
 
     frames = graphlet_frames(graph, orbits, kind)
@@ -403,6 +404,7 @@ def graphlet_summary(graph: Any, orbits: str = "all", kind: str = "net",
     rows = frame_top(pandas.concat(heads).set_index("vertex"), listed, order, top) \
         .to_dict("records") if heads else []
     return {"graphlets": copies,
+            "orbit_totals": dict(zip(kernels.COLUMNS[:shown], totals, strict=True)),
             "top": [{name: value.item() if hasattr(value, "item") else value
                      for name, value in row.items()} for row in rows]}
 

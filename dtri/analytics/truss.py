@@ -238,10 +238,11 @@ def has_edges(degree: Any) -> Any:
     return degree > 0
 
 
-def truss_numbers(graph: GraphData) -> dd.DataFrame:
-    """The truss number of every edge (cached on the graph)."""
+def truss_pieces(graph: GraphData) -> list[tuple]:
+    """Persisted, per partition: its edges' truss numbers as the peeling finished them, a
+    tuple of pieces (source and target ranks, truss numbers; cached on the graph)."""
 
-    def peeled() -> dd.DataFrame:
+    def peeled() -> list[tuple]:
         peeling = Peeling(graph, numbers=True)
         k = 3
         while True:
@@ -250,11 +251,16 @@ def truss_numbers(graph: GraphData) -> dd.DataFrame:
                 break
             k = max(k + 1, min(s.smallest for s in stats) + 3)
         peeling.compact()  # everything is gone: the pieces hold every edge
-        return edge_frame(
-            graph, "truss-numbers", truss_frame, {"u": "int64", "v": "int64", "truss": "int64"},
-            [tuple(pieces) for pieces in peeling.finished], parts=[None] * graph.partitions)
+        return [tuple(pieces) for pieces in peeling.finished]
 
-    return graph.cached("truss_numbers", peeled)
+    return graph.cached("truss_pieces", peeled)
+
+
+def truss_numbers(graph: GraphData) -> dd.DataFrame:
+    """The truss number of every edge (cached on the graph)."""
+    return graph.cached("truss_numbers", lambda: edge_frame(
+        graph, "truss-numbers", truss_frame, {"u": "int64", "v": "int64", "truss": "int64"},
+        truss_pieces(graph), parts=[None] * graph.partitions))
 
 
 def truss_frame(_: Any, ids: Any, pieces: tuple) -> Any:

@@ -7,7 +7,14 @@ results go to stdout (a short summary, or one JSON object with ``--json``) and, 
 and per-edge results, to Parquet with ``-o``, renamed into place when complete.
 """
 
-from dtri.cli import analytics, benchmark, count, graph_files, listing  # noqa: F401 (they add commands)
+from dtri.cli import (  # noqa: F401 (they add commands)
+    analytics,
+    benchmark,
+    count,
+    graph_files,
+    listing,
+    profile,
+)
 from dtri.cli.program import exit_status, main, run
 
 __all__ = ["exit_status", "main", "run"]

@@ -1019,6 +1019,12 @@ PRESETS: dict[str, Preset] = {
                    "{out}"),),
         "issue 41, at 268eaf0 and 2c84124 on two H100 hosts (no host limit: the worker "
         "store those commits changed is not made)"),
+    "profile-rmat20-cpu-2core": Preset(
+        "dtri profile of R-MAT 20 against dtri truss of the same graph, each in its own "
+        "process", CPU, (
+            script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}"),),
+        "issue 72; in process (no cluster), numba's cache warmed first; the machine was "
+        "shared with other sessions (loadavg in detail)"),
     "saved-graph-cpu-2core": Preset(
         "counting a saved prepared graph against its raw Parquet files, and a --checkpoint "
         "count killed with SIGKILL mid-join then run again", CPU, (

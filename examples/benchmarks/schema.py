@@ -81,6 +81,8 @@ BENCHMARKS = {
     "one-liner-per-call": "`dtri.count` with every default, median",
     "orientation": "prepare + count of the persisted edges, `auto` choices, best of `--repeat`",
     "out-of-core": "a fresh `dtri` process: wall seconds of the whole command",
+    "profile": "`dtri profile --generate SPEC -o DIR --json` in a new process: wall seconds "
+               "of the command (peer: `dtri truss` of the same graph, in its own process)",
     "placement": "`dtri count --generate --json` in a new process where dtri places it: "
                  "wall seconds of the command, best of `--runs`",
     "saved-graph": "`dtri count` of a saved prepared graph, or the rerun of a killed "
@@ -344,6 +346,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "scale-out": lambda own: take(own, benchmark="scale-out"),
     "wire-format": lambda own: take(own, benchmark="wire-format"),
     "first-run": lambda own: take(own, benchmark="first-run"),
+    "profile": lambda own: take(own, benchmark="profile"),
 }
 """Each script's (or command's) own dict → the fields it gives (``detail`` among them)."""
 

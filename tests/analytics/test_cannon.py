@@ -4,7 +4,6 @@ blocks and rounds alone, in this process (a 1 x 1 grid), and on 4 and 5 local wo
 from __future__ import annotations
 
 import itertools
-import logging
 
 import networkx as nx
 import numpy as np
@@ -181,16 +180,6 @@ def test_auto_keeps_1d_where_a_round_would_not_fit_a_task():
     assert (chosen.kind, chosen.side) == ("1d", 1)
     assert "more than a task's" in chosen.reason and chosen.moved_2d  # both predicted
     assert choose_decomposition("2d", plan, bounds).kind == "2d"  # as asked
-
-
-@pytest.fixture(scope="module")
-def four_workers():
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
-                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
-            Client(cluster) as client:
-        yield client
 
 
 @given(edges=messy_graphs(), npartitions=st.integers(1, 6))

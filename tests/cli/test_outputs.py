@@ -64,7 +64,8 @@ def no_input_read(monkeypatch):
     ("", "dtri: error: the output path is empty; give a folder"),
 ])
 @pytest.mark.parametrize("command", [["triangles", "--generate", "rmat:10"],
-                                     ["support", KARATE], ["generate", "rmat:10"]])
+                                     ["support", KARATE], ["generate", "rmat:10"],
+                                     ["profile", KARATE]])
 def test_an_unusable_output_fails_in_one_line_before_the_input(no_input_read, command, out,
                                                                message):
     result = CliRunner().invoke(cli.main, [*command, "-o", out])
