@@ -130,7 +130,8 @@ def reserve_output(out: str) -> OutputFolder:
     the result goes into (which also proves the parent writable): ``out`` must not be an
     existing file or a folder that holds files, and a local one's parent must exist."""
     if out == "-":
-        raise DtriError("Parquet cannot go to standard output; give a folder")
+        raise DtriError("a result is a folder of files and cannot go to standard output; "
+                        "give a folder")
     if not out.strip():
         raise DtriError("the output path is empty; give a folder")
     fs, path = filesystem(out)  # a missing fsspec package: one line naming it

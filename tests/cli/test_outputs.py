@@ -60,7 +60,8 @@ def no_input_read(monkeypatch):
 @pytest.mark.parametrize(("out", "message"), [
     ("/proc/x", "dtri: error: /proc/x: cannot create a folder in /proc: No such file or "
                 "directory"),
-    ("-", "dtri: error: Parquet cannot go to standard output; give a folder"),
+    ("-", "dtri: error: a result is a folder of files and cannot go to standard output; "
+          "give a folder"),
     ("", "dtri: error: the output path is empty; give a folder"),
 ])
 @pytest.mark.parametrize("command", [["triangles", "--generate", "rmat:10"],
