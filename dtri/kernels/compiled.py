@@ -28,8 +28,7 @@ class CompileClock:
     """Seconds spent compiling (or loading compiled) kernels in this process, outermost
     spans only (a compile that nests another counts once)."""
 
-    def __init__(self, warm: Callable[[], None] | None = None) -> None:
-        self._warm = warm
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seconds = 0.0
         self._depth: dict[int, int] = {}
@@ -67,8 +66,7 @@ class WedgeTally:
     about what loading them costs (a ski rental: never more than twice the better choice),
     where :data:`LOADER` has not loaded them by then."""
 
-    def __init__(self, warm: Callable[[], None] | None = None) -> None:
-        self._warm = warm
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._wedges = 0
 
