@@ -195,17 +195,13 @@ def clustering_frame(graph: GraphData, edges: dd.DataFrame, weight: str | None =
     if type(triangles._meta) is not type(pairs._meta):
         triangles = triangles.to_backend("cudf" if is_device_object(pairs._meta) else "pandas")
     per_vertex = vertex_triangle_values(triangles, pairs, directed, weighted)
-    if directed:
+    if directed:  # a pair's arcs count at both its ends, and whether it has both
         arcs = pairs["pf"] + pairs["pb"]
-        both = (arcs == 2).astype("int64")
-        ends = dd.concat([pairs[["u"]].rename(columns={"u": "vertex"}).assign(degree=arcs,
-                                                                              reciprocal=both),
-                          pairs[["v"]].rename(columns={"v": "vertex"}).assign(degree=arcs,
-                                                                              reciprocal=both)])
+        counted = {"degree": arcs, "reciprocal": (arcs == 2).astype("int64")}
     else:
-        ones = pairs["u"] * 0 + 1
-        ends = dd.concat([pairs[["u"]].rename(columns={"u": "vertex"}).assign(degree=ones),
-                          pairs[["v"]].rename(columns={"v": "vertex"}).assign(degree=ones)])
+        counted = {"degree": pairs["u"] * 0 + 1}
+    ends = dd.concat([pairs[[end]].rename(columns={end: "vertex"}).assign(**counted)
+                      for end in ("u", "v")])
     degrees = ends.groupby("vertex").sum()
     frame = vertices.to_frame().merge(degrees, left_on="vertex", right_index=True, how="left")
     frame = frame.merge(per_vertex.rename("t").to_frame(), left_on="vertex",
