@@ -1,7 +1,9 @@
-"""The kernels' fitted constants, and the one ``dask.config`` key that overrides them.
+"""The fitted constants of the kernels and of the runtime's models, and the one ``dask.config``
+key that overrides them.
 
 Each constant is declared beside the code that reads it, with how it was fitted. A user has no
-reason to change one; a benchmark or a test does, to compare kernels or to reach a code path.
+reason to change one; a benchmark or a test does, to compare kernels, to re-fit a model or to
+reach a code path.
 It sets ``dtri.kernel-tuning``, a mapping from a constant's name to a value:
 ``dask.config.set({"dtri.kernel-tuning.hash-min-members": 1})``. :func:`tuned` reads it.
 """
@@ -17,7 +19,9 @@ KEY = "dtri.kernel-tuning"
 
 NAMES = ("hash-probes", "hash-min-members", "hash-probe-cost", "hash-piece-probes",
          "hash-warp-table-bits", "hash-slots-per-member", "hash-spread-max-bytes",
-         "join-edge-cost-gpu", "join-edge-cost-cpu", "join-edge-cost-marks", "aorder-wave")
+         "join-edge-cost-gpu", "join-edge-cost-cpu", "join-edge-cost-marks", "aorder-wave",
+         "scaling-seconds-per-row", "scaling-bytes-per-row", "scaling-overhead-seconds",
+         "scaling-resident-bytes-per-row", "in-process-gpu-bytes-per-row")
 """The constants that :data:`KEY` may override."""
 
 T = TypeVar("T", bool, int, float)

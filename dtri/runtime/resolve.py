@@ -20,6 +20,7 @@ import psutil
 from dask.utils import format_bytes
 
 from dtri.errors import ConfigurationError
+from dtri.kernels.tuning import tuned
 from dtri.options import (
     LOCAL_SCHEDULERS,
     PROTOCOLS,
@@ -42,15 +43,14 @@ against 6.0 ms on the GPU at 8,192 edges, and 8.4 ms against 6.2 ms at 16,384 (a
 edges)."""
 
 
-IN_PROCESS_GPU_BYTES_PER_ROW = "dtri.in-process-gpu-bytes-per-row"
-"""``dask.config`` key: the device bytes an input row holds at the peak of an in-process GPU
-run, where every stage's results stay in GPU memory (:func:`placement`). Its default
-(``dtri/dtri.yaml``) is above what a probe saw on one H100 (80 GB): the device memory in use
-(``cudaMemGetInfo``, sampled every 2 ms, so the blocks cached by CuPy's pool and by CUDA's
-stream-ordered pool count too) rose by 73.3 B an input row for R-MAT 25 and 69.5 B for R-MAT
-26 (74.6 GB); R-MAT 24 rose by 28.4 GB, 106 B a row, most of it one task's budget. RMM's
-statistics do not see CuPy's pool, so they could not measure it; this was a probe, not a
-committed benchmark."""
+IN_PROCESS_GPU_BYTES_PER_ROW = 75
+"""The device bytes an input row holds at the peak of an in-process GPU run, where every
+stage's results stay in GPU memory (:func:`placement`; ``in-process-gpu-bytes-per-row``). It
+is above what a probe saw on one H100 (80 GB): the device memory in use (``cudaMemGetInfo``,
+sampled every 2 ms, so the blocks cached by CuPy's pool and by CUDA's stream-ordered pool
+count too) rose by 73.3 B an input row for R-MAT 25 and 69.5 B for R-MAT 26 (74.6 GB); R-MAT
+24 rose by 28.4 GB, 106 B a row, most of it one task's budget. RMM's statistics do not see
+CuPy's pool, so they could not measure it; this was a probe, not a committed benchmark."""
 
 
 DIRECT_DEVICE_WRITES = "dtri.direct-device-writes"
@@ -354,11 +354,11 @@ def placement(options: Options, backend: Backend, caps: MemoryCaps, given: Budge
     default = in_process_budget(backend, options.staging, facts)
     budget = max(given.per_task if given else 0, default)
     if input_rows * row_bytes > budget:
-        if backend.on_gpu and (held := input_rows * int(dask.config.get(
-                IN_PROCESS_GPU_BYTES_PER_ROW))) <= (memory := facts.device_memory()):
+        row = tuned("in-process-gpu-bytes-per-row", IN_PROCESS_GPU_BYTES_PER_ROW)
+        if backend.on_gpu and (held := input_rows * row) <= (memory := facts.device_memory()):
             return "synchronous", (
                 f"this process, on {facts.device_name()}, no cluster: the graph ({input_rows} "
-                f"edges, {format_bytes(held)} at {IN_PROCESS_GPU_BYTES_PER_ROW}) fits its memory "
+                f"edges, {format_bytes(held)} at {row} B an edge) fits its memory "
                 f"({format_bytes(memory)}), in tasks of {format_bytes(budget)}; a local "
                 "cluster's start costs more than more GPUs save")
         return None, (f"a local cluster: {input_rows} edges need more than one task's budget "

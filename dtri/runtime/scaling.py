@@ -10,11 +10,12 @@ rows, with the link's bandwidth ``B`` measured once per cluster
 
 ``s`` is one GPU's seconds per input row (preparation and count), ``b`` the bytes per input
 row that the busiest worker receives when two or more share the rows (of which it keeps
-``1/p``), and ``o`` the fixed cost of a run over several workers. Each is a ``dask.config``
-key (:data:`SECONDS_PER_ROW`, :data:`BYTES_PER_ROW`, :data:`OVERHEAD_SECONDS`), measured
-as the defaults say. The fewest workers of the least predicted time win, among the counts
-whose GPUs hold the graph: where results wait in GPU memory, at least
-``R·r / M`` workers of ``M`` bytes each (``r``: :data:`RESIDENT_BYTES_PER_ROW`).
+``1/p``), and ``o`` the fixed cost of a run over several workers. Each is a fitted constant
+(:data:`SECONDS_PER_ROW`, :data:`BYTES_PER_ROW`, :data:`OVERHEAD_SECONDS`); a benchmark
+overrides one through :func:`dtri.kernels.tuning.tuned`. The fewest workers of the least
+predicted time win, among the counts whose GPUs hold the graph: where results wait in GPU
+memory, at least ``R·r / M`` workers of ``M`` bytes each (``r``:
+:data:`RESIDENT_BYTES_PER_ROW`).
 """
 
 from __future__ import annotations
@@ -22,31 +23,31 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import dask
 from dask.utils import format_bytes
 
-SECONDS_PER_ROW = "dtri.scaling-seconds-per-row"
-"""``dask.config`` key: ``s``. Its default (``dtri/dtri.yaml``): one H200 prepared and counted
-R-MAT 22, 24, 25 and 26 from its memory at 2.8, 1.7, 2.4 and 2.2 ns an input row
+from dtri.kernels.tuning import tuned
+
+SECONDS_PER_ROW = 2.0e-9
+"""``s`` (``scaling-seconds-per-row``): one H200 prepared and counted R-MAT 22, 24, 25 and
+26 from its memory at 2.8, 1.7, 2.4 and 2.2 ns an input row
 (examples/benchmarks/results/multi-gpu-h200x2.jsonl)."""
-BYTES_PER_ROW = "dtri.scaling-bytes-per-row"
-"""``dask.config`` key: ``b``. Its default (``dtri/dtri.yaml``): with the preparation exchanging
-edges once, the busiest of two H100 workers received 6.3 and 6.4 bytes an input row of R-MAT 25
-and 26 (the sort's exchange, the vertex-wide sums and the count's bin; ``moved_bytes`` in
+BYTES_PER_ROW = 13.0
+"""``b`` (``scaling-bytes-per-row``): with the preparation exchanging edges once, the
+busiest of two H100 workers received 6.3 and 6.4 bytes an input row of R-MAT 25 and 26 (the
+sort's exchange, the vertex-wide sums and the count's bin; ``moved_bytes`` in
 examples/benchmarks/results/multi-gpu-once-h100x2.jsonl, against 8.1 and 8.2 with two
 exchanges): 13 at ``(p - 1) / p = 1/2``. The count's bin does not shrink with ``p`` and the
 preparation's exchanges do, so the model may overstate the bytes of more than two workers
 and keep fewer GPUs than it could over a slow link."""
-OVERHEAD_SECONDS = "dtri.scaling-overhead-seconds"
-"""``dask.config`` key: ``o``. Its default (``dtri/dtri.yaml``): two H200 over UCX took
-0.12-0.24 s longer than half of one H200's time plus their transfers on R-MAT 22-26
-(multi-gpu-h200x2.jsonl)."""
+OVERHEAD_SECONDS = 0.2
+"""``o`` (``scaling-overhead-seconds``): two H200 over UCX took 0.12-0.24 s longer than half
+of one H200's time plus their transfers on R-MAT 22-26 (multi-gpu-h200x2.jsonl)."""
 
-RESIDENT_BYTES_PER_ROW = "dtri.scaling-resident-bytes-per-row"
-"""``dask.config`` key: ``r``, the device bytes an input row needs at the preparation's peak
-when results wait in GPU memory. Its default (``dtri/dtri.yaml``): R-MAT 26's 1.07 G rows ran
-on one H100 of 80 GB (at most 75 B a row), and R-MAT 27's 2.15 G rows ran out of its memory in
-the sort stage (so more than 37 B a row; a run, never committed as a result), where ``--workers
+RESIDENT_BYTES_PER_ROW = 48.0
+"""``r`` (``scaling-resident-bytes-per-row``), the device bytes an input row needs at the
+preparation's peak when results wait in GPU memory: R-MAT 26's 1.07 G rows ran on one H100
+of 80 GB (at most 75 B a row), and R-MAT 27's 2.15 G rows ran out of its memory in the sort
+stage (so more than 37 B a row; a run, never committed as a result), where ``--workers
 auto`` over TCP had kept one GPU of four."""
 
 
@@ -68,10 +69,10 @@ class WorkerChoice:
 
 
 def model() -> tuple[float, float, float]:
-    """``s``, ``b`` and ``o`` from ``dask.config`` (see the module docstring)."""
-    return (float(dask.config.get(SECONDS_PER_ROW)),
-            float(dask.config.get(BYTES_PER_ROW)),
-            float(dask.config.get(OVERHEAD_SECONDS)))
+    """``s``, ``b`` and ``o`` (see the module docstring)."""
+    return (tuned("scaling-seconds-per-row", SECONDS_PER_ROW),
+            tuned("scaling-bytes-per-row", BYTES_PER_ROW),
+            tuned("scaling-overhead-seconds", OVERHEAD_SECONDS))
 
 
 def predicted_seconds(rows: int, workers: int, bandwidth: float) -> float:
@@ -86,7 +87,7 @@ def predicted_seconds(rows: int, workers: int, bandwidth: float) -> float:
 def resident_bytes(rows: int) -> int:
     """Device bytes a graph of ``rows`` input rows needs while its results wait in GPU
     memory (:data:`RESIDENT_BYTES_PER_ROW`)."""
-    return int(rows * float(dask.config.get(RESIDENT_BYTES_PER_ROW)))
+    return int(rows * tuned("scaling-resident-bytes-per-row", RESIDENT_BYTES_PER_ROW))
 
 
 def fewest_holding(rows: int, available: int, device_memory: int | None) -> int:

@@ -194,7 +194,7 @@ def test_an_input_beyond_one_task_runs_here_where_the_gpu_holds_it_else_on_a_clu
         assert "fits its memory" in graph.runtime.reason
         assert graph.count_triangles() == 45
     # a graph the GPU cannot hold (here: at a resident size of 1 TB an edge)
-    with dask.config.set({"dtri.in-process-gpu-bytes-per-row": 1 << 40}), \
+    with dask.config.set({"dtri.kernel-tuning.in-process-gpu-bytes-per-row": 1 << 40}), \
             dtri.prepare(str(KARATE), backend="gpu") as graph:
         assert graph.runtime.client is not None
         assert "local cluster" in graph.runtime.reason

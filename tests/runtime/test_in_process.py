@@ -151,7 +151,7 @@ def test_an_input_too_big_for_one_task_or_given_workers_starts_a_local_cluster(m
 
 def test_a_gpu_graph_beyond_one_task_runs_in_process_where_the_gpu_holds_it(monkeypatch):
     """On the GPU, a graph too big for one task but held whole by the current GPU (75 B an
-    input row, dtri.in-process-gpu-bytes-per-row) runs here, in tasks of the budget: a
+    input row, IN_PROCESS_GPU_BYTES_PER_ROW) runs here, in tasks of the budget: a
     local cluster's start costs more than its GPUs save. One the GPU cannot hold, or any on
     the CPU beyond one task, starts a cluster."""
     from dtri.options import Backend, Options

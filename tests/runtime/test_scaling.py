@@ -30,10 +30,10 @@ def test_a_small_input_is_not_worth_a_second_gpu_even_over_nvlink():
     assert choose_workers(1 << 22, 2, 100 * GB).workers == 1
 
 
-def test_the_model_reads_its_constants_from_dask_config():
+def test_a_benchmark_overrides_the_models_constants():
     rows = 1 << 26
-    with dask.config.set({"dtri.scaling-overhead-seconds": 0.0,
-                          "dtri.scaling-bytes-per-row": 0}):
+    with dask.config.set({"dtri.kernel-tuning.scaling-overhead-seconds": 0.0,
+                          "dtri.kernel-tuning.scaling-bytes-per-row": 0}):
         assert predicted_seconds(rows, 2, GB) == pytest.approx(predicted_seconds(rows, 1, GB) / 2)
         assert choose_workers(rows, 3, GB).workers == 3
 
@@ -47,7 +47,7 @@ def test_auto_takes_enough_gpus_to_hold_the_graph_however_slow_the_link():
     assert choose_workers(rows, 4, 1 * GB).workers == 1  # memory not known: time alone
     assert choose_workers(1 << 29, 4, 1 * GB, device_memory=80 * 10**9).workers == 1
     assert choose_workers(rows, 1, 1 * GB, device_memory=10**9).workers == 1  # all there is
-    with dask.config.set({"dtri.scaling-resident-bytes-per-row": 200}):
+    with dask.config.set({"dtri.kernel-tuning.scaling-resident-bytes-per-row": 200}):
         assert choose_workers(rows, 4, 1 * GB, device_memory=80 * 10**9).workers == 4
 
 
