@@ -11,15 +11,13 @@ from typing import Any
 import click
 
 from dtri.cli.program import fail
-from dtri.options import Backend, cli_options, from_cli
+from dtri.options import GROUPS, Backend, cli_options, from_cli
 
 INPUT_MEANING = """\
 Input is read as a simple undirected graph: an edge and its reverse are one edge, repeated
 edges count once, self-loops are ignored (their vertex still counts as a vertex), and
 columns after the first two (weights, timestamps) are ignored.
 """
-
-RUN_GROUPS = ("input", "cluster", "memory", "plan", "output")
 
 
 def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -42,7 +40,7 @@ def graph_source(command: Callable[..., Any]) -> Callable[..., Any]:
                            help="Progress on stderr: a line per stage as it ends (stage, "
                                 "seconds, rows where known), after Dask's progress bar on a "
                                 "cluster (default: when stderr is a terminal).")(driver_first)
-    command = cli_options(*RUN_GROUPS)(command)
+    command = cli_options(*GROUPS)(command)
     command = click.option("--seed", type=int, default=0, show_default=True,
                            help="Seed of the --generate graph.")(command)
     command = click.option("--generate", "spec", metavar="SPEC",

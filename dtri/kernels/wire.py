@@ -40,7 +40,6 @@ WIRE_TAG = "dtri-wire"
 """The first item of every packed value."""
 WIRE_FORMATS = ("raw", "narrow", "zstd", "lz4")
 """The wire formats (the option adds ``auto``: :func:`dtri.runtime.session` decides)."""
-COMPRESSORS = ("zstd", "lz4")
 ZSTD_LEVEL = 1
 """Zstandard's level: its fastest, which packed R-MAT 18's blocks to 1.2-1.3 bytes a target
 against 1.2 at level 3, in a third of the time."""

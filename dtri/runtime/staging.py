@@ -1,33 +1,23 @@
 """Host staging: stage results live in host memory; each task moves only its own inputs to the
 GPU, computes there and moves its results back.
 
-Under a capped GPU (``--rmm-pool-size``) the graph no longer fits: RMAT 26's 1.07 G generated
-edges are 17 GB as int64 pairs against an 8 GiB pool. Left on the device, every stage's
-results spill through dask-cuda one stored key at a time and come back the same way, least
-recently used first, which cost 10x the in-core time (``examples/benchmarks/``). Staged, the data
-at rest is NumPy/pandas in the workers' host memory (spilled to disk by Dask, beyond
-``--memory-limit``), and a task's GPU memory is its inputs, its working arrays and its
-outputs: what ``--memory-budget`` bounds. Each byte crosses the bus once into a task and once
-out of it.
+Under a capped GPU (``--rmm-pool-size``) the graph may not fit, and spilling through
+dask-cuda one stored key at a time cost 10x the in-core time. Staged, the data at rest is
+NumPy/pandas in the workers' host memory (spilled to disk by Dask beyond ``--memory-limit``),
+and a task's GPU memory is what ``--memory-budget`` bounds. Each byte crosses the bus once
+into a task and once out of it.
 
-Those crossings run at the speed of the host memory they land in. Into freshly allocated
-(pageable) NumPy arrays a device-to-host copy ran at 2.8 GB/s on an H200 host, bound by the
-kernel's page faults, and CuPy's host-to-device copy from pageable memory at 3.6 GB/s; into
-and out of page-locked memory both ran at 55 GB/s
-(``examples/benchmarks/results/copy-probe-h200.jsonl``). So on GPU workers the results land in
-a :class:`HostArena`: arrays carved from a pool of page-locked memory that is reused from task to
-task and stage to stage.
+Copies to and from page-locked memory ran at 55 GB/s on an H200 host, against 2.8-3.6 GB/s
+with pageable memory (``examples/benchmarks/results/copy-probe-h200.jsonl``). So on GPU
+workers the results land in a :class:`HostArena`: arrays carved from a reused pool of
+page-locked memory.
 
 :class:`Staging` is the one strategy object for both places: the task builder
 (:class:`dtri.runtime.tasks.Tasks`) wraps task functions through it (:class:`OnDevice` under
-host staging, except for tasks that only look at or pick from their inputs), tasks that move
-their own data piece by piece call its :meth:`Staging.to_device` and :meth:`Staging.to_host`,
-and :meth:`Staging.folds_per_worker` says whether vertex-wide sums fold per worker on the
-device. Arrays that many tasks of a worker read (the vertex ids, the ranks, the out-degrees)
-are kept on the device between tasks in a small cache (:class:`DeviceCache`) from the second
-time a task receives the same stored object; the cache and the arena are the worker's state
-(:class:`StagingState`), owned by a Dask ``WorkerPlugin``
-(:class:`dtri.runtime.plugin.StagingPlugin`) for as long as the session lasts.
+host staging), and tasks that move their own data call :meth:`Staging.to_device` and
+:meth:`Staging.to_host`. Arrays that many tasks of a worker read (the ranks, say) stay on the
+device in a small cache (:class:`DeviceCache`); the cache and the arena are the worker's state
+(:class:`StagingState`), owned by :class:`dtri.runtime.plugin.StagingPlugin`.
 
 On the CPU backend the moves are identities, so the staged task graph runs (and is tested) on
 a machine with no GPU.
@@ -312,12 +302,6 @@ class DeviceCache:
         """Forget an array that Dask has released."""
         with self._lock:
             self._forget(key)
-
-    def resize(self, limit: int) -> None:
-        """A new limit, the least recently used copies dropped to fit it."""
-        with self._lock:
-            self.limit = max(0, int(limit))
-            self._evict()
 
     def clear(self) -> None:
         """Free every copy and forget every array."""
