@@ -1,27 +1,20 @@
 """Task-graph building blocks: stage-named tasks, reduction trees and all-to-all exchanges.
 
-Every task's key names its stage (``dtri-<stage>-<token>-<index>``) so the Dask dashboard tells
-the story. Exchanges between partitions are plain Dask tasks, so their data travels through
-Dask's own transfer machinery (TCP, or UCX with NVLink where dask-cuda workers use it) and a
-lost worker's pieces are recomputed like any other task:
+Every task's key names its stage (``dtri-<stage>-<token>-<index>``), for the Dask dashboard.
+Exchanges are plain Dask tasks, so their data travels by Dask's transfers and a lost worker's
+pieces are recomputed like any other task:
 
 * a *split* task cuts one partition into one piece per receiver (a dict ``{receiver: piece}``);
 * a ``pick`` task per (sender, receiver) takes one piece where the split lives, so only that
-  piece travels (split by split: :meth:`Tasks.pick_pieces`);
-* a *combine* task per receiver takes its pieces from every sender; receiver ``j`` is placed
-  on the owner of partition ``j`` (:func:`partition_owner`, :meth:`Tasks.placed`), so the
-  receivers, and the partitions they make, spread over every worker rather than piling up
-  where Dask's tie-break puts them.
+  piece travels (:meth:`Tasks.pick_pieces`);
+* a *combine* task per receiver takes its pieces from every sender; receiver ``j`` runs on
+  the owner of partition ``j`` (:func:`partition_owner`), so the receivers spread over every
+  worker.
 
-:class:`Tasks` builds them for one run: it knows the workers (the owners of the partitions,
-by :func:`partition_owner`) and the run's :class:`~dtri.runtime.staging.Staging`, through which
-every task function is wrapped.
-
-An in-process run (Dask's synchronous scheduler: no cluster) builds no task graph at all: its
-:class:`Tasks` are *eager* and run each task when it is built, in this process, in the order
-the stages build them (what the synchronous scheduler does, less its reordering). The
-stages' code is the same; only the Dask graph, its tokens and its scheduler pass are gone,
-which cost a small graph's count several times its work (13 ms against 2 ms for karate).
+:class:`Tasks` builds them for one run, from its workers and its
+:class:`~dtri.runtime.staging.Staging`, which wraps every task function. An in-process run's
+:class:`Tasks` are *eager*: each task runs when it is built, and no Dask graph is made (its
+tokens and scheduler pass cost karate's count 13 ms against 2 ms of work).
 """
 
 from __future__ import annotations
@@ -53,15 +46,11 @@ Place = TypeVar("Place", bound=Hashable)
 def partition_owner(partition: int, workers: int) -> int:
     """The worker (its number) that owns sorted partition ``partition`` of a run on ``workers``
     workers: the partitions are dealt in rounds of one per worker, forward in even rounds and
-    backward in odd ones (``0 1 1 0 0 1 ...`` on two workers), so partition ``w`` is worker
-    ``w``'s for ``w < workers``.
+    backward in odd ones (``0 1 1 0 0 1 ...`` on two workers).
 
-    The partitions share the wedge work evenly, so any such deal evens out the join. Their
-    edges do not: partitions of low ranks hold many short lists, and the edges fall from the
-    first partition to the last (R-MAT 26 in 8 partitions: 382 M down to 27 M). Dealt forward
-    only, worker 0 would take the largest of every round (667 M edges against 382 M on two
-    workers); the back-and-forth deal pairs large with small (581 M against 468 M), and the
-    sort's exchange and the edge bins, which move edges, even out with them."""
+    The partitions share the wedge work evenly, but their edges fall from the first to the
+    last. The back-and-forth deal pairs large with small, so the exchanges that move edges
+    even out too (R-MAT 26 on two workers: 581 M edges against 468 M, not 667 M and 382 M)."""
     workers = max(workers, 1)
     turn, place = divmod(partition, workers)
     return workers - 1 - place if turn % 2 else place
@@ -87,11 +76,9 @@ class Tasks:
     :attr:`dtri.runtime.opened.Runtime.allocator`)."""
     fold_budget: int | None = None
     """The bytes of inputs one fold may take (the run's per-task memory budget) where the
-    workers spill past a host memory limit: a worker's fold over items larger than that
-    together is cut (:meth:`reduce_over`). ``None`` (no limit): a worker folds its items in
-    one task, since they stay in its memory anyway, and cut folds only cost more crossings
-    of the bus (R-MAT 26 under a 4 GiB pool, unlimited, on H100s: the orient stage 2.84 s
-    with every fold cut, 0.51 s without; two hosts, neither run a host's first process)."""
+    workers spill past a host memory limit: a larger fold is cut (:meth:`reduce_over`).
+    ``None`` (no limit): a worker folds its items in one task, since cut folds only cost more
+    crossings of the bus (docs/history.md: 2.84 s against 0.51 s)."""
     wire_format: str = "raw"
     """How data that crosses between workers is packed (:mod:`dtri.kernels.wire`): the
     run's :attr:`dtri.runtime.opened.Runtime.wire_format`."""
@@ -194,11 +181,9 @@ class Tasks:
     def pinned(self, worker: int) -> AbstractContextManager:
         """Tasks built inside run on worker number ``worker`` and nowhere else: the 2D
         decomposition's blocks and rounds, whose inputs are shifted to that worker on
-        purpose. Placed loosely (:meth:`on_worker`), Dask's work stealing moved rounds of
-        R-MAT 18 on 16 CPU workers to idle workers, which then pulled their three blocks
-        again: 1.0-2.1 bytes an edge more on five workers. A stage that waits for them fails
-        where that worker leaves (:class:`~dtri.runtime.timer.StageTimer`), since they cannot
-        run elsewhere."""
+        purpose (placed loosely, work stealing moved rounds, which pulled their blocks again).
+        A stage that waits for them fails where that worker leaves
+        (:class:`~dtri.runtime.timer.StageTimer`)."""
         if not self.workers:
             return nullcontext()
         address = self.workers[worker % len(self.workers)]
@@ -217,18 +202,12 @@ class Tasks:
         in ``receivers[i]``, as its own task (``pick``, run where the split lives, so only
         that piece travels), keyed ``(i, j)``. A pick's task prefix is one that Dask's
         scheduler counts as taking a microsecond (:data:`~dtri.runtime.stages.FAST_PREFIX`),
-        so it never steals one: under its stage's prefix, Dask took a pick for as costly as
-        the stage's real work and stole it to idle workers, which then pulled the whole split
-        (R-MAT 18 on 9 CPU workers: 0.37 bytes an edge more to one worker in the orient
-        stage; under a prefix of its own, unknown tasks' 0.5 s did the same). And a pick is
-        placed where its split was placed (:attr:`placements`): left to Dask, a pick went to
-        an idle worker rather than wait for its split's busy one, and pulled the split.
+        so it never steals one to an idle worker, which would pull the whole split. A pick is
+        placed where its split was placed (:attr:`placements`), for the same reason.
 
-        The picks run split by split (a priority falling with ``i``): a split is a single
-        stored result, which a worker short of memory moves to host memory or disk whole, and
-        picking receiver by receiver would bring every split back once per receiver (RMAT 24
-        under a 2 GiB RMM pool, 64 by 64 pieces: 25 picks a second). Split by split, each
-        split comes back once, and its pieces are stored, and moved, one by one."""
+        The picks run split by split (a priority falling with ``i``): a worker short of memory
+        spills a split whole, and picking receiver by receiver would bring every split back
+        once per receiver."""
         top = max(splits, default=0) + 1
         picks = {}
         for i, split in splits.items():
@@ -271,16 +250,11 @@ class Tasks:
         * worker ``k`` adds up slice ``k`` of every worker's sum (``slice-sum``).
 
         A task that needs the whole sum takes every slice-sum and joins them itself
-        (:func:`joined_slices`): a few packed slices cross to it, about a byte a vertex in
-        all, where a tree brought every holder's whole sum to one root and the root's copy
-        to every reader (R-MAT 18 on 16 CPU workers: 0.55 and 1.1 bytes an edge to one
-        worker in its rank and orient stages). A separate task that joined them would be
-        small enough for Dask to steal, and its vertex-wide result would then cross back
-        (0.18 bytes an edge for each such move of R-MAT 18's ranks). Without workers (an
-        in-process run) or with one holder, it is :meth:`reduce_over`'s sum, alone."""
-        by_holder: dict[str | None, list[int]] = {}
-        for i, holder in enumerate(holders):
-            by_holder.setdefault(holder, []).append(i)
+        (:func:`joined_slices`): about a byte a vertex crosses to it, where a tree brought
+        every holder's whole sum to one root and the root's copy to every reader. (A separate
+        joining task would be small enough for Dask to steal.) Without workers or with one
+        holder, it is :meth:`reduce_over`'s sum, alone."""
+        by_holder = by_place(holders)
         if not self.workers or len(by_holder) < 2 or None in by_holder:
             return [self.reduce_over(stage, func, combine, items, args, holders, key, fan_in,
                                      sizes)]
@@ -311,23 +285,18 @@ class Tasks:
         the staging folds per worker, one leaf per worker in ``holders`` that folds its items
         on the device one at a time (:func:`dtri.runtime.staging.folded`).
 
-        A task's inputs come to its worker together, past a host memory limit back from disk,
-        and stay in memory until it ends, whatever Dask spills meanwhile. So where the items'
-        ``sizes`` (bytes, where known) add up to more than :attr:`fold_budget`, a worker folds
-        them in several leaves of at most that many bytes each (:func:`fold_groups`), summed on
-        that worker before the tree goes across the workers: the bytes that cross are those of
-        one leaf per worker either way. Without this, a worker's fold took every edge it held
-        at once: R-MAT 26 on one H100 under a 4 GiB pool and a 12 GiB host limit grew 9 GiB
-        past Dask's spilling in each vertex-wide sum, to 13.2 GiB."""
+        A task's inputs stay in memory until it ends, whatever Dask spills meanwhile. So where
+        the items' ``sizes`` (bytes, where known) add up to more than :attr:`fold_budget`, a
+        worker folds them in several leaves of at most that many bytes each
+        (:func:`fold_groups`), summed on that worker before the tree goes across the workers
+        (else R-MAT 26 under a 12 GiB host limit grew to 13.2 GiB)."""
         if not self.staging.folds_per_worker:  # each leaf where its item is, not the args
             leaves = []
             for i, (item, holder) in enumerate(zip(items, holders, strict=True)):
                 with placed_on(holder):
                     leaves.append(self.task(stage, func, item, *args, key=(key, i)))
             return self.tree(stage, combine, leaves, fan_in, places=holders)
-        by_holder: dict[str | None, list[int]] = {}
-        for i, holder in enumerate(holders):
-            by_holder.setdefault(holder, []).append(i)
+        by_holder = by_place(holders)
         leaves = []
         for w, (holder, members) in enumerate(by_holder.items()):
             groups = fold_groups(members, sizes, self.fold_budget)
@@ -402,6 +371,14 @@ def fold_groups(members: Sequence[int], sizes: Sequence[int] | None,
     return groups or [[]]
 
 
+def by_place(places: Sequence[str | None]) -> dict[str | None, list[int]]:
+    """The indexes of ``places`` by place, in the order each place first comes."""
+    found: dict[str | None, list[int]] = {}
+    for i, place in enumerate(places):
+        found.setdefault(place, []).append(i)
+    return found
+
+
 def gathering_worker(places: Sequence[Place | None]) -> Place | None:
     """Where a task whose inputs are held at ``places`` runs: the worker holding most of
     them, the first of those on a tie; ``None`` where no place is known."""
@@ -442,14 +419,10 @@ def kept_placement(client: Any) -> Iterator[None]:
     again after it where it ran before.
 
     Every task of a run is placed where its data is (:func:`placed_on`, :meth:`Tasks.
-    pinned`). Work stealing moved tasks to idle workers, which then pulled their inputs: on
-    R-MAT 18 with 9 single-threaded CPU workers, a sender's keys (1.8 bytes an edge) to one
-    worker, and a stage's cheap tasks along with its costly ones, since Dask times a stage's
-    tasks together. The memory manager dropped a copy that a worker had fetched for a task
-    that had not yet run, which fetched it again: a 2D block more to a worker of 9 (0.66
-    bytes an edge where 0.53 was predicted). The placement stays loose, so a lost worker's
-    tasks still run elsewhere. A scheduler that runs no code of the client's
-    (``distributed.scheduler.pickle`` off) keeps stealing."""
+    pinned`). Work stealing moved tasks to idle workers, which then pulled their inputs, and
+    the memory manager dropped copies that a waiting task had fetched, which it fetched again.
+    The placement stays loose, so a lost worker's tasks still run elsewhere. A scheduler that
+    runs no code of the client's (``distributed.scheduler.pickle`` off) keeps stealing."""
     if client is None or not dask.config.get(KEEP_PLACEMENT):
         yield
         return
