@@ -87,12 +87,9 @@ def bin_homes(summaries: Sequence[PartitionSummary], bin_partitions: dict[int, t
 
     Where every worker owns a partition (:func:`partitions_owned`), each worker whose
     partitions reach a bin builds its own copy, from the slices that the partitions' owners
-    cut: a worker then pulls the slices others hold, never a copy that another worker built
-    with its own slices in it. (Built once, R-MAT 26's one bin on two H100 went whole, 4.47
-    GB, to the worker that had not built it, though 1.5 GB of it were that worker's own
-    partitions.) Otherwise each bin is built once, where Dask places it; the owner of its
-    first partition stands for that place in the bytes model. A bin no partition reaches is
-    not built."""
+    cut: a worker then pulls the slices others hold, never a copy with its own slices in it.
+    Otherwise each bin is built once, where Dask places it; the owner of its first partition
+    stands for that place in the bytes model. A bin no partition reaches is not built."""
     workers = max(workers, 1)
     bins_of: dict[int, int] = {}
     for owners in bin_partitions.values():

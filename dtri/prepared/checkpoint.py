@@ -19,11 +19,9 @@ A checkpoint folder holds:
   each vertex, support of each edge). ``DIGEST`` names the plan the units belong to: a run
   that plans otherwise (other workers, another budget) does not reuse them.
 
-A file's fingerprint is a BLAKE2b hash of all its bytes where it has at most
-``dtri.checkpoint-hash-whole-bytes`` (1 GiB); a larger file's hashes its size and
-``dtri.checkpoint-hash-samples`` blocks of ``dtri.checkpoint-hash-sample-bytes`` spread
-evenly from its first byte to its last (64 of 1 MiB), beside its size and modification time.
-An edit to a large file between those blocks that keeps its size and time is not seen.
+A file's fingerprint hashes all its bytes up to ``dtri.checkpoint-hash-whole-bytes``; a
+larger file's hashes evenly spread blocks (``dtri.checkpoint-hash-samples`` and
+``-sample-bytes``), so an edit between them that keeps its size and time is not seen.
 
 Every file is written beside its name and renamed into place, so a file under its name is
 complete. A run reports the stages it skipped, and the seconds they took when they ran

@@ -170,17 +170,11 @@ def sort_balance(join: str, one_at_a_time: bool) -> str:
     """What the sort's source ranges balance (one of :data:`dtri.kernels.orient.WORK_MODELS`)
     for a count by the ``join`` asked for. ``join="wedges"``: edges and wedges, what that
     join writes. Else, where several join tasks run at once, the ``intersect`` model, the
-    fused join's own work, so that they end together: edges alone or wedges alone left four
-    ranges of R-MAT 26 1.7-1.9x apart on one H200. It costs each source's work after the
-    tree of the out-degrees: summed over a sample of the keys in one task where the sample
-    is large enough (:func:`sampled_bounds`), else by a tree, a second pass over every
-    sender's keys. Where one task runs at a time (``one_at_a_time``: in this process task by
-    task, not under the threads scheduler, or on one worker of one thread), the ranges take
-    turns whatever work they hold, so they balance their edges, which the out-degrees give
-    alone (of a sample of the keys where it is large enough: :func:`sample_stride`): each
-    partition then holds its share of the bytes that the partition count was fitted to.
-    (Edges and wedges put 83% of R-MAT 20's edges in the first of two ranges, whose many low
-    ranks have short lists.)"""
+    fused join's own work, so that they end together (edges or wedges alone left four ranges
+    of R-MAT 26 1.7-1.9x apart on one H200). Where one task runs at a time
+    (``one_at_a_time``), the ranges take turns whatever work they hold, so they balance their
+    edges: each partition then holds its share of the bytes that the partition count was
+    fitted to."""
     if join == "wedges":
         return "wedges"
     return "edges" if one_at_a_time else "intersect"
@@ -197,9 +191,8 @@ SAMPLED_WORK_MODELS = ("edges", "intersect")
 def sample_stride(work_model: str, rows: int, parts: int) -> int:
     """The stride of the keys' sample from which the sort's ranges are cut, or 0 for every
     key. The keys are sampled as they are made (every ``dtri.sort-sample-stride``-th of each
-    sender), which saves the orient stage a pass over every sender's keys; under a host
-    limit that pass reads them back from disk (24.6 GB of R-MAT 28's 148.5 GB read back on
-    one H200, ``host-memory-plan-h200x2.jsonl``).
+    sender), which saves the orient stage a pass over every sender's keys (under a host
+    limit, a read back from disk).
 
     * ``edges`` (one task at a time): the ranges balance the out-degrees of the sampled keys
       alone. The ranges take turns, so a share a percent off costs nothing.

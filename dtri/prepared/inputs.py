@@ -2,23 +2,16 @@
 
 The input is not repartitioned: the preparation's senders are groups of input partitions
 taken together on the worker that holds them (:func:`input_groups`), each group at most one
-task's budget, whose canonical edges stay there until the sort's exchange. A persisted input
-(a frame already on the workers) is used as it is, its partitions taken as futures; so is,
-in process, a frame persisted in this process, its partitions taken as the values its graph
-holds (:func:`held_partitions`). The number of sorted partitions to make is fitted to the
-workers and the budget (:func:`fitted_partitions`).
+task's budget. A persisted input is used as it is, its partitions taken as futures (or, in
+process, as the values its graph holds: :func:`held_partitions`). The number of sorted
+partitions is fitted to the workers and the budget (:func:`fitted_partitions`). An
+in-process run's partitions are delayed :class:`~dtri.input.frames.EdgeArrays`
+(:func:`dtri.input.frames.local_input`), computed here.
 
-An in-process run gives delayed :class:`~dtri.input.frames.EdgeArrays` partitions instead of a
-Dask DataFrame (:func:`dtri.input.frames.local_input`); the read stage computes them, in this
-process, and they go on as they are.
-
-Under a host memory limit a persisted input is what spills first: R-MAT 28's 4.3 G generated
-edges are 69 GB as int64 pairs, against a 32 GiB worker. There the input is not persisted
-but read again (or generated again) by each pass that reads it (:func:`recomputes_input`,
-``dtri.recompute-input``): the rows here, then the vertex sets and the canonical keys of the
-canonicalize stage (:func:`dtri.prepared.distributed.prepare_partitions`), each pass from
-its own copy of the input's tasks (Dask's ``clone``), whose partitions are freed as soon as
-that pass has read them.
+Under a host memory limit a persisted input is what spills first. There the input is read
+(or generated) again by each pass that reads it (:func:`recomputes_input`,
+``dtri.recompute-input``), each pass from its own copy of the input's tasks (Dask's
+``clone``), whose partitions are freed once that pass has read them.
 """
 
 from __future__ import annotations

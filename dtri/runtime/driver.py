@@ -1,13 +1,11 @@
 """The CUDA driver's start, on a thread of its own, as early as a run knows it may use a GPU.
 
-CuPy's first call starts the driver (``cuInit``) holding Python's lock: 0.3 s on a 2 x H200
-host, 0.7 to 1.0 s on a 4 x H200 host. A call through ctypes lets go of it, so the process
-imports what its run needs meanwhile. Where the run may stay in this process, the thread then
-makes the first GPU's context too, which the run's first query of the device's memory made
-before: 0.10 s to 0.13 s of a saved R-MAT 26's count on one H200 (cProfile). This module
-imports nothing beyond the standard library, so that the ``dtri`` command can start the
-driver before it imports the rest of dtri's API (:mod:`dtri.cli`); :class:`dtri.Session`
-starts it for a run of the Python API.
+CuPy's first call starts the driver (``cuInit``) holding Python's lock (0.3 to 1.0 s on H200
+hosts); a call through ctypes lets go of it, so the process imports what its run needs
+meanwhile. Where the run may stay in this process, the thread makes the first GPU's context
+too. This module imports only the standard library, so that the ``dtri`` command can start
+the driver before it imports the rest of dtri (:mod:`dtri.cli`); :class:`dtri.Session`
+starts it for the Python API.
 """
 
 from __future__ import annotations
@@ -67,12 +65,11 @@ def start_cuda_driver(options: Mapping[str, Any] | None = None) -> threading.Thr
     GPU backend is installed, and return the thread: ``None`` where the backend is not
     installed. ``options``: the run's, as given (by :class:`~dtri.options.Options` field
     name); where they let it stay in this process (:func:`may_run_here`), the thread then
-    makes the first GPU's primary context, the one CuPy and cuDF use, and keeps it for the
-    process. A script that will use the GPU may call it first, so that the driver starts
-    while the script imports the rest (0.7 to 1.0 s on a 4 x H200 host); a
-    :class:`dtri.Session` whose backend is not ``cpu`` calls it. The thread is not a daemon:
-    the process ends after the driver's start, never during it. A driver that is missing
-    or fails to start is left for CuPy to report when the run checks the GPU."""
+    makes the first GPU's primary context, the one CuPy and cuDF use. A script that will use
+    the GPU may call it first, so that the driver starts while the script imports the rest.
+    The thread is not a daemon: the process ends after the driver's start, never during it.
+    A driver that is missing or fails is left for CuPy to report when the run checks the
+    GPU."""
     return driver_thread(options is not None and may_run_here(options))
 
 

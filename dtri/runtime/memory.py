@@ -70,14 +70,11 @@ def measured_memory(runtime: Runtime) -> Iterator[dict[str, dict[str, Any]]]:
     """Measure each worker's memory over the block; the yielded dict is filled at its end.
 
     Per worker address: ``peak_process_bytes`` (the worker process's peak resident memory,
-    from its host meter: :mod:`dtri.runtime.host_meter`; Dask's system monitor samples where
-    it has none),
-    ``peak_device_bytes`` with ``peak_device_source`` (``rmm``: RMM statistics over the tasks
-    that ran, exact, when cuDF and CuPy both allocate through RMM, as on the workers dtri
-    starts: :mod:`dtri.runtime.meter`; ``nvml-sampled``: the GPU's
-    used memory as Dask's system monitor samples it every 500 ms), ``spilled_bytes`` (written
-    to the spill directory) and ``spilled_device_bytes`` (device data moved to host memory by
-    dask-cuda). ``None`` where not measured; empty without a distributed client.
+    from :mod:`dtri.runtime.host_meter`, else Dask's system monitor), ``peak_device_bytes``
+    with ``peak_device_source`` (``rmm``: RMM statistics over the tasks that ran,
+    :mod:`dtri.runtime.meter`; ``nvml-sampled``: Dask's system monitor, every 500 ms),
+    ``spilled_bytes`` (to the spill directory) and ``spilled_device_bytes`` (device data moved
+    to host memory by dask-cuda). ``None`` where not measured; empty without a client.
     """
     report: dict[str, dict[str, Any]] = {}
     client = runtime.client

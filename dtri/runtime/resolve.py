@@ -343,10 +343,8 @@ def placement(options: Options, backend: Backend, caps: MemoryCaps, given: Budge
 
     On the GPU a larger input runs in this process too, in tasks of that budget, where the
     current GPU holds the whole graph (:data:`IN_PROCESS_GPU_BYTES_PER_ROW`): starting a local
-    cluster costs more than its GPUs save. On one H100, ``dtri count --generate rmat:26
-    --backend gpu`` in a new process took 3.80 s in this process against 14.73 s with
-    ``--workers 1`` (``placement-h100.jsonl``); two H100s over UCX count R-MAT 26 from their
-    memory in 1.66 s against one's 2.48 s (``multi-gpu-head-h100x2.jsonl``)."""
+    cluster costs more than its GPUs save (R-MAT 26 on one H100: 3.80 s here against 14.73 s
+    with ``--workers 1``, ``placement-h100.jsonl``)."""
     if (named := named_placement(options, caps, facts)) is not None:
         return named
     if input_rows is None:

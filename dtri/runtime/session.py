@@ -242,11 +242,9 @@ def _device_pool(runtime: Runtime, large: bool = False) -> Iterator[Runtime]:
     """An in-process GPU run that measures nothing allocates its arrays from CuPy's memory
     pool, whose unused blocks go back to the device when the run closes (its tasks, that is,
     once cuDF is imported: :meth:`dtri.runtime.tasks.Tasks._run`). Importing cuDF points
-    CuPy at RMM, where every allocation is a ``cudaMalloc`` and every free a
-    synchronizing ``cudaFree`` (without a pool); a small graph's count makes over a hundred
-    of each: wiki-Vote's in-session count took 13.9 ms through RMM and 5.4-6.8 ms from the
-    pool on one H100, its per-vertex triangles 21 ms and 9.5-13 ms. A run measured through
-    RMM (``dtri.meter=rmm``) keeps allocating through it.
+    CuPy at RMM, where every allocation is a ``cudaMalloc`` and every free a synchronizing
+    ``cudaFree``: wiki-Vote's count took 13.9 ms through RMM and 5.4-6.8 ms from the pool on
+    one H100. A run measured through RMM (``dtri.meter=rmm``) keeps allocating through it.
 
     cuDF's own allocations (reading Parquet, a saved graph) come from CUDA's stream-ordered
     allocator for the run (:func:`_stream_ordered_allocations`) where the input is ``large``

@@ -1,25 +1,17 @@
 """The store of a GPU worker under a host memory limit: device, host and disk tiers, each
 result written to disk at most once.
 
-A Dask worker keeps its stored results in its ``data``. dask-cuda's ``DeviceHostFile`` chains
-two ``zict.Buffer`` s: device to host, host to disk. A buffer deletes what it reads back from
-the tier below, so a result that is read back and later evicted again is copied down again.
-dtri's stages read every partition of the stage before, in turn, so past the limit each
-stage read back every spilled result and wrote it again: on R-MAT 26 under a 12 GiB limit a
-count wrote 102 GB to disk and read back 99 GB (``host-memory-folds-h100.jsonl``, be01cc8),
-for about 17 GB of distinct results.
+dask-cuda's ``DeviceHostFile`` chains two ``zict.Buffer`` s (device to host, host to disk),
+and a buffer deletes what it reads back, so a result read back and evicted again is written
+again: on R-MAT 26 under a 12 GiB limit a count wrote 102 GB for about 17 GB of distinct
+results (``host-memory-folds-h100.jsonl``).
 
-A stage result never changes while its key lives (Dask sets a key once; a recomputed key is
-deleted first). So this store keeps a result's file until the key is deleted: evicting a
-result that has a file only drops it from memory. A result read back from disk goes straight
-to its own tier (a device result to the device), not through the host tier, and stays there
-only where it fits beside what the tier holds, or where it is read again soon: a stage reads
-the results of the stage before in turn, and a tier that took each one read back, pushing
-out the oldest, would have pushed out each result before the next stage read it again
-(least recently used is the worst order for such scans); it keeps the ones it holds
-instead, which the next stage finds in memory. A result that every task of a stage reads
-(the ranks, say) is read again fewer bytes of reads later than the tier holds, and stays
-(:meth:`Tier.admits`).
+A stage result never changes while its key lives, so this store keeps a result's file until
+the key is deleted: evicting a result that has a file only drops it from memory. A result
+read back from disk goes straight to its own tier, and stays there only where it fits beside
+what the tier holds, or where it is read again soon (:meth:`Tier.admits`): a stage reads the
+results of the stage before in turn, and least recently used is the worst order for such
+scans.
 
 Each tier is least recently used first, its values weighed by ``sizeof``, as dask-cuda's are:
 
@@ -32,16 +24,11 @@ Each tier is least recently used first, its values weighed by ``sizeof``, as das
 A disk that refuses a write (full, over quota) leaves the result in host memory, as Dask's
 ``SpillBuffer`` does, and logs why.
 
-A Dask worker reads a task's inputs back from disk on its event loop, one at a time, just
-before the task runs, while its GPU waits. :meth:`TieredStore.read_ahead` reads the next
-task's inputs back on a thread of the store's own while the current task runs
-(:class:`dtri.runtime.plugin.ReadAheadPlugin` tells it which), into the host tier, where they
-take room only from results neither task reads.
-
-The store writes each file and reads it back in slices of :data:`IO_SLICE` bytes on
-``dtri.spill-io-threads`` threads of its own (:func:`_in_slices`), into memory that is not
-zeroed first: one thread, faulting the fresh pages in and copying from the page cache, read
-back at about 1 GB/s on an H200 host.
+:meth:`TieredStore.read_ahead` reads the next task's inputs back on a thread of its own
+while the current task runs (:class:`dtri.runtime.plugin.ReadAheadPlugin` tells it which),
+into the host tier; a Dask worker would read them on its event loop while the GPU waits.
+Files are written and read in slices of :data:`IO_SLICE` bytes on ``dtri.spill-io-threads``
+threads (:func:`_in_slices`): one thread read back at about 1 GB/s on an H200 host.
 """
 
 from __future__ import annotations

@@ -1,24 +1,19 @@
 """How the worker processes of a local cluster start: forked from one server process that
 imported their modules once, or each spawned afresh (Dask's default).
 
-A spawned dask-cuda worker imports distributed and cuDF on its own before it listens: 3.4 s
-on a 4 x H200 host (``-X importtime`` in the workers: distributed 1.8 s, cuDF 1.6 s). Python's
-``forkserver`` start method forks each worker from a server that imported
-``dtri.worker-preload-<backend>`` once. :func:`start_worker_server` starts that server as
+A spawned dask-cuda worker imports distributed and cuDF before it listens (3.4 s on a 4 x
+H200 host). Python's ``forkserver`` start method forks each worker from a server that
+imported ``dtri.worker-preload-<backend>`` once. :func:`start_worker_server` starts it as
 soon as a run knows it will start a local cluster, so that it imports them while this
-process imports distributed and starts the scheduler; :func:`worker_start` then has the
-cluster's nannies fork their workers from it. On that host R-MAT 28's whole ``dtri count``
-over four UCX workers took 19.1 s forked against 24.4 s spawned, its cluster starting in
-7.6 s against 9.5 s (``multi-gpu-cli-forkserver-h200x4.jsonl``).
+process starts the scheduler; :func:`worker_start` has the nannies fork from it (R-MAT 28
+over four workers: 19.1 s against 24.4 s spawned, ``multi-gpu-cli-forkserver-h200x4.jsonl``).
 
-The server must not touch CUDA, since a forked child cannot use a CUDA context its parent
-made: cuDF checks the GPU when imported unless ``RAPIDS_NO_INITIALIZE`` is set, which the
-server's environment sets, and ucxx, which makes a CUDA context when imported, is not in the
-list. A forked worker starts with the server's environment, where a spawned one starts with
-what its nanny sets first (``distributed.nanny.pre-spawn-environ``, read at the start of a
-process: ``MALLOC_TRIM_THRESHOLD_``, ``PYTHONHASHSEED``). The server is started with those,
-as the nanny would set them under the configuration in force; a later cluster of this process
-that needs others (a host memory limit sets ``MALLOC_TRIM_THRESHOLD_``) spawns its workers.
+The server must not touch CUDA, since a forked child cannot use its parent's CUDA context:
+its environment sets ``RAPIDS_NO_INITIALIZE``, and ucxx is not in the list. A forked worker
+starts with the server's environment, where a spawned one starts with what its nanny sets
+first (``distributed.nanny.pre-spawn-environ``). The server is started with those; a later
+cluster of this process that needs others (a host memory limit sets
+``MALLOC_TRIM_THRESHOLD_``) spawns its workers.
 """
 
 from __future__ import annotations
