@@ -405,11 +405,9 @@ def cannon_rounds(graph: GraphData, q: int, timer: StageTimer | None = None,
     triangles on each edge of the blocks they read (a delayed ``{block: int64 array}``).
 
     Each block a worker pulls is brought to it once, by one ``cannon-shift`` task there that
-    waits for the round two before the first that reads it; the rounds read that copy. When
-    each round took its blocks itself, a block that two rounds of one worker read was
-    fetched twice: Dask lets go of a fetched copy once no task there waits for it, and the
-    later round was not waiting yet (R-MAT 18 on a 3 x 3 grid: 0.80 bytes an edge to a
-    worker predicted to pull 0.55)."""
+    waits for the round two before the first that reads it; the rounds read that copy (Dask
+    lets go of a fetched copy once no task there waits for it, so two rounds that each took
+    it fetched it twice)."""
     tasks, n = graph.tasks, graph.vertices
     kernel = "hash" if graph.backend.on_gpu else cpu_kernel(n)  # as the 1D join's
     blocks = cyclic_blocks(graph, q, timer)

@@ -44,11 +44,9 @@ from dtri.runtime.opened import Runtime
 
 MIN_EDGES_KEY = "dtri.estimate-colours-min-edges"
 """``dask.config`` key: input rows from which ``auto`` samples colours. Its default (2**25,
-``dtri/dtri.yaml``) was measured on the 2-core CPU at ±1% and 95%,
-one-shot from the generator, against the whole input prepared and wedge-sampled: R-MAT 21
-(2**25 rows) 5.9 s by colours (8 colours) against 8.5-12.2 s; R-MAT 20, 3.9-5.2 s (4 colours)
-against 3.3-5.1 s, no gain; R-MAT 18 needs 2 colours, so the pilot falls back to wedges
-(0.85-1.55 s against 0.53-0.59 s)."""
+``dtri/dtri.yaml``) was measured on the 2-core CPU at ±1% and 95%, one-shot from the
+generator: R-MAT 21 (2**25 rows) took 5.9 s by colours against 8.5-12.2 s by wedges, and
+R-MAT 20 gained nothing."""
 
 
 def colour_range() -> tuple[int, int]:

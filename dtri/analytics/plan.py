@@ -66,27 +66,19 @@ from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, Budget, max_plan_ta
 JOINS = ("auto", "wedges", "intersect")
 INTERSECT_MIN_WEDGES = 0
 """With ``join="auto"``, CPU partitions with at least this many wedges use the fused join once
-numba's kernels are ready (every partition, one without wedges too, so that a plan does not
-mix the joins): its ``marks`` kernel beats the NumPy wedges join at every size
-(ca-GrQc's 52 k wedges: 0.3 ms against 2.4 ms; facebook_combined's 1.9 M: 10 ms against
+numba's kernels are ready (every partition, so that a plan does not mix the joins): its
+``marks`` kernel beats the NumPy wedges join at every size (facebook_combined: 10 ms against
 110 ms, docs/performance.md)."""
 GPU_INTERSECT_MIN_WEDGES = 0
-"""The same on the GPU: the fused join's kernels, compiled once a machine and loaded once a
-process, beat the materialising join at every size, down to karate's 69 wedges: an in-process
-count on one H100 took 5.8 ms against 7.5 ms for karate, 4.7 against 6.9 for ca-CondMat, 5.9
-against 6.7 for wiki-Vote (``in_process.py joins``,
-examples/benchmarks/results/in-process-h100.jsonl). The threshold above was set when a GPU count
-ran on a cluster."""
+"""The same on the GPU: the fused join beats the materialising join at every size, down to
+karate's 69 wedges (5.8 ms against 7.5 ms on one H100, in-process-h100.jsonl)."""
 CPU_INTERSECT_MIN_WEDGES = 1 << 22
-"""The same on the CPU while numba's compiled kernels are not ready in this process (its first
-count; later ones wait for the load that the first started,
-:class:`dtri.kernels.compiled.KernelLoader`): loading
-them (importing numba, reading the cached kernel, starting its threads) takes about 0.5-0.7 s
-on this project's 2-core machine, what the NumPy wedges join takes for about 4 M wedges
-(facebook_combined's 1.9 M wedges: 0.13 s; examples/benchmarks/results/cpu-cold-2core.jsonl).
+"""The same on the CPU while numba's kernels are not ready in this process
+(:class:`dtri.kernels.compiled.KernelLoader`): loading them takes about 0.5-0.7 s on the
+2-core machine, what the NumPy wedges join takes for about 4 M wedges (cpu-cold-2core.jsonl).
 The wedges this process's NumPy join has joined already count towards it
-(:data:`dtri.kernels.compiled.NUMPY_JOIN`): a process that counts again and again loads the
-kernels once the NumPy join has cost it about what loading them costs."""
+(:data:`dtri.kernels.compiled.NUMPY_JOIN`), so a process that counts again and again loads
+the kernels once the NumPy join has cost about as much."""
 
 BYTES_PER_EDGE = 16
 """An edge of a sorted partition: ``src``, ``dst`` as int64."""
@@ -107,15 +99,11 @@ def choose_join(join: str, backend: Backend, summary: PartitionSummary,
     """``wedges`` (materialise closure keys, sort-free radix bins, sorted search) or
     ``intersect`` (fused list intersection, no wedge written) for one partition.
 
-    ``auto``: the fused join once the prefix sums show enough wedges to pay for its start (the
-    CUDA kernels' launches on the GPU; on the CPU, numba's compiled kernels, free where they
-    are ready, else their load against the wedges this process's NumPy join has joined
-    already); the materialising join below that, so that a small graph's first count starts
-    at once. ``compiled``: whether numba's kernels are ready where the join runs (a
-    cluster's workers have them: those of a local cluster load them as they start,
-    :mod:`dtri.runtime.cpu_worker`; those of a user's cluster keep them from one count to the
-    next); ``None``: in this process (:func:`~dtri.kernels.dispatch.compiled_kernels_ready`,
-    which waits for a load that an earlier count started).
+    ``auto``: the fused join once the prefix sums show enough wedges to pay for its start
+    (the thresholds above); the materialising join below that, so that a small graph's first
+    count starts at once. ``compiled``: whether numba's kernels are ready where the join runs
+    (a cluster's workers have them, :mod:`dtri.runtime.cpu_worker`); ``None``: in this
+    process (:func:`~dtri.kernels.dispatch.compiled_kernels_ready`).
     """
     if join not in JOINS:
         raise ValueError(f"join must be one of {JOINS}, got {join!r}")

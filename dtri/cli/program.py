@@ -145,14 +145,11 @@ def errors_as_one_line() -> Iterator[None]:
 
 def run() -> None:
     """The ``dtri`` program (``python -m dtri`` too): :func:`main`, then the process ends once
-    its output is out. Python's own end then takes the CUDA and UCX state of a GPU run apart
-    object by object: 0.9 s after a four-GPU count on a 4 x H200 host, its cluster already
-    closed. This end keeps the steps of Python's that come before: the threading module's
-    exit hooks (executors told to stop), then the threads that are not daemons joined (the
-    CUDA driver's start, :func:`dtri.start_cuda_driver`), then the ``atexit`` handlers (Dask's
-    among them); the standard streams are flushed, and the process ends with the status
-    :func:`main` gave. An error that escapes :func:`main` ends it as Python would, with its
-    traceback."""
+    its output is out, skipping Python's teardown of a GPU run's CUDA and UCX state (0.9 s
+    after a four-GPU count). It keeps the steps that come before: the threading module's exit
+    hooks, the threads that are not daemons joined (:func:`dtri.start_cuda_driver`'s), the
+    ``atexit`` handlers; the standard streams are flushed, and the process ends with the
+    status :func:`main` gave. An error that escapes :func:`main` ends it as Python would."""
     try:
         main()
     except SystemExit as end:

@@ -173,10 +173,9 @@ def prepare_inputs_on_host(orientation: str, limit: int | None, epsilon: float |
                            *frames: Any) -> WholeGraph:
     """:func:`prepare_inputs` of a small graph's device partitions, run on host copies and
     moved back to the device as the prepared graph (one copy an array). Its few thousand
-    edges cost the CPU microseconds a step, where the device pays a launch and often a wait
-    for each of the preparation's dozens of array calls (3.4 ms for karate on an H100), and
-    the first process on a machine compiles a CUDA module for each (26 of them, 3.9 s); the
-    prepared graph is the same either way."""
+    edges cost the CPU microseconds a step, where the device pays a launch for each of the
+    preparation's dozens of array calls (and a machine's first process compiles a CUDA
+    module for each); the prepared graph is the same either way."""
     src, dst = id_columns(concat_frames(*frames))
     xp = array_module(src)
     whole = prepare_partition(EdgeArrays(to_host(src), to_host(dst)), orientation, limit,

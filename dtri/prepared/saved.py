@@ -365,10 +365,8 @@ def read_whole(fs: Any, root: str, bounds: list[int], edges: list[int], schedule
                present: bool, on_device: bool) -> tuple[list[tuple], Any, Any, Any] | None:
     """Every sorted partition (as :func:`read_partition` gives it) and the vertex-wide
     arrays (as :func:`read_vertices`), each kind of file read at once: an in-process run's
-    one task, two reads where partition by partition there are three a partition (R-MAT 26
-    checkpointed under a 4 GiB budget has 32 partitions). On one H100 its open stage took
-    4.02 s against 4.50 s file by file (two hosts, when cuDF read them, its import of about
-    1.6 s within both). ``None`` where a file cannot be read or the rows do not agree with
+    one task, two reads instead of three a partition (R-MAT 26's open stage on one H100:
+    4.02 s against 4.50 s). ``None`` where a file cannot be read or the rows do not agree with
     the metadata: the reads file by file then name the damaged one. A small graph
     (:func:`~dtri.input.parquet.decodes_on_device`) is read on the host and copied: the device
     reader's start costs more."""

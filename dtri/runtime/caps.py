@@ -22,10 +22,9 @@ from dtri.runtime.staging import (
 DEFAULT_RMM_POOL = 0.5
 """Initial RMM pool of a dask-cuda worker that dtri starts without ``--rmm-pool-size``, as a
 fraction of the GPU's memory; it grows as needed (no maximum), so it is no cap. Without a
-pool every cuDF allocation is a ``cudaMalloc`` and every free a synchronizing ``cudaFree``,
-and UCX opens a new CUDA IPC handle for each received buffer: on 4 H200s a pool took RMAT 25
-from 1.387 s to 0.912 s, and 2.630 s to 2.126 s on one (``examples/benchmarks/``). dask-cuda
-recommends a pool with NVLink for the same reason."""
+pool every allocation is a ``cudaMalloc``, every free a synchronizing ``cudaFree``, and UCX
+opens a CUDA IPC handle for each received buffer: on 4 H200s a pool took RMAT 25 from
+1.387 s to 0.912 s."""
 
 
 @dataclass(frozen=True)

@@ -2,34 +2,26 @@
 
 A worker of a local cluster that dtri starts with a memory limit ``L`` holds, in its process:
 
-* ``overhead``: the interpreter, Dask, NumPy/pandas, numba's kernels and dtri; on GPU workers
-  also the CUDA context and the libraries of cuDF, RMM and CuPy. Measured, not spillable:
-  ``dtri.worker-overhead-cpu`` and ``dtri.worker-overhead-gpu`` in ``dask.config``
+* ``overhead``: the interpreter, the libraries and dtri (on GPU workers also the CUDA
+  context), not spillable: ``dtri.worker-overhead-cpu`` and ``-gpu``
   (``examples/benchmarks/host_memory.py`` prints the idle workers' resident memory);
 * ``staging``: under host staging on GPU workers, the pool of page-locked memory that the
-  running tasks' results land in as they leave the device: the worker's memory budget.
-  Spilling a result gives its pages back to the pool, not to the system, so none of it is
-  spillable either;
-* ``tasks``: what the running tasks hold in host memory besides: the memory budget of the
-  worker. On the CPU that is their whole working set. Under host staging it is their inputs
-  read back from disk: where its host tier is full, dtri's store hands a task an input read
-  back without keeping it, so the task holds it outside the stored results' bytes. Nothing
-  under device staging, where the tasks run on the GPU;
+  tasks' results land in: the worker's memory budget. Spilling gives its pages back to the
+  pool, not to the system, so it is not spillable either;
+* ``tasks``: what the running tasks hold in host memory besides: the memory budget (on the
+  CPU their working set; under host staging their inputs read back from disk; nothing under
+  device staging);
 * ``stored``: what is left, for the stage results the worker keeps in memory. Beyond it they
-  go to disk: Dask's ``SpillBuffer`` (CPU) and dtri's ``TieredStore`` (GPU) are made
-  with exactly this many bytes for their memory (:meth:`HostPlan.stored`), by the results'
-  sizes.
+  go to disk: Dask's ``SpillBuffer`` (CPU) and dtri's ``TieredStore`` (GPU) are made with
+  this many bytes (:meth:`HostPlan.stored`).
 
-Dask's own thresholds act on the whole process's resident memory: ``spill`` (evict stored
-results, least recently used first) and, below it, ``target`` (where the eviction stops). They
-are set from the plan: eviction starts once the process holds half a task budget more than
-the overhead, the staging and the stored results together, and stops at that sum, so it
-frees what the plan gives the stored results and never chases memory that spilling cannot
-free (the page-locked pool, the libraries). Dask's ``pause`` (80 %) and ``terminate`` (95 %)
-are turned off: a paused worker whose memory no spilling can lower would wait forever, and a
-terminated one would lose its stored results, be restarted and redo the same work. With
-``terminate`` off the scheduler also stops refusing a task whose inputs add up to more than
-the limit: they can come back from disk.
+Dask's ``spill`` and ``target`` thresholds are set from the plan: eviction starts once the
+process holds half a task budget more than the overhead, the staging and the stored results
+together, and stops at that sum, so it never chases memory that spilling cannot free.
+Dask's ``pause`` and ``terminate`` are turned off: a paused worker whose memory no spilling
+can lower would wait forever, and a terminated one would redo the same work. With
+``terminate`` off the scheduler also runs a task whose inputs add up to more than the limit:
+they can come back from disk.
 
 A limit whose ``stored`` share cannot hold one task's inputs is refused before the cluster
 starts, in one line naming the least ``--memory-limit`` (:func:`host_plan`).
@@ -53,13 +45,10 @@ if TYPE_CHECKING:
 WORKER_OVERHEAD = {"cpu": "dtri.worker-overhead-cpu", "gpu": "dtri.worker-overhead-gpu"}
 """``dask.config`` keys: a worker process's resident memory that no spilling frees, by
 backend (a size: bytes or a string such as ``"400MiB"``). Their defaults (``dtri/dtri.yaml``):
-CPU, the largest resident memory measured of an idle worker of a local cluster on this
-project's 2-core machine once it had run a count (numba's kernels loaded), rounded up
-(``examples/benchmarks/results/host-memory-cpu-2core.jsonl``, ``idle_worker_bytes``). GPU: 3 GiB.
-An idle GPU worker held 0.83 and 1.06 GB on one H100 after a count (the CUDA context and the
-libraries of cuDF, RMM and CuPy; ``host-memory-overhead-h100.jsonl``), but the tasks of a join
-hold more than their budget on the host: at 1.5 GiB, R-MAT 26 under a 12 GiB limit peaked at
-12.74 GiB in its join (``host-memory-folds-h100.jsonl``, 9383ea9); at 3 GiB, at 8.96 GiB."""
+CPU, an idle worker's resident memory after a count on the 2-core machine, rounded up
+(``host-memory-cpu-2core.jsonl``). GPU: 3 GiB, above an idle worker's 1.06 GB on one H100,
+since a join's tasks hold more than their budget on the host (at 1.5 GiB, R-MAT 26 under a
+12 GiB limit peaked at 12.74 GiB: ``host-memory-folds-h100.jsonl``)."""
 MEGABYTE = 1 << 20
 
 

@@ -45,13 +45,11 @@ SPILL_LOGGER = logging.getLogger("distributed.spill")
 
 ADAPTIVE_MALLOC = "dtri.adaptive-malloc"
 """``dask.config`` key: whether the workers of a local cluster that dtri starts without a host
-memory limit keep glibc's adaptive malloc. A Dask nanny sets ``MALLOC_TRIM_THRESHOLD_=65536``
-in its workers, so that freed memory goes back to the system and their resident memory tells
-their stored results' size; setting it also fixes glibc's mmap threshold at 128 KiB, so every
-larger array is mapped afresh and its pages faulted in again. On this project's 2-core CPU,
-R-MAT 20 on two CPU workers took 21.7-21.9 s with it and 11.5-11.8 s without (generating the
-edges 12.3 s against 2.2 s), at a 12-22 % higher resident peak. With ``--memory-limit`` the
-workers spill by their resident memory, so Dask's setting stays."""
+memory limit keep glibc's adaptive malloc. A Dask nanny sets ``MALLOC_TRIM_THRESHOLD_``,
+which also fixes glibc's mmap threshold at 128 KiB, so every larger array is mapped afresh
+(R-MAT 20 on two CPU workers: 21.7 s with it, 11.5 s without, at a 12-22 % higher resident
+peak). With ``--memory-limit`` the workers spill by their resident memory, so Dask's
+setting stays."""
 
 
 def unguarded_script_line() -> int | None:
@@ -173,19 +171,16 @@ def import_on_thread(names: tuple[str, ...], thread_name: str, daemon: bool
 
 def import_ahead(backend: Backend) -> threading.Thread:
     """Import :data:`IMPORTED_AHEAD` on a thread of its own (:func:`import_on_thread`),
-    started as the local cluster starts: the cluster waits seconds on its worker processes
-    (four GPU workers: 5 to 9 s, a probe on 4 x H200), in which this process would otherwise
-    sit idle before importing the same modules (cuDF alone 2.5 s there; Dask's DataFrame
-    1.3 s on this 2-core machine)."""
+    started as the local cluster starts, while this process would otherwise wait seconds on
+    the worker processes before importing the same modules."""
     return import_on_thread(IMPORTED_AHEAD[backend], "dtri-import-ahead", daemon=True)
 
 
 def import_operator_modules() -> threading.Thread:
     """Import :data:`OPERATOR_MODULES` on a thread of its own (:func:`import_on_thread`), for
-    a caller about to wait on the device or a file (which lets go of Python's lock). CuPy's
-    first operator spent that import holding the lock: the open of a saved R-MAT 26 on one
-    H200 took 0.25 s to 0.3 s less with it done during the read. The thread is not a
-    daemon: the process ends after the import, never during it."""
+    a caller about to wait on the device or a file (which lets go of Python's lock), rather
+    than CuPy's first operator importing them holding the lock. The thread is not a daemon:
+    the process ends after the import, never during it."""
     return import_on_thread(OPERATOR_MODULES, "dtri-import-operators", daemon=False)
 
 

@@ -36,21 +36,16 @@ from dtri.runtime.staging import (
 
 GPU_MIN_EDGES = "dtri.gpu-min-edges"
 """``dask.config`` key: :func:`gpu_min_edges`. Its default (``dtri/dtri.yaml``) was measured by
-``examples/benchmarks/in_process.py sizes`` (``in-process-h100.jsonl``): on one H100 and its
-host's 16 cores, ``dtri.count`` of an R-MAT edge array in host memory took 3.6 ms on the CPU
-against 6.0 ms on the GPU at 8,192 edges, and 8.4 ms against 6.2 ms at 16,384 (a second host:
-4.6 against 6.3, 9.6 against 6.8); the GPU was ahead at every size above (40x at 16.8 M
-edges)."""
+``examples/benchmarks/in_process.py sizes`` (``in-process-h100.jsonl``): on one H100 host a
+count took 3.6 ms on the CPU against 6.0 ms on the GPU at 8,192 edges, and 8.4 ms against
+6.2 ms at 16,384; the GPU was ahead at every size above."""
 
 
 IN_PROCESS_GPU_BYTES_PER_ROW = 75
 """The device bytes an input row holds at the peak of an in-process GPU run, where every
 stage's results stay in GPU memory (:func:`placement`; ``in-process-gpu-bytes-per-row``). It
-is above what a probe saw on one H100 (80 GB): the device memory in use (``cudaMemGetInfo``,
-sampled every 2 ms, so the blocks cached by CuPy's pool and by CUDA's stream-ordered pool
-count too) rose by 73.3 B an input row for R-MAT 25 and 69.5 B for R-MAT 26 (74.6 GB); R-MAT
-24 rose by 28.4 GB, 106 B a row, most of it one task's budget. RMM's statistics do not see
-CuPy's pool, so they could not measure it; this was a probe, not a committed benchmark."""
+is above what a probe (not a committed benchmark) saw on one H100: the device memory in use,
+pools included, rose by 73.3 B an input row for R-MAT 25 and 69.5 B for R-MAT 26."""
 
 
 DIRECT_DEVICE_WRITES = "dtri.direct-device-writes"
@@ -58,9 +53,8 @@ DIRECT_DEVICE_WRITES = "dtri.direct-device-writes"
 checkpoint's prepared graph) bypass the page cache. KvikIO, which writes them for pylibcudf,
 does so by default (``O_DIRECT``), and the next process then reads them back from the disk.
 dtri sets ``KVIKIO_AUTO_DIRECT_IO_WRITE`` to this where the environment leaves it unset
-(:func:`set_device_io`). Its default, ``false``, writes through the cache, as the host's
-writes go: on one H100, saving R-MAT 26 took 2.57 s and a count opened it next in 0.82 s,
-against 3.83 s and 2.88 s past the cache (a probe, not a committed benchmark)."""
+(:func:`set_device_io`). Its default, ``false``, writes through the cache (on one H100,
+saving R-MAT 26 and opening it next took 2.57 s and 0.82 s, against 3.83 s and 2.88 s)."""
 
 
 KVIKIO_DIRECT_WRITES = "KVIKIO_AUTO_DIRECT_IO_WRITE"
@@ -71,10 +65,8 @@ DEVICE_READ_THREADS = "dtri.device-read-threads"
 """``dask.config`` key: the threads KvikIO reads a GPU run's files with (cuDF's Parquet reader
 on the device: the input's files, a saved graph, a checkpoint), which copy the file's pages
 to the device in pieces side by side. dtri sets ``KVIKIO_NTHREADS`` to this where the
-environment leaves it unset (:func:`set_device_io`). In one process on one H200, reading the
-4 edge files of a saved R-MAT 26 (3.5 GB, from the page cache) took 0.145 s with 8 threads
-against 0.22 s with cuDF's own default, and 1.0 s with one (probes, not committed
-benchmarks)."""
+environment leaves it unset (:func:`set_device_io`): a saved R-MAT 26's edge files read in
+0.145 s with 8 threads on one H200, against 0.22 s with cuDF's default and 1.0 s with one."""
 
 
 KVIKIO_THREADS = "KVIKIO_NTHREADS"

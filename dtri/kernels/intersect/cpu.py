@@ -591,8 +591,7 @@ def intersect_marked_threads(threads: int, pdst: Any, poff: Any, gdst: Any, goff
     ``threads``-th row block with marks of its own (:func:`marked_blocks`, which releases the
     GIL): every write (``uv``, ``uw``) lands on an edge of the row being walked, so no two
     threads write the same counter (no group credits). Threads of Python's own, not numba's
-    ``prange``: a parallel kernel cost 3-4.4 s to compile on a machine's first run (R-MAT 18
-    took 7.1 s, then 2.1 s with the kernels cached); these compile only the serial rows."""
+    ``prange``, whose parallel kernel cost 3-4.4 s to compile on a machine's first run."""
     from concurrent.futures import ThreadPoolExecutor
 
     width = int(_mark_width(pdst, gdst))

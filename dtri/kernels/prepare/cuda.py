@@ -3,10 +3,8 @@
 ``dask.config`` turns them off).
 
 Each replaces a chain of whole-array CuPy operations (unpack, gather, compare, pack, mask)
-by one pass over the edges: on R-MAT 24 (268 M input edges, one H200) the dense keys took
-55 ms as a chain and 14 ms fused, the orientation 23 ms and 3 ms
-(examples/benchmarks/results/kernel-probe-h200.jsonl). A fused degree count (atomics on both ends)
-gained nothing over CuPy's scatter-add and is not kept.
+by one pass over the edges (R-MAT 24 on one H200: the dense keys 55 ms as a chain, 14 ms
+fused; examples/benchmarks/results/kernel-probe-h200.jsonl).
 """
 
 from __future__ import annotations
