@@ -8,23 +8,19 @@ partitions' edges reach: each worker pulls most of the graph, O(m). On a ``q × 
 against blocks ``(x, z)`` and ``(y, z)``) are spread ``q`` to a worker. Cannon's order gives
 worker ``(x, y)`` the rounds of its own block, ``z = (x + y + t) mod q``, so that each round
 every block is wanted by one worker only; :func:`~dtri.kernels.cyclic.round_assignment`
-then swaps rounds between workers to even out the blocks each pulls (on 2 x 2, two at most
-where Cannon's order pulls three). A worker pulls O(q) blocks of about ``m / p`` edges,
-O(m / √p). The tasks, named after their stage:
+then swaps rounds to even out the blocks each pulls. A worker pulls O(q) blocks of about
+``m / p`` edges, O(m / √p). The tasks, named after their stage:
 
 * ``dtri-cyclic-blocks``: each sorted partition cut into its ``q²`` pieces where it lives,
   and block ``(r, s)`` made from its pieces on grid worker ``r·q + s``, its home;
-* ``dtri-cannon-shift-(g, t)``: the blocks of worker ``g``'s round ``t`` brought to it. It
-  waits for round ``t - 2`` there, so the next round's blocks travel while the current
-  round intersects, and a worker holds its own block and two rounds' blocks;
-* ``dtri-cannon-round-(g, t)``: the round's intersection (the count, or the triangles at
-  each rank, summed over the worker's rounds);
+* ``dtri-cannon-shift-(g, t)``: the blocks of worker ``g``'s round ``t`` brought to it, after
+  round ``t - 2``, so the next round's blocks travel while the current one intersects;
+* ``dtri-cannon-round-(g, t)``: the round's intersection;
 * ``dtri-reduce``: the exact sum of the rounds' counts.
 
-A worker count that is not a square uses the largest square grid: the other workers keep
-their partitions but join no round. ``auto`` takes the 2D join where the bytes model
-(:func:`moved_1d`, :func:`moved_2d`) predicts that the busiest worker moves fewer bytes than under
-the 1D join, which takes a grid of at least 2 × 2.
+A worker count that is not a square uses the largest square grid. ``auto`` takes the 2D join
+(on a grid of at least 2 × 2) where the bytes model (:func:`moved_1d`, :func:`moved_2d`)
+predicts fewer bytes for the busiest worker than the 1D join.
 """
 
 from __future__ import annotations

@@ -2,18 +2,15 @@
 intersection) → reduce.
 
 The planner (:mod:`dtri.analytics.plan`) decides the counting phase from the partition
-summaries alone; this module builds its task graph, whose keys are named after their stage
-(so the Dask dashboard tells the story):
+summaries alone; this module builds its task graph, whose keys are named after their stage:
 
-* ``dtri-edge-bins-(k, w)``: worker ``w``'s copy of bin ``k`` of the edge set, the sources
-  ``[k << src_shift, (k + 1) << src_shift)``, as CSR, built from the slices of the partitions
-  that overlap it (``dtri-edge-bins-slices-p``, cut where each partition lives), on every
-  worker whose partitions reach it (:func:`~dtri.analytics.bin_layout.bin_homes`); only the slices
-  whose sources that worker's edges can reach (:func:`~dtri.analytics.bin_layout.copy_partitions`);
-  ``dtri-edge-keys-(k, w)``: its packed keys, for the wedges join;
-* ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, a wedge-number range
-  sized by prefix sums to fit the memory budget, radix-split into bins; it reads only the
-  rows of its sources (``dtri-wedges-rows-(p, j)``, cut where the partition lives);
+* ``dtri-edge-bins-(k, w)``: worker ``w``'s copy of bin ``k`` of the edge set (the sources
+  ``[k << src_shift, (k + 1) << src_shift)``) as CSR, from the slices of the partitions that
+  overlap it (``dtri-edge-bins-slices-p``), on every worker whose partitions reach it
+  (:mod:`dtri.analytics.bin_layout`); ``dtri-edge-keys-(k, w)``: its packed keys;
+* ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, sized to fit the
+  memory budget, radix-split into bins, from the rows of its sources only
+  (``dtri-wedges-rows-(p, j)``);
 * ``dtri-bins-(p, j, k)``: bin ``k`` of that batch, picked where the batch lives so that only
   that bin travels;
 * ``dtri-join-(p, j, k)``: how many of those keys are edges of bin ``k``;

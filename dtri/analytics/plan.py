@@ -1,30 +1,20 @@
 """Plan: bins, wedge batches and join strategy of the counting phase, with cost estimates.
 
-Pipeline order: after the sort (whose :class:`~dtri.kernels.csr.PartitionSummary` list it reads),
-before the wedges. :func:`build_plan` is a pure function of the partition summaries, the
-vertex count, the session's facts (workers, threads per worker, backend, the per-task memory
-budget) and the options (``bins``, ``join``); :func:`dtri.analytics.count.count` builds its
-task graph from the :class:`CountPlan` it returns, and ``dtri count --explain`` prints it.
+:func:`build_plan` is a pure function of the partition summaries, the vertex count, the
+session's facts (workers, threads, backend, the per-task budget) and the options (``bins``,
+``join``); :func:`dtri.analytics.count.count` builds its task graph from the
+:class:`CountPlan` it returns, and ``dtri count --explain`` prints it.
 
-Wedge batches are sized per partition from its summary's wedge profile (checkpoints at
-adjacency-list starts with the wedges before each, :func:`dtri.kernels.csr.wedge_profile`): a batch
-of wedges ``[first, last)`` reads only the rows between the checkpoints around it, so its
-memory is those rows and its wedges, and the planner makes each batch as large as the
-per-task budget allows (and small enough that every thread gets work). A vertex whose
-wedges alone exceed the budget has them split over many batches; one whose adjacency list
-cannot fit a task even with a single wedge stops the count here, with a
-:class:`~dtri.errors.ListTooLongError` naming its rank (the pipeline adds its input id),
-before any wedge is written.
+Wedge batches are sized per partition from its wedge profile
+(:func:`dtri.kernels.csr.wedge_profile`): a batch of wedges reads only the rows around it, and
+is as large as the per-task budget allows (and small enough that every thread gets work). A
+vertex whose adjacency list cannot fit a task even with a single wedge stops the count here
+(:class:`~dtri.errors.ListTooLongError`), before any wedge is written.
 
-The estimates come from the sizes alone, before any wedge or edge bin exists:
-
-* the edges of each radix bin are not known until the edge bins are built, so they are
-  estimated by assuming that each partition's edges spread evenly over the source ranks of
-  its ``[first_src, last_src]`` range (:func:`estimated_bin_edges`);
-* the peak memory of a task kind is that of its largest task (inputs, output and the working
-  arrays named below); Dask's own overheads and the memory of persisted stages are not counted;
-* bytes moved between workers are an upper bound that ignores locality: every input a task
-  pulls is counted as if it came from another worker (nothing moves with one worker).
+The estimates come from the sizes alone: a radix bin's edges assume that each partition's
+edges spread evenly over its source ranks (:func:`estimated_bin_edges`); a task kind's peak
+memory is that of its largest task, Dask's overheads not counted; bytes moved are an upper
+bound that counts every input a task pulls as coming from another worker.
 """
 
 from __future__ import annotations

@@ -6,10 +6,7 @@ On a ``q × q`` grid, block ``(r, s)`` holds the oriented edges ``(a, c)`` with 
 ``c ≡ s`` (mod ``q``). A block is stored *compact*: its rows are the ranks ``r, r + q, r +
 2q, ...`` only, so a row index ``i`` is the rank ``r + q·i``, and a target ``c = s + q·j``
 is its local id ``j``. It is stored, and shifted, as the wire format packs rows
-(:func:`dtri.kernels.wire.pack_rows`): a degree per compact row and the local ids, both
-narrowed to the smallest type that holds them, and under ``zstd`` or ``lz4`` delta coded
-and compressed. Local ids span ``n / q`` values, so on a 4 x 4 grid of R-MAT 18 they fit
-16 bits, and compressed a target costs 1.2-1.3 bytes against 4 as an int32 rank.
+(:func:`dtri.kernels.wire.pack_rows`); local ids span ``n / q`` values, so they narrow well.
 
 Round ``(x, y, z)`` closes the triangles ``a < b < c`` of the edges ``(a, b)`` of block
 ``(x, y)`` with ``c ≡ z`` in ``N+(a) ∩ N+(b)``: those members of row ``a`` in block ``(x,

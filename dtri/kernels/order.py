@@ -1,10 +1,8 @@
 """Vertex orders: the order in which the intersection kernel takes its targets' work.
 
-The hashed edges of the fused join are processed per target ``v`` (its list in a hash table,
-its in-edges streaming through it: :mod:`dtri.kernels.intersect.cuda`), in pieces handed to thread
-blocks in the order of a partition's *schedule*, a permutation of its rows
-(:attr:`dtri.kernels.csr.CSR.schedule`). The ranks stay as the orientation made them (the
-lists stay sorted by rank, which the intersection needs); only the order of the work changes:
+The hashed edges of the fused join are processed per target (:mod:`dtri.kernels.intersect.
+cuda`), in pieces handed to thread blocks in the order of a partition's *schedule*, a
+permutation of its rows (:attr:`dtri.kernels.csr.CSR.schedule`); the ranks stay as they are:
 
 * ``rank``: the rows as stored (no schedule);
 * ``degree``: the targets with most work first (hubs first), so the longest pieces start
@@ -12,9 +10,8 @@ lists stay sorted by rank, which the intersection needs); only the order of the 
 * ``aorder``: after Hu, Zou & Liu's A-order, greedy bucketing of each target's
   memory-access profile. Targets are sorted by their work (the probes their in-edges
   stream, :func:`in_work`, plus their table) and dealt in serpentine order into buckets of
-  about :data:`WAVE` blocks, each bucket then running whole: every bucket holds heavy and
-  light targets side by side (complementary needs: one streaming a long list while others
-  fill their small tables), and every bucket the same total.
+  about :data:`WAVE` blocks, each running whole: every bucket holds heavy and light targets
+  side by side, and every bucket the same total.
 
 A target's work comes from every partition's edges into it (:func:`in_work`, summed over the
 partitions like the degrees), so the schedule of each partition is computed where it lives.

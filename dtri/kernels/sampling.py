@@ -9,13 +9,10 @@ uniformly estimates ``triangles / wedges`` without bias (:mod:`dtri.analytics.es
 
 A sample of ``k`` wedges cuts the ``W`` numbers into ``k`` equal strata and draws one wedge in
 each: number ``floor((t + u_t) W / k)`` for stratum ``t``, ``u_t`` uniform in ``[0, 1)`` from a
-counter-based hash of the sample's seed and ``t`` (:func:`dtri.kernels.hashing.edge_hash`, the
-same bits on NumPy and CuPy). Every wedge is as likely as in a uniform draw, but the strata
-follow the numbering, sources by rank, so each draw stays among wedges of alike sources, whose
-closed shares are alike: the closed share's variance is ``Σ p_t (1 - p_t) / k²``, at most the
-binomial ``p (1 - p) / k`` that the intervals use (30-88% of it on the shared SNAP graphs), so
-they cover at least as often as they say. A partition computes only the strata that reach its
-wedges and keeps the draws that land in them: each draw lands in exactly one.
+counter-based hash of the seed and ``t`` (:func:`dtri.kernels.hashing.edge_hash`, the same
+bits on NumPy and CuPy). The closed share's variance is then ``Σ p_t (1 - p_t) / k²``, at most
+the binomial ``p (1 - p) / k`` that the intervals use, so they cover at least as often as they
+say. A partition computes only the strata that reach its wedges.
 
 A wedge is found by its number: the source whose prefix sum passes it, then the pair
 ``(i, j)``, ``i < j``, of that list by the pair's index ``q = j (j - 1) / 2 + i``. Its

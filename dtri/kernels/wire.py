@@ -1,31 +1,20 @@
 """Compact forms of what crosses the network between workers: the wire format.
 
-Three kinds of data travel in a distributed run, and each has a packed form that the
-receiving task unpacks:
+Three kinds of data travel, each with a packed form: **rows** (sorted adjacency, a degree per
+row and its ascending targets: :func:`pack_rows`), **counts** (a vertex-wide array of
+non-negative counts: :func:`pack_counts`) and **vertex sets** (marks or ascending ids:
+:func:`pack_vertex_set`, :func:`pack_ascending`). The format is one of :data:`WIRE_FORMATS`:
 
-* **rows**: sorted adjacency, as a degree per row and the targets of each row, ascending (the
-  sort's pieces, the 2D decomposition's pieces and blocks: :func:`pack_rows`);
-* **counts**: a vertex-wide array of non-negative counts (degrees, out-degrees, the
-  triangles at each vertex: :func:`pack_counts`);
-* **vertex sets**: marks (one bool per id) or ascending ids (:func:`pack_vertex_set`), and
-  other ascending integers (:func:`pack_ascending`).
+* ``raw``: the arrays as they are;
+* ``narrow``: each array in the smallest unsigned type that holds its values (a block's
+  targets as local ids), marks as bits. Device arrays stay on the device (NVLink);
+* ``zstd`` or ``lz4``: ``narrow``, each row's targets delta coded and the bytes of each value
+  grouped by significance, then compressed on the host by Zstandard (level
+  :data:`ZSTD_LEVEL`) or LZ4; a device array goes to the host and back.
 
-The format is one of :data:`WIRE_FORMATS`:
-
-* ``raw``: the arrays as they are (no packing at all);
-* ``narrow``: each array in the smallest unsigned type that holds its values (targets as
-  local ids: a block's targets divided by the grid's side), marks as bits. Device arrays stay
-  on the device, so UCX still carries them over NVLink;
-* ``zstd`` or ``lz4``: ``narrow``, with each row's targets delta coded (the first as it is,
-  the rest as the gap to the one before), the bytes of each value grouped by significance,
-  then compressed on the host by Zstandard (level :data:`ZSTD_LEVEL`) or LZ4. A device
-  array is copied to the host to be packed, and back to the device when unpacked.
-
-A packed value is a plain tuple ``(WIRE_TAG, codec, header, *payloads)``: Dask sends a
-tuple's GPU arrays by their CUDA serializers, and the transfer ledger
-(:mod:`dtri.runtime.transfers`) counts its bytes as they are sent, so the bytes a run reports
-are those on the wire. :func:`unpack` gives back exactly what was packed, in its own dtype;
-anything that is not a packed value passes through it unchanged.
+A packed value is a plain tuple ``(WIRE_TAG, codec, header, *payloads)``, whose bytes the
+transfer ledger (:mod:`dtri.runtime.transfers`) counts as they are sent. :func:`unpack` gives
+back exactly what was packed; anything else passes through it unchanged.
 """
 
 from __future__ import annotations

@@ -10,15 +10,11 @@ The preparation (:mod:`dtri.prepared.distributed`) moves two kinds of data betwe
 * the edges, once, in the sort's exchange: each sender's oriented int64 keys, cut by source
   range, piece ``j`` to the owner of sorted partition ``j``.
 
-:func:`moved_prepare` replays the stages' tasks on a model of the workers and adds up, per
-stage, what each worker receives; it returns the most one worker receives in each stage, as
-:func:`dtri.analytics.cannon.moved_1d` does for the count's. A tree's task runs where most of
-its inputs are, the first of them on a tie: the rule by which
-:meth:`dtri.runtime.tasks.Tasks.tree` places it
-(:func:`dtri.runtime.tasks.gathering_worker`), so the model knows who receives each sum.
-Each tree leaf and each split of the sort runs where its sender's keys are (they are placed
-there); a single task's place (the one-task path) is taken to be where most of its input
-bytes are, Dask's rule, then the first such worker.
+:func:`moved_prepare` replays the stages' tasks on a model of the workers and returns, per
+stage, the most one worker receives, as :func:`dtri.analytics.cannon.moved_1d` does for the
+count's. It places each task by the rules the task builder uses: a tree's task where most of
+its inputs are (:func:`dtri.runtime.tasks.gathering_worker`), each leaf and split where its
+sender's keys are.
 """
 
 from __future__ import annotations

@@ -7,19 +7,16 @@ ends). A thread samples the worker process every ``dtri.host-sample-seconds`` (a
 samples again as each task ends):
 
 * its peak resident memory since the sample before: the kernel's high-water mark
-  (``VmHWM``), restarted at each sample through ``/proc/self/clear_refs``, so no peak between
-  two samples is missed; where that cannot be restarted, the resident memory at the sample;
-* the bytes its store has written to disk and read back so far: Dask's ``SpillBuffer``
-  meters both (``disk-write`` and ``disk-read`` in its ``cumulative_metrics``), and so does a
-  GPU worker's :class:`~dtri.runtime.tiered_store.TieredStore`; dask-cuda's
-  ``DeviceHostFile`` keeps no count, so counters are hooked on its host buffer
-  (:class:`SpillCounter`).
+  (``VmHWM``), restarted at each sample through ``/proc/self/clear_refs`` (where it cannot
+  be, the resident memory at the sample);
+* the bytes its store has written to disk and read back so far (Dask's ``SpillBuffer`` and
+  :class:`~dtri.runtime.tiered_store.TieredStore` meter both; on dask-cuda's
+  ``DeviceHostFile``, :class:`SpillCounter`).
 
-Each sample is filed under the stage of every task that ran since the sample before (the
-``dtri-<stage>`` of its key: :func:`dtri.runtime.stages.stage_of`), or, while none ran, under
-the stage that ran last: what the worker holds between tasks is that stage's results. The
-client reads the workers' meters (:func:`read_host_peaks`): per stage the largest peak over
-the workers and the bytes they spilled and read back, added up, and each worker's own peak.
+Each sample is filed under the stage of every task that ran since the sample before
+(:func:`dtri.runtime.stages.stage_of`), or, while none ran, under the stage that ran last.
+The client reads the workers' meters (:func:`read_host_peaks`): per stage the largest peak
+and the bytes spilled and read back, added up, and each worker's own peak.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Measured memory of each stage: the peak bytes a worker's device held while a stage's tasks ran.
 
-A :class:`StageMeter` lives on each worker (owned by :class:`dtri.runtime.plugin.MeterPlugin`,
-which Dask tells of every task that starts and ends) or, under a local Dask scheduler, in this
-process (:class:`LocalMeter`, a Dask callback). It asks a :class:`Probe` for the bytes in use
-when a worker starts to run tasks and for their peak when it stops, and files that peak under
-the stage of every task that ran in between, by the task's key (``dtri-<stage>-...``, see
-:func:`dtri.runtime.stages.stage_of`). A GPU worker runs one task at a time, so each
-measurement is one task's. The host side is :mod:`dtri.runtime.host_meter`'s.
+A :class:`StageMeter` lives on each worker (:class:`dtri.runtime.plugin.MeterPlugin`) or,
+under a local Dask scheduler, in this process (:class:`LocalMeter`). It asks a :class:`Probe`
+for the bytes in use when a worker starts to run tasks and for their peak when it stops, and
+files that peak under the stage of every task that ran in between
+(:func:`dtri.runtime.stages.stage_of`). The host side is :mod:`dtri.runtime.host_meter`'s.
 
-The probe on GPU workers is RMM's statistics (``rmm.statistics``): exact, since cuDF and CuPy
-both allocate through RMM there. ``dtri.meter`` in ``dask.config`` picks it: ``auto`` (RMM on
-GPU workers, nothing on CPU ones), ``rmm``, ``tracemalloc`` (NumPy's allocations on a CPU
-worker, through Python's tracemalloc: slower, for tests and diagnostics; numba's allocations
-are not seen) or ``off``.
+``dtri.meter`` picks the probe: ``auto`` (RMM's statistics on GPU workers, exact since cuDF
+and CuPy both allocate through RMM there; nothing on CPU ones), ``rmm``, ``tracemalloc``
+(NumPy's allocations on a CPU worker: slower, for tests; numba's are not seen) or ``off``.
 
 The client reads the workers' peaks (:func:`stage_peaks_of`): per stage the largest over the
 workers, ``overall`` the largest of all. ``peak_bytes`` counts everything the worker held at

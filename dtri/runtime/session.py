@@ -4,21 +4,16 @@
   read when it is not given), ``scheduler_file``, or the name of a local Dask scheduler
   (``"threads"``, ``"synchronous"``) for runs without ``distributed``.
 * Otherwise an active ``distributed.Client`` is used, as Dask users expect.
-* Failing that, a run whose input fits one task runs *in process*, on the CPU or on the
-  current GPU (:func:`placement`): no worker processes, no Dask graph (its tasks run as they
-  are made: :mod:`dtri.runtime.tasks`), and on the CPU the compiled kernels spread over this
-  process's cores (``dtri.kernel-threads`` in ``dask.config``). Nothing is started, so a
-  script needs no ``if __name__ == "__main__":`` guard; ``--explain`` says why it stayed.
-* Otherwise (an input too big for one task, ``workers``, or memory caps) an embedded local
-  cluster is started for the run: ``dask_cuda.LocalCUDACluster`` (one worker per visible GPU,
-  ``CUDA_VISIBLE_DEVICES`` respected) for the GPU backend, ``distributed.LocalCluster`` (one
-  single-threaded worker process per core) for the CPU.
+* Failing that, a run whose input fits one task runs *in process*, on the CPU or the current
+  GPU (:func:`placement`): no worker processes and no Dask graph (:mod:`dtri.runtime.tasks`).
+  Nothing is started, so a script needs no ``if __name__ == "__main__":`` guard.
+* Otherwise (an input too big for one task, ``workers``, or memory caps) a local cluster is
+  started for the run: ``dask_cuda.LocalCUDACluster`` (one worker per visible GPU) or
+  ``distributed.LocalCluster`` (one single-threaded worker per core).
 * ``backend="auto"`` takes the GPU when one is usable, but leaves an input smaller than
-  ``dtri.gpu-min-edges`` (``dask.config``) on the CPU, which counts it faster
-  (:func:`choose_backend`).
-* :class:`MemoryCaps` shape the memory of a cluster started here: a host memory limit above
-  which workers spill stored results to disk, and on GPU workers a device memory limit above
-  which dask-cuda moves them to host memory and an RMM pool that caps the GPU memory dtri uses.
+  ``dtri.gpu-min-edges`` on the CPU, which counts it faster (:func:`choose_backend`).
+* :class:`MemoryCaps` shape the memory of a cluster started here: host and device memory
+  limits above which results spill, and an RMM pool that caps the GPU memory dtri uses.
 
 :func:`decide_run` decides all of it, once, from the run's :class:`~dtri.options.Options`, its
 input and this machine's facts, before anything starts; :func:`open_runtime` then only starts

@@ -1,23 +1,16 @@
 """Bytes moved between workers: each stage's data that a worker received from another.
 
-A Dask worker logs every transfer it receives (``Worker.transfer_incoming_log``: per
-transfer the sender, ``who``, the bytes of each key, ``keys``, and its ``start`` and
-``stop``). That log is a deque of ``distributed.admin.low-level-log-length`` entries (1000 by
-default), so a long run would lose its oldest transfers before anyone read them. A
-:class:`TransferLedger` on each worker (owned by :class:`dtri.runtime.plugin.TransferPlugin`)
-therefore reads the log as it grows: the plugin calls :meth:`TransferLedger.catch_up` each
-time a key reaches the worker's memory, which a transfer ends with, and a reading catches up
-too. The ledger files each key's bytes under the stage that needed them: the stage
-(:func:`dtri.runtime.stages.stage_of`, the ``dtri-<stage>`` of a task's key) of a task on
-this worker that waits for the key, else the stage of the task that made it. So a 1D
-count's bins count under ``intersect`` and the 2D count's blocks under ``cannon-shift``, as
-the planner predicts them.
-It adds up the transfers' bytes and seconds too.
+A Dask worker logs every transfer it receives (``Worker.transfer_incoming_log``), in a deque
+of ``distributed.admin.low-level-log-length`` entries, so a long run would lose its oldest
+transfers. A :class:`TransferLedger` on each worker (:class:`dtri.runtime.plugin.
+TransferPlugin`) reads the log as it grows (:meth:`TransferLedger.catch_up`, each time a key
+reaches the worker's memory). It files each key's bytes under the stage that needed them
+(:func:`dtri.runtime.stages.stage_of`): that of a task here that waits for the key, else that
+of the task that made it, as the planner predicts them. It adds up the transfers' seconds
+too.
 
-The client reads every worker's ledger (:func:`worker_moves`, with the meters:
-:func:`dtri.runtime.readings.read_readings`): per stage, the bytes each
-worker received (:class:`MovedBytes`). Data sent from the client, or that a task on the
-same worker reads, does not move between workers and is not counted.
+The client reads every worker's ledger (:func:`worker_moves`): per stage, the bytes each
+worker received (:class:`MovedBytes`). Data sent from the client is not counted.
 """
 
 from __future__ import annotations
