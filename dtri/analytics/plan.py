@@ -39,12 +39,7 @@ from dtri.analytics.bin_layout import (
     reduce_task_count,
 )
 from dtri.errors import ListTooLongError
-from dtri.kernels.bins import (
-    MAX_BIN_BITS,
-    bin_shift,
-    checked_key_bits,
-    choose_bin_count,
-)
+from dtri.kernels.bins import MAX_BIN_BITS, bin_shift, checked_key_bits, choose_bin_count
 from dtri.kernels.compiled import NUMPY_JOIN
 from dtri.kernels.csr import PartitionSummary
 from dtri.kernels.dispatch import compiled_kernels_ready

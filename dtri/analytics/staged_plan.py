@@ -5,12 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dtri.analytics.bin_layout import (
-    REDUCE_FAN_IN,
-    csr_bytes,
-    reaches,
-    reduce_task_count,
-)
+from dtri.analytics.bin_layout import REDUCE_FAN_IN, csr_bytes, reaches, reduce_task_count
 from dtri.analytics.plan import (
     BYTES_PER_COUNT,
     CountPlan,
@@ -18,9 +13,7 @@ from dtri.analytics.plan import (
     StageEstimate,
     partition_kernel,
 )
-from dtri.kernels.bins import (
-    checked_key_bits,
-)
+from dtri.kernels.bins import checked_key_bits
 from dtri.kernels.csr import PartitionSummary
 from dtri.options import Backend
 from dtri.runtime.budget import TASK_SHARES, Budget

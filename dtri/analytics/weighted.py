@@ -41,12 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dtri.analytics.listing import list_triangles
-from dtri.kernels.dispatch import (
-    array_module,
-    column_to_array,
-    frame_from_arrays,
-    is_device_object,
-)
+from dtri.kernels.dispatch import array_module, column_to_array, frame_from_arrays, is_device_object
 
 if TYPE_CHECKING:
     import dask.dataframe as dd

@@ -9,13 +9,7 @@ from typing import Any
 
 import click
 
-from dtri.cli.graph_input import (
-    INPUT_MEANING,
-    graph_source,
-    input_fields,
-    output_folder,
-    prepared,
-)
+from dtri.cli.graph_input import INPUT_MEANING, graph_source, input_fields, output_folder, prepared
 from dtri.cli.printing import print_summary
 from dtri.cli.program import errors_as_one_line, main
 from dtri.options import BACKENDS, GENERATED_FORMATS

@@ -19,13 +19,7 @@ from typing import Any, NamedTuple
 
 from dtri.kernels.bins import checked_key_bits, pack_edges, unpack_keys
 from dtri.kernels.counting import id_counts
-from dtri.kernels.dispatch import (
-    array_module,
-    is_device_object,
-    sort_keys,
-    sorted_unique,
-    to_host,
-)
+from dtri.kernels.dispatch import array_module, is_device_object, sort_keys, sorted_unique, to_host
 
 PROFILE_POINTS = 1024
 """Evenly spaced rows whose adjacency lists bound the checkpoints of a wedge profile."""

@@ -26,12 +26,7 @@ from dtri.kernels.canonicalize import (
     vertex_count,
 )
 from dtri.kernels.csr import CSR, from_keys
-from dtri.kernels.dispatch import (
-    array_module,
-    compiled_kernels_ready,
-    is_device_object,
-    to_host,
-)
+from dtri.kernels.dispatch import array_module, compiled_kernels_ready, is_device_object, to_host
 from dtri.kernels.orient import (
     adirection_epsilon,
     auto_orientation,

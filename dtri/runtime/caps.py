@@ -10,14 +10,9 @@ from typing import Any, ClassVar
 from dask.utils import format_bytes, parse_bytes
 
 from dtri.errors import ConfigurationError
-from dtri.options import (
-    RMM_ALIGNMENT,
-    Backend,
-)
+from dtri.options import RMM_ALIGNMENT, Backend
 from dtri.runtime.budget import Budget, resolve_budget
-from dtri.runtime.staging import (
-    Staging,
-)
+from dtri.runtime.staging import Staging
 
 DEFAULT_RMM_POOL = 0.5
 """Initial RMM pool of a dask-cuda worker that dtri starts without ``--rmm-pool-size``, as a

@@ -9,10 +9,7 @@ from typing import Any
 import psutil
 
 from dtri.errors import ConfigurationError
-from dtri.options import (
-    Backend,
-    refuse_local_cluster_options,
-)
+from dtri.options import Backend, refuse_local_cluster_options
 from dtri.runtime.caps import MemoryCaps
 from dtri.runtime.opened import Runtime
 from dtri.runtime.resolve import _device_memory

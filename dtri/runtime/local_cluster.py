@@ -22,22 +22,14 @@ from dask.utils import parse_bytes
 
 from dtri.errors import ConfigurationError
 from dtri.options import Backend
-from dtri.runtime.budget import (
-    Budget,
-    resolve_budget,
-)
+from dtri.runtime.budget import Budget, resolve_budget
 from dtri.runtime.caps import DEFAULT_RMM_POOL, MemoryCaps
 from dtri.runtime.connect import _describe_client, cluster_workers
 from dtri.runtime.host_plan import HostPlan, host_plan
 from dtri.runtime.opened import Runtime
 from dtri.runtime.resolve import _device_memory, _visible_gpus, resolve_protocol, usable_cores
-from dtri.runtime.staging import (
-    resolve_staging,
-)
-from dtri.runtime.worker_start import (
-    environ_kept,
-    worker_start,
-)
+from dtri.runtime.staging import resolve_staging
+from dtri.runtime.worker_start import environ_kept, worker_start
 
 SPILL_LOGGER = logging.getLogger("distributed.spill")
 """Dask's logger of failed spills, which dtri's spill buffer logs to as well."""

@@ -9,9 +9,7 @@ from typing import Any
 
 from dask.utils import format_bytes
 
-from dtri.options import (
-    Backend,
-)
+from dtri.options import Backend
 from dtri.runtime.budget import Budget, resolve_budget
 from dtri.runtime.caps import MemoryCaps
 from dtri.runtime.host_meter import read_host_peaks
@@ -20,9 +18,7 @@ from dtri.runtime.meter import MeasuredMemory, StageMeter, local_stage_peaks
 from dtri.runtime.readings import read_readings
 from dtri.runtime.resolve import RunDecision, _synchronize_device
 from dtri.runtime.scaling import WorkerChoice
-from dtri.runtime.staging import (
-    Staging,
-)
+from dtri.runtime.staging import Staging
 from dtri.runtime.tasks import Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes

@@ -21,18 +21,11 @@ from dask.utils import format_bytes
 
 from dtri.errors import ConfigurationError
 from dtri.kernels.tuning import tuned
-from dtri.options import (
-    LOCAL_SCHEDULERS,
-    PROTOCOLS,
-    Backend,
-    Options,
-)
+from dtri.options import LOCAL_SCHEDULERS, PROTOCOLS, Backend, Options
 from dtri.runtime.budget import Budget, resolve_budget
 from dtri.runtime.caps import MemoryCaps, memory_caps
 from dtri.runtime.driver import gpu_modules_installed
-from dtri.runtime.staging import (
-    resolve_staging,
-)
+from dtri.runtime.staging import resolve_staging
 
 GPU_MIN_EDGES = "dtri.gpu-min-edges"
 """``dask.config`` key: :func:`gpu_min_edges`. Its default (``dtri/dtri.yaml``) was measured by

@@ -36,11 +36,7 @@ import psutil
 from dask.utils import format_bytes
 
 from dtri.errors import ConfigurationError
-from dtri.options import (
-    LOCAL_SCHEDULERS,
-    Backend,
-    Options,
-)
+from dtri.options import LOCAL_SCHEDULERS, Backend, Options
 from dtri.runtime.budget import TASK_SHARES, given_budget
 from dtri.runtime.caps import MemoryCaps, resolve_caps
 from dtri.runtime.compat import lift_cached_property_locks
@@ -81,15 +77,9 @@ from dtri.runtime.resolve import (
     set_device_io,
     usable_cores,
 )
-from dtri.runtime.staging import (
-    pinned_share,
-    resolve_staging,
-)
+from dtri.runtime.staging import pinned_share, resolve_staging
 from dtri.runtime.tasks import kept_placement
-from dtri.runtime.worker_start import (
-    claim_start_method,
-    start_worker_server,
-)
+from dtri.runtime.worker_start import claim_start_method, start_worker_server
 
 KERNEL_THREADS = "dtri.kernel-threads"
 """``dask.config`` key: threads a compiled CPU kernel may use within one task.
