@@ -50,23 +50,21 @@ def triangles_summary(graph: PreparedGraph, triangles: Any, out: OutputFolder | 
     being at three vertices), the vertices with most triangles, the output."""
     frame = triangles.reset_index()
     at_vertices = int(frame["triangles"].sum().compute())
-    summary = {"vertices": graph.present_vertices(), "edges": graph.edges,
-               "triangles": at_vertices // 3, "vertex_sum": at_vertices,
-               "top": top_rows(frame, "triangles", top, ("vertex",))}
-    summary["output"] = write_parquet(frame, out)
-    return summary
+    return {"vertices": graph.present_vertices(), "edges": graph.edges,
+            "triangles": at_vertices // 3, "vertex_sum": at_vertices,
+            "top": top_rows(frame, "triangles", top, ("vertex",)),
+            "output": write_parquet(frame, out)}
 
 
 def clustering_summary(graph: PreparedGraph, clustering: Any, out: OutputFolder | None,
                        top: int) -> dict[str, Any]:
     """``dtri clustering``: average clustering, transitivity, the highest, the output."""
     frame = clustering.reset_index()
-    summary = {"vertices": graph.present_vertices(), "edges": graph.edges,
-               "average_clustering": graph.average_clustering(),
-               "transitivity": graph.transitivity(),
-               "top": top_rows(frame, "clustering", top, ("vertex",))}
-    summary["output"] = write_parquet(frame, out)
-    return summary
+    return {"vertices": graph.present_vertices(), "edges": graph.edges,
+            "average_clustering": graph.average_clustering(),
+            "transitivity": graph.transitivity(),
+            "top": top_rows(frame, "clustering", top, ("vertex",)),
+            "output": write_parquet(frame, out)}
 
 
 def transitivity_summary(graph: PreparedGraph, transitivity: float, out: None, top: int
@@ -79,11 +77,10 @@ def transitivity_summary(graph: PreparedGraph, transitivity: float, out: None, t
 def support_summary(graph: PreparedGraph, frame: Any, out: OutputFolder | None,
                     top: int) -> dict[str, Any]:
     """``dtri support``: the edges on most triangles, the output."""
-    summary = {"vertices": graph.present_vertices(), "edges": graph.edges,
-               "triangles": graph.count_triangles(),
-               "top": top_rows(frame, "support", top, ("u", "v"))}
-    summary["output"] = write_parquet(frame, out)
-    return summary
+    return {"vertices": graph.present_vertices(), "edges": graph.edges,
+            "triangles": graph.count_triangles(),
+            "top": top_rows(frame, "support", top, ("u", "v")),
+            "output": write_parquet(frame, out)}
 
 
 def ktruss_summary(graph: PreparedGraph, truss: Any, out: OutputFolder | None, top: int,
@@ -102,12 +99,11 @@ def truss_summary(graph: PreparedGraph, frame: Any, out: OutputFolder | None,
     """``dtri truss``: the largest truss number, edges per truss number, the output."""
     levels = frame["truss"].value_counts().to_backend("pandas").compute()
     per_level = {int(k): int(v) for k, v in sorted(levels.items())}
-    summary = {"vertices": graph.present_vertices(), "edges": graph.edges,
-               "max_truss": max(per_level, default=2 if graph.edges else 0),
-               "edges_per_truss": per_level,
-               "top": top_rows(frame, "truss", top, ("u", "v"))}
-    summary["output"] = write_parquet(frame, out)
-    return summary
+    return {"vertices": graph.present_vertices(), "edges": graph.edges,
+            "max_truss": max(per_level, default=2 if graph.edges else 0),
+            "edges_per_truss": per_level,
+            "top": top_rows(frame, "truss", top, ("u", "v")),
+            "output": write_parquet(frame, out)}
 
 
 def graphlets_summary(graph: PreparedGraph, counted: dict[str, Any], out: OutputFolder | None,
@@ -115,11 +111,9 @@ def graphlets_summary(graph: PreparedGraph, counted: dict[str, Any], out: Output
     """``dtri graphlets``: the graph's copies of each graphlet and the vertices in most
     4-cliques (triangles for σ0-σ4), ``counted`` by :meth:`dtri.PreparedGraph.graphlet_summary`
     (no Dask DataFrame is built unless written), the output."""
-    summary = {"vertices": graph.present_vertices(), "edges": graph.edges, "orbits": orbits,
-               "kind": kind, **counted}
-    summary["output"] = write_parquet(graph.graphlets(orbits=orbits, kind=kind).reset_index(),
-                                      out) if out is not None else None
-    return summary
+    written = None if out is None else graph.graphlets(orbits=orbits, kind=kind).reset_index()
+    return {"vertices": graph.present_vertices(), "edges": graph.edges, "orbits": orbits,
+            "kind": kind, **counted, "output": write_parquet(written, out)}
 
 
 # ------------------------------------------------------------------------------ statistics
