@@ -237,10 +237,8 @@ def sampled_bounds(rank: Any | None, out_degree: Any | None, vertices: int, part
     """The sort's source bounds cut from the senders' ``samples`` of their canonical keys,
     oriented by ``rank`` (:func:`sample_stride`): by the join's work of the sampled edges
     (:func:`~dtri.kernels.orient.oriented_intersection_work`), whose ``out_degree`` is every
-    key's, or where that is ``None`` by the sampled edges alone. One task, where a tree of
-    each sender's vertex-wide sums and a task on the sum took two hops more; it receives a
-    stride's share of the keys, where a tree received a vertex-wide array for each
-    sender."""
+    key's, or where that is ``None`` by the sampled edges alone. One task, which receives a
+    stride's share of the keys rather than a vertex-wide array for each sender."""
     keys = concatenated([unpack(sample) for sample in samples])
     rank, out_degree = resolved_rank(rank, keys), resolved_counts(out_degree, keys)
     work = oriented_out_degree(keys, rank, vertices) if out_degree is None else \
@@ -427,12 +425,9 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
     degree counts by dense id, as slices (what the bytes model measures the wire format on).
 
     With the degree orientation the senders' degree counts are summed by
-    :meth:`~dtri.runtime.tasks.Tasks.reduce_scatter`, and each task that orients edges
-    takes the packed slices and ranks the vertices itself, sorting by (degree, id): every
-    such task ranks alike, no rank array crosses (ranks are a permutation, which packs to
-    no fewer bytes than a vertex's own id, where degrees are small counts that pack to
-    about a byte), and no small task that ranks could be stolen away from the keys it
-    serves."""
+    :meth:`~dtri.runtime.tasks.Tasks.reduce_scatter`, and each task that orients edges ranks
+    the vertices itself from the packed slices, by (degree, id): every such task ranks
+    alike, and no rank array crosses (degrees pack to about a byte, ranks do not)."""
     first = keys.holders[0]
     fmt = tasks.wire_format
     if orientation == "degree":
@@ -574,12 +569,10 @@ def peel_partitions(keys: CanonicalKeys, degree: Any, vertices: Any, tasks: Task
     and one small int read back (the vertices left). Returns the persisted final
     :class:`~dtri.kernels.orient.Peeling` and the rounds run.
 
-    Where senders share edges, this peels the multigraph whose edge ``{u, v}`` is there once
-    per sender holding it. A vertex's remaining degree then counts every copy, so it is at
-    least its distinct neighbours alive, and the bound the ranks keep (a vertex's out-degree
-    at most its remaining degree when peeled) holds as it does on the simple graph; the
-    copies only move some vertices to other rounds. Peeling the simple graph instead would
-    cost the edges a second exchange, the one this preparation does away with.
+    Where senders share edges, this peels the multigraph of one edge per sender holding it.
+    A vertex's remaining degree then counts every copy, so the bound the ranks keep (its
+    out-degree at most its remaining degree when peeled) still holds; the copies only move
+    some vertices to other rounds, and the edges need no second exchange.
     """
     state: Any = None
     remaining = degree  # round 0: every vertex alive, every edge counts

@@ -97,8 +97,7 @@ def least_task_budget(rows: int) -> int:
     (:func:`minimum_budget`), few enough partitions for the exchanges
     (:func:`check_exchange_tasks`), and the longest adjacency list the count can meet
     (:func:`dtri.analytics.plan.check_lists_fit`), at most √(2m) targets under the degree
-    orientation (each of a vertex's d later neighbours has degree d or more). Each check had
-    named only its own: karate under --memory-budget 1 asked for 13, then 32, then 256."""
+    orientation (each of a vertex's d later neighbours has degree d or more)."""
     exchanges = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // max(1, math.isqrt(max_plan_tasks())))
     longest = list_bytes(math.isqrt(2 * rows) + 1)
     return max(minimum_budget(rows), exchanges, longest)
@@ -108,9 +107,8 @@ def check_exchange_tasks(rows: int, partitions: int, budget: Budget) -> None:
     """Refuse, before any exchange, a preparation whose all-to-all exchanges would each have
     more tasks than ``dtri.max-plan-tasks`` (a piece per sender and receiver: about
     ``partitions²``), naming the least ``--memory-budget`` (per worker) that makes few enough
-    partitions. The count's own plan is checked again once the graph is sorted
-    (:func:`dtri.analytics.plan.check_plan_tasks`): a smaller budget there is refused as
-    soon as its wedges are known, this one before the input is even split."""
+    partitions. The count's own plan is checked again once its wedges are known
+    (:func:`dtri.analytics.plan.check_plan_tasks`)."""
     ceiling = max_plan_tasks()
     if partitions * partitions <= ceiling:
         return
@@ -205,10 +203,8 @@ def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list
     """The input partitions grouped into the senders of the preparation: by the worker that
     holds them, so that grouping moves nothing, in index order, each group at most ``limit``
     rows (what one task may hold; :func:`dtri.runtime.tasks.fold_groups` cuts a holder's
-    partitions). Fewer, larger senders keep the vertex merge cheap (each
-    sender's distinct ids overlap the others' almost entirely on skewed graphs, so merging
-    them costs about one vertex set per sender), and merge more of an edge's copies where
-    they are read, before the sort's exchange."""
+    partitions). Fewer, larger senders keep the vertex merge cheap (it costs about one
+    vertex set per sender), and merge more of an edge's copies before the sort's exchange."""
     by_holder: dict[str | None, list[int]] = {}
     for p, holder in enumerate(holders):
         by_holder.setdefault(holder, []).append(p)
@@ -231,9 +227,8 @@ def held_partitions(edges: dd.DataFrame) -> list[Any] | None:
     """The partitions of ``edges`` persisted in this process (by a local scheduler), in
     partition order: the values its graph holds, each of the frame's own type (pandas or
     cuDF); ``None`` for any other frame (not persisted, persisted on a cluster, whose graph
-    holds futures, or made from a persisted frame). Persisting such a frame again names the
-    copy by a token of its values, which hashes every byte of every partition: 0.29-0.31 s
-    of a 0.31 s read stage for R-MAT 21 in 4 partitions (512 MiB) on a 2-core CPU."""
+    holds futures, or made from a persisted frame). Persisting such a frame again would hash
+    every byte of every partition to name the copy."""
     expression = persisted_expression(edges)
     if expression is None:
         return None
@@ -247,12 +242,10 @@ def held_partitions(edges: dd.DataFrame) -> list[Any] | None:
 
 def persisted_partitions(edges: dd.DataFrame) -> list[Any] | None:
     """The futures that hold the partitions of an already persisted ``edges``, in partition
-    order; ``None`` if it is not persisted. A task given a partition of a persisted frame
-    through the frame's own keys also runs one alias task per partition, and persisting it
-    again adds another layer (on RMAT 26, 192 alias tasks cost the read stage 0.15-0.3 s).
-    A persisted frame's futures are keyed ``(name, i)`` for its partitions ``i``. A frame
-    made from a persisted one (a filter, a projection) has the same futures but is not its
-    partitions: only the persisted frame itself (Dask's ``FromGraph`` expression) is."""
+    order; ``None`` if it is not persisted (taken through the frame's own keys, each
+    partition costs an alias task). A frame made from a persisted one (a filter, a
+    projection) has the same futures but is not its partitions: only the persisted frame
+    itself (Dask's ``FromGraph`` expression) is."""
     from distributed import futures_of
 
     if persisted_expression(edges) is None:
@@ -273,9 +266,7 @@ def spread_persist(frame: dd.DataFrame, workers: tuple[str, ...],
     blocks, block ``w`` on worker ``w`` (part of the ``read`` stage), so each worker reads,
     and then sends from, an equal share of the input; the result is a persisted frame, as
     ``persist`` gives. Left to the scheduler, quick reads pile up on whichever worker is free
-    first: R-MAT 26's 64 generated partitions on 4 H100s went mostly to one worker, which
-    then did 0.44-0.62 s of the canonicalize stage's sending while the other three did
-    0.08 s each."""
+    first, which then does most of the canonicalize stage's sending."""
     import dask.dataframe as dd
     from dask.utils import key_split
     from distributed import futures_of
@@ -399,11 +390,10 @@ def read_inputs(edges: dd.DataFrame | list[Any], runtime: Runtime, tasks: Tasks,
     """The ``read`` stage: ``edges`` persisted on the workers (unless it is already), and its
     partitions (futures where there is a cluster) with their rows and holders; or, for an
     in-process run's delayed :class:`EdgeArrays`, those computed here. An eager run computes
-    any other frame's partitions and takes their values, persisting nothing. A frame
-    persisted in this process goes to an in-process run as it is: an eager run takes its
-    partitions' values (:func:`held_partitions`), with no second persist, no optimisation and
-    no Dask graph; a run on the threads scheduler its partitions' delayed objects. A run that
-    reads its input again for each pass persists nothing (:func:`recomputed_inputs`)."""
+    any other frame's partitions and takes their values (of a frame persisted in this
+    process: :func:`held_partitions`), persisting nothing; a run on the threads scheduler
+    takes their delayed objects. A run that reads its input again for each pass persists
+    nothing (:func:`recomputed_inputs`)."""
     if isinstance(edges, list):
         parts = list(timer.compute("read", *edges))
         with timer.timed("read"):  # where the backend computes (host text to the GPU)
