@@ -155,11 +155,9 @@ class PinnedPool:
     """RMM's coalescing pool over page-locked host memory (:class:`RegisteredHostMemory`) of
     at most ``limit`` bytes: the resource of :class:`dtri.runtime.staging.HostArena` on GPU
     workers.
-    RMM's pool is left without a maximum of its own, since it would then grow by half of what
-    is left at once. Instead RMM's limiting adaptor over it refuses a request beyond what the
-    limit leaves beside the bytes lent, with ``MemoryError``, without asking the pool: the
-    pool would try to grow and log the upstream's refusal as an error on stderr each time
-    (8,920 lines in one unlimited count of R-MAT 28 whose pool was full)."""
+    RMM's pool has no maximum of its own (it would grow by half of what is left at once).
+    RMM's limiting adaptor over it refuses a request beyond the limit with ``MemoryError``
+    without asking the pool, which would log each refusal on stderr."""
 
     def __init__(self, limit: int):
         import rmm.mr

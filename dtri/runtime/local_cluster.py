@@ -79,13 +79,10 @@ def unguarded_script_line() -> int | None:
 def _failsafe_spill_buffer() -> type:
     """Dask's ``SpillBuffer``, made to keep results in memory wherever the disk refuses them.
 
-    Dask does so when a result is stored and spilling it (or an older one) fails: it logs
-    "Spill to disk failed; keeping data in memory". Reading a spilled result back also
-    spills older ones to make room, and there a full disk's ``OSError`` (``ENOSPC``,
-    ``EDQUOT``, ``EFBIG``) goes unhandled: the task that needed the result fails, and the
-    count stops with a bare "[Errno 28] No space left on device" that names neither the
-    disk nor an option (distributed 2026.8). zict keeps each result whose spill failed in
-    memory, so the one read back is still at hand."""
+    Dask does so when storing a result fails to spill, but reading a spilled result back also
+    spills older ones, and there a full disk's ``OSError`` goes unhandled: the task fails with
+    a bare "No space left on device" (distributed 2026.8). zict keeps each result whose
+    spill failed in memory, so the one read back is still at hand."""
     from distributed.spill import SpillBuffer
 
     class FailsafeSpillBuffer(SpillBuffer):

@@ -416,13 +416,12 @@ KEEP_PLACEMENT = "dtri.keep-placement"
 def kept_placement(client: Any) -> Iterator[None]:
     """Dask's work stealing and its active memory manager paused on the cluster of
     ``client`` for as long as the block lasts (``dtri.keep-placement``), and each started
-    again after it where it ran before.
-
-    Every task of a run is placed where its data is (:func:`placed_on`, :meth:`Tasks.
-    pinned`). Work stealing moved tasks to idle workers, which then pulled their inputs, and
-    the memory manager dropped copies that a waiting task had fetched, which it fetched again.
-    The placement stays loose, so a lost worker's tasks still run elsewhere. A scheduler that
-    runs no code of the client's (``distributed.scheduler.pickle`` off) keeps stealing."""
+    again after it where it ran before. Every task of a run is placed where its data is
+    (:func:`placed_on`, :meth:`Tasks.pinned`). Work stealing moved tasks to idle workers,
+    which then pulled their inputs, and the memory manager dropped copies that a waiting task
+    had fetched, which it fetched again. The placement stays loose, so a lost worker's tasks
+    still run elsewhere. A scheduler that runs no code of the client's
+    (``distributed.scheduler.pickle`` off) keeps stealing."""
     if client is None or not dask.config.get(KEEP_PLACEMENT):
         yield
         return

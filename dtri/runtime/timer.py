@@ -65,20 +65,16 @@ class StageTimer:
     rows where the stage's values are known here, and on a cluster Dask's bar before it and
     ``host_note()`` after it (the workers' host memory: :meth:`Runtime.timer`).
 
-    With a cluster, :meth:`submit` hands a stage to the scheduler and returns at once: the
-    next stage is built on its futures and queued behind it, so no round trip to the client
-    separates dependent stages. :meth:`settle` (which :meth:`compute` ends with) then waits
-    for the submitted stages in order; each stage's seconds run from the end of the stage
-    before it (or from its submission, for the first) to its own end. The timer lets go of a
-    stage's futures once it has finished, so a stage's data lives as long as the caller keeps
-    it or a later stage still needs it. Without a cluster (a local scheduler) every stage
-    runs when submitted.
+    With a cluster, :meth:`submit` hands a stage to the scheduler and returns at once, so the
+    next stage is queued behind it with no round trip to the client. :meth:`settle` (which
+    :meth:`compute` ends with) waits for the submitted stages in order; each stage's seconds
+    run from the end of the stage before it to its own end. The timer lets go of a stage's
+    futures once it has finished. Without a cluster every stage runs when submitted.
 
     ``eager``: the tasks ran as they were built (:class:`dtri.runtime.tasks.Tasks`), so a
-    stage is handed values, not collections (any that are, such as a reader's, are computed
-    here); its seconds run from the end of the stage before it (or from the timer's start),
-    and ``synchronize`` (the GPU's, where the work is queued on it) is called first so that
-    they hold the stage's work, not just its launches.
+    stage is handed values (collections, such as a reader's, are computed here), and
+    ``synchronize`` (the GPU's) is called first so that its seconds hold the stage's work,
+    not just its launches.
     """
 
     def __init__(self, client: Any, progress: bool = False, *, eager: bool = False,

@@ -161,14 +161,12 @@ def start_worker_server(backend: Backend) -> dict[str, str] | None:
 
 def claim_start_method() -> None:
     """Have distributed make its forkserver context here, on the calling thread, before any
-    other thread imports. The first time it makes one it imports its required and optional
-    packages, pandas among them, in whichever thread starts a worker process: the cluster's
-    event loop, while :func:`dtri.runtime.local_cluster.import_ahead` imports cuDF on a thread
-    of its own, and cuDF imports pandas and pyarrow too. Two threads importing those two in opposite
-    orders deadlock; Python breaks one import off, and pandas is then left without its
-    ``core`` module in this process. Seven GPU tests that started the first local cluster of
-    a new process failed with that error on a 2 x H200 host, in Dask's groupby. Our server
-    runs already, so the preload list distributed sets is not used."""
+    other thread imports. The first time it makes one it imports pandas, among others, in
+    whichever thread starts a worker process, while :func:`dtri.runtime.local_cluster.
+    import_ahead` imports cuDF (and with it pandas and pyarrow) on another: two threads
+    importing those in opposite orders deadlock, and Python's break leaves pandas without its
+    ``core`` module. Our server runs already, so the preload list distributed sets is not
+    used."""
     from distributed.utils import get_mp_context
 
     with dask.config.set({START_METHOD: "forkserver"}):

@@ -31,19 +31,10 @@ support each keeping edge loses when the leaving ones go (:mod:`dtri.analytics.t
 
 How an edge is intersected depends on its two lengths, ``a`` (``u``'s members after ``v``)
 and ``b`` (``v``'s list), by :func:`~dtri.kernels.strategy.edge_class`, the same rule on
-both backends (:mod:`dtri.kernels.strategy` holds it, with the tables' tuning):
-
-* *hashed*, where ``v``'s list is long enough to be worth a table
-  (:attr:`HashTuning.min_members` to :func:`hash_max_members`) and streaming ``u``'s later
-  members costs no more than searching (``a`` × :attr:`HashTuning.probe_cost` ≤ shorter ×
-  bit-length of longer): ``v``'s list goes into an open-addressing hash table once per
-  target (per piece of its in-edges on the GPU), and every later member of each in-neighbour
-  ``u`` is looked up there, one probe each. All the hashed edges together cost their wedges.
-* else *search*: the shorter list is walked and each member searched in the longer one (a
-  merge where the lengths are close, galloping or binary search where they are not), with
-  ``1 .. 32`` GPU lanes per edge by the shorter length. An edge whose ``u`` has far more later
-  members than ``v`` has (a hub's edge to a vertex of short list) is searched from ``v``'s
-  side: that is where searching beats probing.
+both backends: *hashed* where ``v``'s list is long enough to be worth a table and streaming
+``u``'s later members through it costs no more than searching (all the hashed edges
+together cost their wedges); else *search*, the shorter list walked and each member
+searched in the longer one.
 
 On NumPy arrays the kernel is compiled by numba (one pass over the partition, a table per
 thread); on CuPy arrays it runs as CUDA kernels (:mod:`dtri.kernels.intersect.cuda`).

@@ -10,19 +10,14 @@ Each pass over the partition's edges runs three kernels:
   lanes. Each lane walks its share of the shorter list, ascending, and binary-searches each
   member in the longer one from where its last search ended;
 * ``bucket_by_target`` and ``hash_pieces``, one launch per hash-table size: the hashed edges,
-  put in buckets by target, are cut into *pieces* of about
-  :attr:`~dtri.kernels.strategy.HashTuning.piece_probes` probes by prefix sums of their
-  work, so a hub's in-edges spread over many blocks, small targets share one, and no block
-  holds much more than another. One thread block per piece puts each of its targets' lists
-  ``N+(v)`` into an open-addressing table in shared memory (built once per target and
-  piece, whatever the number of its in-edges; a count's table has ``hash-slots-per-member``
-  slots a member up to ``hash-spread-max-bytes``, of
-  :data:`~dtri.kernels.strategy.HASH_TUNING`, so that a probe that misses, as most do,
-  reads fewer slots: :func:`table_spread`), then each warp takes one edge ``(u, v)`` at a
-  time and its lanes stream ``u``'s members after ``v``, coalesced, each looked up in the
-  table: one or two shared-memory reads instead of a binary search in global memory, and
-  ``Σ a`` probes in all (the wedges) instead of ``Σ min · log max`` steps. The pieces run in
-  the order of the graph's vertex order (:mod:`dtri.kernels.order`).
+  in buckets by target, are cut into *pieces* of about
+  :attr:`~dtri.kernels.strategy.HashTuning.piece_probes` probes, so a hub's in-edges spread
+  over many blocks and small targets share one. One thread block per piece puts each of its
+  targets' lists ``N+(v)`` into an open-addressing table in shared memory (sparser for a
+  count: :func:`table_spread`), then each warp takes one edge ``(u, v)`` at a time and its
+  lanes stream ``u``'s members after ``v``, coalesced, each looked up in the table: ``Σ a``
+  probes in all instead of ``Σ min · log max`` search steps. The pieces run in the graph's
+  vertex order (:mod:`dtri.kernels.order`).
 
 The kernels are templates over what they record:
 
