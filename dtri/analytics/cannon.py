@@ -278,9 +278,8 @@ def decomposition(graph: GraphData, plan: CountPlan | None = None,
     (the count and the triangles at each vertex share it, and the blocks), by the 1D plan of
     its count under device staging: ``plan``, the count's own, where it is that plan; else
     made here. Where a grid of 2 x 2 or more could take it, unless ``--decomposition 1d``,
-    the partitions are cut into their 2D pieces first, where they live, and the bytes model
-    reads the pieces' sizes in the run's wire format (:func:`cyclic_piece_sizes`); the 2D
-    join starts from those pieces (``timer``: times them, as part of ``cyclic_blocks``).
+    the partitions are cut into their 2D pieces first, whose sizes the bytes model reads
+    (:func:`cyclic_piece_sizes`), and from which the 2D join starts (``timer`` times them).
     The predicted seconds are on the link as measured (:func:`measured_link`)."""
 
     def chosen() -> Decomposition:
@@ -461,11 +460,8 @@ def cannon_edge_support(graph: GraphData, q: int) -> list[Any]:
     """The triangles on each edge under the 2D join, per sorted partition (delayed int64
     arrays in its order, on its owner): each grid worker's rounds credit the edges of the
     blocks they read (:func:`~dtri.kernels.cyclic.round_edge_credits`); each block's credits
-    go to its home, packed, and are summed there (``support``); each block's sums go back to
-    the partitions its pieces came from, a segment each, packed; and each partition puts
-    its segments in its own order. What crosses is a count per edge of each block read, and
-    then one per edge of the graph, where the 1D credits pull every group that a worker's
-    lists reach."""
+    are summed at its home (``support``), and go back, a segment each, to the partitions its
+    pieces came from, which put them in their own order."""
     tasks, fmt = graph.tasks, graph.runtime.wire_format
     sizes = cyclic_piece_sizes(graph, q)
     rounds = cannon_rounds(graph, q, mode="edge")

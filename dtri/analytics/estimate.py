@@ -392,11 +392,8 @@ def timed_sample(graph: GraphData, approx: Approx, seed: int, started: float, al
     ``drawn`` the ``(samples, closed, clustering)`` of :func:`draw`, or ``None`` with the wedges
     the budget would allow when they are at least :data:`EXACT_SHARE` of the graph's (then it
     is counted). The first round is always drawn; each later one is sized to end by the
-    deadline at the cost per wedge of the round before (the first's includes the clustering's
-    vertices and a round's fixed cost, so it rather predicts too few) and at most
-    :data:`ROUND_GROWTH` times its size, so the budget is passed by about one round's fixed
-    cost at most; a sample stays below :data:`EXACT_SHARE` of the
-    wedges, where a fixed one of its size would be counted."""
+    deadline at the cost per wedge of the round before, and at most :data:`ROUND_GROWTH`
+    times its size, so the budget is passed by about one round's fixed cost at most."""
     assert approx.seconds is not None
     deadline = started + approx.seconds
     chunk = chunk_wedges(graph.backend)

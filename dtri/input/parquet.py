@@ -356,9 +356,8 @@ def read_parquet_device_arrays(piece: tuple[RowSlice, ...], plan: ParquetPlan,
                                storage_options: dict | None) -> EdgeArrays:
     """One piece of a planned Parquet read as int64 CuPy ``src``, ``dst`` arrays: an
     in-process GPU run's ``read-edges`` task. Whole row groups of this machine's files are
-    decoded on the device by pylibcudf (cuDF's reader, without the import of cuDF's frames
-    and Dask's DataFrame, about 1.5 s), and each file's ids get the host's checks
-    (:func:`_check_id_column`: negatives, ids past int64). Other pieces are read on the host
+    decoded on the device by pylibcudf (without importing cuDF's frames), and each file's ids
+    get the host's checks (:func:`_check_id_column`). Other pieces are read on the host
     (:func:`read_parquet_arrays`) and copied once, as are files the device reader refuses
     and ids with nulls: the host's read names the file and the fault."""
     from dtri.runtime.gpu import device_array

@@ -311,9 +311,9 @@ def _blanks_are_plain(data: bytes) -> bool:
 
 def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
     """``src, dst`` int64 arrays by a fast parser: numba's one pass over whitespace-separated
-    digits (:func:`dtri.kernels.parse.parse_id_pairs`, in a process that has loaded numba's
-    kernels; about a tenth of NumPy's time), else NumPy's for small blocks, pandas'
-    otherwise (:data:`NUMPY_PARSER_MAX_BYTES`); None when the result is anything but clean
+    digits (:func:`dtri.kernels.parse.parse_id_pairs`, where numba's kernels are loaded),
+    else NumPy's for small blocks, pandas' otherwise (:data:`NUMPY_PARSER_MAX_BYTES`); None
+    when the result is anything but clean
     non-negative ids (and, for Matrix Market, entries inside the declared shape), or the
     block has blanks the fast parsers read otherwise than the exact one
     (:func:`_blanks_are_plain`)."""

@@ -97,15 +97,11 @@ WARM_UP = ("dtri.kernels.warm", "warm_count_kernels")
 class KernelLoader:
     """numba's compiled CPU kernels, loaded on a thread of their own.
 
-    A fresh process has not imported numba: importing it and loading a count's kernels from
-    numba's disk cache takes about 0.6 s on this project's 2-core machine (a compile, where
-    the cache has none, several seconds), longer than the NumPy wedges join of a small
-    graph. So a process's first CPU count takes the NumPy join, and :meth:`start_ahead` then
-    loads the kernels on a daemon thread (``warm``, else :data:`WARM_UP`) while the process
-    goes on (a worker of a local CPU cluster starts it as it starts); a
-    later count asks :meth:`ready`, which waits for the load in progress, at most until
-    ``dtri.kernel-load-wait`` seconds after it started, and counts with them where they
-    are ready."""
+    Importing numba and loading a count's kernels from its disk cache takes about 0.6 s on
+    the 2-core machine, longer than the NumPy wedges join of a small graph. So a process's
+    first CPU count takes the NumPy join, and :meth:`start_ahead` then loads the kernels on a
+    daemon thread (``warm``, else :data:`WARM_UP`); a later count asks :meth:`ready`, which
+    waits for the load at most until ``dtri.kernel-load-wait`` seconds after it started."""
 
     def __init__(self, warm: Callable[[], None] | None = None) -> None:
         self._warm = warm

@@ -73,11 +73,8 @@ class Staging:
     @property
     def folds_per_worker(self) -> bool:
         """Vertex-wide sums (degrees, vertex sets, credits) fold per worker, one partition at
-        a time on the device: under host staging, instead of one vertex-wide array per
-        partition crossing the bus twice (RMAT 26: 64 degree arrays of 0.5 GB); on GPU
-        workers in GPU memory, which run one task at a time, instead of one array per
-        partition crossing to the tree's task on another worker (R-MAT 26 on 4 H100s: 21
-        arrays of 0.25 GB for each vertex-wide sum)."""
+        a time on the device: on GPU workers, rather than one vertex-wide array per partition
+        crossing the bus twice (host staging) or to the tree's task on another worker."""
         return self.on_host or self.in_gpu_memory
 
     def wrap(self, func: Callable[..., Any], on_host: bool = False,

@@ -20,15 +20,11 @@ watch_numba()  # its compiles and cache loads are reported apart from the stages
 def prepare_marked(src: Any, dst: Any, largest: int, by_degree: bool) -> tuple:
     """The whole preparation of a graph whose ids ``0 .. largest`` are few enough to mark
     (:func:`dtri.kernels.canonicalize.partition_vertices` holds them as marks), in one pass
-    of each kind, where the NumPy path takes thirty-odd array calls: the dense id of every
-    id by a running count of the marks; the simple edges as packed keys ``(low << bits) |
-    high``, sorted (:func:`radix_sort`) and made distinct; the degrees; the ranks, in
-    (degree, dense id) order by a counting sort of the degrees (``by_degree``; else the
-    dense ids are the ranks); and the edges pointed from lower to higher rank as a CSR over
-    every rank, each list ascending (its edges bucketed by target first, then dealt to their
-    sources in target order). The same ranks and CSR as :func:`dtri.prepared.local.
-    prepare_partition`'s NumPy path. Returns ``(dst, offsets, vertices, input id by rank,
-    degree by rank, longest out-list)``."""
+    of each kind, where the NumPy path takes thirty-odd array calls: dense ids, the distinct
+    simple edges as sorted packed keys, the degrees, the ranks (by a counting sort of the
+    degrees where ``by_degree``) and the oriented CSR over every rank. The same ranks and CSR
+    as :func:`dtri.prepared.local.prepare_partition`'s NumPy path. Returns ``(dst, offsets,
+    vertices, input id by rank, degree by rank, longest out-list)``."""
     m = src.shape[0]
     marks = np.zeros(largest + 1, dtype=np.uint8)
     for i in range(m):
