@@ -4,18 +4,12 @@ workers, and reused by every analytic.
 :func:`prepare_graph` runs the preparation (the read stage, then one ``dtri-prepare`` task for
 a graph that fits one, or the exchange of :mod:`dtri.prepared.distributed`) and summarises each
 sorted partition for the planners. :class:`GraphData` holds what it leaves on the workers:
-
-* the sorted partitions, partition ``p`` a CSR of the oriented edges of the ranks
-  ``[bounds[p], bounds[p + 1])``, owned by worker ``p mod W``;
-* by rank, the input id and the degree of every vertex (vertex-wide arrays: they name the
-  vertices of every result and give clustering its degrees);
-* the partitions' summaries, on the client.
-
-Its methods are the analytics (:mod:`dtri.analytics`); each result they compute is cached on
-the graph, so ``clustering()`` reuses ``triangles()`` and the degrees, and a second analytic
-costs only its own counting. :meth:`GraphData.release` lets go of the workers' data (and
-closes the cluster the graph started, if it started one); ``with`` does it at the end of the
-block.
+the sorted partitions (partition ``p`` a CSR of the oriented edges of the ranks
+``[bounds[p], bounds[p + 1])``, owned by worker ``p mod W``), by rank the input id and the
+degree of every vertex, and the partitions' summaries, on the client. The analytics are
+functions of it (:mod:`dtri.analytics`), whose results it caches (:meth:`GraphData.cached`).
+:meth:`GraphData.release` lets go of the workers' data (and closes the cluster the graph
+started, if it did); ``with`` does it at the end of the block.
 """
 
 from __future__ import annotations
