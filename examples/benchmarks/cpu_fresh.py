@@ -30,6 +30,11 @@ first has them; ``cold``, every arm's process given an empty ``NUMBA_CACHE_DIR``
 a new install's first process finds it. ``detail.loader``: per round, the seconds of dtri's
 load of its kernels (``null``: not done when the process ended) and whether it compiled.
 ``detail.scipy``: whether SciPy is installed (numba's first load imports it, for its BLAS).
+
+Where the load starts (``--load-at``, this tree's arm only; ``detail.load_at``): ``after`` the
+first call, as dtri does; at its ``start``, the first call taking NumPy's join without waiting;
+``within`` it, the first call waiting for the load. Both are Python under the GIL, so this
+moves the load between the first two calls.
 In each of
 ``--rounds`` rounds every graph runs every arm once, the arms in a rotating order, so that a
 busy machine slows them alike; the line's ``seconds`` is dtri's best over the rounds, each
@@ -66,7 +71,8 @@ SKIPPED = 2
 waits there for its kernels)."""
 
 
-def run_arm(arm: str, graph: str, calls: int, data: Path) -> dict[str, Any]:
+def run_arm(arm: str, graph: str, calls: int, data: Path, load_at: str = "after"
+            ) -> dict[str, Any]:
     """One arm in this process: ``calls`` timed calls on ``graph``'s edges."""
     from dense_cpu import graph_edges
 
@@ -79,10 +85,20 @@ def run_arm(arm: str, graph: str, calls: int, data: Path) -> dict[str, Any]:
     if arm.startswith("dtri"):
         import dtri
 
+        if load_at != "after":
+            if load_at == "start":  # the first call does not wait (read as Dask imports)
+                os.environ["DASK_DTRI__KERNEL_LOAD_WAIT"] = "0"
+            from dtri.kernels.compiled import LOADER
+
+            LOADER.start()
         for _ in range(calls):
             started = time.perf_counter()
             result = dtri.count(edges, backend="cpu")
             seconds.append(time.perf_counter() - started)
+            if load_at == "start" and len(seconds) == 1:
+                import dask
+
+                dask.config.set({"dtri.kernel-load-wait": 5})
             found.append(result.triangles)
             kernel = result.plan.get("kernel") or ""
             kernels.append(f"{result.join}:{kernel}" if kernel else result.join)
@@ -146,7 +162,7 @@ def warm_tree(tree: Path) -> None:
 
 
 def arm_process(arm: str, graph: str, calls: int, data: Path, trees: dict[str, Path],
-                cold: Path | None = None) -> dict[str, Any]:
+                cold: Path | None = None, load_at: str = "after") -> dict[str, Any]:
     """:func:`run_arm` in a new process, from its tree (``trees``: the baseline's); ``cold``:
     a folder in which the process gets an empty numba cache of its own."""
     tree = trees.get(arm, ROOT)
@@ -154,7 +170,8 @@ def arm_process(arm: str, graph: str, calls: int, data: Path, trees: dict[str, P
     if cold is not None:
         environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-", dir=cold)
     done = subprocess.run([sys.executable, str(Path(__file__)), "--arm", arm, "--graphs", graph,
-                           "--calls", str(calls), "--data", str(data)],
+                           "--calls", str(calls), "--data", str(data),
+                           "--load-at", load_at if arm == "dtri" else "after"],
                           capture_output=True, text=True, env=environ, cwd=tree)
     if done.returncode != 0:
         raise SystemExit(f"{arm} on {graph} failed: {done.stderr[-2000:]}")
@@ -173,7 +190,8 @@ def measure(args: argparse.Namespace, arms: list[str], trees: dict[str, Path],
         for graph in args.graphs:
             order = arms[round_ % len(arms):] + arms[:round_ % len(arms)]
             load = os.getloadavg()[0]
-            found = {arm: arm_process(arm, graph, args.calls, args.data, trees, cold)
+            found = {arm: arm_process(arm, graph, args.calls, args.data, trees, cold,
+                                      args.load_at)
                      for arm in order}
             runs[graph].append({"load_average": [round(load, 2),
                                                  round(os.getloadavg()[0], 2)],
@@ -196,12 +214,16 @@ def main() -> None:
     parser.add_argument("--numba-cache", choices=("warm", "cold"), default="warm",
                         help="warm: each tree's kernels cached before the rounds; cold: every "
                              "process an empty NUMBA_CACHE_DIR (a new install's first)")
+    parser.add_argument("--load-at", choices=("after", "start", "within"), default="after",
+                        help="where this tree's arm starts loading numba's kernels: after the "
+                             "first call (dtri's way), at its start, or within it (waited for)")
     parser.add_argument("--arm", help=argparse.SUPPRESS)
     parser.add_argument("--out", help="also append the lines to this file")
     args = parser.parse_args()
     args.data = args.data.resolve()  # the arms run from their trees
     if args.arm:
-        print(json.dumps(run_arm(args.arm, args.graphs[0], args.calls, args.data)))
+        print(json.dumps(run_arm(args.arm, args.graphs[0], args.calls, args.data,
+                                 args.load_at)))
         return
     folder = Path(tempfile.mkdtemp(prefix="dtri-cpu-fresh-"))
     try:
@@ -241,7 +263,7 @@ def main() -> None:
                   "second_call_seconds": [round(r["arms"]["dtri"]["seconds"][1], 4)
                                           for r in rounds],
                   "second_call_ratios": seconds, "worst_second_call_ratio": max(seconds),
-                  "numba_cache": args.numba_cache,
+                  "numba_cache": args.numba_cache, "load_at": args.load_at,
                   "loader": [r["arms"]["dtri"]["loader"] for r in rounds],
                   "scipy": importlib.util.find_spec("scipy") is not None,
                   "kernels": rounds[0]["arms"]["dtri"]["kernels"],
