@@ -3,9 +3,10 @@ work): each is called once on a triangle, with the argument types a count gives 
 numba imports, reads it from its disk cache (or compiles and caches it, where the cache has
 none) and keeps it for the count that follows.
 
-``python -m dtri.kernels.warm``, once after installing dtri, writes numba's cache of them (next
-to dtri's source where it is writable, else under numba's user-wide cache or
-``NUMBA_CACHE_DIR``), so that a new install's first process reads them as later ones do."""
+``python -m dtri.kernels.warm``, once after installing dtri, writes numba's cache of them (under
+``NUMBA_CACHE_DIR`` where set, else next to dtri's source where it is writable, else under
+numba's user-wide cache, ``~/.cache/numba``: a read-only install's), so that a new install's
+first process reads them as later ones do."""
 
 from __future__ import annotations
 
