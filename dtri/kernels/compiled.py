@@ -87,6 +87,9 @@ NUMPY_JOIN = WedgeTally()
 KERNEL_LOAD_WAIT = "dtri.kernel-load-wait"
 """``dask.config`` key: the most seconds from the start of :data:`LOADER`'s load that a
 count waits for it."""
+KERNEL_COMPILE_WAIT = "dtri.kernel-compile-wait"
+"""``dask.config`` key: the most seconds from the start of :data:`LOADER`'s load that a
+count waits for it once it compiles (numba's disk cache has not the kernels)."""
 KERNEL_LOAD_AHEAD = "dtri.kernel-load-ahead"
 """``dask.config`` key: whether a count that took NumPy's join starts :data:`LOADER`
 (:meth:`KernelLoader.start_ahead`)."""
@@ -97,18 +100,27 @@ WARM_UP = ("dtri.kernels.warm", "warm_count_kernels")
 class KernelLoader:
     """numba's compiled CPU kernels, loaded on a thread of their own.
 
-    Importing numba and loading a count's kernels from its disk cache takes about 0.6 s on
-    the 2-core machine, longer than the NumPy wedges join of a small graph. So a process's
-    first CPU count takes the NumPy join, and :meth:`start_ahead` then loads the kernels on a
-    daemon thread (``warm``, else :data:`WARM_UP`); a later count asks :meth:`ready`, which
-    waits for the load at most until ``dtri.kernel-load-wait`` seconds after it started."""
+    A fresh process has not imported numba: importing it and loading a count's kernels from
+    numba's disk cache takes about 0.4-0.6 s on this project's 2-core machine (a compile,
+    where the cache has none, about 6 s), longer than the NumPy wedges join of a small
+    graph. So a process's first CPU count takes the NumPy join, and :meth:`start_ahead` then
+    loads the kernels on a daemon thread (``warm``, else :data:`WARM_UP`) while the process
+    goes on (a worker of a local CPU cluster starts it as it starts); a
+    later count asks :meth:`ready`, which waits for the load in progress, at most until
+    ``dtri.kernel-load-wait`` seconds after it started, and counts with them where they
+    are ready. A load that turns out to compile (numba's ``numba:compile`` event on the
+    loader's thread, :func:`watch_numba`) is waited for only until
+    ``dtri.kernel-compile-wait`` seconds after it started (none by default): the counts take
+    NumPy's join while it compiles, and numba caches the kernels for the next process."""
 
     def __init__(self, warm: Callable[[], None] | None = None) -> None:
         self._warm = warm
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._started = 0.0
-        self._done = threading.Event()
+        self._news = threading.Condition()
+        self._done = False
+        self._compiling = False
         self._loaded = False
         self.seconds: float | None = None
         """How long the load took, once done."""
@@ -148,21 +160,42 @@ class KernelLoader:
             self._loaded = False
         finally:
             self.seconds = time.perf_counter() - self._started
-            self._done.set()
+            with self._news:
+                self._done = True
+                self._news.notify_all()
+
+    @property
+    def compiling(self) -> bool:
+        """Whether the load compiles a kernel (numba's cache had not all of them)."""
+        return self._compiling
+
+    def compile_started(self) -> None:
+        """Note a compile of numba's, where it runs on the loader's thread (the load is then
+        a compile, not a read of numba's cache)."""
+        if self._thread is threading.current_thread() and not self._compiling:
+            with self._news:
+                self._compiling = True
+                self._news.notify_all()
 
     def ready(self, wait: bool = True) -> bool:
         """Whether the kernels are loaded; ``wait``: where they are loading, wait for them
-        until ``dtri.kernel-load-wait`` seconds after the load started (never on the
-        loader's own thread)."""
+        until ``dtri.kernel-load-wait`` seconds after the load started, or, once it compiles,
+        ``dtri.kernel-compile-wait`` seconds (never on the loader's own thread)."""
         thread = self._thread
         if thread is None:
             return False
-        if wait and not self._done.is_set() and thread is not threading.current_thread():
+        if wait and not self._done and thread is not threading.current_thread():
             import dask
 
-            limit = float(dask.config.get(KERNEL_LOAD_WAIT))
-            self._done.wait(max(0.0, self._started + limit - time.perf_counter()))
-        return self._done.is_set() and self._loaded
+            limits = {False: float(dask.config.get(KERNEL_LOAD_WAIT)),
+                      True: float(dask.config.get(KERNEL_COMPILE_WAIT))}
+            with self._news:
+                while not self._done:
+                    left = self._started + limits[self._compiling] - time.perf_counter()
+                    if left <= 0:
+                        break
+                    self._news.wait(left)
+        return self._done and self._loaded
 
 
 LOADER = KernelLoader()
@@ -194,8 +227,8 @@ def first_use(seen: set[Any], key: Any) -> AbstractContextManager:
 
 @functools.cache
 def watch_numba() -> None:
-    """Count numba's compiles and cache loads from now on (called where numba is imported;
-    once a process)."""
+    """Count numba's compiles and cache loads from now on, and tell :data:`LOADER` of a
+    compile on its thread (called where numba is imported; once a process)."""
     from numba.core import event
 
     class Listener(event.Listener):
@@ -205,4 +238,12 @@ def watch_numba() -> None:
         def on_end(self, event: Any) -> None:
             CLOCK.stop()
 
+    class Compiles(event.Listener):
+        def on_start(self, event: Any) -> None:
+            LOADER.compile_started()
+
+        def on_end(self, event: Any) -> None:
+            pass
+
     event.register("numba:compiler_lock", Listener())
+    event.register("numba:compile", Compiles())

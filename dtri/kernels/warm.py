@@ -1,7 +1,12 @@
 """The kernels a CPU count runs, loaded ahead (:class:`dtri.kernels.compiled.KernelLoader`'s
 work): each is called once on a triangle, with the argument types a count gives it, so that
 numba imports, reads it from its disk cache (or compiles and caches it, where the cache has
-none) and keeps it for the count that follows."""
+none) and keeps it for the count that follows.
+
+``python -m dtri.kernels.warm``, once after installing dtri, writes numba's cache of them (under
+``NUMBA_CACHE_DIR`` where set, else next to dtri's source where it is writable, else under
+numba's user-wide cache, ``~/.cache/numba``: a read-only install's), so that a new install's
+first process reads them as later ones do."""
 
 from __future__ import annotations
 
@@ -33,3 +38,14 @@ def warm_count_kernels() -> None:
                                  threads)
         if found != 1:
             raise RuntimeError(f"the marks kernel found {found} triangles in a triangle")
+
+
+if __name__ == "__main__":
+    import time
+
+    from dtri.kernels.compiled import CLOCK
+
+    started = time.perf_counter()
+    warm_count_kernels()
+    print(f"numba's CPU kernels of a count loaded in {time.perf_counter() - started:.2f} s "
+          f"({CLOCK.seconds:.2f} s compiling or reading numba's cache)")

@@ -298,6 +298,20 @@ PRESETS: dict[str, Preset] = {
                    "{data}", "--out", "{out}"),),
         "the machine shared with other work: each round runs every arm once, so the ratios "
         "within a round (detail.round_ratios) are what count"),
+    "cpu-fresh-cache-2core": Preset(
+        "issue 71: the same against the tree before the compile wait (d56cf2d), numba's cache "
+        "warm (each tree's kernels cached before the rounds), then cold (every process an "
+        "empty NUMBA_CACHE_DIR, as a new install's first)", CPU, (
+            script("cpu_fresh.py", "--baseline", "d56cf2d", "--rounds", "3", "--data",
+                   "{data}", "--out", "{out}"),
+            script("cpu_fresh.py", "--baseline", "d56cf2d", "--rounds", "3", "--numba-cache",
+                   "cold", "--graphs", "ca-CondMat", "ca-GrQc", "ca-HepTh", "p2p-Gnutella24",
+                   "--data", "{data}", "--out", "{out}"),
+            *(script("cpu_fresh.py", "--rounds", "3", "--load-at", place, "--graphs",
+                     "ca-CondMat", "ca-GrQc", "--data", "{data}", "--out", "{out}")
+              for place in ("start", "within"))),
+        "the machine shared with other work: the ratios within a round are what count; "
+        "--load-at moves the kernels' load into the first call, to measure what it costs"),
     "dense-cpu-2core": Preset(
         "the count, per-vertex triangles and clustering in process against GraphBLAS, "
         "graphblas-algorithms and NetworKit on the same arrays; then from the files", CPU, (

@@ -12,8 +12,9 @@ import threading
 
 import dask
 import numpy as np
+import pytest
 
-from dtri.kernels.compiled import KERNEL_LOAD_WAIT, KernelLoader
+from dtri.kernels.compiled import KERNEL_COMPILE_WAIT, KERNEL_LOAD_WAIT, KernelLoader
 from tests.oracles import REPO_ROOT, networkx_triangles
 
 FRESH_COUNTS = """
@@ -22,7 +23,8 @@ import dask
 import numpy as np
 import dtri
 
-dask.config.set({"dtri.kernel-load-wait": 600})  # a first compile, where numba's cache is cold
+# waited for, a first compile too (numba's cache is cold in a new checkout)
+dask.config.set({"dtri.kernel-load-wait": 600, "dtri.kernel-compile-wait": 600})
 rng = np.random.default_rng(5)
 edges = rng.integers(0, 400, (6000, 2))
 runs = []
@@ -60,6 +62,66 @@ def test_the_loader_counts_its_kernels_ready_once_loaded_and_waits_for_them():
     with dask.config.set({KERNEL_LOAD_WAIT: 600}):
         assert loader.ready()  # waited for
     assert loader.seconds is not None
+
+
+def test_a_load_that_compiles_is_waited_for_only_as_long_as_a_compile_may_be():
+    release = threading.Event()
+
+    def compiles() -> None:
+        loader.compile_started()  # numba's ``numba:compile`` event, on the loader's thread
+        release.wait(60)
+
+    loader = KernelLoader(compiles)
+    loader.compile_started()  # not the loader's thread: no compile of its
+    assert not loader.compiling
+    with dask.config.set({KERNEL_LOAD_WAIT: 600, KERNEL_COMPILE_WAIT: 0}):
+        loader.start()
+        assert not loader.ready()  # returns once the load compiles, not 600 s later
+        assert loader.compiling
+    release.set()
+    with dask.config.set({KERNEL_COMPILE_WAIT: 600}):
+        assert loader.ready()
+
+
+COLD_CACHE_COUNTS = """
+import json, sys
+import dask
+import numpy as np
+import dtri
+from dtri.kernels.compiled import KERNEL_COMPILE_WAIT, LOADER
+
+edges = np.random.default_rng(5).integers(0, 400, (6000, 2))
+runs = []
+for _ in range(2):
+    result = dtri.count(edges, backend="cpu")
+    runs.append([result.triangles, result.join, LOADER.compiling])
+with dask.config.set({KERNEL_COMPILE_WAIT: 600}):
+    assert LOADER.ready()  # the compile, done; numba has cached the kernels
+result = dtri.count(edges, backend="cpu")
+runs.append([result.triangles, result.join, LOADER.compiling])
+print(json.dumps(runs))
+"""
+
+
+@pytest.mark.slow
+def test_a_cold_cache_is_compiled_in_the_background_and_read_by_the_next_process(tmp_path):
+    import os
+
+    expected = networkx_triangles(np.random.default_rng(5).integers(0, 400, (6000, 2)))
+    environ = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", COLD_CACHE_COUNTS], capture_output=True,
+                              text=True, timeout=600, cwd=REPO_ROOT, env=environ, check=False)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    # numba's cache empty: the second count does not wait for the compile, NumPy's join
+    assert cold == [[expected, "wedges", False], [expected, "wedges", True],
+                    [expected, "intersect", True]]
+    # the next process reads the kernels that the first cached, and counts with them
+    assert warm == [[expected, "wedges", False], [expected, "intersect", False],
+                    [expected, "intersect", False]]
 
 
 def test_a_load_that_fails_leaves_the_numpy_join():
