@@ -30,20 +30,22 @@ def networkx_of(rows: pd.DataFrame, directed: bool) -> nx.Graph:
 
 
 def ours(rows: pd.DataFrame, weight: str | None, directed: bool, partitions: int,
-         backend: str = "cpu", **compute) -> pd.DataFrame:
+         backend: str = "cpu", **options) -> pd.DataFrame:
+    """``dtri.clustering`` of the rows cut into ``partitions`` (``options``: the run's, as
+    for ``dtri.prepare``)."""
     import dask.dataframe as dd
 
     frame = dd.from_pandas(rows, npartitions=partitions, sort=False)
     if backend == "gpu":
         frame = frame.to_backend("cudf")
-    found = dtri.clustering(frame, weight=weight, directed=directed).compute(**compute)
+    found = dtri.clustering(frame, weight=weight, directed=directed, **options).compute()
     return found.to_pandas() if hasattr(found, "to_pandas") else found
 
 
 def check(rows: pd.DataFrame, weight: str | None, directed: bool, partitions: int,
-          backend: str = "cpu", **compute) -> None:
+          backend: str = "cpu", **options) -> None:
     graph = networkx_of(rows, directed)
-    found = ours(rows, weight, directed, partitions, backend, **compute)
+    found = ours(rows, weight, directed, partitions, backend, **options)
     assert sorted(found.index.tolist()) == sorted(graph)  # every vertex of the rows
     expected = nx.clustering(graph, weight=weight)
     values = found["clustering"]
@@ -165,6 +167,16 @@ def test_shared_graphs_with_random_weights_and_directions(row, partitions, share
 def test_shared_graph_on_a_cluster(row, shared_data, dask_client, backend):
     rows = shared_rows(shared_data / row["file"], seed=3)
     check(rows, "weight", True, 4, backend)
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_a_shared_graph_on_one_and_four_cpu_workers(workers, shared_data):
+    """A local cluster of one or four CPU workers that dtri starts (``workers``), its listing
+    cut into many tasks by a small budget: every kind equal to NetworkX's."""
+    rows = shared_rows(shared_data / SHARED[1]["file"], seed=workers)
+    for weight, directed in KINDS:
+        check(rows, weight, directed, 4, backend="cpu", workers=workers,
+              memory_budget="2MiB")
 
 
 def test_a_session_on_a_cluster_keeps_the_result_on_its_workers(shared_data, dask_client):
