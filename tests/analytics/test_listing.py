@@ -76,25 +76,6 @@ def test_shared_graphs_on_one_and_two_workers(name, shared_data, dask_client, ba
         assert len(listed) == 1000 and set(listed) <= oracle(graph)
 
 
-def test_a_shared_graph_on_four_cpu_workers(shared_data, tmp_path):
-    """A local cluster of four CPU workers that dtri starts: the listing, a restricted one,
-    and each written as Parquet, a file per task, by the workers."""
-    graph = shared_graph(shared_data / SHARED[1])
-    with dtri.prepare(shared_data / SHARED[1], backend="cpu", workers=4,
-                      memory_budget="2MiB") as prepared:
-        assert prepared.runtime.client is not None
-        assert len(prepared.runtime.client.scheduler_info()["workers"]) == 4
-        check_listing(prepared, graph)
-        assert prepared.write_triangles(str(tmp_path / "all")) == len(oracle(graph))
-        assert len(list((tmp_path / "all").glob("*.parquet"))) > 2
-        assert sorted(rows(pd.read_parquet(tmp_path / "all"))) == sorted(oracle(graph))
-        some = sorted(graph)[::53]
-        assert prepared.write_triangles(str(tmp_path / "some"), limit=500, vertices=some) \
-            == 500
-        listed = rows(pd.read_parquet(tmp_path / "some"))
-        assert len(listed) == len(set(listed)) == 500 and set(listed) <= oracle(graph, some)
-
-
 @given(edges=messy_graphs(), data=st.data())
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_messy_inputs(edges, data):

@@ -169,16 +169,6 @@ def test_shared_graph_on_a_cluster(row, shared_data, dask_client, backend):
     check(rows, "weight", True, 4, backend)
 
 
-@pytest.mark.parametrize("workers", [1, 4])
-def test_a_shared_graph_on_one_and_four_cpu_workers(workers, shared_data):
-    """A local cluster of one or four CPU workers that dtri starts (``workers``), its listing
-    cut into many tasks by a small budget: every kind equal to NetworkX's."""
-    rows = shared_rows(shared_data / SHARED[1]["file"], seed=workers)
-    for weight, directed in KINDS:
-        check(rows, weight, directed, 4, backend="cpu", workers=workers,
-              memory_budget="2MiB")
-
-
 def test_a_session_on_a_cluster_keeps_the_result_on_its_workers(shared_data, dask_client):
     from distributed import futures_of
 
