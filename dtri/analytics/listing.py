@@ -296,6 +296,7 @@ def list_triangles(graph: GraphData, limit: int | None = None,
 
 
 def rows_written(*rows: int) -> int:
+    """The rows of every file written."""
     return sum(rows)
 
 
