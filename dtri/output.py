@@ -72,19 +72,6 @@ class OutputFolder:
         self.commit()
         return self.out
 
-    def parquet_rows(self) -> int:
-        """The rows of the Parquet files written, read from their footers (where they are
-        now: the final name once committed)."""
-        import pyarrow.parquet as pq
-
-        folder = self.path if self.committed else self.temporary_path
-        rows = 0
-        for name in self.fs.find(folder):
-            if name.endswith(".parquet"):
-                with self.fs.open(name, "rb") as handle:
-                    rows += pq.ParquetFile(handle).metadata.num_rows
-        return rows
-
     def commit(self) -> None:
         """Rename the complete result into place; fail if something took the name meanwhile."""
         if self.local:

@@ -8,11 +8,14 @@ where ``w`` is in ``N+(u) ∩ N+(v)``. Each ``dtri-list`` task intersects its pi
 closes), sizes its record batches by their prefix sums
 (:func:`~dtri.kernels.graphlets.record_batches`), writes the records
 (:func:`~dtri.kernels.graphlets.list_triangles`, the kernel the graphlets list 4-cliques
-from, numba's or CUDA's) and maps the ranks back to input ids.
+from, numba's or CUDA's) and maps the ranks back to input ids, ascending
+(:func:`~dtri.kernels.graphlets.triangle_ids`: one numba pass on the CPU).
 
-The result is a Dask DataFrame of one partition per task, built lazily: written with
-``to_parquet``, each partition is computed, written as its own file and let go, so the
-listing is never held whole, by a worker or by the client. A task's pieces hold at most
+Each task's triangles are one block of three rows where the run's results wait. The Python
+API's result is a Dask DataFrame of one partition per block, built lazily; written
+(:func:`write_listing`), each block is written as its own Parquet file by the task after the
+one that lists it, straight from its arrays, and let go, so the listing is never held whole,
+by a worker or by the client. A task's pieces hold at most
 :func:`most_wedges` wedges (where the partitions' wedge profile can cut them so), and a
 triangle is one of them, which bounds a partition's rows.
 """
@@ -99,23 +102,6 @@ def listing_plan(graph: GraphData) -> tuple[tuple[tuple[int, int], ...], list[Li
     return plan.groups, tasks, plan.chunk_rows
 
 
-def ordered_ids(x: Any, y: Any, z: Any) -> Any:
-    """Three id arrays sorted row by row, as one block of three rows: the least, the middle,
-    the greatest (the middle by exclusive or, which cannot overflow)."""
-    xp = array_module(x)
-    block = xp.empty((3, int(x.shape[0])), dtype=xp.int64)
-    low, middle, high = block
-    xp.minimum(x, y, out=low)
-    xp.minimum(low, z, out=low)
-    xp.maximum(x, y, out=high)
-    xp.maximum(high, z, out=high)
-    xp.bitwise_xor(x, y, out=middle)
-    middle ^= z
-    middle ^= low
-    middle ^= high
-    return block
-
-
 def list_group(staging: Staging, rows: int, kernel: str, records: int,
                bounds: tuple[int, int], group_size: int,
                pieces: tuple[tuple[int, int, int], ...], limit: int | None, ids: Any,
@@ -144,33 +130,54 @@ def list_group(staging: Staging, rows: int, kernel: str, records: int,
             lowest = sources(piece)
             for a, b in kernels.record_batches(closing, records):
                 batch = kernels.list_triangles(piece, group, closing, a, b)
-                trio = (lowest[batch.ab], piece.dst[batch.ab], piece.dst[batch.ac])
                 if wanted is not None:
-                    touching = wanted[trio[0]] | wanted[trio[1]] | wanted[trio[2]]
-                    trio = tuple(ranks[touching] for ranks in trio)
+                    touching = (wanted[lowest[batch.ab]] | wanted[piece.dst[batch.ab]]
+                                | wanted[piece.dst[batch.ac]])
+                    batch = kernels.TriangleRecords(*(r[touching] for r in batch))
                 if limit is not None:
-                    trio = tuple(ranks[: limit - listed] for ranks in trio)
-                found.append(ordered_ids(*(ids[ranks].astype(xp.int64, copy=False)
-                                           for ranks in trio)))
-                listed += int(trio[0].shape[0])
+                    batch = kernels.TriangleRecords(*(r[: limit - listed] for r in batch))
+                found.append(kernels.triangle_ids(piece, lowest, batch, ids))
+                listed += int(batch.ab.shape[0])
                 if limit is not None and listed >= limit:
-                    return _frame(staging, xp, found)
-    return _frame(staging, xp, found)
+                    return _block(staging, xp, found)
+    return _block(staging, xp, found)
 
 
-def _frame(staging: Staging, xp: Any, found: list[Any]) -> Any:
-    """The listed triangles (blocks of three rows: ``a``, ``b``, ``c``) as one frame where
-    the run's results wait; a pandas frame over the block itself, uncopied."""
-    import numpy as np
-
+def _block(staging: Staging, xp: Any, found: list[Any]) -> Any:
+    """The listed triangles (blocks of three rows: ``a``, ``b``, ``c``) as one block where
+    the run's results wait."""
     if not found:
         found = [xp.zeros((len(COLUMNS), 0), dtype=xp.int64)]
-    block = staging.to_host(xp.concatenate(found, axis=1) if len(found) > 1 else found[0])
+    return staging.to_host(xp.concatenate(found, axis=1) if len(found) > 1 else found[0])
+
+
+def block_frame(block: Any) -> Any:
+    """A block of listed triangles as a frame of its library; a pandas frame over the block
+    itself, uncopied."""
+    import numpy as np
+
     if isinstance(block, np.ndarray):
         import pandas as pd
 
         return pd.DataFrame(block.T, columns=list(COLUMNS), copy=False)
     return frame_from_arrays(block[0], {name: block[i] for i, name in enumerate(COLUMNS)})
+
+
+def write_block(block: Any, fs: Any, path: str) -> int:
+    """Write a block of listed triangles to ``path`` on ``fs`` as one Parquet file (int64
+    columns ``a``, ``b``, ``c``), straight from its arrays (pyarrow's writer on the host,
+    cuDF's on the GPU); returns its rows."""
+    import numpy as np
+
+    with fs.open(path, "wb") as handle:
+        if isinstance(block, np.ndarray):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.table(dict(zip(COLUMNS, block, strict=True))), handle)
+        else:
+            block_frame(block).to_parquet(handle, index=False)
+    return int(block.shape[1])
 
 
 def wanted_ranks(ids: Any, listed: Any) -> Any:
@@ -181,15 +188,14 @@ def wanted_ranks(ids: Any, listed: Any) -> Any:
 
 
 def empty_listing(like: Any) -> Any:
-    """A listing of no triangles, as frames of the array library of ``like``."""
+    """A listing of no triangles, as a block of the array library of ``like``."""
     xp = array_module(like)
-    return frame_from_arrays(xp.zeros(0, dtype=xp.int64),
-                             {name: xp.zeros(0, dtype=xp.int64) for name in COLUMNS})
+    return xp.zeros((len(COLUMNS), 0), dtype=xp.int64)
 
 
-def rows_of(frame: Any) -> int:
+def rows_of(block: Any) -> int:
     """A partition's rows."""
-    return len(frame)
+    return int(block.shape[1])
 
 
 def rows_before(before: int, rows: int) -> int:
@@ -197,10 +203,10 @@ def rows_before(before: int, rows: int) -> int:
     return before + rows
 
 
-def first_rows(frame: Any, before: int, limit: int) -> Any:
+def first_rows(block: Any, before: int, limit: int) -> Any:
     """The rows of a partition that fit ``limit`` after the ``before`` rows of the
     partitions ahead of it."""
-    return frame.iloc[: max(limit - before, 0)]
+    return block[:, : max(limit - before, 0)]
 
 
 def checked_limit(limit: int | None) -> int | None:
@@ -226,17 +232,17 @@ def checked_vertices(vertices: Iterable[int] | None) -> Any:
     return np.unique(listed)
 
 
-def list_triangles(graph: GraphData, limit: int | None = None,
-                   vertices: Iterable[int] | None = None) -> dd.DataFrame:
-    """Every triangle of ``graph`` once, as a lazy Dask DataFrame of input ids ``a < b < c``
-    (int64), one partition per ``dtri-list`` task. ``vertices``: only the triangles with at
-    least one of these input ids (``networkx.all_triangles(G, nbunch)``); ``limit``: at
-    most that many, the first the tasks find in their order (which ones depends on how the
-    graph was prepared: any ``limit`` triangles)."""
-    import dask
-    import dask.dataframe as dd
+Lazy = Callable[..., Any]
+"""Builds a task of the listing (:func:`listing_blocks`'s ``lazy``)."""
 
-    from dtri.analytics.edge import frame_meta
+
+def listing_blocks(graph: GraphData, limit: int | None, vertices: Iterable[int] | None
+                   ) -> tuple[list[Any], Lazy]:
+    """The listing's partitions, as lazy blocks of three rows (input ids ``a < b < c``) where
+    the run's results wait, and the function that builds more tasks of the listing (each
+    built, not run, as the staging wraps a task that moves its own data or only looks at
+    its inputs)."""
+    import dask
 
     limit, listed = checked_limit(limit), checked_vertices(vertices)
     groups, plan, rows = listing_plan(graph)
@@ -245,8 +251,6 @@ def list_triangles(graph: GraphData, limit: int | None = None,
     staging = graph.staging
 
     def lazy(func: Callable[..., Any], *args: Any, key: str, worker: int | None = None) -> Any:
-        """A task of the listing, built, not run (an in-process run's too), as the staging
-        wraps a task that moves its own data or only looks at its inputs."""
         wrapped = staging.wrap(func, True,
                                moves_own_data=any(isinstance(a, Staging) for a in args))
         with tasks.on_worker(worker) if worker is not None else nullcontext():
@@ -271,8 +275,41 @@ def list_triangles(graph: GraphData, limit: int | None = None,
         parts.append(lazy(empty_listing, graph.ids, key="empty"))
     if limit is not None:
         parts = _first(lazy, parts, limit)
+    return parts, lazy
+
+
+def list_triangles(graph: GraphData, limit: int | None = None,
+                   vertices: Iterable[int] | None = None) -> dd.DataFrame:
+    """Every triangle of ``graph`` once, as a lazy Dask DataFrame of input ids ``a < b < c``
+    (int64), one partition per ``dtri-list`` task. ``vertices``: only the triangles with at
+    least one of these input ids (``networkx.all_triangles(G, nbunch)``); ``limit``: at
+    most that many, the first the tasks find in their order (which ones depends on how the
+    graph was prepared: any ``limit`` triangles)."""
+    import dask.dataframe as dd
+
+    from dtri.analytics.edge import frame_meta
+
+    blocks, lazy = listing_blocks(graph, limit, vertices)
+    parts = [lazy(block_frame, block, key=f"frame-{i}") for i, block in enumerate(blocks)]
     meta = frame_meta(graph, dict.fromkeys(COLUMNS, "int64"))
     return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def rows_written(*rows: int) -> int:
+    """The rows of every file written."""
+    return sum(rows)
+
+
+def write_listing(graph: GraphData, fs: Any, folder: str, limit: int | None = None,
+                  vertices: Iterable[int] | None = None) -> Any:
+    """The listing of :func:`list_triangles` written into ``folder`` on ``fs`` (an fsspec
+    file system), one Parquet file per partition (``part.N.parquet``), each by the task
+    after the one that lists it, with no Dask DataFrame between: a lazy task of the rows
+    written."""
+    blocks, lazy = listing_blocks(graph, limit, vertices)
+    written = [lazy(write_block, block, fs, f"{folder}/part.{i}.parquet", key=f"write-{i}")
+               for i, block in enumerate(blocks)]
+    return lazy(rows_written, *written, key="rows")
 
 
 def _first(lazy: Callable[..., Any], parts: list[Any], limit: int) -> list[Any]:

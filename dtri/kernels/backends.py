@@ -26,6 +26,7 @@ from dtri.kernels.dispatch import (
     series_from_arrays,
     sort_keys,
     to_host,
+    triangle_ids_kernel,
 )
 
 
@@ -42,7 +43,8 @@ def _sort_numpy(keys: np.ndarray) -> np.ndarray:
 for kernel, name in ((list_triangles_kernel, "list_triangles_cpu"),
                      (clique_counts_kernel, "clique_counts_cpu"),
                      (cycle_records_kernel, "cycle_records_cpu"),
-                     (cycle_credits_kernel, "cycle_credits_cpu")):
+                     (cycle_credits_kernel, "cycle_credits_cpu"),
+                     (triangle_ids_kernel, "triangle_ids_cpu")):
     kernel.register(np.ndarray, imported_on_call("dtri.kernels.graphlets.cpu", name))
 
 
@@ -57,6 +59,7 @@ for kernel, name in ((list_triangles_kernel, "list_triangles_cpu"),
 @clique_counts_kernel.register_lazy("cupy")
 @cycle_records_kernel.register_lazy("cupy")
 @cycle_credits_kernel.register_lazy("cupy")
+@triangle_ids_kernel.register_lazy("cupy")
 def _register_cupy() -> None:
     import dtri.kernels.gpu  # noqa: F401  (registers the CuPy implementations)
 

@@ -93,6 +93,11 @@ list_triangles_kernel = Dispatch("list_triangles_kernel")
 (:mod:`dtri.kernels.graphlets.cpu`) on NumPy, CUDA's (:mod:`dtri.kernels.graphlets.cuda`) on
 CuPy."""
 
+triangle_ids_kernel = Dispatch("triangle_ids_kernel")
+"""Listed triangles' input ids, ascending row by row, into a ``(3, n)`` int64 block
+(:func:`dtri.kernels.graphlets.triangle_ids`): numba's kernel on NumPy, CuPy's gathers and
+minimum/maximum (:func:`dtri.kernels.graphlets.gathered_triangle_ids`) on CuPy."""
+
 clique_counts_kernel = Dispatch("clique_counts_kernel")
 """The compiled kernel that counts 4-cliques over triangle records
 (:func:`dtri.kernels.graphlets.clique_counts`), numba's or CUDA's as above."""

@@ -22,6 +22,7 @@ from dtri.kernels.dispatch import (
     series_from_arrays,
     sort_keys,
     to_host,
+    triangle_ids_kernel,
 )
 
 sort_keys.register(cupy.ndarray, cupy.sort)
@@ -68,3 +69,5 @@ for kernel, name in ((list_triangles_kernel, "list_triangles_cuda"),
     kernel.register(cupy.ndarray, imported_on_call("dtri.kernels.graphlets.cuda", name))
 cycle_credits_kernel.register(cupy.ndarray,
                               imported_on_call("dtri.kernels.graphlets", "sorted_cycle_credits"))
+triangle_ids_kernel.register(cupy.ndarray,
+                             imported_on_call("dtri.kernels.graphlets", "gathered_triangle_ids"))

@@ -1039,6 +1039,20 @@ PRESETS: dict[str, Preset] = {
             script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}"),),
         "issue 72; in process (no cluster), numba's cache warmed first; the machine was "
         "shared with other sessions (loadavg in detail)"),
+    "listing-rmat16-cpu-2core": Preset(
+        "dtri list of R-MAT 16 and ca-CondMat against dtri count of the same input, each in "
+        "its own process, best of 3 alternated rounds", CPU, (
+            script("listing.py", "rmat:16", "ca-CondMat", "--rounds", "3", "--data", "{data}",
+                   "--out", "{out}"),),
+        "issue 73; in process (no cluster), numba's cache warmed first; the machine was "
+        "shared with other sessions (loadavg in detail)"),
+    "weighted-clustering-cpu-2core": Preset(
+        "dtri.clustering weighted, directed and both against NetworkX's nx.clustering on "
+        "shared graphs with seeded random weights and directions, each arm in its own "
+        "process", CPU, (
+            script("weighted_clustering.py", "ca-CondMat", "email-Eu-core", "--rounds", "2",
+                   "--calls", "3", "--data", "{data}", "--out", "{out}"),),
+        "issue 73; dtri in process (no cluster); values compared vertex by vertex to 1e-12"),
     "saved-graph-cpu-2core": Preset(
         "counting a saved prepared graph against its raw Parquet files, and a --checkpoint "
         "count killed with SIGKILL mid-join then run again", CPU, (

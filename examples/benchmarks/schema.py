@@ -71,6 +71,9 @@ BENCHMARKS = {
     "join-per-call": "`dtri.count` in an open GPU session, median",
     "k-truss": "`dtri.prepare` + `k_truss(k)`, best of `--repeat`",
     "kernel-probe": "the fused join under one tuning, best of `--repeat`",
+    "listing": "`dtri list INPUT -o DIR --json` in a new process: wall seconds of the "
+               "command, best of the rounds (peer: `dtri count` of the same input, in its own "
+               "process)",
     "multi-gpu": "prepare + count of edges persisted on the workers, best of `--repeat`",
     "multi-gpu-cli": "`dtri count --generate --workers W --json` in a new process: wall "
                      "seconds of the command, best of `--repeat`",
@@ -97,6 +100,9 @@ BENCHMARKS = {
     "verify-shared": "every check of one graph against NetworkX",
     "wire-format": "packing and unpacking every 2D block of a graph once in one wire format, "
                    "best of `--repeat`",
+    "weighted-clustering": "`dtri.clustering(rows, weight=..., directed=...)` in a fresh "
+                           "process of its own, best of calls 2.., best over the rounds "
+                           "(peer: NetworkX's graph build + `nx.clustering`)",
     "worker-malloc": "`dtri.count` on a local CPU cluster dtri starts: dtri's own total",
 }
 """What ``seconds`` is in each benchmark's lines (the index prints it)."""
@@ -347,6 +353,8 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "wire-format": lambda own: take(own, benchmark="wire-format"),
     "first-run": lambda own: take(own, benchmark="first-run"),
     "profile": lambda own: take(own, benchmark="profile"),
+    "listing": lambda own: take(own, benchmark="listing"),
+    "weighted-clustering": lambda own: take(own, benchmark="weighted-clustering"),
 }
 """Each script's (or command's) own dict → the fields it gives (``detail`` among them)."""
 

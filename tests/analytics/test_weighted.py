@@ -30,20 +30,22 @@ def networkx_of(rows: pd.DataFrame, directed: bool) -> nx.Graph:
 
 
 def ours(rows: pd.DataFrame, weight: str | None, directed: bool, partitions: int,
-         backend: str = "cpu", **compute) -> pd.DataFrame:
+         backend: str = "cpu", **options) -> pd.DataFrame:
+    """``dtri.clustering`` of the rows cut into ``partitions`` (``options``: the run's, as
+    for ``dtri.prepare``)."""
     import dask.dataframe as dd
 
     frame = dd.from_pandas(rows, npartitions=partitions, sort=False)
     if backend == "gpu":
         frame = frame.to_backend("cudf")
-    found = dtri.clustering(frame, weight=weight, directed=directed).compute(**compute)
+    found = dtri.clustering(frame, weight=weight, directed=directed, **options).compute()
     return found.to_pandas() if hasattr(found, "to_pandas") else found
 
 
 def check(rows: pd.DataFrame, weight: str | None, directed: bool, partitions: int,
-          backend: str = "cpu", **compute) -> None:
+          backend: str = "cpu", **options) -> None:
     graph = networkx_of(rows, directed)
-    found = ours(rows, weight, directed, partitions, backend, **compute)
+    found = ours(rows, weight, directed, partitions, backend, **options)
     assert sorted(found.index.tolist()) == sorted(graph)  # every vertex of the rows
     expected = nx.clustering(graph, weight=weight)
     values = found["clustering"]

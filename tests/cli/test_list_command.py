@@ -50,7 +50,7 @@ def test_list_writes_every_triangle_once(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["triangles"]
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("workers", ["1", "4"])
 def test_list_on_a_local_cluster(tmp_path, workers):
     out = tmp_path / "triangles"
     done = subprocess.run([sys.executable, "-m", "dtri", "list", KARATE, "--backend", "cpu",

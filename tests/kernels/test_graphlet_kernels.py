@@ -92,3 +92,33 @@ def test_batches_are_greedy_and_within_budget(counts, budget):
         assert sum(counts[a:b]) <= budget or b == a + 1  # one item above the budget alone
         if b < len(counts):
             assert sum(counts[a:b + 1]) > budget  # greedy: the next item would not fit
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=200),
+       st.integers(0, 3), st.sampled_from(["int64", "int32", "uint64"]))
+@settings(max_examples=60, deadline=None)
+def test_triangle_ids_kernel_sorts_each_row_as_array_code_does(pairs, threads, dtype):
+    """numba's pass and the array code (CuPy's) give each record's three input ids, least
+    first, as sorting them does; ids near 2**63 and of narrower types included."""
+    import dask
+
+    from dtri.kernels.graphlets.cpu import triangle_ids_cpu
+
+    rng = np.random.default_rng(len(pairs))
+    edges = len(pairs)
+    lowest = np.array([u for u, _ in pairs], dtype=np.int64)
+    dst = np.array([v for _, v in pairs], dtype=np.int64)
+    top = 2**31 - 1 if dtype == "int32" else 2**63 - 1
+    ids = rng.choice(np.arange(top - 41, top, dtype=np.int64) if rng.random() < 0.5
+                     else np.arange(41, dtype=np.int64), 41, replace=False).astype(dtype)
+    records = rng.integers(0, max(edges, 1), (2, rng.integers(0, 500) if edges else 0))
+    ab, ac = records
+    expected = np.sort(np.stack([ids[lowest[ab]], ids[dst[ab]], ids[dst[ac]]]).astype(np.int64),
+                       axis=0)
+    found = np.empty((3, ab.shape[0]), dtype=np.int64)
+    with dask.config.set({"dtri.kernel-threads": threads + 1}):
+        triangle_ids_cpu(lowest, dst, ids, ab, ac, found)
+    assert (found == expected).all()
+    gathered = np.empty_like(found)
+    graphlets.gathered_triangle_ids(lowest, dst, ids, ab, ac, gathered)
+    assert (gathered == expected).all()

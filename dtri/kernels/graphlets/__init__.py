@@ -48,6 +48,7 @@ from dtri.kernels.dispatch import (
     cycle_credits_kernel,
     cycle_records_kernel,
     list_triangles_kernel,
+    triangle_ids_kernel,
 )
 
 ORBITS = 16
@@ -255,6 +256,36 @@ def list_triangles(part: CSR, group: CSR, per_edge: Any, first: int, last: int
         list_triangles_kernel(part.dst, part.offsets, group.dst, group.offsets, group.low,
                               group.high, first, last, starts, ab, ac, bc)
     return TriangleRecords(ab, ac, bc)
+
+
+def triangle_ids(part: CSR, lowest: Any, records: TriangleRecords, ids: Any) -> Any:
+    """The input ids of ``records`` (triangles of ``part``'s edges; ``lowest``: the source of
+    each edge, :func:`~dtri.kernels.csr.sources`; ``ids``: the input id of each rank),
+    ascending row by row, as one int64 block of three rows ``a < b < c``."""
+    xp = array_module(part.offsets)
+    block = xp.empty((3, int(records.ab.shape[0])), dtype=xp.int64)
+    if records.ab.shape[0]:
+        triangle_ids_kernel(lowest, part.dst, ids, records.ab, records.ac, block)
+    return block
+
+
+def gathered_triangle_ids(lowest: Any, dst: Any, ids: Any, ab: Any, ac: Any, block: Any
+                          ) -> None:
+    """:func:`triangle_ids` by array code (CuPy's): the three ids gathered, then the least,
+    the greatest and the middle (by exclusive or, which cannot overflow) written into
+    ``block``."""
+    xp = array_module(ab)
+    x, y, z = (ids[ranks].astype(xp.int64, copy=False)
+               for ranks in (lowest[ab], dst[ab], dst[ac]))
+    low, middle, high = block
+    xp.minimum(x, y, out=low)
+    xp.minimum(low, z, out=low)
+    xp.maximum(x, y, out=high)
+    xp.maximum(high, z, out=high)
+    xp.bitwise_xor(x, y, out=middle)
+    middle ^= z
+    middle ^= low
+    middle ^= high
 
 
 def clique_counts(part: CSR, group: CSR, top: CSR, records: TriangleRecords) -> tuple[Any, Any]:

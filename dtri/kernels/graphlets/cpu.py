@@ -1,8 +1,9 @@
 """The graphlet kernels compiled by numba, for :mod:`dtri.kernels.graphlets`: the triangle
-listing (:func:`list_triangles_cpu`), the 4-cliques over listed triangles
-(:func:`clique_counts_cpu`), the oriented wedges of 4-cycles (:func:`cycle_records_cpu`) and
-their credits (:func:`cycle_credits_cpu`). Imported only where they run; compiled on first use
-and cached on disk by numba; threaded by numba (:func:`dtri.kernels.strategy.kernel_threads`).
+listing (:func:`list_triangles_cpu`) and its input ids (:func:`triangle_ids_cpu`), the
+4-cliques over listed triangles (:func:`clique_counts_cpu`), the oriented wedges of 4-cycles
+(:func:`cycle_records_cpu`) and their credits (:func:`cycle_credits_cpu`). Imported only where
+they run; compiled on first use and cached on disk by numba; threaded by numba
+(:func:`dtri.kernels.strategy.kernel_threads`).
 """
 
 from __future__ import annotations
@@ -74,6 +75,33 @@ def list_triangles_cpu(pdst: Any, poff: Any, gdst: Any, goff: Any, glow: int, gh
     each edge walks the shorter of its two lists and gallops in the other."""
     _list_triangles(kernel_threads(), pdst, poff, gdst, goff, glow, ghigh, first, last,
                     starts, ab, ac, bc)
+
+
+@numba.njit(nogil=True, cache=True, parallel=True)
+def _triangle_ids(threads: int, lowest: Any, dst: Any, ids: Any, ab: Any, ac: Any,
+                  out: Any) -> None:
+    n = ab.shape[0]
+    for t in numba.prange(threads):
+        for r in range(n * t // threads, n * (t + 1) // threads):
+            x = np.int64(ids[lowest[ab[r]]])
+            y = np.int64(ids[dst[ab[r]]])
+            z = np.int64(ids[dst[ac[r]]])
+            if x > y:
+                x, y = y, x
+            if y > z:
+                y, z = z, y
+            if x > y:
+                x, y = y, x
+            out[0, r] = x
+            out[1, r] = y
+            out[2, r] = z
+
+
+def triangle_ids_cpu(lowest: Any, dst: Any, ids: Any, ab: Any, ac: Any, out: Any) -> None:
+    """Write the input ids of the triangles ``ab``, ``ac`` (records of
+    :func:`list_triangles_cpu`) into ``out``, ascending row by row
+    (:func:`dtri.kernels.graphlets.triangle_ids`): one pass, no array per step."""
+    _triangle_ids(kernel_threads(), lowest, dst, ids, ab, ac, out)
 
 
 @numba.njit(nogil=True, cache=True)
