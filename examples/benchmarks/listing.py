@@ -1,10 +1,12 @@
 """``dtri list`` against ``dtri count`` of the same graph, each in a process of its own
-(issue 73: R-MAT 16 listed on the 2-core CPU in at most 5× the count's time).
+(issue 73: R-MAT 16 listed on the 2-core CPU in at most 5× the count's time; R-MAT 20 on one
+GPU in at most 10× the count's time or at 1 GB/s of Parquet written, whichever is slower).
 
 Usage::
 
     python examples/benchmarks/listing.py rmat:16 ca-CondMat [--rounds 3] [--backend cpu] \\
-        [--data DIR] [--dtri-args "--workers 2"] [--out FILE]
+        [--data DIR] [--dtri-args "--workers 2"] [--timeout SECONDS] [--out FILE]
+    python examples/benchmarks/listing.py rmat:20 --backend gpu --rounds 3   # one GPU
 
 A graph is a generator spec (``--generate SPEC``) or the name of a shared SNAP graph
 (``DIR/NAME.txt.gz``). First both commands run once on R-MAT 10, untimed, so that numba's
@@ -19,7 +21,13 @@ reports, without the process's start and imports). ``detail`` also holds the row
 the Parquet bytes written and their rate over the listing's own stage (``analytic``) and
 over the whole command, each round's figures, ``/proc/loadavg`` around each round, and
 ``exact``: every round's rows written equal the count's triangles (and, for a shared graph,
-the published count).
+the published count). ``detail.target`` is the issue's target for the backend, on the best
+wall times: ``allowed_seconds`` is ``count_times`` × the count's (10 on the GPU, 5 on the
+CPU) or, on the GPU, the Parquet bytes at ``GB_per_s`` (1) where that is slower; ``met``.
+
+With no cluster named, both commands run where dtri puts them: in their own process, on the
+CPU or on the one GPU that holds the graph. ``--timeout`` bounds each command (a command
+past it ends the script).
 
 Each line is in the schema of ``schema.py`` (family ``listing``).
 """
@@ -68,8 +76,24 @@ def parquet_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*.parquet"))
 
 
-def one_round(graph: str, extra: list[str], data: Path, folder: Path, r: int
-              ) -> dict[str, Any]:
+COUNT_TIMES = {"cpu": 5, "gpu": 10}
+"""Issue 73's bound on the listing, in count times, by backend."""
+GB_PER_S = {"gpu": 1.0}
+"""Issue 73's other bound on the GPU: the Parquet written at this rate (whichever is
+slower)."""
+
+
+def target(backend: str, list_seconds: float, count_seconds: float, written: int
+           ) -> dict[str, Any]:
+    """The issue's target for ``backend`` on these wall times and bytes written."""
+    times, rate = COUNT_TIMES.get(backend, COUNT_TIMES["cpu"]), GB_PER_S.get(backend)
+    allowed = max(times * count_seconds, written / (rate * 1e9) if rate else 0.0)
+    return {"count_times": times, "GB_per_s": rate, "allowed_seconds": round(allowed, 3),
+            "met": list_seconds <= allowed}
+
+
+def one_round(graph: str, extra: list[str], data: Path, folder: Path, r: int,
+              timeout: float | None = None) -> dict[str, Any]:
     """Both commands once, in the round's order: their wall and own seconds, rows and
     bytes."""
     out = folder / f"listing-{graph.replace(':', '')}-{r}"
@@ -80,7 +104,7 @@ def one_round(graph: str, extra: list[str], data: Path, folder: Path, r: int
     order = ["count", "list"] if r % 2 == 0 else ["list", "count"]
     found: dict[str, Any] = {"order": order, "loadavg_before": loadavg()}
     for arm in order:
-        seconds, peak, printed = run(commands[arm])
+        seconds, peak, printed = run(commands[arm], timeout)
         found[arm] = {"wall": seconds, "own": own_total(printed["seconds"]),
                       "stages": printed["seconds"], "peak_bytes": peak,
                       "command": shlex.join(commands[arm][2:]).replace(str(out), "DIR")}
@@ -123,6 +147,7 @@ def line(graph: str, backend: str, rounds: list[dict[str, Any]], data: Path
         "parquet_GB_per_s": round(listed["bytes"] / analytic / 1e9, 4),
         "parquet_GB_per_s_of_command": round(listed["bytes"] / listed["wall"] / 1e9, 4),
         "rows_per_s": round(listed["rows"] / analytic),
+        "target": target(backend, listed["wall"], best["count"]["wall"], listed["bytes"]),
         "exact": all(r["list"]["rows"] == r["count"]["triangles"] == triangles
                      for r in rounds) and expected in (None, triangles),
         "published_triangles": expected,
@@ -146,6 +171,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=SHARED,
                         help="the folder of the shared SNAP graphs")
     parser.add_argument("--dtri-args", default="", help="more options of both commands")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds each command may take (default: no limit)")
     parser.add_argument("--out")
     args = parser.parse_args()
     extra = ["--backend", args.backend, *shlex.split(args.dtri_args)]
@@ -155,7 +182,8 @@ def main() -> None:
         run([*DTRI, "list", "--generate", "rmat:10", *extra, "-o", str(folder / "warm"),
              "--json"])
         for graph in args.graphs:
-            rounds = [one_round(graph, extra, args.data, folder, r) for r in range(args.rounds)]
+            rounds = [one_round(graph, extra, args.data, folder, r, args.timeout)
+                      for r in range(args.rounds)]
             emit(to_schema("listing", line(graph, args.backend, rounds, args.data)), args.out)
 
 
