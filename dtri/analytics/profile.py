@@ -65,6 +65,8 @@ def vertex_bins(block: tuple, counts: Any) -> tuple[np.ndarray, ...]:
     by_degree = bin_of(degree)
 
     def binned(weights: Any, at: Any = by_degree) -> Any:
+        if not at.shape[0]:  # CuPy's bincount takes the maximum of its input: none here
+            return xp.zeros(BINS, dtype=xp.int64 if weights is None else xp.float64)
         return xp.bincount(at, weights=weights, minlength=BINS)
 
     return (to_host(binned(None)).astype(np.int64),

@@ -155,6 +155,25 @@ def test_on_the_gpu_the_profile_equals_networkx(shared_data):
                   shared_graph(shared_data / name))
 
 
+@pytest.mark.parametrize("library", ["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])
+def test_a_partition_without_a_present_vertex_bins_to_zeros(library):
+    """A k-truss's partition can hold no present vertex: its bins are zeros of the same types
+    as a non-empty partition's (CuPy's bincount of nothing raises)."""
+    import importlib
+
+    from dtri.analytics.profile import vertex_bins
+
+    xp = importlib.import_module(library)
+    ids = xp.arange(4, dtype=xp.int64)
+    degree = xp.asarray([0, 2, 1, 3], dtype=xp.int64)
+    counts = xp.zeros(4, dtype=xp.int64)
+    full = vertex_bins((ids, degree, None), counts)
+    for block in ((ids, degree, xp.zeros(4, dtype=bool)), (ids[:0], degree[:0], None)):
+        binned = vertex_bins(block, counts[: block[1].shape[0]])
+        assert [(b.shape, b.dtype) for b in binned] == [(b.shape, b.dtype) for b in full]
+        assert not any(b.any() for b in binned)
+
+
 def test_a_path_objects_title(tmp_path):
     out = tmp_path / "page"
     profile = dtri.profile(Path(KARATE), output=str(out), backend="cpu")
