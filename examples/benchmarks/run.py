@@ -1046,6 +1046,12 @@ PRESETS: dict[str, Preset] = {
                    "--out", "{out}"),),
         "issue 73; in process (no cluster), numba's cache warmed first; the machine was "
         "shared with other sessions (loadavg in detail)"),
+    "listing-rmat20-h100": Preset(
+        "dtri list of R-MAT 20 against dtri count of the same graph on one GPU, each in its "
+        "own process, best of 3 alternated rounds", "one NVIDIA H100", (
+            script("listing.py", "rmat:20", "--backend", "gpu", "--rounds", "3", "--timeout",
+                   "60", "--out", "{out}"),),
+        "issue 73; in process on the one GPU (no cluster), as a user's run is"),
     "weighted-clustering-cpu-2core": Preset(
         "dtri.clustering weighted, directed and both against NetworkX's nx.clustering on "
         "shared graphs with seeded random weights and directions, each arm in its own "
