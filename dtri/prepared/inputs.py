@@ -27,7 +27,7 @@ from dtri.kernels.dispatch import array_module
 from dtri.kernels.wedges import list_bytes
 from dtri.runtime.budget import MAX_PLAN_TASKS, TASK_SHARES, Budget, max_plan_tasks
 from dtri.runtime.opened import Runtime
-from dtri.runtime.tasks import FAN_IN, Tasks, fold_groups, placed_on
+from dtri.runtime.tasks import FAN_IN, Tasks, by_place, fold_groups, placed_on
 from dtri.runtime.timer import StageTimer
 
 if TYPE_CHECKING:
@@ -205,10 +205,7 @@ def input_groups(rows: list[int], holders: list[str | None], limit: int) -> list
     rows (what one task may hold; :func:`dtri.runtime.tasks.fold_groups` cuts a holder's
     partitions). Fewer, larger senders keep the vertex merge cheap (it costs about one
     vertex set per sender), and merge more of an edge's copies before the sort's exchange."""
-    by_holder: dict[str | None, list[int]] = {}
-    for p, holder in enumerate(holders):
-        by_holder.setdefault(holder, []).append(p)
-    return [group for members in by_holder.values()
+    return [group for members in by_place(holders).values()
             for group in fold_groups(members, rows, limit)]
 
 
