@@ -1,18 +1,22 @@
-"""k-truss and truss numbers, by distributed peeling of the prepared graph.
+"""k-truss and truss numbers, by peeling the prepared graph.
 
 The k-truss is the largest subgraph in which every edge lies on at least ``k - 2`` triangles of
-that subgraph (``networkx.k_truss``; its isolated vertices are dropped). It is found by
-peeling, on the prepared partitions, without reading the input again:
+that subgraph (``networkx.k_truss``; its isolated vertices are dropped). Every edge starts with
+its support (:func:`dtri.analytics.edge.support_totals`, cached on the graph), and the edges
+below ``k - 2`` leave, round after round, until none does.
 
-1. every edge starts with its support (:func:`dtri.analytics.edge.support_totals`, cached on
-   the graph) and the state *alive*;
+Where one task can hold the whole graph (:func:`peels_whole`), one task peels it
+(:mod:`dtri.kernels.peel`): each round touches only the triangles of the edges that leave in
+it. Otherwise the partitions peel where they are (:class:`Peeling`):
+
+1. every edge starts *alive*;
 2. a round marks the alive edges whose support is below ``k - 2`` *leaving*; the fused
    intersection, run over the edges not yet gone, credits each alive edge with the triangles
    it loses, those with a leaving edge (``peel`` credits, :mod:`dtri.kernels.intersect`); the
    supports drop by those credits and the leaving edges are *gone*;
 3. rounds repeat until no edge is leaving. What is alive then is the k-truss.
 
-The states live beside the partitions on their owners; only the counts of leaving and
+There the states live beside the partitions on their owners; only the counts of leaving and
 remaining edges come back to the client each round. Once half the edges of the partitions are
 gone, they are compacted (the gone edges dropped from the CSRs), so later rounds scan only
 what is left. The k-truss is returned as a prepared graph over the same ranks and vertex ids,
@@ -42,6 +46,7 @@ from dtri.kernels.csr import (
     with_edges,
 )
 from dtri.kernels.dispatch import array_module, frame_from_arrays
+from dtri.kernels.peel import BYTES_PER_EDGE, peel
 from dtri.kernels.strategy import STATE_ALIVE, STATE_GONE, STATE_LEAVING
 from dtri.options import checked_k
 
@@ -210,20 +215,26 @@ def k_truss(graph: GraphData, k: int) -> GraphData:
     """The k-truss of a prepared graph, as a prepared graph on the same workers."""
     k = checked_k(k)
     started = time.perf_counter()
-    peeling = Peeling(graph, numbers=False)
-    peeling.peel_level(max(k, 2))
     tasks = graph.tasks
-    parts = [tasks.task("k-truss", getitem, tasks.task("k-truss", compacted, peeled,
-                                                        key=("compact", p), on_host=True),
-                        0, key=("kept", p), on_host=True)
-             for p, peeled in enumerate(peeling.peeled)]
-    parts = [tasks.task("k-truss", part_of, kept, key=("part", p), on_host=True)
-             for p, kept in enumerate(parts)]
+    if peels_whole(graph):
+        timer = graph.timer()
+        whole = whole_peel(graph, max(k, 2))
+        parts = []
+        for p, part in enumerate(graph.parts):
+            with tasks.placed(p):
+                parts.append(tasks.task("k-truss", kept_edges, part, whole[p], key=("kept", p)))
+    else:
+        peeling = Peeling(graph, numbers=False)
+        peeling.peel_level(max(k, 2))
+        timer = peeling.timer
+        parts = [tasks.task("k-truss", part_of, tasks.task(
+            "k-truss", getitem, tasks.task("k-truss", compacted, peeled, key=("compact", p),
+                                           on_host=True), 0, key=("kept", p), on_host=True),
+            key=("part", p), on_host=True) for p, peeled in enumerate(peeling.peeled)]
     owners = [tasks.owner(p) for p in range(len(parts))]
     degree = tasks.reduce_over("k-truss", edge_degrees, add_counts, parts, (graph.vertices,),
                                owners, "degree")
     present = tasks.task("k-truss", has_edges, degree, key=("present",))
-    timer = peeling.timer
     *parts, degree, present = timer.submit("k-truss", *parts, degree, present)
     summaries = timer.compute("k-truss", *(tasks.task("k-truss", stored_summary, part,
                                                       key=(p,))
@@ -232,6 +243,56 @@ def k_truss(graph: GraphData, k: int) -> GraphData:
     seconds["prepare_total"] = round(time.perf_counter() - started, 6)
     return graph.peeled_to(parts, [PartitionSummary(*s) for s in summaries], degree, present,
                            seconds)
+
+
+def peels_whole(graph: GraphData) -> bool:
+    """Whether one task holds the whole graph while peeling it
+    (:data:`dtri.kernels.peel.BYTES_PER_EDGE`, within the run's budget of a task); else the
+    partitions peel where they are, a round at a time."""
+    return graph.edges * BYTES_PER_EDGE <= graph.task_budget
+
+
+def whole_peel(graph: GraphData, k: int | None) -> list[Any]:
+    """One task, on the first partition's owner, that peels the whole graph
+    (:func:`peeled_parts`); per partition, its piece of the result."""
+    support, tasks = support_totals(graph), graph.tasks
+    with tasks.placed(0):
+        whole = tasks.task("truss", peeled_parts, graph.vertices, k, len(graph.parts),
+                           *graph.parts, *support, key=("whole",))
+        return [tasks.task("truss", getitem, whole, p, key=("piece", p), on_host=True)
+                for p in range(len(graph.parts))]
+
+
+def peeled_parts(vertices: int, k: int | None, parts: int, *arguments: Any) -> list[Any]:
+    """The partitions (``arguments``: their CSRs, then their supports) joined and peeled
+    (:func:`dtri.kernels.peel.peel`): per partition, its alive edges (with ``k``) or its
+    edges' truss numbers."""
+    csrs = [as_csr(part) for part in arguments[:parts]]
+    xp = array_module(csrs[0].offsets)
+    order = sorted(range(parts), key=lambda p: csrs[p].low)  # by source: the lists ascend
+    src = xp.concatenate([sources(csrs[p]) for p in order])
+    dst = xp.concatenate([csrs[p].dst for p in order])
+    support = xp.concatenate([arguments[parts + p] for p in order])
+    peeled = peel(src, dst, support, vertices, k)
+    result = peeled.alive if peeled.truss is None else peeled.truss
+    pieces: list[Any] = [None] * parts
+    start = 0
+    for p in order:
+        end = start + csrs[p].dst.shape[0]
+        pieces[p] = result[start:end]
+        start = end
+    return pieces
+
+
+def kept_edges(part: tuple, alive: Any) -> tuple:
+    """A partition without the edges that peeling to the k-truss removed."""
+    return stored(with_edges(as_csr(part), alive))
+
+
+def truss_piece(part: tuple, truss: Any) -> tuple:
+    """A partition's edges with their truss numbers, as its one finished piece."""
+    csr = as_csr(part)
+    return ((sources(csr), csr.dst, truss),)
 
 
 def has_edges(degree: Any) -> Any:
@@ -243,6 +304,15 @@ def truss_pieces(graph: GraphData) -> list[tuple]:
     tuple of pieces (source and target ranks, truss numbers; cached on the graph)."""
 
     def peeled() -> list[tuple]:
+        if peels_whole(graph):
+            whole = whole_peel(graph, None)
+            tasks = graph.tasks
+            pieces = []
+            for p, part in enumerate(graph.parts):
+                with tasks.placed(p):
+                    pieces.append(tasks.task("truss", truss_piece, part, whole[p],
+                                             key=("pieces", p)))
+            return list(graph.timer().submit("truss", *pieces))
         peeling = Peeling(graph, numbers=True)
         k = 3
         while True:

@@ -23,6 +23,7 @@ from dtri.kernels.dispatch import (
     imported_on_call,
     is_device_object,
     list_triangles_kernel,
+    peel_round_kernel,
     series_from_arrays,
     sort_keys,
     to_host,
@@ -46,6 +47,7 @@ for kernel, name in ((list_triangles_kernel, "list_triangles_cpu"),
                      (cycle_credits_kernel, "cycle_credits_cpu"),
                      (triangle_ids_kernel, "triangle_ids_cpu")):
     kernel.register(np.ndarray, imported_on_call("dtri.kernels.graphlets.cpu", name))
+peel_round_kernel.register(np.ndarray, imported_on_call("dtri.kernels.peel.cpu", "peel_round_cpu"))
 
 
 @array_module.register_lazy("cupy")
@@ -60,6 +62,7 @@ for kernel, name in ((list_triangles_kernel, "list_triangles_cpu"),
 @cycle_records_kernel.register_lazy("cupy")
 @cycle_credits_kernel.register_lazy("cupy")
 @triangle_ids_kernel.register_lazy("cupy")
+@peel_round_kernel.register_lazy("cupy")
 def _register_cupy() -> None:
     import dtri.kernels.gpu  # noqa: F401  (registers the CuPy implementations)
 

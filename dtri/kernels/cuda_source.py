@@ -20,6 +20,7 @@ from dtri.kernels.compiled import compiling
 CUDA_SOURCES = (
     ("dtri.kernels.intersect", "intersect.cu"),
     ("dtri.kernels.graphlets", "graphlets.cu"),
+    ("dtri.kernels.peel", "peel.cu"),
     ("dtri.input", "generate.cu"),
 )
 """Every ``.cu`` file loaded here, as ``(package, file name)``: package data of the wheel

@@ -66,7 +66,8 @@ longer than NumPy's sort of fewer keys (a process's first small count imports no
 
 COMPILED_KERNEL_MODULES = ("dtri.kernels.sort.cpu", "dtri.kernels.counting.cpu",
                            "dtri.kernels.intersect.cpu", "dtri.kernels.graphlets.cpu",
-                           "dtri.kernels.prepare.cpu", "dtri.kernels.parse")
+                           "dtri.kernels.prepare.cpu", "dtri.kernels.parse",
+                           "dtri.kernels.peel.cpu")
 """The modules of numba's compiled CPU kernels (each imports numba)."""
 
 
@@ -105,6 +106,11 @@ clique_counts_kernel = Dispatch("clique_counts_kernel")
 cycle_records_kernel = Dispatch("cycle_records_kernel")
 """The compiled kernel that writes the oriented wedges of 4-cycles
 (:func:`dtri.kernels.graphlets.cycle_records`), numba's or CUDA's as above."""
+
+peel_round_kernel = Dispatch("peel_round_kernel")
+"""One round of truss peeling (:mod:`dtri.kernels.peel`), by the type of the edges' ends:
+numba's kernel (:mod:`dtri.kernels.peel.cpu`) on NumPy, CUDA's (:mod:`dtri.kernels.peel.cuda`)
+on CuPy."""
 
 cycle_credits_kernel = Dispatch("cycle_credits_kernel")
 """4-cycles at each vertex from wedge keys (:func:`dtri.kernels.graphlets.cycle_credits`):

@@ -19,6 +19,7 @@ from dtri.kernels.dispatch import (
     imported_on_call,
     is_device_object,
     list_triangles_kernel,
+    peel_round_kernel,
     series_from_arrays,
     sort_keys,
     to_host,
@@ -69,5 +70,7 @@ for kernel, name in ((list_triangles_kernel, "list_triangles_cuda"),
     kernel.register(cupy.ndarray, imported_on_call("dtri.kernels.graphlets.cuda", name))
 cycle_credits_kernel.register(cupy.ndarray,
                               imported_on_call("dtri.kernels.graphlets", "sorted_cycle_credits"))
+peel_round_kernel.register(cupy.ndarray,
+                           imported_on_call("dtri.kernels.peel.cuda", "peel_round_cuda"))
 triangle_ids_kernel.register(cupy.ndarray,
                              imported_on_call("dtri.kernels.graphlets", "gathered_triangle_ids"))

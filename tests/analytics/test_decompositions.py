@@ -59,3 +59,14 @@ def test_an_empty_graph_and_a_graph_of_self_loops_count_nothing(cluster):
             result = dtri.count(edges, backend="cpu", decomposition=decomposition,
                                 npartitions=2)
             assert result.triangles == 0
+
+
+def test_truss_peeled_a_round_at_a_time_equals_networkx(cluster, monkeypatch):
+    """Where one task cannot hold the whole graph to peel it (:func:`peels_whole`), the
+    partitions peel where they are, a round at a time: the same k-trusses and numbers."""
+    from dtri.analytics import truss
+
+    monkeypatch.setattr(truss, "peels_whole", lambda graph: False)
+    workers = len(cluster.nthreads())
+    check_analytics(messy_with_a_hub(), ks=(3, 4, 5), backend="cpu",
+                    npartitions=max(2, workers))
