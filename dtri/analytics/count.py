@@ -148,6 +148,7 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
     timer = graph.timer()
     plan = plan_count(graph, timer)
     spread = decomposition_of(graph, timer, plan)
+    read: int | None = None  # the join's bytes read
     if not explain:
         # the join's units are kept in the checkpoint, if any, under a digest of the plan
         resume = None if graph.checkpoint is None or spread.kind == "2d" else \
@@ -196,7 +197,7 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
         placement=graph.runtime.reason, protocol=graph.runtime.protocol,
         protocol_note=graph.runtime.protocol_note, moved_bytes=moved.moved_bytes(),
         link_bandwidth=moved.link_bandwidth(), resumed=dict(graph.resumed),
-        join_bytes_read=None if explain else read)
+        join_bytes_read=read)
 
 
 
