@@ -10,6 +10,11 @@ dict, holds:
 * ``dtri.in_memory_seconds``: :func:`dtri.count` of the edge list already materialized on the
   workers (a persisted Dask DataFrame: cuDF partitions in GPU memory, or pandas partitions),
   with its ``in_memory_stage_seconds`` and ``edges_per_second`` (``m`` over that time);
+* ``dtri.join_bytes_read``, ``join_seconds``, ``join_bandwidth``, ``join_bandwidth_fraction``:
+  the in-memory run's fused join (its ``wedges_join`` stage): the bytes it read from device
+  memory by the model of :mod:`dtri.kernels.traffic`, its seconds, their quotient (bytes per
+  second) and that as a fraction of the peak DRAM bandwidth of the run's GPUs (``None`` on
+  the CPU, or where the join is not modelled);
 * ``peers``: for each other tool, ``seconds``, ``triangles``, ``agrees`` and what was timed,
   or ``{"skipped": reason}`` when it is not installed or does not apply.
 
@@ -37,6 +42,7 @@ from dtri import DtriError, Options
 from dtri import generated as generated_graph
 from dtri.input.generate import is_spec
 from dtri.options import Backend
+from dtri.runtime.bandwidth import peak_bandwidth
 from dtri.runtime.memory import measured_memory
 
 NETWORKX_MAX_EDGES = 2_000_000
@@ -285,6 +291,31 @@ def device_name(backend: str) -> str:
     return gpu_name() if Backend(backend).on_gpu else f"{cpu_name()} ({os.cpu_count()} CPUs)"
 
 
+def bandwidth_figures(join_bytes_read: int | None, join_seconds: float | None,
+                      peak: float | None) -> dict[str, Any]:
+    """A benchmark line's join figures: ``join_bytes_read``, ``join_seconds``,
+    ``join_bandwidth`` (bytes per second) and ``join_bandwidth_fraction`` (of ``peak``);
+    ``None`` where a figure is unknown."""
+    bandwidth = join_bytes_read / join_seconds \
+        if join_bytes_read is not None and join_seconds else None
+    return {"join_bytes_read": join_bytes_read, "join_seconds": join_seconds,
+            "join_bandwidth": None if bandwidth is None else round(bandwidth, 1),
+            "join_bandwidth_fraction": round(bandwidth / peak, 6)
+            if bandwidth is not None and peak else None}
+
+
+def join_figures(join_bytes_read: int | None, stage_seconds: dict[str, float], workers: int,
+                 backend: str) -> dict[str, Any]:
+    """A count's join figures (:func:`bandwidth_figures`): the bytes its ``wedges_join``
+    stage read (:mod:`dtri.kernels.traffic`) over its seconds, and their fraction of the peak
+    bandwidth of this process's GPU times ``workers`` (one GPU a worker; ``None`` on the
+    CPU)."""
+    xp = importlib.import_module("cupy") if Backend(backend).on_gpu else np
+    peak = peak_bandwidth(xp)
+    return bandwidth_figures(join_bytes_read, stage_seconds.get("wedges_join"),
+                             None if peak is None else peak * max(workers, 1))
+
+
 # ---------------------------------------------------------------------------- the benchmark
 
 
@@ -398,6 +429,8 @@ def bench_graph(graph: str, session: Any, repeat: int, seed: int,
             "worker_utilisation": utilisation,
             "worker_memory": memory,
             "in_memory_worker_memory": in_memory_memory,
+            **join_figures(in_memory_result.join_bytes_read, in_memory_result.seconds,
+                           in_memory_result.workers, backend),
         },
         "peers": {},
     }

@@ -40,6 +40,7 @@ from dtri.kernels.csr import CSR, as_csr, edge_window, joined, keys_of, rows_of,
 from dtri.kernels.dispatch import array_module
 from dtri.kernels.intersect import intersect
 from dtri.kernels.join import count_closed
+from dtri.kernels.traffic import JoinCount, bytes_read, summed
 from dtri.kernels.wedges import closure_keys
 from dtri.options import Backend
 from dtri.prepared.checkpoint import UnitResults, resumed_line
@@ -128,6 +129,11 @@ class CountResult:
     """The stages this run skipped, found finished in its ``--checkpoint``: per stage the
     ``seconds`` they took when they ran (what skipping saved), and for a stage partly done the
     ``tasks`` reused ``of`` all; empty without a checkpoint or where nothing was skipped."""
+    join_bytes_read: int | None = None
+    """The bytes the ``wedges_join`` stage's fused join read from device memory, by the model
+    of :mod:`dtri.kernels.traffic`, summed over its tasks on the workers; ``None`` where any
+    of its work is not modelled (the CPU, the wedges-and-bins join, the 2D rounds, units
+    reused from a checkpoint) or the run only planned."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -142,6 +148,7 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
     timer = graph.timer()
     plan = plan_count(graph, timer)
     spread = decomposition_of(graph, timer, plan)
+    read: int | None = None  # the join's bytes read
     if not explain:
         # the join's units are kept in the checkpoint, if any, under a digest of the plan
         resume = None if graph.checkpoint is None or spread.kind == "2d" else \
@@ -155,6 +162,7 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
             joins = binned_joins(plan, graph, timer, resume)
         stage = "cannon_rounds" if spread.kind == "2d" else "wedges_join"
         (triangles,) = timer.compute(stage, reduce_tree(graph.tasks, joins))
+        read = None if spread.kind == "2d" else bytes_read(triangles)
         graph.cache["count"] = int(triangles)
         if resume is not None and (reused := resume.resumed()) is not None:
             graph.resumed[stage] = reused
@@ -188,7 +196,8 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
         **memory.host.fields(), read=dict(graph.read), host_tasks=memory.host_tasks(),
         placement=graph.runtime.reason, protocol=graph.runtime.protocol,
         protocol_note=graph.runtime.protocol_note, moved_bytes=moved.moved_bytes(),
-        link_bandwidth=moved.link_bandwidth(), resumed=dict(graph.resumed))
+        link_bandwidth=moved.link_bandwidth(), resumed=dict(graph.resumed),
+        join_bytes_read=read)
 
 
 
@@ -282,8 +291,10 @@ def join_bin(closure: Any, edge_keys: Any) -> int:
 
 def intersect_bin(part: tuple, csr: tuple, kernel: str) -> int:
     """Triangles closed by one partition's edges that point into one bin (on the CPU by the
-    plan's ``kernel``)."""
-    return intersect(as_csr(part), as_csr(csr), kernel=kernel or "hash").triangles
+    plan's ``kernel``), with the bytes the join read where it knows them
+    (:class:`~dtri.kernels.traffic.JoinCount`)."""
+    found = intersect(as_csr(part), as_csr(csr), kernel=kernel or "hash")
+    return JoinCount(found.triangles, found.bytes_read)
 
 
 def binned_joins(plan: CountPlan, graph: GraphData, timer: StageTimer,
@@ -411,12 +422,10 @@ def count_group(staging: Staging, rows: int, kernel: str, bounds: tuple[int, int
     members = list(parts[:group_size])
     group = load_group(staging, bounds, members)
     starts = member_starts(members)
-    found = 0
-    for i in own:
-        if int(parts[i][0].shape[0]):
-            found += intersect(own_partition(staging, group, starts, i, parts[i]), group,
-                               chunk_rows=rows, kernel=kernel or "hash").triangles
-    return found
+    found = [intersect(own_partition(staging, group, starts, i, parts[i]), group,
+                       chunk_rows=rows, kernel=kernel or "hash")
+             for i in own if int(parts[i][0].shape[0])]
+    return summed(JoinCount(f.triangles, f.bytes_read) for f in found)
 
 
 def staged_joins(plan: CountPlan, graph: GraphData, resume: UnitResults | None = None
@@ -448,8 +457,9 @@ def staged_joins(plan: CountPlan, graph: GraphData, resume: UnitResults | None =
 # ---------------------------------------------------------------------------------- reduce
 
 def total(*counts: int) -> int:
-    """Exact sum of partial counts."""
-    return sum(int(c) for c in counts)
+    """Exact sum of partial counts, with the bytes their joins read where all say
+    (:func:`~dtri.kernels.traffic.summed`)."""
+    return summed(counts)
 
 
 def reduce_tree(tasks: Tasks, counts: list[Any]) -> Any:

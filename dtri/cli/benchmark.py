@@ -29,8 +29,9 @@ def bench(graphs: tuple[str, ...], repeat: int, peers: str, output: str | None, 
     """Time dtri on each GRAPH (a spec such as rmat:16, or a path) and compare with peers.
 
     Prints one JSON line per graph: its size and count, dtri's end-to-end and in-memory
-    seconds (with the stages), edges per second, each worker's peak memory and spilled
-    bytes, and each peer's seconds, count and whether it agrees. Exits with status 1 if a
+    seconds (with the stages), edges per second, the in-memory join's bytes read and
+    bandwidth (on the GPU also as a fraction of its peak), each worker's peak memory and
+    spilled bytes, and each peer's seconds, count and whether it agrees. Exits with status 1 if a
     peer's count differs from dtri's.
     """
     from dtri.bench import BenchDisagreement, run_bench

@@ -26,7 +26,10 @@ dtri's; ``peers`` holds the one-worker run of the same protocol and decompositio
 this process on the same edges (its ``efficiency`` is t1 / (workers x t)); ``detail`` the
 workers' measured bytes (``moved_bytes``: per stage, per worker; ``busiest_moved_bytes``),
 the planner's prediction (``predicted_moved_bytes``: the busiest worker's bytes per stage
-under ``1d`` and ``2d``, and the preparation's, ``prepare``), and the cluster.
+under ``1d`` and ``2d``, and the preparation's, ``prepare``), and the cluster. Every line, with
+``--cli`` too, carries ``dtri bench``'s join figures (:func:`dtri.bench.join_figures`): the
+bytes the fused join read, its ``wedges_join`` seconds, their quotient and its fraction of the
+peak bandwidth of one GPU a worker (with ``--devices`` sharing GPUs, of more than they have).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # schema.py beside this file
 from schema import command_line, emit, to_schema
+
+from dtri.bench import join_figures
 
 
 def cluster(workers: int, protocol: str, devices: str | None,
@@ -218,7 +223,9 @@ def cli_own(args: argparse.Namespace, graph: str, workers: int | str, start: str
             "decomposition": result.get("decomposition"),
             "moved_bytes": result.get("moved_bytes"), "edges": result["edges"],
             "vertices": result["vertices"],
-            "runs": [round(run["seconds"], 3) for run in runs], "repeat": args.repeat}
+            "runs": [round(run["seconds"], 3) for run in runs], "repeat": args.repeat,
+            **join_figures(result.get("join_bytes_read"), result["seconds"],
+                           result["workers"], "gpu")}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -301,7 +308,9 @@ def main() -> None:
                                "partition_edges": [part["edges"] for part in
                                                    result.plan["partitions"]],
                                "bins": result.bins, "asked_bins": args.bins,
-                               "repeat": args.repeat}
+                               "repeat": args.repeat,
+                               **join_figures(result.join_bytes_read, result.seconds,
+                                              result.workers, "gpu")}
                         emit(to_schema("multi-gpu", own, command=command_line()), args.out)
 
 

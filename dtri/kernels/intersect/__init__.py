@@ -60,11 +60,15 @@ from dtri.kernels.strategy import (
 )
 
 
-def work_counters(part: CSR, group: CSR, credits: bool = False) -> dict[str, int]:
+def work_counters(part: CSR, group: CSR, credits: bool = False,
+                  hash_max: int | None = None) -> dict[str, int]:
     """What the fused join of ``part`` against ``group`` does, by the class rule
     (:func:`edge_class`): edges per class, the hashed edges' probes (``Σ a``) and tables
-    filled (``Σ b`` over their distinct targets), the searched edges' steps (``Σ`` shorter ×
-    bit-length of longer) and, for comparison, the steps were every edge searched."""
+    filled (``Σ b`` over their distinct targets), the searched edges' shorter lists
+    (``searched_members``) and steps (``Σ`` shorter × bit-length of longer) and, for
+    comparison, the steps were every edge searched. ``hash_max``: the longest list a table
+    holds, where not :func:`hash_max_members` (the GPU's may be less: its shared memory's);
+    :func:`dtri.kernels.traffic.counted_bytes` makes the bytes read of them."""
     from dtri.kernels.csr import sources
 
     xp = array_module(part.offsets)
@@ -80,14 +84,17 @@ def work_counters(part: CSR, group: CSR, credits: bool = False) -> dict[str, int
     a, b, target = a[live], b[live], target[live]
     shorter, longer = xp.minimum(a, b), xp.maximum(a, b)
     steps = shorter * (xp.floor(xp.log2(longer.astype(xp.float64))).astype(xp.int64) + 1)
-    limit = hash_max_members(credits) if tuning.enabled else 0
+    limit = (hash_max_members(credits) if hash_max is None else hash_max) \
+        if tuning.enabled else 0
     hashed = ((b >= tuning.min_members) & (b <= limit)
               & (a * tuning.probe_cost <= steps))
     tables = xp.unique(target[hashed])
     return {"edges": int(live.sum()), "hashed_edges": int(hashed.sum()),
             "probes": int(a[hashed].sum()),
             "table_members": int((group.offsets[tables + 1] - group.offsets[tables]).sum()),
-            "searched_edges": int((~hashed).sum()), "search_steps": int(steps[~hashed].sum()),
+            "searched_edges": int((~hashed).sum()),
+            "searched_members": int(shorter[~hashed].sum()),
+            "search_steps": int(steps[~hashed].sum()),
             "search_steps_if_all_searched": int(steps.sum())}
 
 
@@ -102,6 +109,9 @@ class Intersection(NamedTuple):
     """Per partition edge ``(u, w)``: triangles where it joins the lowest and the highest."""
     vw: Any = None
     """Per edge of the range's CSR: triangles where it joins the two highest vertices."""
+    bytes_read: int | None = None
+    """On the GPU, the bytes the join read by the model of :mod:`dtri.kernels.traffic`
+    (``None`` on the CPU: its kernels keep no such sums)."""
 
 
 def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bool = False,
@@ -135,15 +145,14 @@ def intersect(part: CSR, group: CSR, *, credits: bool = False, group_credits: bo
     if group_credits:
         vw = xp.zeros(group.edges, dtype=CREDIT_DTYPE) if group_out is None else group_out
     if part.edges == 0 or group.edges == 0 or group.high <= group.low:
-        return Intersection(0, uv, uw, vw)
+        return Intersection(0, uv, uw, vw, 0 if is_device_object(part.offsets) else None)
     if is_device_object(part.offsets):
         from dtri.kernels.intersect.cuda import intersect_cuda
 
-        found = intersect_cuda(part, group, uv, uw, vw, part_state, group_state, peel,
-                               chunk_rows)
-    else:
-        found = _intersect_numpy(part, group, uv, uw, vw, part_state, group_state, peel,
-                                 kernel)
+        found, read = intersect_cuda(part, group, uv, uw, vw, part_state, group_state, peel,
+                                     chunk_rows)
+        return Intersection(found, uv, uw, vw, read)
+    found = _intersect_numpy(part, group, uv, uw, vw, part_state, group_state, peel, kernel)
     return Intersection(found, uv, uw, vw)
 
 

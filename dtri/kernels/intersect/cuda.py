@@ -4,7 +4,8 @@ Each pass over the partition's edges runs three kernels:
 
 * ``edge_rows`` and ``classify_edges``: one thread per edge gives each edge its row (source)
   and its class (:func:`dtri.kernels.strategy.edge_class`, the same rule as the CPU kernel):
-  nothing to do, *search* class ``0..5``, or *hashed*;
+  nothing to do, *search* class ``0..5``, or *hashed*; each block adds its searched edges'
+  reads to one sum (the bytes model of :mod:`dtri.kernels.traffic`);
 * ``search_edges``, one launch per search class: a group of ``1, 2, 4, .., 32`` lanes per edge,
   sized by the shorter list, so long lists spread over a warp and short ones do not idle 31
   lanes. Each lane walks its share of the shorter list, ascending, and binary-searches each
@@ -46,6 +47,7 @@ from dtri.kernels.strategy import (
     hash_tuning,
     leaving_sources,
 )
+from dtri.kernels.traffic import join_bytes
 
 COUNT, CREDIT, STATEFUL, PEEL = 0, 1, 2, 3
 CUDA_SOURCE = ("dtri.kernels.intersect", "intersect.cu")
@@ -110,10 +112,12 @@ def blocks_for(threads: int) -> int:
 
 
 def intersect_cuda(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state: Any,
-                   group_state: Any, peel: bool, chunk_rows: int | None) -> int:
+                   group_state: Any, peel: bool, chunk_rows: int | None) -> tuple[int, int]:
     """Triangles of :func:`dtri.kernels.intersect.intersect` on CuPy arrays, crediting ``uv``,
     ``uw`` and ``vw`` in place where they are given; ``chunk_rows`` partition edges per
-    pass."""
+    pass. Also the bytes read by the model of :mod:`dtri.kernels.traffic`, from the sums the
+    kernels make: the live edges (the classes' counts), the hashed work (the pieces' prefix
+    sum) and the searched edges' reads (``classify_edges``'s)."""
     stateful = part_state is not None
     if stateful and uv is None:  # a count among the remaining edges: credits unused
         uv = cupy.zeros(part.edges, dtype=cupy.uint32)
@@ -131,6 +135,8 @@ def intersect_cuda(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state:
     credits = (uv if uv is not None else dummy32, uw if uw is not None else dummy32,
                vw if vw is not None else dummy32, cupy.int32(vw is not None), a_state, b_state)
     total = cupy.zeros(1, dtype=cupy.uint64)
+    members = cupy.zeros(2, dtype=cupy.uint64)  # hashed work; searched edges' reads
+    live = 0
     rows = part.offsets.shape[0] - 1
     step = max(1, chunk_rows or part.edges)
     for first in range(0, part.edges, step):
@@ -145,12 +151,13 @@ def intersect_cuda(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state:
             cupy.int64(group.low), cupy.int64(group.high), a_state, part_leaving,
             group_leaving, cupy.int32(stateful), cupy.int32(peel),
             cupy.int64(tuning.min_members), cupy.int64(hash_max),
-            cupy.float64(tuning.probe_cost), cls))
+            cupy.float64(tuning.probe_cost), cls, members[1:]))
         # the edges by class, in one stable sort of the class bytes (positions ascend
         # within a class)
         by_class = cupy.argsort(cls, kind="stable")
         bounds = cupy.concatenate([cupy.zeros(1, dtype=cupy.int64), cupy.cumsum(
             cupy.bincount(cls, minlength=256)[: HASHED + 1])]).tolist()
+        live += bounds[HASHED + 1]
         del cls
         by_class += first
         search = kernel(f"search_edges<{mode}>", mode)
@@ -164,8 +171,10 @@ def intersect_cuda(part: CSR, group: CSR, uv: Any, uw: Any, vw: Any, part_state:
                 cupy.int32(lanes), total, *credits))
         hashed = by_class[bounds[HASHED]: bounds[HASHED + 1]]
         if hashed.shape[0]:
-            run_pieces(mode, hashed, first, row_of, part, group, tuning, total, credits)
-    return int(total.get()[0])
+            run_pieces(mode, hashed, first, row_of, part, group, tuning, total, credits,
+                       members[:1])
+    hashed_work, searched = (int(x) for x in members.get())
+    return int(total.get()[0]), join_bytes(live, hashed_work, searched)
 
 
 def schedule_positions(schedule: Any, csr: CSR) -> Any:
@@ -177,12 +186,13 @@ def schedule_positions(schedule: Any, csr: CSR) -> Any:
 
 
 def run_pieces(mode: int, hashed: Any, first: int, row_of: Any, part: CSR, group: CSR,
-               tuning: HashTuning, total: Any, credits: tuple) -> None:
+               tuning: HashTuning, total: Any, credits: tuple, work: Any) -> None:
     """Put the hashed edges in buckets by target, cut them into pieces of about
     :attr:`HashTuning.piece_probes` (a new piece where the prefix sum of the work, the probes
     plus each target's table, crosses a multiple of it, and where the table size changes)
     and run them, one launch per table size, the pieces ordered by the group's vertex order
-    (:attr:`CSR.schedule`; rank order without one)."""
+    (:attr:`CSR.schedule`; rank order without one). ``work`` (one uint64) gains the work's
+    sum."""
     n = hashed.shape[0]
     targets = part.dst[hashed].astype(cupy.int64) - group.low
     rows = group.offsets.shape[0] - 1
@@ -204,6 +214,7 @@ def run_pieces(mode: int, hashed: Any, first: int, row_of: Any, part: CSR, group
         cupy.int32(spread_table_bits(mode, tuning)), cupy.int32(max_table_bits(mode)), stops,
         prefix, bits, head))
     cupy.cumsum(prefix, out=prefix)
+    work += prefix[-1:].view(cupy.uint64)
     starts = cupy.empty(n, dtype=cupy.uint8)
     kernel("piece_starts", mode)((blocks_for(n),), (THREADS_PER_BLOCK,), (
         prefix, cupy.int64(n), bits, head, cupy.int64(tuning.piece_probes),

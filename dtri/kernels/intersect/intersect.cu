@@ -55,23 +55,38 @@ __device__ __forceinline__ int bit_length(long long x)
     return 64 - __clzll(x);
 }
 
-// The class of each edge first .. last - 1 (dtri.kernels.strategy.edge_class): 255 nothing
-// to do, 0..5 the lanes of its search group (1 << class), HASHED.
-extern "C" __global__ void classify_edges(
-    const long long first, const long long n, const int* __restrict__ row_of,
-    const int* __restrict__ a_values, const long long* __restrict__ a_offsets,
-    const long long* __restrict__ b_offsets, const long long glow, const long long ghigh,
-    const unsigned char* __restrict__ a_state, const unsigned char* __restrict__ a_leaving,
-    const unsigned char* __restrict__ b_leaving, const int stateful, const int peel,
-    const long long hash_min, const long long hash_max, const double probe_cost,
-    unsigned char* __restrict__ cls)
+// Adds the block's ``value``s into ``sum``: one atomic a block. Every thread of the block
+// (a multiple of 32 threads) calls it.
+__device__ __forceinline__ void add_block(unsigned long long value,
+                                          unsigned long long* __restrict__ sum)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) return;
-    const long long e = first + t;
-    const int row = row_of[t];
+    __shared__ unsigned long long warps[32];
+    for (int offset = 16; offset > 0; offset >>= 1)
+        value += __shfl_down_sync(0xffffffffu, value, offset);
+    if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = value;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long block = 0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); ++w) block += warps[w];
+        if (block) atomicAdd(sum, block);
+    }
+}
+
+// The class of edge ``e`` (row ``row``) into ``cls`` (dtri.kernels.strategy.edge_class): 255
+// nothing to do, 0..5 the lanes of its search group (1 << class), HASHED. Returns a searched
+// edge's reads by the model of dtri.kernels.traffic, shorter × (1 + bit-length of longer)
+// members; 0 for the others.
+__device__ __forceinline__ unsigned long long classify_edge(
+    const long long e, const int row, const int* __restrict__ a_values,
+    const long long* __restrict__ a_offsets, const long long* __restrict__ b_offsets,
+    const long long glow, const long long ghigh, const unsigned char* __restrict__ a_state,
+    const unsigned char* __restrict__ a_leaving, const unsigned char* __restrict__ b_leaving,
+    const int stateful, const int peel, const long long hash_min, const long long hash_max,
+    const double probe_cost, unsigned char* __restrict__ cls)
+{
     const long long v = a_values[e];
     unsigned char c = 255;
+    unsigned long long reads = 0;
     if (v >= glow && v < ghigh) {
         bool take = true;
         if (stateful) {
@@ -90,10 +105,33 @@ extern "C" __global__ void classify_edges(
             } else {
                 const int level = shorter == 1 ? 0 : bit_length(shorter - 1);
                 c = (unsigned char)min(level, 5);
+                reads = (unsigned long long)shorter * (1 + bit_length(longer));
             }
         }
     }
-    cls[t] = c;
+    *cls = c;
+    return reads;
+}
+
+// The class of each edge first .. last - 1 (classify_edge); ``searched`` gains the searched
+// edges' reads.
+extern "C" __global__ void classify_edges(
+    const long long first, const long long n, const int* __restrict__ row_of,
+    const int* __restrict__ a_values, const long long* __restrict__ a_offsets,
+    const long long* __restrict__ b_offsets, const long long glow, const long long ghigh,
+    const unsigned char* __restrict__ a_state, const unsigned char* __restrict__ a_leaving,
+    const unsigned char* __restrict__ b_leaving, const int stateful, const int peel,
+    const long long hash_min, const long long hash_max, const double probe_cost,
+    unsigned char* __restrict__ cls, unsigned long long* __restrict__ searched)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long reads = 0;
+    if (t < n) {
+        reads = classify_edge(first + t, row_of[t], a_values, a_offsets, b_offsets, glow,
+                              ghigh, a_state, a_leaving, b_leaving, stateful, peel, hash_min,
+                              hash_max, probe_cost, cls + t);
+    }
+    add_block(reads, searched);
 }
 
 // One search class: ``group`` lanes per edge ``slots[i]`` (positions in the partition).

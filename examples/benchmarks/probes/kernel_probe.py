@@ -84,7 +84,7 @@ def classes(csr: Any) -> dict[str, Any]:
         cupy.int64(0), cupy.int64(n), row_of, csr.dst, csr.offsets, csr.offsets,
         cupy.int64(0), cupy.int64(rows), dummy, dummy, dummy, cupy.int32(0), cupy.int32(0),
         cupy.int64(tuning.min_members), cupy.int64(hash_max), cupy.float64(tuning.probe_cost),
-        cls))
+        cls, cupy.zeros(1, dtype=cupy.uint64)))  # the searched edges' reads, unused here
     e = cupy.arange(n, dtype=cupy.int64)
     a = csr.offsets[row_of.astype(cupy.int64) + 1] - e - 1
     v = csr.dst.astype(cupy.int64)
