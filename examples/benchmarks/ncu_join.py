@@ -86,8 +86,8 @@ JOIN_METRICS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
 )
-"""Asked for by name beside the sections (each named in NVIDIA's and others' published ncu
-commands for GH100); the stall reasons come with ``WarpStateStats``."""
+"""Asked for by name beside the sections (each a name that published ncu command lines use);
+the stall reasons come with ``WarpStateStats``. A name ncu does not know fails the step."""
 RANK_METRIC = "gpu__time_duration.sum"
 GRACE_SECONDS = 15
 """After SIGINT at a step's timeout, how long ``ncu`` may take to write its report."""
