@@ -79,6 +79,8 @@ BENCHMARKS = {
                      "seconds of the command, best of `--repeat`",
     "first-run": "`dtri count --generate SPEC --backend cpu --json` in a fresh process with "
                  "an empty numba cache: wall seconds of the command, median of `--repeat`",
+    "ncu-join": "a join kernel launch's `gpu__time_duration.sum` under Nsight Compute (the "
+                "summary line: the profiled join launches' total)",
     "nx-backend": "`nx.triangles(G, backend='dtri')`, conversion included, best of `--repeat`",
     "nx-backend-per-call": "`nx.<analytic>(G, backend='dtri')`, median",
     "one-liner-per-call": "`dtri.count` with every default, median",
@@ -354,6 +356,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "first-run": lambda own: take(own, benchmark="first-run"),
     "profile": lambda own: take(own, benchmark="profile"),
     "listing": lambda own: take(own, benchmark="listing"),
+    "ncu-join": lambda own: take(own, benchmark="ncu-join"),
     "weighted-clustering": lambda own: take(own, benchmark="weighted-clustering"),
 }
 """Each script's (or command's) own dict → the fields it gives (``detail`` among them)."""
