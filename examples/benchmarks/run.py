@@ -1033,6 +1033,12 @@ PRESETS: dict[str, Preset] = {
                    "{out}"),),
         "issue 41, at 268eaf0 and 2c84124 on two H100 hosts (no host limit: the worker "
         "store those commits changed is not made)"),
+    "profile-rmat20-cpu-2core-5e2be88": Preset(
+        "dtri profile of R-MAT 20 against dtri truss, the truss peeled by rounds over every "
+        "alive edge (5e2be88)", CPU, (
+            script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}",
+                   commit="5e2be88"),),
+        "issue 72; superseded by the whole-graph peeling (profile-rmat20-cpu-2core)"),
     "profile-rmat20-cpu-2core": Preset(
         "dtri profile of R-MAT 20 against dtri truss of the same graph, each in its own "
         "process", CPU, (
