@@ -270,9 +270,9 @@ def peeled_parts(vertices: int, k: int | None, parts: int, *arguments: Any) -> l
     csrs = [as_csr(part) for part in arguments[:parts]]
     xp = array_module(csrs[0].offsets)
     order = sorted(range(parts), key=lambda p: csrs[p].low)  # by source: the lists ascend
-    src = xp.concatenate([sources(csrs[p]) for p in order])
-    dst = xp.concatenate([csrs[p].dst for p in order])
-    support = xp.concatenate([arguments[parts + p] for p in order])
+    src = xp.concatenate([sources(csrs[p]).astype(xp.int32) for p in order])
+    dst = xp.concatenate([csrs[p].dst.astype(xp.int32, copy=False) for p in order])
+    support = xp.concatenate([arguments[parts + p].astype(xp.int32) for p in order])
     peeled = peel(src, dst, support, vertices, k)
     result = peeled.alive if peeled.truss is None else peeled.truss
     pieces: list[Any] = [None] * parts
