@@ -140,8 +140,10 @@ STALLS = (
 NOT_STALLS = {"selected"}
 """A warp issuing is no stall; PC samples' ``*_not_issued`` are skipped too."""
 UNITS = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
+         "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0,
          "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
-"""Units scaled to seconds and bytes (``--print-units base`` gives the first of each)."""
+"""Units scaled to seconds and bytes (``--print-units base`` gives ``ns`` and ``byte`` with
+ncu 2025.3)."""
 COLUMNS = ("ID", "Kernel Name")
 """Columns the raw page's header holds whatever else it holds."""
 METRIC = re.compile(r"^[a-z0-9]+__\w")
@@ -389,7 +391,7 @@ def imported(ncu: str, report: Path, names: str, timeout: float) -> tuple[str, s
     and what ncu said besides (its ``==`` lines and stderr)."""
     done = subprocess.run(
         [ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base",
-         "--print-metric-name", "name", "--print-kernel-base", names],
+         "--print-kernel-base", names],
         capture_output=True, text=True, timeout=min(timeout, IMPORT_SECONDS), check=False)
     said = [line for line in done.stdout.splitlines() if line.startswith("==")]
     return done.stdout, "\n".join([*said, done.stderr.strip()]).strip()[-1500:]
@@ -470,7 +472,12 @@ def main() -> None:
     parser.add_argument("--out", help="append the lines to this file")
     parser.add_argument("--keep", type=Path,
                         help="keep reports, raw CSVs and logs here (default: --out's folder)")
+    parser.add_argument("--reparse", type=Path,
+                        help="run nothing: read a kept run's lines (ncu.jsonl) and raw CSVs "
+                             "in this folder again and print its lines")
     args = parser.parse_args()
+    if args.reparse:
+        return reparse(args.reparse, args.out)
     ncu = find_ncu(args.ncu)
     deadline = time.monotonic() + args.timeout
 
@@ -527,6 +534,35 @@ def main() -> None:
             "join_profile": join, "kernels_by_time": ranking, "kernels_profile": kernels,
             "same_triangles": None if None in triangles else len(set(triangles)) == 1,
             "kept": str(keep) if keep else None}), args.out)
+
+
+def reparse(folder: Path, out: str | None) -> None:
+    """A kept run's lines again, their figures read anew from its raw CSVs (the run's plain
+    count, commands and device kept from its own lines)."""
+    lines = [json.loads(line) for line in (folder / "ncu.jsonl").read_text().splitlines()
+             if line.startswith("{")]
+    summary = lines[-1]
+    common = {k: summary[k] for k in ("graph", "backend", "device", "command", "commit")}
+    launches = read_raw_csv((folder / "ncu-join.csv").read_text())
+    figures = [launch_figures(launch) for launch in launches]
+    for one in figures:
+        emit(to_schema(FAMILY, {**common, "seconds": one["seconds"], "kind": "launch",
+                                **one}), out)
+    detail = dict(summary["detail"])
+    kernels = read_raw_csv((folder / "ncu-kernels.csv").read_text())
+    ranking = ranked_kernels(kernels)
+    ranking["capped"] = detail["kernels_by_time"]["capped"]
+    total = sum(f["seconds"] or 0.0 for f in figures)
+    read = sum(f["dram_read_bytes"] or 0 for f in figures)
+    detail.update({
+        "join_total": {"launches": len(figures), "seconds": round(total, 6),
+                       "dram_read_bytes": read,
+                       "dram_read_GB_per_s": round(read / total / 1e9, 2) if total else None},
+        "join_kernels": kernel_summary(figures), "kernels_by_time": ranking,
+        "reparsed": f"python examples/benchmarks/ncu_join.py --reparse {folder.name}"})
+    emit(to_schema(FAMILY, {**common, "seconds": round(total, 6) if figures else None,
+                            "stage_seconds": summary["stage_seconds"],
+                            "triangles": summary["triangles"], **detail}), out)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,12 @@ def test_every_source_compiles_once_per_device_and_options() -> None:
     from dtri.kernels.graphlets.cuda import CUDA_SOURCE as GRAPHLETS
     from dtri.kernels.intersect.cuda import CUDA_SOURCE as INTERSECT
     from dtri.kernels.intersect.cuda import MODES, mode_kernels
+    from dtri.kernels.peel.cuda import CUDA_SOURCE as PEEL
+    from dtri.kernels.peel.cuda import ID_TYPES
 
     options = {GRAPHLETS: [((), ("-std=c++17",))],
                INTERSECT: [(mode_kernels(mode), ("-std=c++17",)) for mode in MODES],
+               PEEL: [(tuple(f"peel_round<{t}>" for t in ID_TYPES.values()), ("-std=c++17",))],
                ("dtri.input", "generate.cu"): [((), ())]}
     assert set(options) == set(CUDA_SOURCES)
     for source, variants in options.items():

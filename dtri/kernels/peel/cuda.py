@@ -25,7 +25,7 @@ def peel_round_cuda(src: Any, dst: Any, graph: Any, state: Any, support: Any, le
     name = f"peel_round<{ID_TYPES[graph.edge.dtype.itemsize]}>"
     kernel = cuda_module(*CUDA_SOURCE, name_expressions=tuple(
         f"peel_round<{t}>" for t in ID_TYPES.values())).get_function(name)
-    found = cupy.zeros(1, dtype=cupy.unsigned_long_long)
+    found = cupy.zeros(1, dtype=cupy.uint64)
     warps = leaving.shape[0]
     blocks = max(1, min(MOST_BLOCKS, -(-warps * 32 // THREADS_PER_BLOCK)))
     kernel((blocks,), (THREADS_PER_BLOCK,),
