@@ -128,17 +128,16 @@ def decide_run(options: Options, input_on_gpu: bool = False, input_rows: int | N
 
 
 @contextmanager
-def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int | None = 0,
-                 row_bytes: int = 0, *, one_input: bool = True,
-                 decision: RunDecision | None = None) -> Iterator[Runtime]:
+def open_runtime(options: Options, *, decision: RunDecision | None = None
+                 ) -> Iterator[Runtime]:
     """Connect to (or start) the Dask scheduler that the run's ``decision`` names (made here
-    from ``options`` and the input where not given: :func:`decide_run`); close what was
-    started here when the block ends. The staging is resolved against the workers' caps
+    from ``options`` alone where not given: :func:`decide_run`); close what was started here
+    when the block ends. The staging is resolved against the workers' caps
     (:func:`dtri.runtime.staging.resolve_staging`), and with it the runtime's budget
     (:attr:`Runtime.budget`); under host staging on GPU workers each worker gets its
     staging state (:class:`dtri.runtime.plugin.StagingPlugin`) for as long as the block
     lasts."""
-    decision = decision or decide_run(options, input_on_gpu, input_rows, row_bytes, one_input)
+    decision = decision or decide_run(options)
     backend = decision.backend
     if backend.on_gpu:
         set_device_io()
