@@ -329,11 +329,8 @@ def cyclic_cuts(graph: GraphData, q: int, timer: StageTimer | None = None) -> li
 
     def cuts() -> list[Any]:
         tasks, fmt = graph.tasks, graph.runtime.wire_format
-        made = []
-        for p, part in enumerate(graph.parts):  # where it lives
-            with tasks.placed(p):
-                made.append(tasks.task("cyclic-blocks", cut_pieces, part, q, fmt,
-                                       key=("cut", p)))
+        made = [tasks.task("cyclic-blocks", cut_pieces, part, q, fmt, key=("cut", p),
+                           at=tasks.owner(p)) for p, part in enumerate(graph.parts)]
         stage_timer = graph.timer() if timer is None else timer
         persisted = list(stage_timer.submit("cyclic_blocks", *made))
         if timer is None:
@@ -351,11 +348,9 @@ def cyclic_piece_sizes(graph: GraphData, q: int,
     def sizes() -> list[list[tuple[int, int, int]]]:
         cuts = cyclic_cuts(graph, q, timer)
         tasks = graph.tasks
-        sized = []
-        for p, cut in enumerate(cuts):
-            with tasks.placed(p):  # where the cut is: only its sizes move
-                sized.append(tasks.task("cyclic-blocks", cut_sizes, cut, key=("sizes", p),
-                                        on_host=True))
+        sized = [tasks.task("cyclic-blocks", cut_sizes, cut, key=("sizes", p), on_host=True,
+                            at=tasks.owner(p))  # where the cut is: only its sizes move
+                 for p, cut in enumerate(cuts)]
         stage_timer = graph.timer() if timer is None else timer
         return [[tuple(piece) for piece in sizes]
                 for sizes in stage_timer.compute("cyclic_blocks", *sized)]

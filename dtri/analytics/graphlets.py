@@ -82,10 +82,8 @@ def vertex_wide_sum(graph: GraphData, stage: str, func: Callable[..., Any],
                     per_partition: list[tuple]) -> Any:
     """``func(*args)`` per partition (on its owner), summed by a tree: one delayed array."""
     tasks = graph.tasks
-    leaves = []
-    for p, args in enumerate(per_partition):
-        with tasks.placed(p):
-            leaves.append(tasks.task(stage, func, *args, key=(p,)))
+    leaves = [tasks.task(stage, func, *args, key=(p,), at=tasks.owner(p))
+              for p, args in enumerate(per_partition)]
     return tasks.tree(stage, add_counts, leaves)
 
 
@@ -234,11 +232,9 @@ def cycle_plan(graph: GraphData) -> tuple[list[int], list[list[tuple[int, int]]]
     budget = graph.task_budget
     bits = checked_key_bits(graph.vertices)
     batch_records = max(budget // kernels.wedge_bytes(kernels.CYCLE_RECORD_BYTES, bits), 1)
-    counted = []
-    for p, part in enumerate(graph.parts):
-        with tasks.placed(p):
-            counted.append(tasks.task("graphlets-plan", wedge_counts, part, graph.degree,
-                                      graph.vertices, batch_records, key=(p,)))
+    counted = [tasks.task("graphlets-plan", wedge_counts, part, graph.degree, graph.vertices,
+                          batch_records, key=(p,), at=tasks.owner(p))
+               for p, part in enumerate(graph.parts)]
     per_anchor = tasks.tree("graphlets-plan", add_counts, [
         tasks.task("graphlets-plan", getitem, c, 0, key=("anchors", p), on_host=True)
         for p, c in enumerate(counted)], on_host=True)
@@ -246,8 +242,7 @@ def cycle_plan(graph: GraphData) -> tuple[list[int], list[list[tuple[int, int]]]
                for p, c in enumerate(counted)]
     ranges = tasks.task("graphlets-plan", ranges_of, per_anchor,
                         max(budget // kernels.wedge_bytes(kernels.CYCLE_REDUCE_BYTES, bits), 1),
-                        key=("ranges",),
-                        on_host=True)
+                        key=("ranges",), on_host=True)
     total = tasks.task("graphlets-plan", sum_of, per_anchor, key=("total",), on_host=True)
     anchor_bounds, per_partition, wedges = graph.timer().compute(
         "graphlets-plan", ranges, batches, total)
@@ -268,13 +263,9 @@ def cycle_terms(graph: GraphData) -> Any:
     inward = tasks.exchange("graphlets-inward", splits, inward_csr, graph.partitions,
                             graph.vertices, bounds, indexed=True)
     anchor_bounds, batches, _ = cycle_plan(graph)
-    wedge_splits = []
-    for p, part in enumerate(graph.parts):
-        for first, last in batches[p]:
-            with tasks.placed(p):
-                wedge_splits.append(tasks.task(
-                    "graphlets-wedges", wedge_split, part, inward[p], first, last, bits,
-                    anchor_bounds, key=(p, first)))
+    wedge_splits = [tasks.task("graphlets-wedges", wedge_split, part, inward[p], first, last,
+                               bits, anchor_bounds, key=(p, first), at=tasks.owner(p))
+                    for p, part in enumerate(graph.parts) for first, last in batches[p]]
     if not wedge_splits:
         return tasks.task("graphlets-cycles", range_zeros, graph.degree, graph.vertices,
                           key=("zeros",), on_host=True)

@@ -538,25 +538,19 @@ class PartitionResults:
 
     def read(self, tasks: Tasks, lengths: list[int], on_device: bool) -> list[Any]:
         """Delayed: partition ``p``'s array, read on its owner."""
-        parts = []
-        for p, length in enumerate(lengths):
-            with tasks.placed(p):
-                parts.append(tasks.task("checkpoint", read_part, self.checkpoint.fs,
-                                        self.checkpoint.path(self.folder),
-                                        self.checkpoint.shown(self.folder), p, length,
-                                        on_device, key=(self.folder, p), on_host=True))
-        return parts
+        return [tasks.task("checkpoint", read_part, self.checkpoint.fs,
+                           self.checkpoint.path(self.folder), self.checkpoint.shown(self.folder),
+                           p, length, on_device, key=(self.folder, p), on_host=True,
+                           at=tasks.owner(p)) for p, length in enumerate(lengths)]
 
     def write(self, tasks: Tasks, timer: StageTimer, values: list[Any], seconds: float) -> None:
         """Write every partition's array where it lives, then ``done.json`` with the
         ``seconds`` the stage took."""
         fs, folder = self.checkpoint.fs, self.checkpoint.path(self.folder)
         fs.makedirs(folder, exist_ok=True)
-        written = []
-        for p, value in enumerate(values):
-            with tasks.placed(p):
-                written.append(tasks.task("checkpoint", write_part, fs, folder, p, value,
-                                          key=(self.folder, "write", p), on_host=True))
+        written = [tasks.task("checkpoint", write_part, fs, folder, p, value,
+                              key=(self.folder, "write", p), on_host=True, at=tasks.owner(p))
+                   for p, value in enumerate(values)]
         timer.compute("checkpoint", written)
         write_atomically(fs, posixpath.join(folder, DONE_NAME),
                          json.dumps({"seconds": round(seconds, 6)}).encode())

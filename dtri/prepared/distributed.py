@@ -279,10 +279,9 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
             if inputs.recomputed and len(group) == 1:  # the read task itself: no second key
                 senders.append(partitions[group[0]])  # holding the same partition
                 continue
-            with placed_on(holder):
-                senders.append(tasks.task("canonicalize", concat_frames,
-                                          *(partitions[p] for p in group), key=("inputs", g),
-                                          on_host=True))
+            senders.append(tasks.task("canonicalize", concat_frames,
+                                      *(partitions[p] for p in group), key=("inputs", g),
+                                      on_host=True, at=holder))
         return senders
 
     senders = sent("vertices")
@@ -303,12 +302,11 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     stride = sample_stride(work_model, sum(rows), parts)
     keys, samples = [], []
     for g, (sender, holder) in enumerate(zip(senders, holders, strict=True)):
-        with placed_on(holder):
-            keys.append(tasks.task("canonicalize", sender_keys, sender, vertices,
-                                   key=("keys", g)))
-            if stride:  # while the keys are at hand, packed: they cross to one task
-                samples.append(tasks.task("canonicalize", key_sample, keys[-1], stride, fmt,
-                                          key=("sample", g), on_host=True))
+        keys.append(tasks.task("canonicalize", sender_keys, sender, vertices, key=("keys", g),
+                               at=holder))
+        if stride:  # while the keys are at hand, packed: they cross to one task
+            samples.append(tasks.task("canonicalize", key_sample, keys[-1], stride, fmt,
+                                      key=("sample", g), on_host=True, at=holder))
     *done, n = timer.submit("canonicalize", *keys, *samples, n)
     keys, samples = done[:len(keys)], done[len(keys):]
     del senders
@@ -363,9 +361,8 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
                                           keys.parts, (rank, n), keys.holders, "out", fmt,
                                           fan_in, keys.sizes)
     if sample is not None:  # the ranges from the senders' samples, in one task
-        with placed_on(first):
-            bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts,
-                                *sample, key=("bounds",))
+        bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts, *sample,
+                            key=("bounds",), at=first)
     else:  # from every key: a sum of each sender's work, or the out-degrees' own
         with placed_on(first):
             if work_model == "intersect":
@@ -379,11 +376,10 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
                 bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
     (bounds, *kept) = timer.submit("orient", bounds, *(work_sum or ()))
     work_sum = kept or None  # the slices as they were summed, kept for the bytes model
-    splits = []  # each where its keys are (not where the vertex-wide ranks are)
-    for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True)):
-        with placed_on(holder):
-            splits.append(tasks.task("sort", packed_split, k, rank, bounds, n, fmt,
-                                     key=("split", p)))
+    # each where its keys are (not where the vertex-wide ranks are)
+    splits = [tasks.task("sort", packed_split, k, rank, bounds, n, fmt, key=("split", p),
+                         at=holder)
+              for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True))]
     overlapping, stride = keys.overlapping, keys.stride
     del keys
     sorted_parts = list(timer.submit("sort", *tasks.exchange(
