@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dtri.analytics.bin_layout import REDUCE_FAN_IN
-from dtri.analytics.cannon import Decomposition, cannon_rounds, decomposition
+from dtri.analytics.cannon import cannon_rounds, decomposition
 from dtri.analytics.plan import CountPlan, build_plan, check_plan_tasks
 from dtri.analytics.staged_plan import chunk_rows, staged_plan
 from dtri.errors import ConfigurationError, ListTooLongError
@@ -44,7 +44,7 @@ from dtri.kernels.wedges import closure_keys
 from dtri.options import Backend
 from dtri.prepared.checkpoint import UnitResults, resumed_line
 from dtri.runtime.staging import Staging
-from dtri.runtime.tasks import Tasks, partition_owner
+from dtri.runtime.tasks import partition_owner
 
 if TYPE_CHECKING:
     from dtri.prepared.graph import GraphData
@@ -141,7 +141,7 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
     started = time.perf_counter()
     timer = graph.timer()
     plan = plan_count(graph, timer)
-    spread = decomposition_of(graph, timer, plan)
+    spread = decomposition(graph, plan, timer)
     if not explain:
         # the join's units are kept in the checkpoint, if any, under a digest of the plan
         resume = None if graph.checkpoint is None or spread.kind == "2d" else \
@@ -154,7 +154,8 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
         else:
             joins = binned_joins(plan, graph, timer, resume)
         stage = "cannon_rounds" if spread.kind == "2d" else "wedges_join"
-        (triangles,) = timer.compute(stage, reduce_tree(graph.tasks, joins))
+        (triangles,) = timer.compute(stage, graph.tasks.tree("reduce", total, joins,
+                                                             REDUCE_FAN_IN, on_host=True))
         graph.cache["count"] = int(triangles)
         if resume is not None and (reused := resume.resumed()) is not None:
             graph.resumed[stage] = reused
@@ -211,13 +212,6 @@ def plan_count(graph: GraphData, timer: StageTimer) -> CountPlan:
             "plan", input_id_of_rank, graph.ids, error.rank, key=("name",), on_host=True))
         raise ConfigurationError(f"{error} (vertex {vertex} of the input)") from None
     return plan
-
-
-def decomposition_of(graph: GraphData, timer: StageTimer, plan: CountPlan) -> Decomposition:
-    """The count's decomposition (:func:`dtri.analytics.cannon.choose_decomposition`) by its
-    ``plan``; the 2D pieces that its bytes model reads are cut as part of
-    ``cyclic_blocks`` (:func:`dtri.analytics.cannon.decomposition`)."""
-    return decomposition(graph, plan, timer)
 
 
 def _plan(graph: GraphData, runtime: Runtime, budget: Budget) -> CountPlan:
@@ -450,8 +444,3 @@ def staged_joins(plan: CountPlan, graph: GraphData, resume: UnitResults | None =
 def total(*counts: int) -> int:
     """Exact sum of partial counts."""
     return sum(int(c) for c in counts)
-
-
-def reduce_tree(tasks: Tasks, counts: list[Any]) -> Any:
-    """Sum delayed counts in a tree (``dtri-reduce`` tasks)."""
-    return tasks.tree("reduce", total, counts, REDUCE_FAN_IN, on_host=True)

@@ -322,20 +322,13 @@ class Checkpoint:
                     "dtri_version": dtri_version(), "input": identity,
                     "options": shaping_options(options)}
         name = checkpoint.path(CHECKPOINT_NAME)
-        if fs.exists(name):
-            checkpoint.lock()
-            try:
-                checkpoint.check(name, manifest)
-            except BaseException:
-                checkpoint.close()
-                raise
-            return checkpoint
-        listed = fs.ls(root, detail=False) if fs.exists(root) and fs.isdir(root) else []
-        if fs.exists(root) and (not fs.isdir(root) or any(
-                posixpath.basename(n.rstrip("/")) != LOCK_NAME for n in listed)):
-            raise CheckpointError(f"{checkpoint.url}: exists and is not a dtri checkpoint (no "
-                                  f"{CHECKPOINT_NAME}); give a new or empty folder")
-        fs.makedirs(root, exist_ok=True)
+        if not fs.exists(name):
+            listed = fs.ls(root, detail=False) if fs.exists(root) and fs.isdir(root) else []
+            if fs.exists(root) and (not fs.isdir(root) or any(
+                    posixpath.basename(n.rstrip("/")) != LOCK_NAME for n in listed)):
+                raise CheckpointError(f"{checkpoint.url}: exists and is not a dtri checkpoint "
+                                      f"(no {CHECKPOINT_NAME}); give a new or empty folder")
+            fs.makedirs(root, exist_ok=True)
         checkpoint.lock()  # a run making it at the same time holds it, or this one does
         try:
             if not fs.exists(name):

@@ -17,9 +17,8 @@ senders may share edges it is counted again from the sorted partitions (the ``de
 stage, :func:`count_degrees`), when an analytic first reads it. The count reads none, so it
 does not wait for them.
 
-Each stage is submitted behind the one before (:class:`~dtri.runtime.timer.StageTimer`); the
-exchange sends each sender's pieces to their receivers once, through Dask; receiver ``j``
-lives on the owner of partition ``j``, which then owns sorted partition ``j``.
+Receiver ``j`` of the exchange (:meth:`~dtri.runtime.tasks.Tasks.exchange`) lives on the
+owner of partition ``j``, which then owns sorted partition ``j``.
 
 The ``adirection`` orientation adds the ``direct`` stage between the degrees and the ranks:
 its peeling runs round by round from the client (:func:`peel_partitions`), each round a tree
@@ -260,9 +259,6 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     the sorted partitions' summaries (:func:`dtri.prepared.graph.prepare_graph`), which may
     direct them again (:func:`directed_again`).
 
-    The canonicalize stage moves no edge: each group's distinct keys are made, and kept, on
-    the worker that holds the group; only the vertex sets' tree crosses the workers.
-
     Every stage is only submitted: the caller lets go of ``inputs`` before it waits, so that
     each input partition is freed once the canonicalize stage has read it."""
     if work_model not in WORK_MODELS:
@@ -433,9 +429,8 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
         if not tasks.workers:  # in process: nothing crosses, and nothing is stolen
             rank = tasks.task("rank", resolved_rank, rank, key=("rank",))
         rounds = None
-        with placed_on(first):
-            ids = tasks.task("rank", ids_of_sums, vertices, *sums, key=("ids",))
-            degree = tasks.task("rank", degrees_of_sums, *sums, key=("degree",))
+        ids = tasks.task("rank", ids_of_sums, vertices, *sums, key=("ids",), at=first)
+        degree = tasks.task("rank", degrees_of_sums, *sums, key=("degree",), at=first)
     else:
         summed = tasks.reduce_over("rank", PackedResult(sender_degrees, "counts", fmt),
                                    PackedResult(add_counts, "counts", fmt), keys.parts, (n,),
