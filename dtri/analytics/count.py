@@ -3,24 +3,11 @@ intersection) → reduce.
 
 The planner (:mod:`dtri.analytics.plan`) decides the counting phase from the partition
 summaries alone; this module builds its task graph, whose keys are named after their stage:
-
-* ``dtri-edge-bins-(k, w)``: worker ``w``'s copy of bin ``k`` of the edge set (the sources
-  ``[k << src_shift, (k + 1) << src_shift)``) as CSR, from the slices of the partitions that
-  overlap it (``dtri-edge-bins-slices-p``), on every worker whose partitions reach it
-  (:mod:`dtri.analytics.bin_layout`); ``dtri-edge-keys-(k, w)``: its packed keys;
-* ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, sized to fit the
-  memory budget, radix-split into bins, from the rows of its sources only
-  (``dtri-wedges-rows-(p, j)``);
-* ``dtri-bins-(p, j, k)``: bin ``k`` of that batch, picked where the batch lives so that only
-  that bin travels;
-* ``dtri-join-(p, j, k)``: how many of those keys are edges of bin ``k``;
-* ``dtri-intersect-(p, k)``: instead of the three above, for partitions the planner gives to
-  the fused join (:mod:`dtri.kernels.intersect`): triangles closed by partition ``p``'s edges
-  whose target lies in bin ``k``;
-* ``dtri-count-(k, w)``: under host staging, instead of all of these, the fused join of a
-  group of consecutive partitions against worker ``w``'s partitions that reach it
-  (:func:`count_group`);
-* ``dtri-reduce``: the exact sum, a tree of Python ints.
+``dtri-edge-bins`` (worker ``w``'s copy of bin ``k``, :mod:`dtri.analytics.bin_layout`),
+``dtri-edge-keys``, ``dtri-wedges``, ``dtri-bins`` and ``dtri-join``, or ``dtri-intersect``
+for the partitions of the fused join, or under host staging ``dtri-count`` (one group of
+consecutive partitions against a worker's partitions, :func:`count_group`), then
+``dtri-reduce``. ``docs/design.md`` ("The count") says what each stage does.
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
 """Canonicalize → rank → orient → sort across partitions, joined by one exchange of edges.
 
 The docstrings of :mod:`dtri.kernels.canonicalize`, :mod:`dtri.kernels.orient` and
-:mod:`dtri.kernels.csr` explain the steps; here they are tasks. Each sender, a group of input
-partitions taken together where it lives (:func:`dtri.prepared.inputs.input_groups`, so the
-input is never repartitioned), makes its own edges canonical and unique on that worker and
-keeps them there (:class:`CanonicalKeys`). The ranks, out-degrees and work are vertex-wide
-trees over those keys (:meth:`dtri.runtime.tasks.Tasks.reduce_over`), and the edges cross the
-workers once, in the sort's exchange, by source range: an edge held by several senders is
-oriented alike by each, so its copies meet at one receiver, which keeps it once.
-
-Until then an edge that two senders hold counts twice in the degrees. That only moves some
-vertices in the (degree, id) order, and the ``adirection`` peeling's bound still holds
-(:func:`peel_partitions`); any total order of the vertices counts every triangle exactly
-once. The degree of every rank that the analytics read is exact all the same: where the
-senders may share edges it is counted again from the sorted partitions (the ``degree``
-stage, :func:`count_degrees`), when an analytic first reads it. The count reads none, so it
-does not wait for them.
-
-Receiver ``j`` of the exchange (:meth:`~dtri.runtime.tasks.Tasks.exchange`) lives on the
-owner of partition ``j``, which then owns sorted partition ``j``.
-
-The ``adirection`` orientation adds the ``direct`` stage between the degrees and the ranks:
-its peeling runs round by round from the client (:func:`peel_partitions`), each round a tree
-of remaining degrees over the senders' keys and one task that peels.
+:mod:`dtri.kernels.csr` explain the steps, and ``docs/design.md`` ("The preparation") the
+stages; here they are tasks. Each sender, a group of input partitions taken together where
+it lives (:func:`dtri.prepared.inputs.input_groups`), keeps its canonical keys there
+(:class:`CanonicalKeys`); the ranks, out-degrees and work are vertex-wide trees over those
+keys (:meth:`dtri.runtime.tasks.Tasks.reduce_over`), and the edges cross the workers once, in
+the sort's exchange, by source range: an edge held by several senders is oriented alike by
+each, so its copies meet at one receiver, which keeps it once. Until then it counts once per
+sender in the degrees, which only moves some vertices in the order (any total order counts
+every triangle once); where senders may share edges, the degrees the analytics read are
+counted again from the sorted partitions (:func:`count_degrees`).
 """
 
 from __future__ import annotations
