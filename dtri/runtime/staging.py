@@ -1,16 +1,9 @@
 """Host staging: stage results live in host memory; each task moves only its own inputs to the
-GPU, computes there and moves its results back.
-
-Under a capped GPU (``--rmm-pool-size``) the graph may not fit, and spilling through
-dask-cuda one stored key at a time cost 10x the in-core time. Staged, the data at rest is
-NumPy/pandas in the workers' host memory (spilled to disk by Dask beyond ``--memory-limit``),
-and a task's GPU memory is what ``--memory-budget`` bounds. Each byte crosses the bus once
-into a task and once out of it.
-
-Copies to and from page-locked memory ran at 55 GB/s on an H200 host, against 2.8-3.6 GB/s
-with pageable memory (``examples/benchmarks/results/copy-probe-h200.jsonl``). So on GPU
-workers the results land in a :class:`HostArena`: arrays carved from a reused pool of
-page-locked memory.
+GPU, computes there and moves its results back, so a task's GPU memory is what
+``--memory-budget`` bounds under a capped GPU (``docs/cli.md``, "Host staging", tells why and
+what it costs). On GPU workers the results land in a :class:`HostArena`: arrays carved from a
+reused pool of page-locked memory, which copies ran to and from at 55 GB/s on an H200 host,
+against 2.8-3.6 GB/s with pageable memory (``copy-probe-h200.jsonl``).
 
 :class:`Staging` is the one strategy object for both places: the task builder
 (:class:`dtri.runtime.tasks.Tasks`) wraps task functions through it (:class:`OnDevice` under
