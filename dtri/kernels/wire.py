@@ -311,9 +311,7 @@ def unpack(value: Any) -> Any:
 
 def packed_rows(value: Any) -> int:
     """The entries (targets) of rows packed by :func:`pack_rows` (or of a raw pair)."""
-    if is_packed(value):
-        return int(value[2][4])
-    return int(value[1].shape[0])
+    return int(value[2][4]) if is_packed(value) else int(value[1].shape[0])
 
 
 def packed_bytes(value: Any) -> int:

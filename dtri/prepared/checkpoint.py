@@ -37,6 +37,7 @@ import posixpath
 import sys
 import time
 import uuid
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -297,12 +298,9 @@ class Checkpoint:
         if not self.locked:
             return
         self.locked = False
-        try:
-            with self.fs.open(self.path(LOCK_NAME), "r") as handle:
-                if json.load(handle) == this_process():
-                    self.fs.rm(self.path(LOCK_NAME))
-        except (OSError, ValueError):
-            pass  # gone already, or not ours: nothing to let go of
+        with suppress(OSError, ValueError), self.fs.open(self.path(LOCK_NAME), "r") as handle:
+            if json.load(handle) == this_process():  # else gone already, or not ours
+                self.fs.rm(self.path(LOCK_NAME))
 
     @classmethod
     def open(cls, url: str, identity: dict[str, Any] | None, options: Any) -> Checkpoint:

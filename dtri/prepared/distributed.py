@@ -162,9 +162,7 @@ def sort_balance(join: str, one_at_a_time: bool) -> str:
     (``one_at_a_time``), the ranges take turns whatever work they hold, so they balance their
     edges: each partition then holds its share of the bytes that the partition count was
     fitted to."""
-    if join == "wedges":
-        return "wedges"
-    return "edges" if one_at_a_time else "intersect"
+    return "wedges" if join == "wedges" else "edges" if one_at_a_time else "intersect"
 
 
 SAMPLES_PER_PART = 4096

@@ -23,6 +23,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,10 +161,8 @@ class HostFallback:
         self.func = func
 
     def __call__(self, *args: Any) -> Any:
-        try:
+        with suppress(MemoryError):  # the failed attempt's device arrays go with its frames
             return self.func(*args)
-        except MemoryError:
-            pass  # the failed attempt's device arrays are gone with its frames
         worker_state().cache.clear()
         note_host_fallback()
         return self.func(*(arg.on_cpu() if isinstance(arg, Staging) else arg for arg in args))
