@@ -479,9 +479,6 @@ def cannon_edge_support(graph: GraphData, q: int) -> list[Any]:
                                    key=("block", b), on_host=True)
     segments = tasks.pick_pieces("support", totals, dict.fromkeys(totals, range(parts)))
     blocks = list(range(q * q))
-    out = []
-    for p, part in enumerate(graph.parts):
-        with tasks.placed(p):
-            out.append(tasks.task("support", partition_support, part, q, blocks,
-                                  *(segments[b, p] for b in blocks), key=("partition", p)))
-    return out
+    return [tasks.task("support", partition_support, part, q, blocks,
+                       *(segments[b, p] for b in blocks), key=("partition", p),
+                       at=tasks.owner(p)) for p, part in enumerate(graph.parts)]

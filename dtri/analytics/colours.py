@@ -185,11 +185,9 @@ def sampled(kept: Any, key: int, colours: int, runtime: Runtime, options: Option
     with prepare_graph(subset, runtime, options) as graph:
         started = time.perf_counter()
         tasks = graph.tasks
-        moments = []
-        for p, support in enumerate(support_totals(graph)):
-            with tasks.placed(p):
-                moments.append(tasks.task("estimate", support_moments, support,
-                                          key=("moments", colours, p), on_host=True))
+        moments = [tasks.task("estimate", support_moments, support,
+                              key=("moments", colours, p), on_host=True, at=tasks.owner(p))
+                   for p, support in enumerate(support_totals(graph))]
         (values,) = graph.timer().compute("estimate", moments)
         graph_seconds = {**{stage: value for stage, value in graph.seconds.items()
                             if stage != "prepare_total"},

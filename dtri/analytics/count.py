@@ -283,11 +283,9 @@ def binned_joins(plan: CountPlan, graph: GraphData, timer: StageTimer,
         for p in plan.bin_partitions[k]:
             if any(p in plan.copy_parts[k, w] for w in plan.builders[k]):
                 overlapped.setdefault(p, []).append(k)
-    slices = {}
-    for p, bins_of_p in overlapped.items():
-        with owned.placed(p):
-            slices[p] = tasks.task("edge-bins", bin_slices, parts[p], tuple(bins_of_p),
-                                   plan.src_shift, key=("slices", p))
+    slices = {p: tasks.task("edge-bins", bin_slices, parts[p], tuple(bins_of_p), plan.src_shift,
+                            key=("slices", p), at=owned.owner(p))
+              for p, bins_of_p in overlapped.items()}
     picks = tasks.pick_pieces("edge-bins", slices, overlapped)
     edge_bins = {}  # (bin, worker): that worker's copy of the bin, from the slices
     for k, builders in plan.builders.items():

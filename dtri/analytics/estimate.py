@@ -467,34 +467,25 @@ def draw(graph: GraphData, counts: list[int], seed: int, first_phase: int,
     offsets = np.concatenate([[0], np.cumsum(own)]).tolist()
     phases = tuple(range(first_phase, first_phase + len(counts)))
     tasks, bounds, parts = graph.tasks, tuple(graph.bounds), graph.parts
-    splits = {}
-    for p in range(len(parts)):
-        if own[p] and sum(counts):
-            with tasks.placed(p):
-                splits[p] = tasks.task("estimate-sample", sample_wedges, parts[p],
-                                       tuple(counts), phases, seed, offsets[p],
-                                       offsets[-1], bounds, key=(first_phase, p))
+    splits = {p: tasks.task("estimate-sample", sample_wedges, parts[p], tuple(counts), phases,
+                            seed, offsets[p], offsets[-1], bounds, key=(first_phase, p),
+                            at=tasks.owner(p))
+              for p in range(len(parts)) if own[p] and sum(counts)}
     drawn = None
     if vertex_count:
         drawn = tasks.task("estimate-vertices", sample_vertices, graph.degree, graph.present,
                            vertex_count, seeds(seed, first_phase, len(parts), 1),
                            key=(first_phase,))
         wanted = tasks.task("estimate-vertices", distinct_vertices, drawn, key=("distinct",))
-        lists = []
-        for p in range(len(parts)):
-            with tasks.placed(p):
-                lists.append(tasks.task("estimate-vertices", incident, parts[p], wanted,
-                                        key=(first_phase, p)))
+        lists = [tasks.task("estimate-vertices", incident, parts[p], wanted,
+                            key=(first_phase, p), at=tasks.owner(p)) for p in range(len(parts))]
         splits[len(parts)] = tasks.task("estimate-vertices", neighbour_pairs, drawn,
                                         len(counts), bounds, *lists, key=("pairs",))
     picks = tasks.pick_pieces("estimate-sample", splits,
                               {i: range(len(parts)) for i in splits})
-    checks = []
-    for q in range(len(parts)):
-        with tasks.placed(q):
-            checks.append(tasks.task("estimate-check", closed_counts, parts[q],
-                                     len(counts) + 1, *(picks[i, q] for i in splits),
-                                     key=(first_phase, q)))
+    checks = [tasks.task("estimate-check", closed_counts, parts[q], len(counts) + 1,
+                         *(picks[i, q] for i in splits), key=(first_phase, q),
+                         at=tasks.owner(q)) for q in range(len(parts))]
     if drawn is None:
         (values,), eligible = graph.timer().compute("estimate", checks), 0
     else:

@@ -62,10 +62,7 @@ def canonical_pairs(edges: dd.DataFrame, weight: str | None, directed: bool,
     frame = edges[["src", "dst"]].assign(w=edges[weight] if weight is not None else 1)
     low = frame["src"].where(frame["src"] <= frame["dst"], frame["dst"])
     high = frame["dst"].where(frame["src"] <= frame["dst"], frame["src"])
-    if directed:
-        frame = last_rows(frame, ["src", "dst"])
-    else:
-        frame = last_rows(frame.assign(src=low, dst=high), ["src", "dst"])
+    frame = last_rows(frame if directed else frame.assign(src=low, dst=high), ["src", "dst"])
     vertices = _vertices(frame)
     scale = frame["w"].max() if weight is not None else 1
     frame = frame[frame["src"] != frame["dst"]]
@@ -137,10 +134,8 @@ def with_pair_values(triangles: dd.DataFrame, pairs: dd.DataFrame) -> dd.DataFra
 def vertex_triangle_values(triangles: dd.DataFrame, pairs: dd.DataFrame, directed: bool,
                            weighted: bool) -> dd.Series:
     """Per vertex with a triangle: twice the sum of its triangles' values (its ``t``)."""
-    if directed or weighted:
-        triangles = with_pair_values(triangles, pairs)
-    else:  # every value is 1
-        triangles = triangles.assign(x_ab=1, x_ac=1, x_bc=1)
+    triangles = with_pair_values(triangles, pairs) if directed or weighted \
+        else triangles.assign(x_ab=1, x_ac=1, x_bc=1)  # every value is 1
     meta = pairs._meta.__class__({"vertex": np.zeros(0, dtype=np.int64),
                                   "value": np.zeros(0, "float64" if weighted else "int64")})
     credits = triangles.map_partitions(triangle_credits, directed, weighted, meta=meta)

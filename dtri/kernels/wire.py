@@ -172,10 +172,7 @@ def pack_rows(degree: Any, targets: Any, fmt: str) -> Any:
     header = (str(degree.dtype), str(targets.dtype), int(degree.shape[0]),
               int(targets.shape[0]), device)
     narrow_degree = _narrowed(degree)
-    if fmt == "narrow":
-        values = _narrowed(targets)
-    else:
-        values = _narrowed(row_deltas(targets, row_offsets(degree)))
+    values = _narrowed(targets if fmt == "narrow" else row_deltas(targets, row_offsets(degree)))
     return (WIRE_TAG, fmt, ("rows", *header, str(narrow_degree.dtype), str(values.dtype)),
             _payload(fmt, narrow_degree), _payload(fmt, values))
 
