@@ -9,14 +9,11 @@ against blocks ``(x, z)`` and ``(y, z)``) are spread ``q`` to a worker. Cannon's
 worker ``(x, y)`` the rounds of its own block, ``z = (x + y + t) mod q``, so that each round
 every block is wanted by one worker only; :func:`~dtri.kernels.cyclic.round_assignment`
 then swaps rounds to even out the blocks each pulls. A worker pulls O(q) blocks of about
-``m / p`` edges, O(m / √p). The tasks, named after their stage:
-
-* ``dtri-cyclic-blocks``: each sorted partition cut into its ``q²`` pieces where it lives,
-  and block ``(r, s)`` made from its pieces on grid worker ``r·q + s``, its home;
-* ``dtri-cannon-shift-(g, t)``: the blocks of worker ``g``'s round ``t`` brought to it, after
-  round ``t - 2``, so the next round's blocks travel while the current one intersects;
-* ``dtri-cannon-round-(g, t)``: the round's intersection;
-* ``dtri-reduce``: the exact sum of the rounds' counts.
+``m / p`` edges, O(m / √p). The tasks (``docs/design.md``, "The count"): ``dtri-cyclic-blocks``
+makes block ``(r, s)`` on grid worker ``r·q + s``, its home, from the sorted partitions' pieces;
+``dtri-cannon-shift-(g, t)`` brings the blocks of worker ``g``'s round ``t`` to it after round
+``t - 2``, so the next round's blocks travel while the current one intersects
+(``dtri-cannon-round-(g, t)``); ``dtri-reduce`` sums the rounds' counts.
 
 A worker count that is not a square uses the largest square grid. ``auto`` takes the 2D join
 (on a grid of at least 2 × 2) where the bytes model (:func:`moved_1d`, :func:`moved_2d`)

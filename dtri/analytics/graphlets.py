@@ -1,26 +1,18 @@
 """Graphlet degrees on a prepared graph: the 16 orbit frequencies of the Fast Graphlet
 Transform per vertex (:mod:`dtri.kernels.graphlets` has the orbits and the formulas), exact,
-on the workers that hold the partitions.
+on the workers that hold the partitions; ``docs/guide.md`` ("Graphlet degrees") tells how.
 
-The stages, each named in the task keys:
-
-* ``graphlets-gather``: the triangles at each vertex (cached by :func:`triangles`) as one
-  vertex-wide array; the triangles on each edge come from :func:`edge_support`'s totals;
-* ``graphlets-neighbours``: one pass over each partition's edges for the sums over
-  neighbours (σ2, σ7, σ9, σ10, σ14), then ``graphlets-second`` for σ5 (``Σ σ2(a)``);
-* ``graphlets-cliques``: the triangles listed by position (batches sized by prefix sums of
-  the intersection's per-edge counts) with the triangles on their opposite edges (σ13), and
-  the 4-cliques over them (σ15), per group of partitions (the range of each triangle's
-  middle vertex) and per group of the range of its top vertex, as the credits' plan
-  (:func:`dtri.analytics.credits.group_plan`) does for the triangles;
-* ``graphlets-inward``: each partition's in-lists, by an exchange of its edges by target;
-  ``graphlets-plan``: the oriented wedges per edge and per anchor (prefix sums, nothing
-  written) cut greedily into batches and anchor ranges that fit a task;
-  ``graphlets-wedges``: the oriented wedges ``v - u - x`` of the 4-cycles, written batch by
-  batch and radix-split by the range of their anchor ``v``; ``graphlets-cycles``: per anchor
-  range, sorted and reduced by key (σ12);
-* ``graphlets``: per partition, the raw frequencies of its vertices, and net ones by back
-  substitution.
+The stages, each named in the task keys: ``graphlets-gather`` (the triangles at each vertex,
+cached by :func:`triangles`, as one vertex-wide array; those on each edge are
+:func:`edge_support`'s totals); ``graphlets-neighbours`` and ``graphlets-second`` (the sums
+over neighbours, then σ5); ``graphlets-cliques`` (the triangles listed by position with the
+triangles on their opposite edges, σ13, and the 4-cliques over them, σ15, per group of
+partitions and per group of the triangles' top vertex, as the credits' plan,
+:func:`dtri.analytics.credits.group_plan`, groups the triangles); ``graphlets-inward``,
+``graphlets-plan``, ``graphlets-wedges`` and ``graphlets-cycles`` (the 4-cycles' oriented
+wedges ``v - u - x``, from in-lists exchanged by target, written in batches that fit a task,
+radix-split by the range of their anchor ``v`` and reduced by key per range: σ12); and
+``graphlets`` (per partition, the raw frequencies, and the net ones by back substitution).
 """
 
 from __future__ import annotations
