@@ -275,9 +275,7 @@ def needed_samples(hits: int, draws: int, approx: Approx) -> float:
     (:func:`clustering_vertices`); its interval is what that sample gives."""
     z, error = approx.z, approx.error
     low, _ = wilson(hits, draws, z)
-    if hits == 0 or low == 0.0:
-        return math.inf
-    return z * z * (1.0 - low) / (low * error * error)
+    return math.inf if hits == 0 or low == 0.0 else z * z * (1.0 - low) / (low * error * error)
 
 
 def estimate(graph: GraphData, approx: Approx, allow_exact: bool = True) -> Estimate:

@@ -108,9 +108,7 @@ def _payload(codec: str, array: Any) -> Any:
 
 def _array(codec: str, payload: Any, dtype: Any, length: int, device: bool) -> Any:
     """An array from :func:`_payload`."""
-    if codec == "narrow":
-        return payload
-    return _decompress(codec, payload, dtype, length, device)
+    return payload if codec == "narrow" else _decompress(codec, payload, dtype, length, device)
 
 
 def _narrowed(values: Any) -> Any:

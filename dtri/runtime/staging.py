@@ -130,9 +130,7 @@ class OnDevice:
         self.backend = Backend(backend)
 
     def __call__(self, *args: Any) -> Any:
-        if not self.backend.on_gpu:
-            return self.func(*args)
-        return device_or_host(self.func, args)
+        return device_or_host(self.func, args) if self.backend.on_gpu else self.func(*args)
 
     def __reduce__(self) -> tuple:
         return OnDevice, (self.func, self.backend)
