@@ -284,7 +284,8 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
     its own, which :meth:`PreparedGraph.release` (or the end of a ``with`` block) closes."""
     edges = user_edges(edges)
     if is_saved_graph(edges, options.get("storage_options")):
-        return open_prepared(saved_path(edges), session=session, **options)
+        saved = edges[0] if isinstance(edges, list | tuple) else edges  # alone or in a list
+        return open_prepared(os.fspath(saved), session=session, **options)
 
     def prepared(session: Session, chosen: Options, owned: bool) -> GraphData:
         if chosen.checkpoint is not None:
@@ -294,11 +295,6 @@ def prepare(edges: Any, *, session: Session | None = None, **options: Any) -> Pr
                        input_identity=identity_if_known(edges, chosen))
 
     return graph_in_session(session, options, prepared)
-
-
-def saved_path(edges: Any) -> str:
-    """The one folder of a saved graph given as ``edges`` (alone or in a list)."""
-    return os.fspath(edges[0] if isinstance(edges, list | tuple) else edges)
 
 
 def graph_in_session(session: Session | None, options: dict[str, Any],

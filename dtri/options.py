@@ -257,11 +257,10 @@ class Options:
             return
         given = [_flag(name) for name in LOCAL_CLUSTER_OPTIONS
                  if getattr(self, name) not in (None, "auto")]
-        if self.scheduler in LOCAL_SCHEDULERS:
-            where = f"--scheduler {self.scheduler} (in this process, no workers)"
-        else:
-            where = f"the cluster at {self.scheduler or self.scheduler_file}"
-        refuse_local_cluster_options(given, where)
+        refuse_local_cluster_options(
+            given, f"--scheduler {self.scheduler} (in this process, no workers)"
+            if self.scheduler in LOCAL_SCHEDULERS
+            else f"the cluster at {self.scheduler or self.scheduler_file}")
 
     @classmethod
     def of(cls, options: Options | None = None, **changes: Any) -> Options:

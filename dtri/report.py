@@ -5,6 +5,7 @@ lives) into a temporary folder renamed into place when complete (:mod:`dtri.outp
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from dask.utils import format_bytes
@@ -125,10 +126,9 @@ def total_moved(moved_bytes: dict[str, dict[str, int]]) -> int:
 
 def most_to_one_worker(moved_bytes: dict[str, dict[str, int]]) -> int:
     """The most bytes that one worker received, over all stages."""
-    received: dict[str, int] = {}
+    received: Counter[str] = Counter()
     for workers in moved_bytes.values():
-        for address, value in workers.items():
-            received[address] = received.get(address, 0) + value
+        received.update(workers)
     return max(received.values(), default=0)
 
 

@@ -5,6 +5,7 @@ needs where it is joined (:func:`dtri.analytics.plan.build_plan` lays them out).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 from dtri.kernels.csr import PartitionSummary
@@ -91,10 +92,7 @@ def bin_homes(summaries: Sequence[PartitionSummary], bin_partitions: dict[int, t
     Otherwise each bin is built once, where Dask places it; the owner of its first partition
     stands for that place in the bytes model. A bin no partition reaches is not built."""
     workers = max(workers, 1)
-    bins_of: dict[int, int] = {}
-    for owners in bin_partitions.values():
-        for p in owners:
-            bins_of[p] = bins_of.get(p, 0) + 1
+    bins_of = Counter(p for owners in bin_partitions.values() for p in owners)
     alone = {k: owners[0] for k, owners in bin_partitions.items()
              if len(owners) == 1 and bins_of[owners[0]] == 1}
     readers: dict[int, set[int]] = {}

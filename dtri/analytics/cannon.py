@@ -9,14 +9,11 @@ against blocks ``(x, z)`` and ``(y, z)``) are spread ``q`` to a worker. Cannon's
 worker ``(x, y)`` the rounds of its own block, ``z = (x + y + t) mod q``, so that each round
 every block is wanted by one worker only; :func:`~dtri.kernels.cyclic.round_assignment`
 then swaps rounds to even out the blocks each pulls. A worker pulls O(q) blocks of about
-``m / p`` edges, O(m / √p). The tasks, named after their stage:
-
-* ``dtri-cyclic-blocks``: each sorted partition cut into its ``q²`` pieces where it lives,
-  and block ``(r, s)`` made from its pieces on grid worker ``r·q + s``, its home;
-* ``dtri-cannon-shift-(g, t)``: the blocks of worker ``g``'s round ``t`` brought to it, after
-  round ``t - 2``, so the next round's blocks travel while the current one intersects;
-* ``dtri-cannon-round-(g, t)``: the round's intersection;
-* ``dtri-reduce``: the exact sum of the rounds' counts.
+``m / p`` edges, O(m / √p). The tasks (``docs/design.md``, "The count"): ``dtri-cyclic-blocks``
+makes block ``(r, s)`` on grid worker ``r·q + s``, its home, from the sorted partitions' pieces;
+``dtri-cannon-shift-(g, t)`` brings the blocks of worker ``g``'s round ``t`` to it after round
+``t - 2``, so the next round's blocks travel while the current one intersects
+(``dtri-cannon-round-(g, t)``); ``dtri-reduce`` sums the rounds' counts.
 
 A worker count that is not a square uses the largest square grid. ``auto`` takes the 2D join
 (on a grid of at least 2 × 2) where the bytes model (:func:`moved_1d`, :func:`moved_2d`)
@@ -329,11 +326,8 @@ def cyclic_cuts(graph: GraphData, q: int, timer: StageTimer | None = None) -> li
 
     def cuts() -> list[Any]:
         tasks, fmt = graph.tasks, graph.runtime.wire_format
-        made = []
-        for p, part in enumerate(graph.parts):  # where it lives
-            with tasks.placed(p):
-                made.append(tasks.task("cyclic-blocks", cut_pieces, part, q, fmt,
-                                       key=("cut", p)))
+        made = [tasks.task("cyclic-blocks", cut_pieces, part, q, fmt, key=("cut", p),
+                           at=tasks.owner(p)) for p, part in enumerate(graph.parts)]
         stage_timer = graph.timer() if timer is None else timer
         persisted = list(stage_timer.submit("cyclic_blocks", *made))
         if timer is None:
@@ -351,11 +345,9 @@ def cyclic_piece_sizes(graph: GraphData, q: int,
     def sizes() -> list[list[tuple[int, int, int]]]:
         cuts = cyclic_cuts(graph, q, timer)
         tasks = graph.tasks
-        sized = []
-        for p, cut in enumerate(cuts):
-            with tasks.placed(p):  # where the cut is: only its sizes move
-                sized.append(tasks.task("cyclic-blocks", cut_sizes, cut, key=("sizes", p),
-                                        on_host=True))
+        sized = [tasks.task("cyclic-blocks", cut_sizes, cut, key=("sizes", p), on_host=True,
+                            at=tasks.owner(p))  # where the cut is: only its sizes move
+                 for p, cut in enumerate(cuts)]
         stage_timer = graph.timer() if timer is None else timer
         return [[tuple(piece) for piece in sizes]
                 for sizes in stage_timer.compute("cyclic_blocks", *sized)]
@@ -484,9 +476,6 @@ def cannon_edge_support(graph: GraphData, q: int) -> list[Any]:
                                    key=("block", b), on_host=True)
     segments = tasks.pick_pieces("support", totals, dict.fromkeys(totals, range(parts)))
     blocks = list(range(q * q))
-    out = []
-    for p, part in enumerate(graph.parts):
-        with tasks.placed(p):
-            out.append(tasks.task("support", partition_support, part, q, blocks,
-                                  *(segments[b, p] for b in blocks), key=("partition", p)))
-    return out
+    return [tasks.task("support", partition_support, part, q, blocks,
+                       *(segments[b, p] for b in blocks), key=("partition", p),
+                       at=tasks.owner(p)) for p, part in enumerate(graph.parts)]

@@ -15,15 +15,11 @@ the monochromatic graph's edge supports ``t_e`` gives ``Σ t_e = 3 T_m`` and ``k
 with ``E[k_m] = k / N³``, so ``V̂ = T̂ (N² − 1) + 2 (N − 1) N³ k_m`` is unbiased for the
 variance, and the interval is ``T̂ ± z √V̂``, clipped at 0.
 
-``N`` is a power of two between ``dtri.estimate-colours-min`` and ``dtri.estimate-colours-max``
-(default 4 and 64). The input is read once, and the rows monochromatic under the fewest
-colours are kept (persisted on the workers, or in this process); the colourings nest, so
-every finer one is a subset of those. A pilot at the most colours gives ``T̂`` and
-``k̂ = N³ k_m``; the estimate is taken at the most colours whose predicted relative half-width
-``z √(T̂ (N² − 1) + 2 k̂ (N − 1)) / T̂`` is within the asked error (the pilot itself if that is
-the most). If even the fewest colours are predicted too coarse, or the pilot saw no triangle,
-the whole input is prepared and wedge-sampled instead, and the result says why. The pilot's
-rows are part of the final sample (the colourings nest), not independent of it.
+How ``N`` is chosen is told in ``docs/guide.md`` ("Estimates with error bars"): the rows
+monochromatic under the fewest colours are kept as the input is read once (the colourings
+nest, so every finer one is a subset of those), and a pilot at the most colours predicts each
+``N``'s relative half-width ``z √(T̂ (N² − 1) + 2 k̂ (N − 1)) / T̂``, ``k̂ = N³ k_m``. The
+pilot's rows are part of the final sample (the colourings nest), not independent of it.
 """
 
 from __future__ import annotations
@@ -185,11 +181,9 @@ def sampled(kept: Any, key: int, colours: int, runtime: Runtime, options: Option
     with prepare_graph(subset, runtime, options) as graph:
         started = time.perf_counter()
         tasks = graph.tasks
-        moments = []
-        for p, support in enumerate(support_totals(graph)):
-            with tasks.placed(p):
-                moments.append(tasks.task("estimate", support_moments, support,
-                                          key=("moments", colours, p), on_host=True))
+        moments = [tasks.task("estimate", support_moments, support,
+                              key=("moments", colours, p), on_host=True, at=tasks.owner(p))
+                   for p, support in enumerate(support_totals(graph))]
         (values,) = graph.timer().compute("estimate", moments)
         graph_seconds = {**{stage: value for stage, value in graph.seconds.items()
                             if stage != "prepare_total"},

@@ -3,24 +3,11 @@ intersection) → reduce.
 
 The planner (:mod:`dtri.analytics.plan`) decides the counting phase from the partition
 summaries alone; this module builds its task graph, whose keys are named after their stage:
-
-* ``dtri-edge-bins-(k, w)``: worker ``w``'s copy of bin ``k`` of the edge set (the sources
-  ``[k << src_shift, (k + 1) << src_shift)``) as CSR, from the slices of the partitions that
-  overlap it (``dtri-edge-bins-slices-p``), on every worker whose partitions reach it
-  (:mod:`dtri.analytics.bin_layout`); ``dtri-edge-keys-(k, w)``: its packed keys;
-* ``dtri-wedges-(p, j)``: batch ``j`` of partition ``p``'s closure keys, sized to fit the
-  memory budget, radix-split into bins, from the rows of its sources only
-  (``dtri-wedges-rows-(p, j)``);
-* ``dtri-bins-(p, j, k)``: bin ``k`` of that batch, picked where the batch lives so that only
-  that bin travels;
-* ``dtri-join-(p, j, k)``: how many of those keys are edges of bin ``k``;
-* ``dtri-intersect-(p, k)``: instead of the three above, for partitions the planner gives to
-  the fused join (:mod:`dtri.kernels.intersect`): triangles closed by partition ``p``'s edges
-  whose target lies in bin ``k``;
-* ``dtri-count-(k, w)``: under host staging, instead of all of these, the fused join of a
-  group of consecutive partitions against worker ``w``'s partitions that reach it
-  (:func:`count_group`);
-* ``dtri-reduce``: the exact sum, a tree of Python ints.
+``dtri-edge-bins`` (worker ``w``'s copy of bin ``k``, :mod:`dtri.analytics.bin_layout`),
+``dtri-edge-keys``, ``dtri-wedges``, ``dtri-bins`` and ``dtri-join``, or ``dtri-intersect``
+for the partitions of the fused join, or under host staging ``dtri-count`` (one group of
+consecutive partitions against a worker's partitions, :func:`count_group`), then
+``dtri-reduce``. ``docs/design.md`` ("The count") says what each stage does.
 """
 
 from __future__ import annotations
@@ -30,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dtri.analytics.bin_layout import REDUCE_FAN_IN
-from dtri.analytics.cannon import Decomposition, cannon_rounds, decomposition
+from dtri.analytics.cannon import cannon_rounds, decomposition
 from dtri.analytics.plan import CountPlan, build_plan, check_plan_tasks
 from dtri.analytics.staged_plan import chunk_rows, staged_plan
 from dtri.errors import ConfigurationError, ListTooLongError
@@ -45,7 +32,7 @@ from dtri.kernels.wedges import closure_keys
 from dtri.options import Backend
 from dtri.prepared.checkpoint import UnitResults, resumed_line
 from dtri.runtime.staging import Staging
-from dtri.runtime.tasks import Tasks, partition_owner
+from dtri.runtime.tasks import partition_owner
 
 if TYPE_CHECKING:
     from dtri.prepared.graph import GraphData
@@ -147,7 +134,7 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
     started = time.perf_counter()
     timer = graph.timer()
     plan = plan_count(graph, timer)
-    spread = decomposition_of(graph, timer, plan)
+    spread = decomposition(graph, plan, timer)
     read: int | None = None  # the join's bytes read
     if not explain:
         # the join's units are kept in the checkpoint, if any, under a digest of the plan
@@ -161,7 +148,8 @@ def count(graph: GraphData, *, explain: bool = False) -> CountResult:
         else:
             joins = binned_joins(plan, graph, timer, resume)
         stage = "cannon_rounds" if spread.kind == "2d" else "wedges_join"
-        (triangles,) = timer.compute(stage, reduce_tree(graph.tasks, joins))
+        (triangles,) = timer.compute(stage, graph.tasks.tree("reduce", total, joins,
+                                                             REDUCE_FAN_IN, on_host=True))
         read = None if spread.kind == "2d" else bytes_read(triangles)
         graph.cache["count"] = int(triangles)
         if resume is not None and (reused := resume.resumed()) is not None:
@@ -220,13 +208,6 @@ def plan_count(graph: GraphData, timer: StageTimer) -> CountPlan:
             "plan", input_id_of_rank, graph.ids, error.rank, key=("name",), on_host=True))
         raise ConfigurationError(f"{error} (vertex {vertex} of the input)") from None
     return plan
-
-
-def decomposition_of(graph: GraphData, timer: StageTimer, plan: CountPlan) -> Decomposition:
-    """The count's decomposition (:func:`dtri.analytics.cannon.choose_decomposition`) by its
-    ``plan``; the 2D pieces that its bytes model reads are cut as part of
-    ``cyclic_blocks`` (:func:`dtri.analytics.cannon.decomposition`)."""
-    return decomposition(graph, plan, timer)
 
 
 def _plan(graph: GraphData, runtime: Runtime, budget: Budget) -> CountPlan:
@@ -313,11 +294,9 @@ def binned_joins(plan: CountPlan, graph: GraphData, timer: StageTimer,
         for p in plan.bin_partitions[k]:
             if any(p in plan.copy_parts[k, w] for w in plan.builders[k]):
                 overlapped.setdefault(p, []).append(k)
-    slices = {}
-    for p, bins_of_p in overlapped.items():
-        with owned.placed(p):
-            slices[p] = tasks.task("edge-bins", bin_slices, parts[p], tuple(bins_of_p),
-                                   plan.src_shift, key=("slices", p))
+    slices = {p: tasks.task("edge-bins", bin_slices, parts[p], tuple(bins_of_p), plan.src_shift,
+                            key=("slices", p), at=owned.owner(p))
+              for p, bins_of_p in overlapped.items()}
     picks = tasks.pick_pieces("edge-bins", slices, overlapped)
     edge_bins = {}  # (bin, worker): that worker's copy of the bin, from the slices
     for k, builders in plan.builders.items():
@@ -460,8 +439,3 @@ def total(*counts: int) -> int:
     """Exact sum of partial counts, with the bytes their joins read where all say
     (:func:`~dtri.kernels.traffic.summed`)."""
     return summed(counts)
-
-
-def reduce_tree(tasks: Tasks, counts: list[Any]) -> Any:
-    """Sum delayed counts in a tree (``dtri-reduce`` tasks)."""
-    return tasks.tree("reduce", total, counts, REDUCE_FAN_IN, on_host=True)

@@ -288,12 +288,8 @@ def edge_totals(graph: GraphData, stage: str, mode: str = "edge",
             received[p].append(tasks.task(stage, pick_partition, result, index,
                                           key=(mode, t.group, t.worker, p), kind="pick",
                                           on_host=True))
-    totals = []
-    for p, pieces in received.items():
-        with tasks.placed(p):
-            totals.append(tasks.task(stage, add_pieces, parts[p], *pieces, key=("sum", p),
-                                     on_host=True))
-    return totals
+    return [tasks.task(stage, add_pieces, parts[p], *pieces, key=("sum", p), on_host=True,
+                       at=tasks.owner(p)) for p, pieces in received.items()]
 
 
 def kept_partitions(graph: GraphData, stage: str, lengths: list[int],

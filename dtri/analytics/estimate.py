@@ -1,38 +1,26 @@
 """Estimates with error bars: the triangle count, transitivity and average clustering from a
 sample of the prepared graph's oriented wedges (Seshadhri, Pinar & Kolda's wedge sampling, on
-dtri's oriented wedges).
+dtri's oriented wedges). ``docs/guide.md`` ("Estimates with error bars") tells the method at
+length, with its measured coverage.
 
 Every triangle is exactly one closed oriented wedge (:mod:`dtri.kernels.sampling`), so for
-``k`` wedges drawn from the ``W`` of the oriented graph, each as likely as in a uniform draw,
-of which ``X`` are closed, ``X / k`` estimates ``p = triangles / W`` without bias. The draws
-are stratified (one in each of ``k`` equal strata of the wedges' numbering), so the variance
-of ``X`` is at most the binomial ``k p (1 - p)`` that the intervals below assume: they cover
-at least as often as their confidence says.
+``k`` wedges drawn from the ``W`` of the oriented graph, of which ``X`` are closed, ``X / k``
+estimates ``p = triangles / W`` without bias. The draws are stratified (one in each of ``k``
+equal strata of the wedges' numbering), so the variance of ``X`` is at most the binomial
+``k p (1 - p)`` that the Wilson intervals assume: they cover at least as often as their
+confidence says. Transitivity is ``3 triangles / triples`` (``Σ C(d, 2)``, exact), so its
+interval is the count's, scaled; the average clustering, NetworkX's mean over all ``n``
+vertices, is ``(n2 / n) q``, ``q`` the closed share of pairs of neighbours drawn at vertices
+drawn uniformly among the ``n2`` of degree 2 or more (NetworKit's;
+:func:`dtri.kernels.sampling.incident`), a binomial proportion too.
 
-* triangles ``≈ W X / k``, with the Wilson score interval of ``p`` scaled by ``W``;
-* transitivity ``= 3 triangles / triples``, the triples (``Σ C(d, 2)``) counted exactly from
-  the degrees, so its interval is the count's, scaled;
-* average clustering: NetworkX's mean of ``c(v)`` over all ``n`` vertices, zeros included,
-  is ``(n2 / n) q`` where ``n2`` vertices have degree 2 or more and ``q`` is the chance that a
-  pair of neighbours drawn uniformly at a vertex drawn uniformly among those ``n2`` is an
-  edge (NetworKit's approximate average clustering): a binomial proportion too, with its
-  Wilson interval scaled by ``n2 / n``. The pairs are found from each drawn vertex's
-  out-list and the edges that end at it (:func:`dtri.kernels.sampling.incident`).
-
-With no sample size given, a pilot of :data:`PILOT_SAMPLES` wedges sizes the sample from the
-asked relative error of the count and confidence (with the pilot's lower bound of ``p``, so
-the sample is rather too big than too small), and a fresh sample, independent of the pilot,
-gives the estimate and its interval. When that sample would be a large share of the wedges (a small
-graph, or one with few triangles), the exact analytics run instead and the result says so.
-
-A fixed sample of ``samples`` wedges, and a time budget of ``seconds``, draw one sequence of
-pieces (:func:`sample_pieces`): the first of :data:`PILOT_SAMPLES` wedges, then chunks of
-:func:`chunk_wedges`, the last possibly partial, piece ``i`` from the streams of phase ``i``
-(the sized path's pilot and chunks, all counted as sample). A time budget draws a first round
-(:func:`first_round`), times it, and then as many whole chunks, in rounds, as the time left
-predicts from the cost per wedge of the round before: how many it draws depends on the clock
-only, never on what was drawn, so its intervals are those of a fixed sample of that size, and
-``samples`` with the same ``seed`` repeats it exactly.
+A pilot of :data:`PILOT_SAMPLES` wedges sizes the sample from the asked error (with the
+pilot's lower bound of ``p``), and a sample independent of it gives the estimate; where that
+would be a large share of the wedges, the exact analytics run instead. A fixed sample and a
+time budget draw one sequence of pieces (:func:`sample_pieces`); a time budget
+(:func:`first_round`) draws as many whole chunks as the clock predicts, never depending on
+what was drawn, so its intervals are those of a fixed sample of that size, and ``samples``
+with the same ``seed`` repeats it exactly.
 """
 
 from __future__ import annotations
@@ -287,9 +275,7 @@ def needed_samples(hits: int, draws: int, approx: Approx) -> float:
     (:func:`clustering_vertices`); its interval is what that sample gives."""
     z, error = approx.z, approx.error
     low, _ = wilson(hits, draws, z)
-    if hits == 0 or low == 0.0:
-        return math.inf
-    return z * z * (1.0 - low) / (low * error * error)
+    return math.inf if hits == 0 or low == 0.0 else z * z * (1.0 - low) / (low * error * error)
 
 
 def estimate(graph: GraphData, approx: Approx, allow_exact: bool = True) -> Estimate:
@@ -479,34 +465,25 @@ def draw(graph: GraphData, counts: list[int], seed: int, first_phase: int,
     offsets = np.concatenate([[0], np.cumsum(own)]).tolist()
     phases = tuple(range(first_phase, first_phase + len(counts)))
     tasks, bounds, parts = graph.tasks, tuple(graph.bounds), graph.parts
-    splits = {}
-    for p in range(len(parts)):
-        if own[p] and sum(counts):
-            with tasks.placed(p):
-                splits[p] = tasks.task("estimate-sample", sample_wedges, parts[p],
-                                       tuple(counts), phases, seed, offsets[p],
-                                       offsets[-1], bounds, key=(first_phase, p))
+    splits = {p: tasks.task("estimate-sample", sample_wedges, parts[p], tuple(counts), phases,
+                            seed, offsets[p], offsets[-1], bounds, key=(first_phase, p),
+                            at=tasks.owner(p))
+              for p in range(len(parts)) if own[p] and sum(counts)}
     drawn = None
     if vertex_count:
         drawn = tasks.task("estimate-vertices", sample_vertices, graph.degree, graph.present,
                            vertex_count, seeds(seed, first_phase, len(parts), 1),
                            key=(first_phase,))
         wanted = tasks.task("estimate-vertices", distinct_vertices, drawn, key=("distinct",))
-        lists = []
-        for p in range(len(parts)):
-            with tasks.placed(p):
-                lists.append(tasks.task("estimate-vertices", incident, parts[p], wanted,
-                                        key=(first_phase, p)))
+        lists = [tasks.task("estimate-vertices", incident, parts[p], wanted,
+                            key=(first_phase, p), at=tasks.owner(p)) for p in range(len(parts))]
         splits[len(parts)] = tasks.task("estimate-vertices", neighbour_pairs, drawn,
                                         len(counts), bounds, *lists, key=("pairs",))
     picks = tasks.pick_pieces("estimate-sample", splits,
                               {i: range(len(parts)) for i in splits})
-    checks = []
-    for q in range(len(parts)):
-        with tasks.placed(q):
-            checks.append(tasks.task("estimate-check", closed_counts, parts[q],
-                                     len(counts) + 1, *(picks[i, q] for i in splits),
-                                     key=(first_phase, q)))
+    checks = [tasks.task("estimate-check", closed_counts, parts[q], len(counts) + 1,
+                         *(picks[i, q] for i in splits), key=(first_phase, q),
+                         at=tasks.owner(q)) for q in range(len(parts))]
     if drawn is None:
         (values,), eligible = graph.timer().compute("estimate", checks), 0
     else:

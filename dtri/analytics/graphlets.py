@@ -1,26 +1,18 @@
 """Graphlet degrees on a prepared graph: the 16 orbit frequencies of the Fast Graphlet
 Transform per vertex (:mod:`dtri.kernels.graphlets` has the orbits and the formulas), exact,
-on the workers that hold the partitions.
+on the workers that hold the partitions; ``docs/guide.md`` ("Graphlet degrees") tells how.
 
-The stages, each named in the task keys:
-
-* ``graphlets-gather``: the triangles at each vertex (cached by :func:`triangles`) as one
-  vertex-wide array; the triangles on each edge come from :func:`edge_support`'s totals;
-* ``graphlets-neighbours``: one pass over each partition's edges for the sums over
-  neighbours (σ2, σ7, σ9, σ10, σ14), then ``graphlets-second`` for σ5 (``Σ σ2(a)``);
-* ``graphlets-cliques``: the triangles listed by position (batches sized by prefix sums of
-  the intersection's per-edge counts) with the triangles on their opposite edges (σ13), and
-  the 4-cliques over them (σ15), per group of partitions (the range of each triangle's
-  middle vertex) and per group of the range of its top vertex, as the credits' plan
-  (:func:`dtri.analytics.credits.group_plan`) does for the triangles;
-* ``graphlets-inward``: each partition's in-lists, by an exchange of its edges by target;
-  ``graphlets-plan``: the oriented wedges per edge and per anchor (prefix sums, nothing
-  written) cut greedily into batches and anchor ranges that fit a task;
-  ``graphlets-wedges``: the oriented wedges ``v - u - x`` of the 4-cycles, written batch by
-  batch and radix-split by the range of their anchor ``v``; ``graphlets-cycles``: per anchor
-  range, sorted and reduced by key (σ12);
-* ``graphlets``: per partition, the raw frequencies of its vertices, and net ones by back
-  substitution.
+The stages, each named in the task keys: ``graphlets-gather`` (the triangles at each vertex,
+cached by :func:`triangles`, as one vertex-wide array; those on each edge are
+:func:`edge_support`'s totals); ``graphlets-neighbours`` and ``graphlets-second`` (the sums
+over neighbours, then σ5); ``graphlets-cliques`` (the triangles listed by position with the
+triangles on their opposite edges, σ13, and the 4-cliques over them, σ15, per group of
+partitions and per group of the triangles' top vertex, as the credits' plan,
+:func:`dtri.analytics.credits.group_plan`, groups the triangles); ``graphlets-inward``,
+``graphlets-plan``, ``graphlets-wedges`` and ``graphlets-cycles`` (the 4-cycles' oriented
+wedges ``v - u - x``, from in-lists exchanged by target, written in batches that fit a task,
+radix-split by the range of their anchor ``v`` and reduced by key per range: σ12); and
+``graphlets`` (per partition, the raw frequencies, and the net ones by back substitution).
 """
 
 from __future__ import annotations
@@ -82,10 +74,8 @@ def vertex_wide_sum(graph: GraphData, stage: str, func: Callable[..., Any],
                     per_partition: list[tuple]) -> Any:
     """``func(*args)`` per partition (on its owner), summed by a tree: one delayed array."""
     tasks = graph.tasks
-    leaves = []
-    for p, args in enumerate(per_partition):
-        with tasks.placed(p):
-            leaves.append(tasks.task(stage, func, *args, key=(p,)))
+    leaves = [tasks.task(stage, func, *args, key=(p,), at=tasks.owner(p))
+              for p, args in enumerate(per_partition)]
     return tasks.tree(stage, add_counts, leaves)
 
 
@@ -234,11 +224,9 @@ def cycle_plan(graph: GraphData) -> tuple[list[int], list[list[tuple[int, int]]]
     budget = graph.task_budget
     bits = checked_key_bits(graph.vertices)
     batch_records = max(budget // kernels.wedge_bytes(kernels.CYCLE_RECORD_BYTES, bits), 1)
-    counted = []
-    for p, part in enumerate(graph.parts):
-        with tasks.placed(p):
-            counted.append(tasks.task("graphlets-plan", wedge_counts, part, graph.degree,
-                                      graph.vertices, batch_records, key=(p,)))
+    counted = [tasks.task("graphlets-plan", wedge_counts, part, graph.degree, graph.vertices,
+                          batch_records, key=(p,), at=tasks.owner(p))
+               for p, part in enumerate(graph.parts)]
     per_anchor = tasks.tree("graphlets-plan", add_counts, [
         tasks.task("graphlets-plan", getitem, c, 0, key=("anchors", p), on_host=True)
         for p, c in enumerate(counted)], on_host=True)
@@ -246,8 +234,7 @@ def cycle_plan(graph: GraphData) -> tuple[list[int], list[list[tuple[int, int]]]
                for p, c in enumerate(counted)]
     ranges = tasks.task("graphlets-plan", ranges_of, per_anchor,
                         max(budget // kernels.wedge_bytes(kernels.CYCLE_REDUCE_BYTES, bits), 1),
-                        key=("ranges",),
-                        on_host=True)
+                        key=("ranges",), on_host=True)
     total = tasks.task("graphlets-plan", sum_of, per_anchor, key=("total",), on_host=True)
     anchor_bounds, per_partition, wedges = graph.timer().compute(
         "graphlets-plan", ranges, batches, total)
@@ -268,13 +255,9 @@ def cycle_terms(graph: GraphData) -> Any:
     inward = tasks.exchange("graphlets-inward", splits, inward_csr, graph.partitions,
                             graph.vertices, bounds, indexed=True)
     anchor_bounds, batches, _ = cycle_plan(graph)
-    wedge_splits = []
-    for p, part in enumerate(graph.parts):
-        for first, last in batches[p]:
-            with tasks.placed(p):
-                wedge_splits.append(tasks.task(
-                    "graphlets-wedges", wedge_split, part, inward[p], first, last, bits,
-                    anchor_bounds, key=(p, first)))
+    wedge_splits = [tasks.task("graphlets-wedges", wedge_split, part, inward[p], first, last,
+                               bits, anchor_bounds, key=(p, first), at=tasks.owner(p))
+                    for p, part in enumerate(graph.parts) for first, last in batches[p]]
     if not wedge_splits:
         return tasks.task("graphlets-cycles", range_zeros, graph.degree, graph.vertices,
                           key=("zeros",), on_host=True)

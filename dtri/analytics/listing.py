@@ -3,23 +3,16 @@
 The listing runs the join of the credits (:mod:`dtri.analytics.credits`): the same groups of
 consecutive partitions, and pieces of the partitions (whole adjacency lists) against each
 group. A triangle ``u < v < w`` (by rank) is found once, at its closing edge ``(u, v)``,
-where ``w`` is in ``N+(u) ∩ N+(v)``. Each ``dtri-list`` task intersects its pieces
-(:func:`~dtri.kernels.intersect.intersect`, whose ``uv`` credits are the triangles each edge
-closes), sizes its record batches by their prefix sums
-(:func:`~dtri.kernels.graphlets.record_batches`), writes the records
-(:func:`~dtri.kernels.graphlets.list_triangles`, the kernel the graphlets list 4-cliques
-from, numba's or CUDA's) and maps the ranks back to input ids, ascending
-(:func:`~dtri.kernels.graphlets.triangle_ids`: one numba pass on the CPU).
+where ``w`` is in ``N+(u) ∩ N+(v)``: each ``dtri-list`` task (:func:`list_group`) runs the
+kernels the graphlets list 4-cliques with (:mod:`dtri.kernels.graphlets`).
 
-Each task's triangles are one block of three rows where the run's results wait. The Python
-API's result is a Dask DataFrame of one partition per block, built lazily; written
-(:func:`write_listing`), each block is written as its own Parquet file by the task after the
-one that lists it, straight from its arrays, and let go, so the listing is never held whole,
-by a worker or by the client. A task's pieces hold at most
-:func:`most_wedges` wedges (where the partitions' wedge profile can cut them so), and a
-triangle is one of them, which bounds a partition's rows.
+Each task's triangles are one block of three rows where the run's results wait: a partition
+of the Python API's lazy Dask DataFrame, or, written (:func:`write_listing`), a Parquet file
+written by the task after the one that lists it and let go, so the listing is never held
+whole, by a worker or by the client. A task's pieces hold at most :func:`most_wedges` wedges
+(where the profile can cut them so), and a triangle is one of them, which bounds a
+partition's rows.
 """
-
 from __future__ import annotations
 
 import itertools
@@ -115,7 +108,6 @@ def list_group(staging: Staging, rows: int, kernel: str, records: int,
     the CPU kernel of the intersection."""
     members = list(parts[:group_size])
     group = load_group(staging, bounds, members)
-    xp = array_module(group.offsets)
     ids = staging.to_device(ids)
     wanted = None if wanted is None else staging.to_device(wanted)
     starts = member_starts(members)
@@ -139,16 +131,16 @@ def list_group(staging: Staging, rows: int, kernel: str, records: int,
                 found.append(kernels.triangle_ids(piece, lowest, batch, ids))
                 listed += int(batch.ab.shape[0])
                 if limit is not None and listed >= limit:
-                    return _block(staging, xp, found)
-    return _block(staging, xp, found)
+                    return _block(staging, group.offsets, found)
+    return _block(staging, group.offsets, found)
 
 
-def _block(staging: Staging, xp: Any, found: list[Any]) -> Any:
+def _block(staging: Staging, like: Any, found: list[Any]) -> Any:
     """The listed triangles (blocks of three rows: ``a``, ``b``, ``c``) as one block where
     the run's results wait."""
-    if not found:
-        found = [xp.zeros((len(COLUMNS), 0), dtype=xp.int64)]
-    return staging.to_host(xp.concatenate(found, axis=1) if len(found) > 1 else found[0])
+    if len(found) > 1:
+        return staging.to_host(array_module(like).concatenate(found, axis=1))
+    return staging.to_host(found[0] if found else empty_listing(like))
 
 
 def block_frame(block: Any) -> Any:
@@ -177,7 +169,7 @@ def write_block(block: Any, fs: Any, path: str) -> int:
             pq.write_table(pa.table(dict(zip(COLUMNS, block, strict=True))), handle)
         else:
             block_frame(block).to_parquet(handle, index=False)
-    return int(block.shape[1])
+    return rows_of(block)
 
 
 def wanted_ranks(ids: Any, listed: Any) -> Any:
@@ -280,11 +272,8 @@ def listing_blocks(graph: GraphData, limit: int | None, vertices: Iterable[int] 
 
 def list_triangles(graph: GraphData, limit: int | None = None,
                    vertices: Iterable[int] | None = None) -> dd.DataFrame:
-    """Every triangle of ``graph`` once, as a lazy Dask DataFrame of input ids ``a < b < c``
-    (int64), one partition per ``dtri-list`` task. ``vertices``: only the triangles with at
-    least one of these input ids (``networkx.all_triangles(G, nbunch)``); ``limit``: at
-    most that many, the first the tasks find in their order (which ones depends on how the
-    graph was prepared: any ``limit`` triangles)."""
+    """:meth:`dtri.PreparedGraph.list_triangles`: one partition per ``dtri-list`` task, and
+    ``limit`` the first triangles the tasks find in their order."""
     import dask.dataframe as dd
 
     from dtri.analytics.edge import frame_meta

@@ -106,9 +106,7 @@ def partition_kernel(strategy: str, backend: Backend, vertices: int) -> str:
     """The CPU kernel of a partition's fused join (:func:`dtri.kernels.strategy.cpu_kernel`:
     ``dtri.cpu-kernel``, else ``marks`` while a mark per vertex stays in a core's cache);
     ``""`` for the ``wedges`` join or on the GPU, whose kernels class each edge."""
-    if strategy != "intersect" or backend.on_gpu:
-        return ""
-    return cpu_kernel(vertices)
+    return "" if strategy != "intersect" or backend.on_gpu else cpu_kernel(vertices)
 
 
 class WedgeBatch(NamedTuple):

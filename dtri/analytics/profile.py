@@ -97,10 +97,8 @@ def reduced(graph: GraphData, stage: str, func: Any, per_partition: list[tuple])
     """``func(*per_partition[p])`` on each partition's owner, added up by a tree placed where
     its inputs are, and brought to the client."""
     tasks = graph.tasks
-    leaves = []
-    for p, args in enumerate(per_partition):
-        with tasks.placed(p):
-            leaves.append(tasks.task(stage, func, *args, key=("bins", p), on_host=True))
+    leaves = [tasks.task(stage, func, *args, key=("bins", p), on_host=True, at=tasks.owner(p))
+              for p, args in enumerate(per_partition)]
     root = tasks.tree(stage, added, leaves, graph.fan_in, on_host=True,
                       places=[tasks.owner(p) for p in range(len(leaves))])
     (value,) = graph.timer().compute(stage, root)

@@ -40,12 +40,9 @@ def vertex_blocks(graph: GraphData) -> list[Any]:
 
     def blocks() -> list[Any]:
         tasks, bounds = graph.tasks, graph.bounds
-        built = []
-        for p in range(graph.partitions):
-            with tasks.placed(p):
-                built.append(tasks.task("vertices", vertex_block, graph.ids, graph.degree,
-                                        graph.present, bounds[p], bounds[p + 1],
-                                        key=("block", p), on_host=True))
+        built = [tasks.task("vertices", vertex_block, graph.ids, graph.degree, graph.present,
+                            bounds[p], bounds[p + 1], key=("block", p), on_host=True,
+                            at=tasks.owner(p)) for p in range(graph.partitions)]
         return list(graph.timer().submit("vertices", *built))
 
     return graph.cached("blocks", blocks)

@@ -1,32 +1,20 @@
 """Weighted and directed clustering, with NetworkX's definitions, of an edge list with values:
 dtri's triangle listing (:func:`~dtri.analytics.listing.list_triangles`), with the values of
 each triangle's pairs attached by Dask merges (pandas or cuDF partitions, out of core as the
-listing and Dask's merges are).
+listing and Dask's merges are). ``docs/guide.md`` ("As a NetworkX backend") tells it in words.
 
-The prepared graph keeps no edge values, so they come from the edge rows themselves:
-
-1. *Canonical pairs.* Every row gets its position in the input. A later row of the same edge
-   replaces an earlier one, as in a ``networkx.Graph`` (``add_edge`` keeps the last weight): the
-   same unordered pair undirected, the same ordered pair directed. The weights are divided by
-   the largest weight left, self-loops included (NetworkX's ``max_weight``); then self-loops
-   go. Each vertex pair is then one row ``u < v`` with, undirected, its weight ``x``, and,
-   directed, its arcs ``u → v`` and ``v → u`` (``pf``, ``pb``) and their weights (``wf``,
-   ``wb``, 0 where the arc is absent).
-2. *Triangles.* The prepared graph of the rows (their simple undirected graph) lists each
-   triangle once, ``a < b < c`` by input id; three merges against the pairs attach the values
-   of ``(a, b)``, ``(a, c)`` and ``(b, c)``. Its value, credited to its three vertices, is:
-
-   * undirected, weighted: ``cbrt(x_ab x_ac x_bc)``;
-   * directed: ``n_ab n_ac n_bc``, ``n`` the arcs of a pair (1 or 2);
-   * directed, weighted: the sum over the 8 choices of one arc per pair of the cube root of
-     their weights' product (an absent arc weighs 0).
-
-   Directed, this is NetworkX's ``_directed_weighted_triangles_and_degree_iter``: at a vertex
-   ``i`` of the triangle ``i, j, k`` it sums, for each neighbour ``j`` by each arc between
-   ``i`` and ``j`` (a reciprocated pair twice) and each ``k`` joined to both by any arcs,
-   the cube root of the three arcs' weights: every choice of one arc per pair, once with
-   ``j`` first and once with ``k`` first, so twice the triangle's value (unweighted: 1 per
-   choice).
+1. *Canonical pairs.* A later row of an edge replaces an earlier one (the same unordered pair
+   undirected, the same ordered pair directed), as ``networkx.Graph.add_edge`` keeps the last
+   weight. The weights are divided by the largest left, self-loops included (NetworkX's
+   ``max_weight``); then self-loops go. Each vertex pair is one row ``u < v``: undirected its
+   weight ``x``; directed its arcs ``u → v`` and ``v → u`` (``pf``, ``pb``) and their weights
+   (``wf``, ``wb``, 0 where the arc is absent).
+2. *Triangles.* Each listed once, ``a < b < c`` by input id; three merges against the pairs
+   attach the values of ``(a, b)``, ``(a, c)`` and ``(b, c)``. A triangle's value: undirected
+   and weighted ``cbrt(x_ab x_ac x_bc)``; directed ``n_ab n_ac n_bc``, ``n`` the arcs of a
+   pair (1 or 2); directed and weighted, the sum over the 8 choices of one arc per pair of the
+   cube root of their weights' product (an absent arc weighs 0): what NetworkX's
+   ``_directed_weighted_triangles_and_degree_iter`` sums twice at each of its vertices.
 3. *Per vertex.* ``t`` is twice the sum of its triangles' values (NetworkX's ``t``);
    clustering is ``t / (d (d - 1))`` undirected, ``t / (2 (d_tot (d_tot - 1) - 2 d_bi))``
    directed (``d_tot`` in- plus out-degree, ``d_bi`` the reciprocated pairs), 0 where
@@ -74,10 +62,7 @@ def canonical_pairs(edges: dd.DataFrame, weight: str | None, directed: bool,
     frame = edges[["src", "dst"]].assign(w=edges[weight] if weight is not None else 1)
     low = frame["src"].where(frame["src"] <= frame["dst"], frame["dst"])
     high = frame["dst"].where(frame["src"] <= frame["dst"], frame["src"])
-    if directed:
-        frame = last_rows(frame, ["src", "dst"])
-    else:
-        frame = last_rows(frame.assign(src=low, dst=high), ["src", "dst"])
+    frame = last_rows(frame if directed else frame.assign(src=low, dst=high), ["src", "dst"])
     vertices = _vertices(frame)
     scale = frame["w"].max() if weight is not None else 1
     frame = frame[frame["src"] != frame["dst"]]
@@ -149,10 +134,8 @@ def with_pair_values(triangles: dd.DataFrame, pairs: dd.DataFrame) -> dd.DataFra
 def vertex_triangle_values(triangles: dd.DataFrame, pairs: dd.DataFrame, directed: bool,
                            weighted: bool) -> dd.Series:
     """Per vertex with a triangle: twice the sum of its triangles' values (its ``t``)."""
-    if directed or weighted:
-        triangles = with_pair_values(triangles, pairs)
-    else:  # every value is 1
-        triangles = triangles.assign(x_ab=1, x_ac=1, x_bc=1)
+    triangles = with_pair_values(triangles, pairs) if directed or weighted \
+        else triangles.assign(x_ab=1, x_ac=1, x_bc=1)  # every value is 1
     meta = pairs._meta.__class__({"vertex": np.zeros(0, dtype=np.int64),
                                   "value": np.zeros(0, "float64" if weighted else "int64")})
     credits = triangles.map_partitions(triangle_credits, directed, weighted, meta=meta)

@@ -73,9 +73,7 @@ def monochromatic(part: Any, key: int, colours: int) -> Any:
     have the same colour, of the same type."""
     src, dst = checked_id_column(part, "src"), checked_id_column(part, "dst")  # none dropped
     kept = same_colour(src, dst, key, colours)
-    if isinstance(part, EdgeArrays):
-        return EdgeArrays(src[kept], dst[kept])
-    return part[kept]
+    return EdgeArrays(src[kept], dst[kept]) if isinstance(part, EdgeArrays) else part[kept]
 
 
 def coloured(source: dd.DataFrame | list[Any], key: int, colours: int

@@ -423,9 +423,7 @@ def generated(spec: str, *, seed: int = 0) -> GeneratedGraph:
     workers, as ``--generate SPEC --seed N`` does: ``dtri.count(dtri.generated("rmat:18"))``.
     A bad spec raises :class:`~dtri.errors.ConfigurationError` (a ``ValueError``)."""
     kind, values = parse_spec(spec)
-    if kind == "rmat":
-        return rmat_graph(*values, seed=seed)
-    return gnm_graph(*values, seed=seed)
+    return (rmat_graph if kind == "rmat" else gnm_graph)(*values, seed=seed)
 
 
 def from_spec(spec: str, *, seed: int = 0, npartitions: int | None = None,

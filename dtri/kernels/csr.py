@@ -59,10 +59,9 @@ def as_csr(value: CSR | tuple) -> CSR:
     return value if isinstance(value, CSR) else CSR(*value)
 
 
-def empty(xp: Any, low: int = 0, high: int | None = None) -> CSR:
-    """A CSR of no edges over ``[low, high)`` (``high`` defaults to ``low``)."""
-    sources = 0 if high is None else high - low
-    return CSR(xp.zeros(0, dtype=xp.int32), xp.zeros(sources + 1, dtype=xp.int64), low)
+def empty(xp: Any, low: int = 0) -> CSR:
+    """A CSR of no edges and no sources, at ``low``."""
+    return CSR(xp.zeros(0, dtype=xp.int32), xp.zeros(1, dtype=xp.int64), low)
 
 
 def from_sorted(src: Any, dst: Any, low: int, high: int) -> CSR:

@@ -211,10 +211,7 @@ def round_edge_credits(arrived: tuple[Any, Any, Any], x: int, y: int, z: int, q:
     ``(y, z)`` (:func:`~dtri.kernels.intersect.intersect`'s ``uv``, ``uw`` and ``vw``)."""
     own, rows_block, lists_block = (unpacked_block(block, s, q) for block, s in
                                     zip(arrived, (y, z, z), strict=True))
-    if z == y:
-        union, places = own, None
-    else:
-        union, places = merged_with_places(own, rows_block)
+    union, places = (own, None) if z == y else merged_with_places(own, rows_block)
     found = intersect(spread(union, x, q, vertices), spread(lists_block, y, q, vertices),
                       credits=True, group_credits=True, kernel=kernel)
     xp = array_module(union[1])

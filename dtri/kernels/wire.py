@@ -108,9 +108,7 @@ def _payload(codec: str, array: Any) -> Any:
 
 def _array(codec: str, payload: Any, dtype: Any, length: int, device: bool) -> Any:
     """An array from :func:`_payload`."""
-    if codec == "narrow":
-        return payload
-    return _decompress(codec, payload, dtype, length, device)
+    return payload if codec == "narrow" else _decompress(codec, payload, dtype, length, device)
 
 
 def _narrowed(values: Any) -> Any:
@@ -172,10 +170,7 @@ def pack_rows(degree: Any, targets: Any, fmt: str) -> Any:
     header = (str(degree.dtype), str(targets.dtype), int(degree.shape[0]),
               int(targets.shape[0]), device)
     narrow_degree = _narrowed(degree)
-    if fmt == "narrow":
-        values = _narrowed(targets)
-    else:
-        values = _narrowed(row_deltas(targets, row_offsets(degree)))
+    values = _narrowed(targets if fmt == "narrow" else row_deltas(targets, row_offsets(degree)))
     return (WIRE_TAG, fmt, ("rows", *header, str(narrow_degree.dtype), str(values.dtype)),
             _payload(fmt, narrow_degree), _payload(fmt, values))
 
@@ -311,9 +306,7 @@ def unpack(value: Any) -> Any:
 
 def packed_rows(value: Any) -> int:
     """The entries (targets) of rows packed by :func:`pack_rows` (or of a raw pair)."""
-    if is_packed(value):
-        return int(value[2][4])
-    return int(value[1].shape[0])
+    return int(value[2][4]) if is_packed(value) else int(value[1].shape[0])
 
 
 def packed_bytes(value: Any) -> int:

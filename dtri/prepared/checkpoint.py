@@ -37,6 +37,7 @@ import posixpath
 import sys
 import time
 import uuid
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -297,12 +298,9 @@ class Checkpoint:
         if not self.locked:
             return
         self.locked = False
-        try:
-            with self.fs.open(self.path(LOCK_NAME), "r") as handle:
-                if json.load(handle) == this_process():
-                    self.fs.rm(self.path(LOCK_NAME))
-        except (OSError, ValueError):
-            pass  # gone already, or not ours: nothing to let go of
+        with suppress(OSError, ValueError), self.fs.open(self.path(LOCK_NAME), "r") as handle:
+            if json.load(handle) == this_process():  # else gone already, or not ours
+                self.fs.rm(self.path(LOCK_NAME))
 
     @classmethod
     def open(cls, url: str, identity: dict[str, Any] | None, options: Any) -> Checkpoint:
@@ -322,20 +320,13 @@ class Checkpoint:
                     "dtri_version": dtri_version(), "input": identity,
                     "options": shaping_options(options)}
         name = checkpoint.path(CHECKPOINT_NAME)
-        if fs.exists(name):
-            checkpoint.lock()
-            try:
-                checkpoint.check(name, manifest)
-            except BaseException:
-                checkpoint.close()
-                raise
-            return checkpoint
-        listed = fs.ls(root, detail=False) if fs.exists(root) and fs.isdir(root) else []
-        if fs.exists(root) and (not fs.isdir(root) or any(
-                posixpath.basename(n.rstrip("/")) != LOCK_NAME for n in listed)):
-            raise CheckpointError(f"{checkpoint.url}: exists and is not a dtri checkpoint (no "
-                                  f"{CHECKPOINT_NAME}); give a new or empty folder")
-        fs.makedirs(root, exist_ok=True)
+        if not fs.exists(name):
+            listed = fs.ls(root, detail=False) if fs.exists(root) and fs.isdir(root) else []
+            if fs.exists(root) and (not fs.isdir(root) or any(
+                    posixpath.basename(n.rstrip("/")) != LOCK_NAME for n in listed)):
+                raise CheckpointError(f"{checkpoint.url}: exists and is not a dtri checkpoint "
+                                      f"(no {CHECKPOINT_NAME}); give a new or empty folder")
+            fs.makedirs(root, exist_ok=True)
         checkpoint.lock()  # a run making it at the same time holds it, or this one does
         try:
             if not fs.exists(name):
@@ -538,25 +529,19 @@ class PartitionResults:
 
     def read(self, tasks: Tasks, lengths: list[int], on_device: bool) -> list[Any]:
         """Delayed: partition ``p``'s array, read on its owner."""
-        parts = []
-        for p, length in enumerate(lengths):
-            with tasks.placed(p):
-                parts.append(tasks.task("checkpoint", read_part, self.checkpoint.fs,
-                                        self.checkpoint.path(self.folder),
-                                        self.checkpoint.shown(self.folder), p, length,
-                                        on_device, key=(self.folder, p), on_host=True))
-        return parts
+        return [tasks.task("checkpoint", read_part, self.checkpoint.fs,
+                           self.checkpoint.path(self.folder), self.checkpoint.shown(self.folder),
+                           p, length, on_device, key=(self.folder, p), on_host=True,
+                           at=tasks.owner(p)) for p, length in enumerate(lengths)]
 
     def write(self, tasks: Tasks, timer: StageTimer, values: list[Any], seconds: float) -> None:
         """Write every partition's array where it lives, then ``done.json`` with the
         ``seconds`` the stage took."""
         fs, folder = self.checkpoint.fs, self.checkpoint.path(self.folder)
         fs.makedirs(folder, exist_ok=True)
-        written = []
-        for p, value in enumerate(values):
-            with tasks.placed(p):
-                written.append(tasks.task("checkpoint", write_part, fs, folder, p, value,
-                                          key=(self.folder, "write", p), on_host=True))
+        written = [tasks.task("checkpoint", write_part, fs, folder, p, value,
+                              key=(self.folder, "write", p), on_host=True, at=tasks.owner(p))
+                   for p, value in enumerate(values)]
         timer.compute("checkpoint", written)
         write_atomically(fs, posixpath.join(folder, DONE_NAME),
                          json.dumps({"seconds": round(seconds, 6)}).encode())

@@ -1,29 +1,16 @@
 """Canonicalize → rank → orient → sort across partitions, joined by one exchange of edges.
 
 The docstrings of :mod:`dtri.kernels.canonicalize`, :mod:`dtri.kernels.orient` and
-:mod:`dtri.kernels.csr` explain the steps; here they are tasks. Each sender, a group of input
-partitions taken together where it lives (:func:`dtri.prepared.inputs.input_groups`, so the
-input is never repartitioned), makes its own edges canonical and unique on that worker and
-keeps them there (:class:`CanonicalKeys`). The ranks, out-degrees and work are vertex-wide
-trees over those keys (:meth:`dtri.runtime.tasks.Tasks.reduce_over`), and the edges cross the
-workers once, in the sort's exchange, by source range: an edge held by several senders is
-oriented alike by each, so its copies meet at one receiver, which keeps it once.
-
-Until then an edge that two senders hold counts twice in the degrees. That only moves some
-vertices in the (degree, id) order, and the ``adirection`` peeling's bound still holds
-(:func:`peel_partitions`); any total order of the vertices counts every triangle exactly
-once. The degree of every rank that the analytics read is exact all the same: where the
-senders may share edges it is counted again from the sorted partitions (the ``degree``
-stage, :func:`count_degrees`), when an analytic first reads it. The count reads none, so it
-does not wait for them.
-
-Each stage is submitted behind the one before (:class:`~dtri.runtime.timer.StageTimer`); the
-exchange sends each sender's pieces to their receivers once, through Dask; receiver ``j``
-lives on the owner of partition ``j``, which then owns sorted partition ``j``.
-
-The ``adirection`` orientation adds the ``direct`` stage between the degrees and the ranks:
-its peeling runs round by round from the client (:func:`peel_partitions`), each round a tree
-of remaining degrees over the senders' keys and one task that peels.
+:mod:`dtri.kernels.csr` explain the steps, and ``docs/design.md`` ("The preparation") the
+stages; here they are tasks. Each sender, a group of input partitions taken together where
+it lives (:func:`dtri.prepared.inputs.input_groups`), keeps its canonical keys there
+(:class:`CanonicalKeys`); the ranks, out-degrees and work are vertex-wide trees over those
+keys (:meth:`dtri.runtime.tasks.Tasks.reduce_over`), and the edges cross the workers once, in
+the sort's exchange, by source range: an edge held by several senders is oriented alike by
+each, so its copies meet at one receiver, which keeps it once. Until then it counts once per
+sender in the degrees, which only moves some vertices in the order (any total order counts
+every triangle once); where senders may share edges, the degrees the analytics read are
+counted again from the sorted partitions (:func:`count_degrees`).
 """
 
 from __future__ import annotations
@@ -175,9 +162,7 @@ def sort_balance(join: str, one_at_a_time: bool) -> str:
     (``one_at_a_time``), the ranges take turns whatever work they hold, so they balance their
     edges: each partition then holds its share of the bytes that the partition count was
     fitted to."""
-    if join == "wedges":
-        return "wedges"
-    return "edges" if one_at_a_time else "intersect"
+    return "wedges" if join == "wedges" else "edges" if one_at_a_time else "intersect"
 
 
 SAMPLES_PER_PART = 4096
@@ -260,9 +245,6 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     the sorted partitions' summaries (:func:`dtri.prepared.graph.prepare_graph`), which may
     direct them again (:func:`directed_again`).
 
-    The canonicalize stage moves no edge: each group's distinct keys are made, and kept, on
-    the worker that holds the group; only the vertex sets' tree crosses the workers.
-
     Every stage is only submitted: the caller lets go of ``inputs`` before it waits, so that
     each input partition is freed once the canonicalize stage has read it."""
     if work_model not in WORK_MODELS:
@@ -279,10 +261,9 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
             if inputs.recomputed and len(group) == 1:  # the read task itself: no second key
                 senders.append(partitions[group[0]])  # holding the same partition
                 continue
-            with placed_on(holder):
-                senders.append(tasks.task("canonicalize", concat_frames,
-                                          *(partitions[p] for p in group), key=("inputs", g),
-                                          on_host=True))
+            senders.append(tasks.task("canonicalize", concat_frames,
+                                      *(partitions[p] for p in group), key=("inputs", g),
+                                      on_host=True, at=holder))
         return senders
 
     senders = sent("vertices")
@@ -303,12 +284,11 @@ def prepare_partitions(inputs: Inputs, groups: list[list[int]], parts: int, orie
     stride = sample_stride(work_model, sum(rows), parts)
     keys, samples = [], []
     for g, (sender, holder) in enumerate(zip(senders, holders, strict=True)):
-        with placed_on(holder):
-            keys.append(tasks.task("canonicalize", sender_keys, sender, vertices,
-                                   key=("keys", g)))
-            if stride:  # while the keys are at hand, packed: they cross to one task
-                samples.append(tasks.task("canonicalize", key_sample, keys[-1], stride, fmt,
-                                          key=("sample", g), on_host=True))
+        keys.append(tasks.task("canonicalize", sender_keys, sender, vertices, key=("keys", g),
+                               at=holder))
+        if stride:  # while the keys are at hand, packed: they cross to one task
+            samples.append(tasks.task("canonicalize", key_sample, keys[-1], stride, fmt,
+                                      key=("sample", g), on_host=True, at=holder))
     *done, n = timer.submit("canonicalize", *keys, *samples, n)
     keys, samples = done[:len(keys)], done[len(keys):]
     del senders
@@ -363,9 +343,8 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
                                           keys.parts, (rank, n), keys.holders, "out", fmt,
                                           fan_in, keys.sizes)
     if sample is not None:  # the ranges from the senders' samples, in one task
-        with placed_on(first):
-            bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts,
-                                *sample, key=("bounds",))
+        bounds = tasks.task("orient", sampled_bounds, rank, out_degree, n, parts, *sample,
+                            key=("bounds",), at=first)
     else:  # from every key: a sum of each sender's work, or the out-degrees' own
         with placed_on(first):
             if work_model == "intersect":
@@ -379,11 +358,10 @@ def sorted_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, part
                 bounds = tasks.task("orient", source_bounds, work, parts, key=("bounds",))
     (bounds, *kept) = timer.submit("orient", bounds, *(work_sum or ()))
     work_sum = kept or None  # the slices as they were summed, kept for the bytes model
-    splits = []  # each where its keys are (not where the vertex-wide ranks are)
-    for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True)):
-        with placed_on(holder):
-            splits.append(tasks.task("sort", packed_split, k, rank, bounds, n, fmt,
-                                     key=("split", p)))
+    # each where its keys are (not where the vertex-wide ranks are)
+    splits = [tasks.task("sort", packed_split, k, rank, bounds, n, fmt, key=("split", p),
+                         at=holder)
+              for p, (k, holder) in enumerate(zip(keys.parts, keys.holders, strict=True))]
     overlapping, stride = keys.overlapping, keys.stride
     del keys
     sorted_parts = list(timer.submit("sort", *tasks.exchange(
@@ -437,9 +415,8 @@ def ranked_by(orientation: str, keys: CanonicalKeys, vertices: Any, n: Any, task
         if not tasks.workers:  # in process: nothing crosses, and nothing is stolen
             rank = tasks.task("rank", resolved_rank, rank, key=("rank",))
         rounds = None
-        with placed_on(first):
-            ids = tasks.task("rank", ids_of_sums, vertices, *sums, key=("ids",))
-            degree = tasks.task("rank", degrees_of_sums, *sums, key=("degree",))
+        ids = tasks.task("rank", ids_of_sums, vertices, *sums, key=("ids",), at=first)
+        degree = tasks.task("rank", degrees_of_sums, *sums, key=("degree",), at=first)
     else:
         summed = tasks.reduce_over("rank", PackedResult(sender_degrees, "counts", fmt),
                                    PackedResult(add_counts, "counts", fmt), keys.parts, (n,),

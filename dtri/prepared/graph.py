@@ -7,9 +7,8 @@ sorted partition for the planners. :class:`GraphData` holds what it leaves on th
 the sorted partitions (partition ``p`` a CSR of the oriented edges of the ranks
 ``[bounds[p], bounds[p + 1])``, owned by worker ``p mod W``), by rank the input id and the
 degree of every vertex, and the partitions' summaries, on the client. The analytics are
-functions of it (:mod:`dtri.analytics`), whose results it caches (:meth:`GraphData.cached`).
-:meth:`GraphData.release` lets go of the workers' data (and closes the cluster the graph
-started, if it did); ``with`` does it at the end of the block.
+functions of it (:mod:`dtri.analytics`), whose results it caches (:meth:`GraphData.cached`)
+until :meth:`GraphData.release`.
 """
 
 from __future__ import annotations
@@ -82,7 +81,7 @@ from dtri.prepared.saved import (
 from dtri.runtime.meter import MeasuredMemory
 from dtri.runtime.opened import Runtime
 from dtri.runtime.staging import Staging
-from dtri.runtime.tasks import FAN_IN, Tasks, placed_on
+from dtri.runtime.tasks import FAN_IN, Tasks
 from dtri.runtime.timer import StageTimer
 from dtri.runtime.transfers import MovedBytes
 
@@ -319,21 +318,16 @@ class GraphData:
         owner and persisted there (an analytic's per-partition results). ``timer`` times the
         ``stage``, else a timer of its own; either waits for it before returning."""
         tasks = self.tasks
-        built = []
-        for p, args in enumerate(arguments):
-            with tasks.placed(p):
-                built.append(tasks.task(stage, build, *args, key=(p,), on_host=True))
+        built = [tasks.task(stage, build, *args, key=(p,), on_host=True, at=tasks.owner(p))
+                 for p, args in enumerate(arguments)]
         timer = self.timer() if timer is None else timer
         persisted = list(timer.submit(stage, *built))
         timer.settle()
         return persisted
 
     def save(self, path: str) -> str:
-        """Write this graph to ``path`` (a folder, or an fsspec URL, that does not exist or
-        is empty), as :mod:`dtri.prepared.saved` describes: each partition by a task where it
-        lives, into a temporary folder beside ``path`` renamed into place when complete.
-        :func:`dtri.open_prepared` reads it back, on either backend and any number of
-        workers. Returns ``path``."""
+        """:meth:`dtri.PreparedGraph.save`: each partition written by a task where it lives
+        (:mod:`dtri.prepared.saved`)."""
         from dtri.output import reserve_output
 
         self._check()
@@ -348,12 +342,9 @@ class GraphData:
         for folder in (EDGES_FOLDER, VERTICES_FOLDER):
             fs.makedirs(f"{root}/{folder}", exist_ok=True)
         tasks, bounds = self.tasks, self.bounds
-        written = []
-        for p, part in enumerate(self.parts):
-            with tasks.placed(p):
-                written.append(tasks.task("save", write_partition, fs, root, p, part, self.ids,
-                                          self.degree, self.present, bounds[p], bounds[p + 1],
-                                          key=(p,), on_host=True))
+        written = [tasks.task("save", write_partition, fs, root, p, part, self.ids, self.degree,
+                              self.present, bounds[p], bounds[p + 1], key=(p,), on_host=True,
+                              at=tasks.owner(p)) for p, part in enumerate(self.parts)]
         (edges,) = self.timer().compute("save", written)
         if sum(edges) != self.edges:
             raise RuntimeError(f"internal error: {sum(edges)} edges saved of {self.edges}")
@@ -426,8 +417,7 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
     tasks = runtime.tasks()
     task_budget = runtime.budget.per_task
 
-    # a list: an in-process run's arrays, in host memory already
-    if not isinstance(frame, list):
+    if not isinstance(frame, list):  # a list: an in-process run's arrays, on the host already
         check_integer_columns(frame)
     if staging.on_host and not isinstance(frame, list):  # partitions to host memory as read
         # without their index (the host copy keeps the columns only), so without divisions: a
@@ -500,16 +490,13 @@ def prepare_graph(frame: dd.DataFrame | list[Any], runtime: Runtime,
         pieces, counts = [], []
         if measured:
             holding = len(set(sender_holders))
-            for p, part in enumerate(prepared.parts):
-                with tasks.placed(p):
-                    pieces.append(tasks.task("plan", piece_factors, part, prepared.vertices,
-                                             len(senders), holding, prepared.sample_stride,
-                                             runtime.backend.on_gpu, tasks.wire_format,
-                                             holding, key=("pieces", p)))
-            with placed_on(prepared.first_holder):  # where the summed degrees are
-                counts.append(tasks.task("plan", count_factors, prepared.degree_sum,
-                                         prepared.vertex_set, holding, len(senders),
-                                         tasks.wire_format, key=("counts",)))
+            pieces += [tasks.task("plan", piece_factors, part, prepared.vertices, len(senders),
+                                  holding, prepared.sample_stride, runtime.backend.on_gpu,
+                                  tasks.wire_format, holding, key=("pieces", p),
+                                  at=tasks.owner(p)) for p, part in enumerate(prepared.parts)]
+            counts.append(tasks.task(  # where the summed degrees are
+                "plan", count_factors, prepared.degree_sum, prepared.vertex_set, holding,
+                len(senders), tasks.wire_format, key=("counts",), at=prepared.first_holder))
         works = [tasks.task("plan", slice_factors, piece, holding, tasks.wire_format,
                             key=("work", k))  # each where its slice is
                  for k, piece in enumerate(prepared.work_sum or ()) if measured]
@@ -602,13 +589,9 @@ def open_saved(path: str, runtime: Runtime, options: Options,
         parts, ids, degree, present_array = whole
         return opened_graph(runtime, options, metadata, parts, ids, degree, present_array,
                             timer, started)
-    parts = []
-    for p in range(partitions):
-        with tasks.placed(p):
-            parts.append(tasks.task("open", read_partition, fs, root, shown, p, bounds[p],
-                                    bounds[p + 1], summaries[p].edges,
-                                    metadata["order"] != "rank", on_device, key=(p,),
-                                    on_host=True))
+    parts = [tasks.task("open", read_partition, fs, root, shown, p, bounds[p], bounds[p + 1],
+                        summaries[p].edges, metadata["order"] != "rank", on_device, key=(p,),
+                        on_host=True, at=tasks.owner(p)) for p in range(partitions)]
     vertex = tasks.task("open", read_vertices, fs, root, shown, partitions,
                         metadata["vertices"], present, on_device, key=("vertices",),
                         on_host=True)

@@ -54,9 +54,6 @@ def order_partitions(parts: list[Any], bounds: list[int], vertices: int, degree:
     owners = [tasks.owner(p) for p in range(len(parts))]
     work = tasks.reduce_over("order", in_work_of, add_counts, parts, (vertices,), owners,
                              "work", fan_in, key_bytes(rows))
-    ordered = []
-    for p, part in enumerate(parts):
-        with tasks.placed(p):
-            ordered.append(tasks.task("order", scheduled, part, order, work, degree,
-                                      bounds[p], bounds[p + 1], key=(p,)))
-    return list(timer.submit("order", *ordered))
+    return list(timer.submit("order", *(
+        tasks.task("order", scheduled, part, order, work, degree, bounds[p], bounds[p + 1],
+                   key=(p,), at=tasks.owner(p)) for p, part in enumerate(parts))))

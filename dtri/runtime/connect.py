@@ -60,10 +60,8 @@ def _describe_client(client: Any, backend: Backend, workers: int | None) -> Runt
     caps = MemoryCaps(**{name: _smallest([r[name] for r in reports])
                          for name in ("memory_limit", "device_memory_limit", "rmm_pool_size")},
                       spill_directory=reports[0]["spill_directory"])
-    if backend.on_gpu:
-        memory = caps.rmm_pool_size or min(r["device_memory"] for r in reports)
-    else:
-        memory = caps.memory_limit or psutil.virtual_memory().total
+    memory = (caps.rmm_pool_size or min(r["device_memory"] for r in reports)) if backend.on_gpu \
+        else caps.memory_limit or psutil.virtual_memory().total
     return Runtime(
         backend=Backend(backend), client=client, workers=len(info),
         threads_per_worker=max(w["nthreads"] for w in info.values()),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,13 +69,10 @@ def resident_bytes() -> int:
 
 def _status_bytes(field_name: str) -> int | None:
     """A ``kB`` field of ``/proc/self/status`` in bytes, ``None`` where there is none."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field_name):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
+    with suppress(OSError, ValueError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field_name):
+                return int(line.split()[1]) * 1024
     return None
 
 

@@ -1,30 +1,20 @@
 """How a worker's host memory limit (``--memory-limit``) is shared, and the least that works.
 
-A worker of a local cluster that dtri starts with a memory limit ``L`` holds, in its process:
+A worker of a local cluster that dtri starts with a memory limit holds, in its process, four
+shares (``docs/cli.md``, "Memory caps and spilling", tells what each holds): ``overhead``
+(``dtri.worker-overhead-cpu`` and ``-gpu``; ``examples/benchmarks/host_memory.py`` prints
+the idle workers' resident memory), ``staging`` (host staging's page-locked pool on GPU
+workers, whose pages spilling gives back to the pool, not to the system), ``tasks`` (the
+memory budget) and ``stored``, the rest, for the stage results kept in memory: Dask's
+``SpillBuffer`` (CPU) and dtri's ``TieredStore`` (GPU) are made with this many bytes
+(:meth:`HostPlan.stored`).
 
-* ``overhead``: the interpreter, the libraries and dtri (on GPU workers also the CUDA
-  context), not spillable: ``dtri.worker-overhead-cpu`` and ``-gpu``
-  (``examples/benchmarks/host_memory.py`` prints the idle workers' resident memory);
-* ``staging``: under host staging on GPU workers, the pool of page-locked memory that the
-  tasks' results land in: the worker's memory budget. Spilling gives its pages back to the
-  pool, not to the system, so it is not spillable either;
-* ``tasks``: what the running tasks hold in host memory besides: the memory budget (on the
-  CPU their working set; under host staging their inputs read back from disk; nothing under
-  device staging);
-* ``stored``: what is left, for the stage results the worker keeps in memory. Beyond it they
-  go to disk: Dask's ``SpillBuffer`` (CPU) and dtri's ``TieredStore`` (GPU) are made with
-  this many bytes (:meth:`HostPlan.stored`).
-
-Dask's ``spill`` and ``target`` thresholds are set from the plan: eviction starts once the
-process holds half a task budget more than the overhead, the staging and the stored results
-together, and stops at that sum, so it never chases memory that spilling cannot free.
-Dask's ``pause`` and ``terminate`` are turned off: a paused worker whose memory no spilling
-can lower would wait forever, and a terminated one would redo the same work. With
-``terminate`` off the scheduler also runs a task whose inputs add up to more than the limit:
-they can come back from disk.
-
-A limit whose ``stored`` share cannot hold one task's inputs is refused before the cluster
-starts, in one line naming the least ``--memory-limit`` (:func:`host_plan`).
+Dask's ``spill`` and ``target`` thresholds are set from the plan, so eviction never chases
+memory that spilling cannot free. ``pause`` and ``terminate`` are off: a paused worker whose
+memory no spilling can lower would wait forever, and a terminated one would redo the same
+work; with ``terminate`` off the scheduler also runs a task whose inputs add up to more than
+the limit, since they can come back from disk. A limit whose ``stored`` share cannot hold one
+task's inputs is refused before the cluster starts (:func:`host_plan`).
 """
 
 from __future__ import annotations

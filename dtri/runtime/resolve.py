@@ -309,9 +309,7 @@ def named_placement(options: Options, caps: MemoryCaps, facts: MachineFacts | No
         return None, f"a local cluster of {options.worker_count} workers (--workers)"
     if caps.given():
         return None, f"a local cluster, for {', '.join(caps.given())} to shape its workers"
-    if active:
-        return None, "the active distributed.Client's cluster"
-    return None
+    return (None, "the active distributed.Client's cluster") if active else None
 
 
 def placement(options: Options, backend: Backend, caps: MemoryCaps, given: Budget | None,

@@ -1,19 +1,13 @@
 """Where a run goes: the Dask scheduler, the partition backend, the memory caps and budget.
 
-* ``scheduler`` is a scheduler address (``tcp://host:8786``; ``DASK_SCHEDULER_ADDRESS`` is
-  read when it is not given), ``scheduler_file``, or the name of a local Dask scheduler
-  (``"threads"``, ``"synchronous"``) for runs without ``distributed``.
-* Otherwise an active ``distributed.Client`` is used, as Dask users expect.
-* Failing that, a run whose input fits one task runs *in process*, on the CPU or the current
-  GPU (:func:`placement`): no worker processes and no Dask graph (:mod:`dtri.runtime.tasks`).
-  Nothing is started, so a script needs no ``if __name__ == "__main__":`` guard.
-* Otherwise (an input too big for one task, ``workers``, or memory caps) a local cluster is
-  started for the run: ``dask_cuda.LocalCUDACluster`` (one worker per visible GPU) or
-  ``distributed.LocalCluster`` (one single-threaded worker per core).
-* ``backend="auto"`` takes the GPU when one is usable, but leaves an input smaller than
-  ``dtri.gpu-min-edges`` on the CPU, which counts it faster (:func:`choose_backend`).
-* :class:`MemoryCaps` shape the memory of a cluster started here: host and device memory
-  limits above which results spill, and an RMM pool that caps the GPU memory dtri uses.
+A run goes to the ``scheduler`` named (an address, ``DASK_SCHEDULER_ADDRESS``,
+``scheduler_file``, or a local Dask scheduler such as ``"threads"``), else to the active
+``distributed.Client``, as Dask users expect, else *in process* where its input fits one task
+(:func:`placement`: no worker processes and no Dask graph, so a script needs no ``if __name__
+== "__main__":`` guard), else to a local cluster started for it, shaped by its
+:class:`MemoryCaps`: ``dask_cuda.LocalCUDACluster`` (one worker per visible GPU) or
+``distributed.LocalCluster`` (one single-threaded worker per core). ``backend="auto"`` is
+:func:`choose_backend`'s.
 
 :func:`decide_run` decides all of it, once, from the run's :class:`~dtri.options.Options`, its
 input and this machine's facts, before anything starts; :func:`open_runtime` then only starts
@@ -128,17 +122,16 @@ def decide_run(options: Options, input_on_gpu: bool = False, input_rows: int | N
 
 
 @contextmanager
-def open_runtime(options: Options, input_on_gpu: bool = False, input_rows: int | None = 0,
-                 row_bytes: int = 0, *, one_input: bool = True,
-                 decision: RunDecision | None = None) -> Iterator[Runtime]:
+def open_runtime(options: Options, *, decision: RunDecision | None = None
+                 ) -> Iterator[Runtime]:
     """Connect to (or start) the Dask scheduler that the run's ``decision`` names (made here
-    from ``options`` and the input where not given: :func:`decide_run`); close what was
-    started here when the block ends. The staging is resolved against the workers' caps
+    from ``options`` alone where not given: :func:`decide_run`); close what was started here
+    when the block ends. The staging is resolved against the workers' caps
     (:func:`dtri.runtime.staging.resolve_staging`), and with it the runtime's budget
     (:attr:`Runtime.budget`); under host staging on GPU workers each worker gets its
     staging state (:class:`dtri.runtime.plugin.StagingPlugin`) for as long as the block
     lasts."""
-    decision = decision or decide_run(options, input_on_gpu, input_rows, row_bytes, one_input)
+    decision = decision or decide_run(options)
     backend = decision.backend
     if backend.on_gpu:
         set_device_io()

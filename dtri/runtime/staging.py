@@ -1,16 +1,9 @@
 """Host staging: stage results live in host memory; each task moves only its own inputs to the
-GPU, computes there and moves its results back.
-
-Under a capped GPU (``--rmm-pool-size``) the graph may not fit, and spilling through
-dask-cuda one stored key at a time cost 10x the in-core time. Staged, the data at rest is
-NumPy/pandas in the workers' host memory (spilled to disk by Dask beyond ``--memory-limit``),
-and a task's GPU memory is what ``--memory-budget`` bounds. Each byte crosses the bus once
-into a task and once out of it.
-
-Copies to and from page-locked memory ran at 55 GB/s on an H200 host, against 2.8-3.6 GB/s
-with pageable memory (``examples/benchmarks/results/copy-probe-h200.jsonl``). So on GPU
-workers the results land in a :class:`HostArena`: arrays carved from a reused pool of
-page-locked memory.
+GPU, computes there and moves its results back, so a task's GPU memory is what
+``--memory-budget`` bounds under a capped GPU (``docs/cli.md``, "Host staging", tells why and
+what it costs). On GPU workers the results land in a :class:`HostArena`: arrays carved from a
+reused pool of page-locked memory, which copies ran to and from at 55 GB/s on an H200 host,
+against 2.8-3.6 GB/s with pageable memory (``copy-probe-h200.jsonl``).
 
 :class:`Staging` is the one strategy object for both places: the task builder
 (:class:`dtri.runtime.tasks.Tasks`) wraps task functions through it (:class:`OnDevice` under
@@ -30,6 +23,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,9 +130,7 @@ class OnDevice:
         self.backend = Backend(backend)
 
     def __call__(self, *args: Any) -> Any:
-        if not self.backend.on_gpu:
-            return self.func(*args)
-        return device_or_host(self.func, args)
+        return device_or_host(self.func, args) if self.backend.on_gpu else self.func(*args)
 
     def __reduce__(self) -> tuple:
         return OnDevice, (self.func, self.backend)
@@ -167,10 +159,8 @@ class HostFallback:
         self.func = func
 
     def __call__(self, *args: Any) -> Any:
-        try:
+        with suppress(MemoryError):  # the failed attempt's device arrays go with its frames
             return self.func(*args)
-        except MemoryError:
-            pass  # the failed attempt's device arrays are gone with its frames
         worker_state().cache.clear()
         note_host_fallback()
         return self.func(*(arg.on_cpu() if isinstance(arg, Staging) else arg for arg in args))

@@ -90,13 +90,16 @@ class Tasks:
     dict): where :meth:`pick_pieces` places the picks of a split."""
 
     def task(self, stage: str, func: Callable[..., Any], *args: Any, key: tuple,
-             on_host: bool = False, kind: str | None = None) -> Any:
+             on_host: bool = False, kind: str | None = None, at: str | None = None) -> Any:
         """A delayed call whose key names its stage (``dtri-<stage>-<token>-<index...>``),
         wrapped by the staging (``on_host``: a task that only looks at or picks from its
         inputs, or moves its own data, runs as it is); eager: the call's value. ``kind="pick"``
         names a task that takes one piece of a split: ``split-stage-<token>-dtri-<stage>-
         <token>-...`` (:data:`~dtri.runtime.stages.FAST_PREFIX`; its stage is read as any
-        other's, :func:`~dtri.runtime.stages.stage_of`)."""
+        other's, :func:`~dtri.runtime.stages.stage_of`). ``at``: :func:`placed_on` that worker."""
+        if at is not None:
+            with placed_on(at):
+                return self.task(stage, func, *args, key=key, on_host=on_host, kind=kind)
         func = self.staging.wrap(func, on_host,
                                  moves_own_data=any(isinstance(arg, Staging) for arg in args))
         index = "-".join(str(part) for part in key)
@@ -161,9 +164,8 @@ class Tasks:
             built, built_where = [], []
             for i in range(0, max(len(items), 1), fan_in):
                 worker = gathering_worker(where[i: i + fan_in])
-                with placed_on(worker):
-                    built.append(self.task(stage, func, *items[i: i + fan_in],
-                                           key=(level, i), on_host=on_host))
+                built.append(self.task(stage, func, *items[i: i + fan_in], key=(level, i),
+                                       on_host=on_host, at=worker))
                 built_where.append(worker)
             items, where = built, built_where
             level += 1
@@ -192,9 +194,7 @@ class Tasks:
 
     def owner(self, partition: int) -> str | None:
         """The worker that owns ``partition`` (``None`` without workers)."""
-        if not self.workers:
-            return None
-        return self.workers[partition_owner(partition, len(self.workers))]
+        return self.workers[partition_owner(partition, len(self.workers))] if self.workers else None
 
     def pick_pieces(self, stage: str, splits: Mapping[int, Any],
                     receivers: Mapping[int, Iterable[int]]) -> dict[tuple[int, int], Any]:
@@ -228,13 +228,9 @@ class Tasks:
         everyone = range(receivers)
         picks = self.pick_pieces(stage, dict(enumerate(splits)),
                                  {i: everyone for i in range(len(splits))})
-        combined = []
-        for j in everyone:
-            with self.placed(j):
-                combined.append(self.task(stage, combine, *args, *((j,) if indexed else ()),
-                                          *(picks[i, j] for i in range(len(splits))),
-                                          key=("combine", j), on_host=on_host))
-        return combined
+        return [self.task(stage, combine, *args, *((j,) if indexed else ()),
+                          *(picks[i, j] for i in range(len(splits))), key=("combine", j),
+                          on_host=on_host, at=self.owner(j)) for j in everyone]
 
     def reduce_scatter(self, stage: str, func: Callable[..., Any],
                        combine: Callable[..., Any], items: Sequence[Any], args: tuple,
@@ -264,17 +260,12 @@ class Tasks:
             partial = self.reduce_over(stage, func, combine, [items[i] for i in members], args,
                                        [holder] * len(members), f"{key}-{w}", fan_in,
                                        None if sizes is None else [sizes[i] for i in members])
-            with placed_on(holder):
-                cuts[w] = self.task(stage, vertex_slices, partial, len(owners), fmt,
-                                    key=(key, "scatter", w), on_host=True)
+            cuts[w] = self.task(stage, vertex_slices, partial, len(owners), fmt,
+                                key=(key, "scatter", w), on_host=True, at=holder)
         picks = self.pick_pieces(stage, cuts, dict.fromkeys(cuts, range(len(owners))))
-        sums = []
-        for k, holder in enumerate(owners):
-            with placed_on(holder):
-                sums.append(self.task(stage, slice_sum, combine, fmt,
-                                      *(picks[w, k] for w in cuts),
-                                      key=(key, "slice-sum", k), on_host=True))
-        return sums
+        return [self.task(stage, slice_sum, combine, fmt, *(picks[w, k] for w in cuts),
+                          key=(key, "slice-sum", k), on_host=True, at=holder)
+                for k, holder in enumerate(owners)]
 
     def reduce_over(self, stage: str, func: Callable[..., Any], combine: Callable[..., Any],
                     items: Sequence[Any], args: tuple, holders: Sequence[str | None],
@@ -291,21 +282,17 @@ class Tasks:
         (:func:`fold_groups`), summed on that worker before the tree goes across the workers
         (else R-MAT 26 under a 12 GiB host limit grew to 13.2 GiB)."""
         if not self.staging.folds_per_worker:  # each leaf where its item is, not the args
-            leaves = []
-            for i, (item, holder) in enumerate(zip(items, holders, strict=True)):
-                with placed_on(holder):
-                    leaves.append(self.task(stage, func, item, *args, key=(key, i)))
+            leaves = [self.task(stage, func, item, *args, key=(key, i), at=holder)
+                      for i, (item, holder) in enumerate(zip(items, holders, strict=True))]
             return self.tree(stage, combine, leaves, fan_in, places=holders)
         by_holder = by_place(holders)
         leaves = []
         for w, (holder, members) in enumerate(by_holder.items()):
             groups = fold_groups(members, sizes, self.fold_budget)
-            with placed_on(holder):
-                folds = [self.task(stage, folded, self.staging, combine, func, args,
-                                   *(items[i] for i in group),
-                                   key=(key, "owner", w) if len(groups) == 1 else
-                                   (key, "owner", w, g), on_host=True)
-                         for g, group in enumerate(groups)]
+            folds = [self.task(stage, folded, self.staging, combine, func, args,
+                               *(items[i] for i in group), key=(key, "owner", w)
+                               if len(groups) == 1 else (key, "owner", w, g), on_host=True,
+                               at=holder) for g, group in enumerate(groups)]
             leaves.append(folds[0] if len(folds) == 1 else
                           self.tree(stage, combine, folds, fan_in, places=[holder] * len(folds)))
         return self.tree(stage, combine, leaves, fan_in, places=list(by_holder))
@@ -329,10 +316,7 @@ def joined_slices(*sums: Any) -> Any:
     """The whole vertex-wide sum from its ranges' slice-sums (:meth:`Tasks.reduce_scatter`),
     in order, packed or not."""
     arrays = [unpack(piece) for piece in sums]
-    if len(arrays) == 1:
-        return arrays[0]
-    xp = array_module(arrays[0])
-    return xp.concatenate(arrays)
+    return arrays[0] if len(arrays) == 1 else array_module(arrays[0]).concatenate(arrays)
 
 
 @dataclass(frozen=True)

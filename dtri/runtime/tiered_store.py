@@ -1,17 +1,13 @@
 """The store of a GPU worker under a host memory limit: device, host and disk tiers, each
 result written to disk at most once.
 
-dask-cuda's ``DeviceHostFile`` chains two ``zict.Buffer`` s (device to host, host to disk),
-and a buffer deletes what it reads back, so a result read back and evicted again is written
-again: on R-MAT 26 under a 12 GiB limit a count wrote 102 GB for about 17 GB of distinct
-results (``host-memory-folds-h100.jsonl``).
-
-A stage result never changes while its key lives, so this store keeps a result's file until
-the key is deleted: evicting a result that has a file only drops it from memory. A result
-read back from disk goes straight to its own tier, and stays there only where it fits beside
-what the tier holds, or where it is read again soon (:meth:`Tier.admits`): a stage reads the
-results of the stage before in turn, and least recently used is the worst order for such
-scans.
+dask-cuda's ``DeviceHostFile`` (two ``zict.Buffer`` s) deletes what it reads back, so a result
+read back and evicted again is written again: on R-MAT 26 under a 12 GiB limit a count wrote
+102 GB for about 17 GB of distinct results (``host-memory-folds-h100.jsonl``). A stage result
+never changes while its key lives, so this store keeps its file until the key is deleted. A
+result read back goes straight to its own tier, and stays there only where it fits beside what
+the tier holds, or is read again soon (:meth:`Tier.admits`): a stage reads the results of the
+stage before in turn, and least recently used is the worst order for such scans.
 
 Each tier is least recently used first, its values weighed by ``sizeof``, as dask-cuda's are:
 

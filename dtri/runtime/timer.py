@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager, redirect_stdout, suppress
 from typing import Any
 
 import dask
@@ -165,11 +165,9 @@ class StageTimer:
         from distributed import wait
 
         while True:
-            try:
+            with suppress(TimeoutError):
                 wait(futures, timeout=WORKERS_CHECK_SECONDS)
                 return
-            except TimeoutError:
-                pass
             if not self.pinned or all(f.done() for f in futures):
                 continue
             present = set(self.client.scheduler_info(n_workers=-1)["workers"])

@@ -2,9 +2,7 @@
 
 For an oriented edge ``e = (u, v)`` of a partition, the triangles it closes are
 ``N+(u)[after v] ∩ N+(v)``: each triangle ``u < v < w`` (by rank) is found once, at its two
-lowest vertices. The shorter of the two lists is walked and each of its members is
-binary-searched in the longer one (smaller-degree-first), so the work is
-``Σ min(len) · log(max)`` and the memory is the edges alone.
+lowest vertices, and the memory is the edges alone.
 
 ``N+(u)`` comes from the partition itself (:class:`~dtri.kernels.csr.CSR`, whole adjacency
 lists); ``N+(v)`` from a CSR of the source range the target lies in (an edge bin, a group of
@@ -34,7 +32,7 @@ and ``b`` (``v``'s list), by :func:`~dtri.kernels.strategy.edge_class`, the same
 both backends: *hashed* where ``v``'s list is long enough to be worth a table and streaming
 ``u``'s later members through it costs no more than searching (all the hashed edges
 together cost their wedges); else *search*, the shorter list walked and each member
-searched in the longer one.
+binary-searched in the longer one (smaller-degree-first: ``Σ min(len) · log(max)``).
 
 On NumPy arrays the kernel is compiled by numba (one pass over the partition, a table per
 thread); on CuPy arrays it runs as CUDA kernels (:mod:`dtri.kernels.intersect.cuda`).
