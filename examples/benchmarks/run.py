@@ -1052,6 +1052,29 @@ PRESETS: dict[str, Preset] = {
                    "--out", "{out}"),),
         "issue 73; in process (no cluster), numba's cache warmed first; the machine was "
         "shared with other sessions (loadavg in detail)"),
+    "profile-rmat24-h100": Preset(
+        "dtri profile of R-MAT 24 against dtri truss of the same graph on one GPU, each in its "
+        "own process: on one dask-cuda worker (the client apart), then in process",
+        "one NVIDIA H100", (
+            script("profile_bench.py", "rmat:24", "--backend", "gpu", "--dtri-args",
+                   "--workers 1", "--timeout", "200", "--out", "{out}"),
+            script("profile_bench.py", "rmat:24", "--backend", "gpu", "--timeout", "140",
+                   "--out", "{out}")),
+        "issue 72; the truss peeled whole in one task (6dcc14a, with peel.cu's uint64 fix)"),
+    "one-gpu-4870299-ab-h100": Preset(
+        "the one-GPU count of R-MAT 24 and 26 on one dask-cuda worker, this tree against "
+        "4870299's, alternated twice, each tree from its own folder", "one NVIDIA H100", tuple(
+            script("multi_gpu.py", "rmat:24", "rmat:26", "--workers", "1", "--protocols", "tcp",
+                   "--decompositions", "1d", "--repeat", "2", "--out", "{out}", commit=c)
+            for _ in range(2) for c in (None, "4870299")),
+        "issue 71; run by alternate_commits.sh with OLD_TREE (the host has no .git); the lines "
+        "of this tree carry the join's bytes read and bandwidth"),
+    "ncu-join-rmat24-h100": Preset(
+        "Nsight Compute of a one-GPU count of R-MAT 24: the join's kernels with their memory, "
+        "occupancy and warp-state sections, and every kernel by time", "one NVIDIA H100", (
+            script("ncu_join.py", "--scale", "24", "--timeout", "270", "--out", "{out}"),),
+        "issue 71; the lines as --reparse read the run's kept CSVs again (the run's own parse "
+        "took ncu's 'ns' for seconds)"),
     "listing-rmat20-h100": Preset(
         "dtri list of R-MAT 20 against dtri count of the same graph on one GPU, each in its "
         "own process, best of 3 alternated rounds", "one NVIDIA H100", (
