@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import psutil
-
 from dtri.errors import ConfigurationError
 from dtri.options import Backend, refuse_local_cluster_options
 from dtri.runtime.caps import MemoryCaps
 from dtri.runtime.opened import Runtime
-from dtri.runtime.resolve import _device_memory
+from dtri.runtime.resolve import _device_memory, machine_memory
 
 
 def _worker_memory(backend: Backend, *, dask_worker: Any) -> dict[str, Any]:
@@ -61,7 +59,7 @@ def _describe_client(client: Any, backend: Backend, workers: int | None) -> Runt
                          for name in ("memory_limit", "device_memory_limit", "rmm_pool_size")},
                       spill_directory=reports[0]["spill_directory"])
     memory = (caps.rmm_pool_size or min(r["device_memory"] for r in reports)) if backend.on_gpu \
-        else caps.memory_limit or psutil.virtual_memory().total
+        else caps.memory_limit or machine_memory()
     return Runtime(
         backend=Backend(backend), client=client, workers=len(info),
         threads_per_worker=max(w["nthreads"] for w in info.values()),

@@ -113,12 +113,19 @@ class MachineFacts:
     scheduler_address: str | None
 
 
+@functools.cache
+def machine_memory() -> int:
+    """This machine's memory in bytes, read once a process (psutil reads ``/proc/meminfo``:
+    a fifth of a millisecond, each count of a small graph read it three times)."""
+    return psutil.virtual_memory().total
+
+
 def machine_facts() -> MachineFacts:
     """This machine's :class:`MachineFacts`; each costly one is read once, when first
     needed."""
     once = functools.cache
     return MachineFacts(once(gpu_available), once(_device_memory), once(_device_name),
-                        once(_visible_gpus), once(ucx_available), psutil.virtual_memory().total,
+                        once(_visible_gpus), once(ucx_available), machine_memory(),
                         active_client() is not None, os.environ.get("DASK_SCHEDULER_ADDRESS"))
 
 
@@ -270,7 +277,7 @@ def machine_room(options: Options) -> tuple[int, str]:
     """The bytes of data this machine can hold for a run, with what they are: its memory
     and the free disk where a local cluster's workers would spill (none where no temporary
     directory is writable: the cluster's start says so)."""
-    memory = psutil.virtual_memory().total
+    memory = machine_memory()
     try:
         spill = options.spill_directory or dask.config.get("temporary-directory", None) \
             or tempfile.gettempdir()

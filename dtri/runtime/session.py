@@ -26,7 +26,6 @@ from dataclasses import replace
 from typing import Any
 
 import dask
-import psutil
 from dask.utils import format_bytes
 
 from dtri.errors import ConfigurationError
@@ -65,6 +64,7 @@ from dtri.runtime.resolve import (
     active_client,
     choose_backend,
     machine_facts,
+    machine_memory,
     options_caps,
     placement,
     resolve_protocol,
@@ -365,7 +365,7 @@ def _opened(decision: RunDecision) -> Iterator[Runtime]:
             if address != "threads":  # one task at a time: its kernels take every core
                 stack.enter_context(dask.config.set({KERNEL_THREADS: usable_cores()}))
             threads = 1 if address != "threads" else usable_cores()
-            memory = _device_memory() if backend.on_gpu else psutil.virtual_memory().total
+            memory = _device_memory() if backend.on_gpu else machine_memory()
             yield Runtime(Backend(backend), None, 1, threads, memory, eager=address != "threads")
             return
         # a scheduler of this process's own (LocalCluster) may wait on a property lock that
