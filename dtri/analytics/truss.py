@@ -219,10 +219,8 @@ def k_truss(graph: GraphData, k: int) -> GraphData:
     if peels_whole(graph):
         timer = graph.timer()
         whole = whole_peel(graph, max(k, 2))
-        parts = []
-        for p, part in enumerate(graph.parts):
-            with tasks.placed(p):
-                parts.append(tasks.task("k-truss", kept_edges, part, whole[p], key=("kept", p)))
+        parts = [tasks.task("k-truss", kept_edges, part, whole[p], key=("kept", p),
+                            at=tasks.owner(p)) for p, part in enumerate(graph.parts)]
     else:
         peeling = Peeling(graph, numbers=False)
         peeling.peel_level(max(k, 2))
@@ -256,11 +254,11 @@ def whole_peel(graph: GraphData, k: int | None) -> list[Any]:
     """One task, on the first partition's owner, that peels the whole graph
     (:func:`peeled_parts`); per partition, its piece of the result."""
     support, tasks = support_totals(graph), graph.tasks
-    with tasks.placed(0):
-        whole = tasks.task("truss", peeled_parts, graph.vertices, k, len(graph.parts),
-                           *graph.parts, *support, key=("whole",))
-        return [tasks.task("truss", getitem, whole, p, key=("piece", p), on_host=True)
-                for p in range(len(graph.parts))]
+    first = tasks.owner(0)
+    whole = tasks.task("truss", peeled_parts, graph.vertices, k, len(graph.parts),
+                       *graph.parts, *support, key=("whole",), at=first)
+    return [tasks.task("truss", getitem, whole, p, key=("piece", p), on_host=True, at=first)
+            for p in range(len(graph.parts))]
 
 
 def peeled_parts(vertices: int, k: int | None, parts: int, *arguments: Any) -> list[Any]:
@@ -305,14 +303,10 @@ def truss_pieces(graph: GraphData) -> list[tuple]:
 
     def peeled() -> list[tuple]:
         if peels_whole(graph):
-            whole = whole_peel(graph, None)
-            tasks = graph.tasks
-            pieces = []
-            for p, part in enumerate(graph.parts):
-                with tasks.placed(p):
-                    pieces.append(tasks.task("truss", truss_piece, part, whole[p],
-                                             key=("pieces", p)))
-            return list(graph.timer().submit("truss", *pieces))
+            whole, tasks = whole_peel(graph, None), graph.tasks
+            return list(graph.timer().submit("truss", *(
+                tasks.task("truss", truss_piece, part, whole[p], key=("pieces", p),
+                           at=tasks.owner(p)) for p, part in enumerate(graph.parts))))
         peeling = Peeling(graph, numbers=True)
         k = 3
         while True:
