@@ -129,7 +129,8 @@ class Options:
         "--scheduler-file'.", kind="path")
     workers: int | str = _option(
         "auto", "cluster", "--workers", "Start a local cluster of this many workers. auto (the "
-        "default, where a local cluster is started): one per core on the CPU; on the GPU the "
+        "default, where a local cluster is started): one per core on the CPU (N CPU workers "
+        "share the cores, cores / N threads each); on the GPU the "
         "number of GPUs that the time model predicts fastest for the input, from the link's "
         "bandwidth measured when the cluster starts (--explain shows the predictions).",
         kind="workers")

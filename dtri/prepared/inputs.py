@@ -66,11 +66,18 @@ class Inputs(NamedTuple):
     them takes its own copy (:func:`input_copies`)."""
 
 
+def task_slots(runtime: Runtime) -> int:
+    """Tasks that the workers run side by side: each CPU worker's threads (a CPU task's
+    kernels take one thread), one per GPU worker (its tasks share the one GPU)."""
+    threads = 1 if runtime.backend.on_gpu else max(runtime.threads_per_worker, 1)
+    return max(runtime.workers, 1) * threads
+
+
 def fitted_partitions(rows: int, runtime: Runtime, task_budget: int) -> int:
     """How many sorted partitions to make: enough that each fits one task's budget, and one
-    per worker when the graph is large enough for the workers to share its preparation; one
-    partition otherwise. Several partitions come in a multiple of the workers, since each
-    worker owns one partition of every round of ``workers``
+    per task slot (:func:`task_slots`) when the graph is large enough for them to share its
+    preparation; one partition otherwise. Several partitions come in a multiple of the
+    workers, since each worker owns one partition of every round of ``workers``
     (:func:`~dtri.runtime.tasks.partition_owner`; three on two workers would leave one
     worker with twice the other's share).
 
@@ -78,7 +85,7 @@ def fitted_partitions(rows: int, runtime: Runtime, task_budget: int) -> int:
     spread over every worker through their bins, groups and source ranges.
     """
     wanted = -(-rows * BYTES_PER_EDGE_IN_FLIGHT // task_budget)
-    spread = min(runtime.workers, rows // MIN_ROWS_PER_PARTITION)
+    spread = min(task_slots(runtime), rows // MIN_ROWS_PER_PARTITION)
     if wanted <= 1 and spread <= 1:
         return 1
     workers = max(runtime.workers, 1)

@@ -297,8 +297,10 @@ def _start_local_cluster(backend: Backend, workers: int | None, protocol: str,
 
         if caps.memory_limit is not None and plan is not None:  # a plan made above
             memory["data"] = (failsafe_spill_buffer, {"stored_bytes": plan.stored})
+        cores = usable_cores()
+        workers = workers or cores
         return LocalCluster(
-            n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+            n_workers=workers, threads_per_worker=max(1, cores // workers), processes=True,
             protocol=protocol, dashboard_address=":0", silence_logs=logging.CRITICAL, **memory,
         )
 

@@ -35,6 +35,7 @@ from dtri.prepared.inputs import (
     input_placement,
     persisted_partitions,
     read_inputs,
+    task_slots,
     vertex_fan_in,
 )
 from dtri.prepared.local import prepare_partition
@@ -460,6 +461,23 @@ def test_several_partitions_come_in_a_multiple_of_the_workers(workers):
         assert parts == 1 or parts < -(-rows * BYTES_PER_EDGE_IN_FLIGHT // budget) + workers \
             or parts == workers
     assert fitted_partitions(10, session, budget) == 1  # tiny graphs take the one-task path
+
+
+@pytest.mark.parametrize(("workers", "threads"), [(1, 4), (2, 2), (3, 8)])
+def test_cpu_workers_threads_each_get_a_partition(workers, threads):
+    """A CPU task's kernels take one thread, so a large enough graph gets a partition per
+    thread of every worker, still in a multiple of the workers; a GPU worker's tasks share
+    its one GPU, so its threads do not count."""
+    budget = 1 << 36  # the budget holds the graph: only the slots ask for partitions
+    rows = MIN_ROWS_PER_PARTITION * workers * threads
+    cpu = Runtime("cpu", None, workers, threads, 1 << 40)
+    assert task_slots(cpu) == workers * threads
+    assert fitted_partitions(rows, cpu, budget) == workers * threads
+    assert fitted_partitions(rows // threads, cpu, budget) == workers
+    assert fitted_partitions(10, cpu, budget) == 1
+    gpu = Runtime("gpu", None, workers, threads, 1 << 40)
+    assert task_slots(gpu) == workers
+    assert fitted_partitions(rows, gpu, budget) == workers
 
 
 def test_vertex_trees_merge_fewer_arrays_when_they_approach_the_budget():
