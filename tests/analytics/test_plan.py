@@ -217,11 +217,13 @@ def test_estimated_batch_memory_bounds_the_measured_memory(name):
     for b in batches:
         rows = batch_rows(part, b.row_start, b.row_stop)
         rows = tuple(column.copy() for column in rows)  # as a task pulled from elsewhere
-        tracemalloc.start()
+        tracemalloc.start()  # where an earlier test's meter left it tracing, from now on
+        tracemalloc.reset_peak()
         try:
+            before = tracemalloc.get_traced_memory()[0]
             split = wedge_bins(rows, b.first - b.wedge_base, b.last - b.wedge_base, plan.bits,
                                plan.shift, plan.nbins)
-            peak = tracemalloc.get_traced_memory()[1]
+            peak = tracemalloc.get_traced_memory()[1] - before
         finally:
             tracemalloc.stop()
         assert sum(len(keys) for keys in split.values()) == b.last - b.first
