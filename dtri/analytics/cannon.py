@@ -129,8 +129,8 @@ def raw_piece_sizes(summaries: Sequence[Any], bounds: Sequence[int], q: int) -> 
     return sizes
 
 
-def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], vertices: int, workers: int,
-             q: int, piece_sizes: PieceSizes | None = None) -> dict[str, int]:
+def moved_2d(summaries: Sequence[Any], bounds: Sequence[int], workers: int, q: int,
+             piece_sizes: PieceSizes | None = None) -> dict[str, int]:
     """Predicted bytes the busiest grid worker pulls under the 2D join, per stage: the blocks'
     pieces from the partitions' owners (``cyclic-blocks``), then the rounds' blocks
     (``cannon-shift``: a block is its pieces' payloads together, with one header). The
@@ -228,13 +228,13 @@ def choose_decomposition(requested: str, plan: CountPlan, bounds: Sequence[int],
 def _choose(requested: str, plan: CountPlan, bounds: Sequence[int],
             piece_sizes: PieceSizes | None) -> Decomposition:
     """:func:`choose_decomposition` by bytes alone."""
-    summaries, vertices, workers = plan.summaries, plan.vertices, plan.workers
+    summaries, workers = plan.summaries, plan.workers
     if requested not in DECOMPOSITIONS:
         raise ConfigurationError(f"--decomposition must be one of "
                                  f"{', '.join(DECOMPOSITIONS)}, got {requested!r}")
     q = grid_side(workers)
     one = moved_1d(plan)
-    two = moved_2d(summaries, bounds, vertices, workers, q, piece_sizes) if q > 1 else {}
+    two = moved_2d(summaries, bounds, workers, q, piece_sizes) if q > 1 else {}
     grid = f"a {q} x {q} grid"
     idle = workers - q * q
     if idle:
@@ -246,7 +246,7 @@ def _choose(requested: str, plan: CountPlan, bounds: Sequence[int],
     if q == 1:
         return Decomposition("1d", 1, f"auto: {workers} worker{'s' * (workers != 1)}, "
                              "too few for a 2 x 2 grid", one, two)
-    held = round_bytes(sum(s.edges for s in summaries), vertices, q)
+    held = round_bytes(sum(s.edges for s in summaries), plan.vertices, q)
     if held > plan.task_budget:  # a round is one task, whole blocks: it cannot be cut
         return Decomposition("1d", 1, f"auto: a round on {grid} would hold about "
                              f"{format_bytes(held)}, more than a task's "

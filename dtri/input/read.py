@@ -42,8 +42,9 @@ def read_edges(
     """Lazily read edge lists into a Dask DataFrame with int64 columns ``src`` and ``dst``.
 
     ``urlpath`` is a path, glob, directory or fsspec URL, or a list of those.  ``format`` is
-    one of FORMATS or "auto" (by file name, see detect_format).  ``columns`` picks the source
-    and target by name (csv/tsv with a header, parquet) or 0-based position.  ``header``
+    one of FORMATS or "auto" (each file's by its name, see format_from_name; SNAP text where
+    the name says nothing).  ``columns`` picks the source and target by name (csv/tsv with a
+    header, parquet) or 0-based position.  ``header``
     (csv/tsv only): None treats the first non-comment line as a header when every field of it
     is a non-numeric name.  Only parquet is read with ``dataframe_backend``; text is parsed
     with pandas.  When nothing matches here but a distributed client is active, the read is

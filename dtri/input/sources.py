@@ -1,5 +1,5 @@
 """The files a read takes: found from paths, globs, directories, lists or URLs
-(:func:`expand_paths`), their formats (:func:`detect_format`), opened and decompressed
+(:func:`expand_paths`), their formats (:func:`format_from_name`), opened and decompressed
 (:func:`open_text`), the columns that hold their ids (:func:`resolve_columns`), and the empty
 frame a read's Dask DataFrame describes itself with (:func:`edges_meta`)."""
 
@@ -103,21 +103,6 @@ def format_from_name(path: str) -> str | None:
     if infer_compression(name) is not None:
         name = os.path.splitext(name)[0]
     return _EXTENSIONS.get(os.path.splitext(name)[1])
-
-
-def detect_format(path: str | os.PathLike, storage_options: dict | None = None) -> str:
-    """Guess a format from the file name (after .gz/.bz2); a directory of parquet files is
-    'parquet'; anything unrecognised is 'snap', the plain whitespace-separated edge list."""
-    path = os.fspath(path)
-    by_name = format_from_name(path)
-    if by_name is not None:
-        return by_name
-    fs, fspath = filesystem(path, storage_options)
-    if fs.isdir(fspath) and any(
-        format_from_name(p) == "parquet" for p in _directory_files(fs, fspath)
-    ):
-        return "parquet"
-    return "snap"
 
 
 def _corrupt_stream(error: BaseException) -> bool:

@@ -156,7 +156,7 @@ def test_the_bytes_model_prefers_2d_where_every_worker_would_pull_most_of_the_gr
     bounds = [1000 * p for p in range(parts + 1)]
     plan = plan_of(summaries, 32_000, 16)
     one = moved_1d(plan)
-    two = moved_2d(summaries, bounds, 32_000, 16, 4)
+    two = moved_2d(summaries, bounds, 16, 4)
     assert sum(two.values()) < 0.6 * sum(one.values())
     chosen = choose_decomposition("auto", plan, bounds)
     assert (chosen.kind, chosen.side) == ("2d", 4)
