@@ -67,6 +67,24 @@ def test_truss_numbers_and_k_trusses_equal_networkx(graph):
     check(np, graph)
 
 
+@pytest.mark.parametrize("graph", graphs()[::3], ids=lambda g: f"{len(g)}-{g.number_of_edges()}")
+def test_the_threaded_round_in_small_batches_equals_networkx(graph, monkeypatch):
+    """Every round on two threads, in batches of a few leaving edges' buffers."""
+    from dtri.kernels import strategy
+    from dtri.kernels.peel import cpu
+
+    calls = []
+    monkeypatch.setattr(strategy, "kernel_threads", lambda: 2)  # whatever the cores
+    threaded = cpu.peel_round_threads
+    monkeypatch.setattr(cpu, "peel_round_threads", lambda *args: calls.append(1) or threaded(
+        *args))
+    monkeypatch.setattr(cpu, "MIN_HITS", 8)
+    monkeypatch.setattr(cpu, "HITS_PER_EDGE", 0.0)
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 1)
+    check(np, graph)
+    assert calls
+
+
 def test_each_list_ascends_and_names_its_edge():
     graph = nx.gnp_random_graph(40, 0.3, seed=3)
     src, dst, _, _ = ranked(graph)

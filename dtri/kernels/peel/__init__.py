@@ -27,8 +27,9 @@ from dtri.kernels.strategy import STATE_ALIVE, STATE_GONE, STATE_LEAVING
 BYTES_PER_EDGE = 80
 """The most one task holds for an edge while peeling, the prepared partition's own 12 bytes
 (its target and support) included: its ends and support again (12), two entries of the
-neighbour lists with their edge ids (16), state, truss number and the rounds' buffer (9), and
-the lists' building. Measured: 73 on NumPy (tracemalloc, 2 M edges)."""
+neighbour lists with their edge ids (16), state, truss number and the rounds' buffer (9), the
+threaded rounds' buffers on the CPU (2: :data:`dtri.kernels.peel.cpu.HITS_PER_EDGE`), and the
+lists' building. Measured: 73 on NumPy before the threaded rounds (tracemalloc, 2 M edges)."""
 
 
 class Adjacency(NamedTuple):
