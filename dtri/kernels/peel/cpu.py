@@ -80,37 +80,17 @@ def _lower(hits: Any, count: int, support: Any, threshold: int, out: Any, found:
 @numba.njit(nogil=True, cache=True)
 def _peel_round(offsets: Any, neighbours: Any, edge: Any, src: Any, dst: Any, state: Any,
                 support: Any, leaving: Any, threshold: int, out: Any) -> int:
-    """A round on one thread: the supports lowered as the triangles are found."""
-    found = 0
+    """A round on one thread: each leaving edge's lowering done before the next's found."""
+    shortest = 0  # the longest of the leaving edges' shorter lists
     for f in range(leaving.shape[0]):
         e = leaving[f]
-        a0, a1 = offsets[src[e]], offsets[src[e] + 1]
-        b0, b1 = offsets[dst[e]], offsets[dst[e] + 1]
-        if a1 - a0 > b1 - b0:
-            a0, a1, b0, b1 = b0, b1, a0, a1
-        at = b0
-        for i in range(a0, a1):
-            at = seek(neighbours, at, b1, neighbours[i])
-            if at >= b1:
-                break
-            if neighbours[at] != neighbours[i]:
-                continue
-            j, k = edge[i], edge[at]
-            sj, sk = state[j], state[k]
-            if sj == STATE_GONE or sk == STATE_GONE:
-                continue
-            if (sj == STATE_LEAVING and j < e) or (sk == STATE_LEAVING and k < e):
-                continue  # the triangle is taken by its lowest leaving edge
-            if sj == STATE_ALIVE:
-                support[j] -= 1
-                if support[j] == threshold - 1:
-                    out[found] = j
-                    found += 1
-            if sk == STATE_ALIVE:
-                support[k] -= 1
-                if support[k] == threshold - 1:
-                    out[found] = k
-                    found += 1
+        shortest = max(shortest, min(offsets[src[e] + 1] - offsets[src[e]],
+                                     offsets[dst[e] + 1] - offsets[dst[e]]))
+    hits = np.empty(2 * shortest, dtype=edge.dtype)  # two for each member of one
+    found = 0
+    for f in range(leaving.shape[0]):
+        count = _lowered(offsets, neighbours, edge, src, dst, state, leaving[f], hits, 0)
+        found = _lower(hits, count, support, threshold, out, found)
     return found
 
 
