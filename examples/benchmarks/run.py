@@ -1038,7 +1038,13 @@ PRESETS: dict[str, Preset] = {
         "alive edge (5e2be88)", CPU, (
             script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}",
                    commit="5e2be88"),),
-        "issue 72; superseded by the whole-graph peeling (profile-rmat20-cpu-2core)"),
+        "issue 72; superseded by the whole-graph peeling (profile-rmat20-cpu-2core-47c1987)"),
+    "profile-rmat20-cpu-2core-47c1987": Preset(
+        "dtri profile of R-MAT 20 against dtri truss, the whole-graph peel's rounds on one "
+        "thread (47c1987)", CPU, (
+            script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}",
+                   commit="47c1987"),),
+        "issue 72; superseded by the threaded rounds (profile-rmat20-cpu-2core)"),
     "profile-rmat20-cpu-2core": Preset(
         "dtri profile of R-MAT 20 against dtri truss of the same graph, each in its own "
         "process", CPU, (
