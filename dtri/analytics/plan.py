@@ -96,7 +96,7 @@ def choose_join(join: str, backend: Backend, summary: PartitionSummary,
         return join
     if backend.on_gpu:
         return "intersect" if summary.wedges > GPU_INTERSECT_MIN_WEDGES else "wedges"
-    if compiled_kernels_ready() if compiled is None else compiled:
+    if compiled_kernels_ready(summary.wedges) if compiled is None else compiled:
         return "intersect" if summary.wedges >= INTERSECT_MIN_WEDGES else "wedges"
     least = CPU_INTERSECT_MIN_WEDGES - NUMPY_JOIN.wedges
     return "intersect" if summary.wedges > least else "wedges"

@@ -317,7 +317,8 @@ def _parse_fast(data: bytes, layout: Layout) -> tuple[Any, Any] | None:
     non-negative ids (and, for Matrix Market, entries inside the declared shape), or the
     block has blanks the fast parsers read otherwise than the exact one
     (:func:`_blanks_are_plain`)."""
-    if layout.sep == WHITESPACE and layout.shape is None and compiled_kernels_ready():
+    if layout.sep == WHITESPACE and layout.shape is None and \
+            compiled_kernels_ready(len(data) // MIN_TEXT_BYTES_PER_EDGE):
         from dtri.kernels.parse import parse_id_pairs
 
         comments = (*layout.comments, *layout.comments)[:2]

@@ -33,8 +33,9 @@ from dtri.kernels.dispatch import (
 
 @sort_keys.register(np.ndarray)
 def _sort_numpy(keys: np.ndarray) -> np.ndarray:
-    least = RADIX_SORT_MIN if compiled_kernels_ready() else RADIX_SORT_MIN_UNLOADED
-    if keys.shape[0] < least or keys.dtype != np.int64:
+    n = keys.shape[0]
+    if n < RADIX_SORT_MIN or keys.dtype != np.int64 or (
+            n < RADIX_SORT_MIN_UNLOADED and not compiled_kernels_ready(n)):
         return np.sort(keys)
     from dtri.kernels.sort.cpu import radix_sort
 

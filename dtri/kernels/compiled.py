@@ -90,6 +90,9 @@ count waits for it."""
 KERNEL_COMPILE_WAIT = "dtri.kernel-compile-wait"
 """``dask.config`` key: the most seconds from the start of :data:`LOADER`'s load that a
 count waits for it once it compiles (numba's disk cache has not the kernels)."""
+KERNEL_LOAD_WAIT_MIN_ITEMS = "dtri.kernel-load-wait-min-items"
+"""``dask.config`` key: inputs of fewer items than this never wait for :data:`LOADER`'s
+load (:func:`dtri.kernels.dispatch.compiled_kernels_ready`)."""
 KERNEL_LOAD_AHEAD = "dtri.kernel-load-ahead"
 """``dask.config`` key: whether a count that took NumPy's join starts :data:`LOADER`
 (:meth:`KernelLoader.start_ahead`)."""

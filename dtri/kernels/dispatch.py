@@ -71,18 +71,24 @@ COMPILED_KERNEL_MODULES = ("dtri.kernels.sort.cpu", "dtri.kernels.counting.cpu",
 """The modules of numba's compiled CPU kernels (each imports numba)."""
 
 
-def compiled_kernels_ready() -> bool:
+def compiled_kernels_ready(items: int | None = None) -> bool:
     """Whether numba's compiled CPU kernels of a count are loaded in this process
     (:data:`dtri.kernels.compiled.LOADER`), waiting for a load in progress
-    (:meth:`~dtri.kernels.compiled.KernelLoader.ready`): their start-up is then paid, and
-    they are worth using on small inputs too. A process that has imported numba's kernels
-    for another use (any of :data:`COMPILED_KERNEL_MODULES`) starts the load here: numba's
-    own start is paid there."""
-    from dtri.kernels.compiled import LOADER
+    (:meth:`~dtri.kernels.compiled.KernelLoader.ready`) where the input has ``items``
+    (edges, wedges, keys, lines) at least ``dtri.kernel-load-wait-min-items``, or is not
+    sized: their start-up is then paid, and they are worth using on small inputs too. A
+    smaller input takes what is ready now: a count of a toy graph does not wait half a
+    second for kernels it can do without. A process that has imported numba's kernels for
+    another use (any of :data:`COMPILED_KERNEL_MODULES`) starts the load here: numba's own
+    start is paid there."""
+    import dask
+
+    from dtri.kernels.compiled import KERNEL_LOAD_WAIT_MIN_ITEMS, LOADER
 
     if not LOADER.started and any(name in sys.modules for name in COMPILED_KERNEL_MODULES):
         LOADER.start()
-    return LOADER.ready()
+    return LOADER.ready(wait=items is None or
+                        items >= int(dask.config.get(KERNEL_LOAD_WAIT_MIN_ITEMS)))
 
 series_from_arrays = Dispatch("series_from_arrays")
 """A Series of the library of ``values`` (NumPy → pandas, CuPy → cuDF): ``values`` indexed by

@@ -95,9 +95,11 @@ def prepare_marked_on_cpu(frame: Any, orientation: str, limit: int | None = None
     whose numba kernels are ready (:func:`~dtri.kernels.dispatch.compiled_kernels_ready`: a
     process's first small count imports no numba). ``None``
     elsewhere: the NumPy path then runs, and refuses what it refuses."""
-    if orientation not in ("auto", "degree", "id") or not compiled_kernels_ready():
+    if orientation not in ("auto", "degree", "id"):
         return None
     src, dst = id_columns(frame)
+    if not compiled_kernels_ready(src.shape[0]):
+        return None
     if is_device_object(src) or not src.shape[0]:
         return None
     smallest = min(int(src.min()), int(dst.min()))

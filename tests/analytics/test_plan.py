@@ -341,7 +341,7 @@ def test_the_join_choice(monkeypatch):
 
     assert JOINS == ("auto", "wedges", "intersect") and INTERSECT_MIN_WEDGES == 0
     summary = partition_summary(pd.DataFrame({"src": [0, 0, 0], "dst": [1, 2, 3]}))
-    monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_ready", lambda: True)
+    monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_ready", lambda items=None: True)
     # once numba's kernels are loaded, the fused join is quicker at every size on both
     for backend in Backend:
         assert choose_join("auto", backend, summary) == "intersect"
@@ -349,7 +349,7 @@ def test_the_join_choice(monkeypatch):
     # until they are, the CPU keeps the NumPy join for a small graph's first count
     tally = WedgeTally()
     monkeypatch.setattr("dtri.analytics.plan.NUMPY_JOIN", tally)
-    monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_ready", lambda: False)
+    monkeypatch.setattr("dtri.analytics.plan.compiled_kernels_ready", lambda items=None: False)
     many = summary._replace(wedges=CPU_INTERSECT_MIN_WEDGES // 2)
     assert choose_join("auto", Backend.CPU, many) == "wedges"
     assert choose_join("auto", Backend.GPU, many) == "intersect"

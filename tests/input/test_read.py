@@ -46,7 +46,7 @@ def fast_parser(request: pytest.FixtureRequest):
     with dask.config.set({"dtri.read.numpy-parser-max-bytes": limit} if limit else {}), \
             pytest.MonkeyPatch.context() as patch:
         patch.setattr("dtri.input.text.compiled_kernels_ready",
-                      lambda: request.param == "numba")
+                      lambda items=None: request.param == "numba")
         yield request.param
 
 

@@ -50,6 +50,55 @@ def test_a_fresh_process_counts_with_numbas_kernels_from_its_second_count():
         assert (run["join"], run["kernel"], run["numba"]) == ("intersect", "marks", True)
 
 
+TOY_COUNTS = """
+import json, threading, time
+import dask
+import numpy as np
+import dtri
+from dtri.kernels import compiled
+
+# a load that would hold every count that waits for it for a minute
+release = threading.Event()
+compiled.LOADER._warm = lambda: release.wait(60) and None
+dask.config.set({"dtri.kernel-load-wait": 600})
+edges = np.array([[0, 1], [1, 2], [0, 2], [2, 3]])
+runs = []
+for _ in range(3):
+    started = time.perf_counter()
+    result = dtri.count(edges, backend="cpu")
+    runs.append([result.triangles, result.join, time.perf_counter() - started])
+print(json.dumps([runs, compiled.LOADER.started, compiled.LOADER.ready(wait=False)]))
+release.set()
+"""
+
+
+def test_a_toy_graphs_later_counts_do_not_wait_for_the_load():
+    """A graph below ``dtri.kernel-load-wait-min-items`` takes NumPy's join while numba's
+    kernels load: its second count does not wait half a second for kernels it can do
+    without (here a load held for a minute)."""
+    done = subprocess.run([sys.executable, "-c", TOY_COUNTS], capture_output=True, text=True,
+                          timeout=600, cwd=REPO_ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    runs, started, ready = json.loads(done.stdout.strip().splitlines()[-1])
+    assert started and not ready  # the load began after the first count, and is held
+    assert [run[:2] for run in runs] == [[1, "wedges"]] * 3
+    assert max(run[2] for run in runs[1:]) < 30  # none waited for the held load
+
+
+def test_compiled_kernels_ready_waits_for_large_inputs_alone(monkeypatch):
+    from dtri.kernels import compiled, dispatch
+
+    release = threading.Event()
+    loader = KernelLoader(lambda: release.wait(60) and None)
+    monkeypatch.setattr(compiled, "LOADER", loader)
+    loader.start()
+    with dask.config.set({KERNEL_LOAD_WAIT: 600, KERNEL_COMPILE_WAIT: 600,
+                          "dtri.kernel-load-wait-min-items": 100}):
+        assert not dispatch.compiled_kernels_ready(99)  # not waited for
+        threading.Timer(0.2, release.set).start()
+        assert dispatch.compiled_kernels_ready(100)  # waited for, until loaded
+
+
 def test_the_loader_counts_its_kernels_ready_once_loaded_and_waits_for_them():
     release = threading.Event()
     loader = KernelLoader(lambda: release.wait(60) and None)

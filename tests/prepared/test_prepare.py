@@ -206,7 +206,7 @@ def test_the_one_pass_kernel_runs_where_it_applies_and_counts_as_networkx(monkey
     assert prepare_marked_on_cpu(frame, "auto") is None  # ids far beyond 8 bytes an id
     assert prepare_marked_on_cpu(EdgeArrays(edges[:, 0] - 1, edges[:, 1]), "auto") is None
     assert prepare_marked_on_cpu(EdgeArrays(edges[:, 0], edges[:, 1]), "adirection") is None
-    monkeypatch.setattr("dtri.prepared.local.compiled_kernels_ready", lambda: False)
+    monkeypatch.setattr("dtri.prepared.local.compiled_kernels_ready", lambda items=None: False)
     assert prepare_marked_on_cpu(EdgeArrays(edges[:, 0], edges[:, 1]), "auto") is None
 
 
