@@ -29,8 +29,8 @@ HITS_PER_EDGE = 0.5
 Two bytes an edge with int32 ids, within :data:`~dtri.kernels.peel.BYTES_PER_EDGE`."""
 MIN_HITS = 1 << 16
 PARALLEL_MIN_WORK = 1 << 15
-"""Rounds with less work (:func:`lowered_bounds`, summed) run on one thread: a round's
-threads cost about a tenth of a millisecond to start."""
+"""Rounds with less work (:func:`lowered_bounds`, summed) run on one thread: handing a
+round to the threads and lowering from their buffers costs more than it saves."""
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -108,8 +108,8 @@ def _share_hits(offsets: Any, neighbours: Any, edge: Any, src: Any, dst: Any, st
 
 def lowered_bounds(graph: Any, src: Any, dst: Any, leaving: Any) -> Any:
     """The most edges each leaving edge lowers: two per member of its ends' shorter list."""
-    lengths = np.diff(graph.offsets)
-    return 2 * np.minimum(lengths[src[leaving]], lengths[dst[leaving]])
+    offsets, ends = graph.offsets, (src[leaving], dst[leaving])
+    return 2 * np.minimum(*(offsets[x + 1] - offsets[x] for x in ends))
 
 
 @functools.cache
