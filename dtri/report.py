@@ -24,7 +24,12 @@ def write_parquet(frame: Any, out: OutputFolder | None) -> str | None:
 
 def first_rows(frame: Any, order: list[str], top: int) -> Any:
     """A frame's first ``top`` rows by ``order``: the first column descending, ties broken by
-    the others, ascending."""
+    the others, ascending. Only the rows whose first column reaches its ``top``-th largest
+    value are sorted (all of them where fewer are valued: missing values sort last)."""
+    first = frame[order[0]]
+    largest = first.nlargest(top) if 0 < top < len(frame) else first.iloc[:0]
+    if top and len(largest) == top and bool(largest.notna().all()):
+        frame = frame[first >= largest.iloc[-1]]
     return frame.sort_values(order, ascending=[False, *[True] * (len(order) - 1)]).head(top)
 
 
