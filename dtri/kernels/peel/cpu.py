@@ -79,14 +79,9 @@ def _lower(hits: Any, count: int, support: Any, threshold: int, out: Any, found:
 
 @numba.njit(nogil=True, cache=True)
 def _peel_round(offsets: Any, neighbours: Any, edge: Any, src: Any, dst: Any, state: Any,
-                support: Any, leaving: Any, threshold: int, out: Any) -> int:
-    """A round on one thread: each leaving edge's lowering done before the next's found."""
-    shortest = 0  # the longest of the leaving edges' shorter lists
-    for f in range(leaving.shape[0]):
-        e = leaving[f]
-        shortest = max(shortest, min(offsets[src[e] + 1] - offsets[src[e]],
-                                     offsets[dst[e] + 1] - offsets[dst[e]]))
-    hits = np.empty(2 * shortest, dtype=edge.dtype)  # two for each member of one
+                support: Any, leaving: Any, threshold: int, out: Any, hits: Any) -> int:
+    """A round on one thread: each leaving edge's lowering done before the next's found
+    (``hits``: room for the most one leaving edge lowers)."""
     found = 0
     for f in range(leaving.shape[0]):
         count = _lowered(offsets, neighbours, edge, src, dst, state, leaving[f], hits, 0)
@@ -155,10 +150,10 @@ def peel_round_cpu(src: Any, dst: Any, graph: Any, state: Any, support: Any, lea
     from dtri.kernels.strategy import kernel_threads
 
     threads = kernel_threads()
-    if threads > 1:
-        bounds = lowered_bounds(graph, src, dst, leaving)
-        if int(bounds.sum()) >= PARALLEL_MIN_WORK:
-            return peel_round_threads(threads, src, dst, graph, state, support, leaving,
-                                      threshold, out, bounds)
+    bounds = lowered_bounds(graph, src, dst, leaving)
+    if threads > 1 and int(bounds.sum()) >= PARALLEL_MIN_WORK:
+        return peel_round_threads(threads, src, dst, graph, state, support, leaving,
+                                  threshold, out, bounds)
+    hits = np.empty(int(bounds.max(initial=0)), dtype=graph.edge.dtype)
     return int(_peel_round(graph.offsets, graph.neighbours, graph.edge, src, dst, state,
-                           support, leaving, threshold, out))
+                           support, leaving, threshold, out, hits))
