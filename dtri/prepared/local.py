@@ -98,10 +98,8 @@ def prepare_marked_on_cpu(frame: Any, orientation: str, limit: int | None = None
     if orientation not in ("auto", "degree", "id"):
         return None
     src, dst = id_columns(frame)
-    if not compiled_kernels_ready(src.shape[0]):
-        return None
-    if is_device_object(src) or not src.shape[0]:
-        return None
+    if is_device_object(src) or not src.shape[0] or not compiled_kernels_ready(src.shape[0]):
+        return None  # the GPU's and an empty frame's path need no numba kernel, nor its wait
     smallest = min(int(src.min()), int(dst.min()))
     largest = max(int(src.max()), int(dst.max()))
     if smallest < 0 or largest > MAX_MARKED_ID or \
