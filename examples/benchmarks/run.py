@@ -79,6 +79,13 @@ def dtri(*args: str, timeout: int | None = None, **options: Any) -> Command:
     return Command((*DTRI, *args), timeout, family=family, **options)
 
 
+def profile_rmat20_cpu(commit: str | None = None) -> tuple[Command, ...]:
+    """``profile_bench.py`` of R-MAT 20 on the CPU (``dtri profile`` against ``dtri truss``),
+    of this tree or of ``commit``'s."""
+    return (script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}",
+                   commit=commit),)
+
+
 def shared(*names: str) -> tuple[str, ...]:
     return tuple(f"{{data}}/{name}.txt.gz" for name in names)
 
@@ -1035,20 +1042,15 @@ PRESETS: dict[str, Preset] = {
         "store those commits changed is not made)"),
     "profile-rmat20-cpu-2core-5e2be88": Preset(
         "dtri profile of R-MAT 20 against dtri truss, the truss peeled by rounds over every "
-        "alive edge (5e2be88)", CPU, (
-            script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}",
-                   commit="5e2be88"),),
+        "alive edge (5e2be88)", CPU, profile_rmat20_cpu("5e2be88"),
         "issue 72; superseded by the whole-graph peeling (profile-rmat20-cpu-2core-47c1987)"),
     "profile-rmat20-cpu-2core-47c1987": Preset(
         "dtri profile of R-MAT 20 against dtri truss, the whole-graph peel's rounds on one "
-        "thread (47c1987)", CPU, (
-            script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}",
-                   commit="47c1987"),),
+        "thread (47c1987)", CPU, profile_rmat20_cpu("47c1987"),
         "issue 72; superseded by the threaded rounds (profile-rmat20-cpu-2core)"),
     "profile-rmat20-cpu-2core": Preset(
         "dtri profile of R-MAT 20 against dtri truss of the same graph, each in its own "
-        "process", CPU, (
-            script("profile_bench.py", "rmat:20", "--backend", "cpu", "--out", "{out}"),),
+        "process", CPU, profile_rmat20_cpu(),
         "issue 72; in process (no cluster), numba's cache warmed first; the machine was "
         "shared with other sessions (loadavg in detail)"),
     "listing-rmat16-cpu-2core": Preset(
