@@ -6,8 +6,8 @@ A run goes to the ``scheduler`` named (an address, ``DASK_SCHEDULER_ADDRESS``,
 (:func:`placement`: no worker processes and no Dask graph, so a script needs no ``if __name__
 == "__main__":`` guard), else to a local cluster started for it, shaped by its
 :class:`MemoryCaps`: ``dask_cuda.LocalCUDACluster`` (one worker per visible GPU) or
-``distributed.LocalCluster`` (one single-threaded worker per core). ``backend="auto"`` is
-:func:`choose_backend`'s.
+``distributed.LocalCluster`` (one single-threaded worker per core; ``workers`` of them share
+the cores). ``backend="auto"`` is :func:`choose_backend`'s.
 
 :func:`decide_run` decides all of it, once, from the run's :class:`~dtri.options.Options`, its
 input and this machine's facts, before anything starts; :func:`open_runtime` then only starts
