@@ -59,7 +59,13 @@ from dtri.kernels import compiled
 
 # a load that would hold every count that waits for it for a minute
 release = threading.Event()
-compiled.LOADER._warm = lambda: release.wait(60) and None
+
+
+def held_load():
+    release.wait(60)
+
+
+compiled.WARM_UP = ("__main__", "held_load")  # what the process's loader runs
 dask.config.set({"dtri.kernel-load-wait": 600})
 edges = np.array([[0, 1], [1, 2], [0, 2], [2, 3]])
 runs = []
